@@ -1,0 +1,279 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Bulk action names as they appear in an action/metadata line.
+const (
+	actionIndex  = "index"
+	actionCreate = "create"
+	actionUpdate = "update"
+	actionDelete = "delete"
+)
+
+// bulkAction is one parsed action of a _bulk request. A line that cannot be
+// an action at all fails the whole request (as Elasticsearch does); a
+// problem confined to one action — a document that is not a JSON object, an
+// update body of the wrong shape, an option Weft does not support — is kept
+// in Err and fails only that item.
+type bulkAction struct {
+	Action  string
+	Index   string
+	ID      string
+	Routing string
+
+	// Source is the document of index and create actions.
+	Source json.RawMessage
+	// Doc, Upsert and DocAsUpsert are the body of an update action.
+	Doc         json.RawMessage
+	Upsert      json.RawMessage
+	DocAsUpsert bool
+
+	// Err, when set, is this item's failure; the item is answered with it
+	// and never reaches the engine.
+	Err *apiError
+}
+
+// bulkMeta is the object inside an action line. Fields that Elasticsearch
+// accepts but Weft cannot honour are decoded so that the item can be failed
+// with a clear message instead of silently ignoring, say, optimistic
+// concurrency control.
+type bulkMeta struct {
+	Index   *string `json:"_index"`
+	ID      *string `json:"_id"`
+	Routing *string `json:"routing"`
+
+	IfSeqNo         json.RawMessage `json:"if_seq_no"`
+	IfPrimaryTerm   json.RawMessage `json:"if_primary_term"`
+	Version         json.RawMessage `json:"version"`
+	VersionType     json.RawMessage `json:"version_type"`
+	Pipeline        json.RawMessage `json:"pipeline"`
+	RetryOnConflict json.RawMessage `json:"retry_on_conflict"`
+	Source          json.RawMessage `json:"_source"`
+	RequireAlias    json.RawMessage `json:"require_alias"`
+	DynamicTmpl     json.RawMessage `json:"dynamic_templates"`
+}
+
+// unsupported names the first option of m that Weft does not implement, or "".
+// retry_on_conflict is accepted and ignored: Weft applies updates of one
+// document in order, so there is no conflict to retry.
+func (m *bulkMeta) unsupported() string {
+	switch {
+	case m.IfSeqNo != nil:
+		return "if_seq_no"
+	case m.IfPrimaryTerm != nil:
+		return "if_primary_term"
+	case m.Version != nil:
+		return "version"
+	case m.VersionType != nil:
+		return "version_type"
+	case m.Pipeline != nil:
+		return "pipeline"
+	case m.Source != nil:
+		return "_source"
+	case m.DynamicTmpl != nil:
+		return "dynamic_templates"
+	}
+	return ""
+}
+
+// updateBody is the source line of an update action.
+type updateBody struct {
+	Doc            json.RawMessage `json:"doc"`
+	Upsert         json.RawMessage `json:"upsert"`
+	DocAsUpsert    *bool           `json:"doc_as_upsert"`
+	DetectNoop     *bool           `json:"detect_noop"`
+	Script         json.RawMessage `json:"script"`
+	ScriptedUpsert json.RawMessage `json:"scripted_upsert"`
+	Source         json.RawMessage `json:"_source"`
+}
+
+// parseBulk parses an NDJSON _bulk body. defaultIndex and defaultRouting
+// come from the URL (/{index}/_bulk, ?routing=) and apply to actions that do
+// not name their own. The returned actions alias body; the caller keeps body
+// alive and unmodified while it uses them.
+//
+// The returned error, always an *apiError with a 4xx status, means the whole
+// request is rejected: a line where an action is expected that is not a
+// valid action line, an action without an index, or a missing source line.
+func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, error) {
+	var actions []bulkAction
+	lineNo := 0
+	rest := body
+	nextLine := func() ([]byte, bool) {
+		for len(rest) > 0 {
+			var line []byte
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				line, rest = rest[:i], rest[i+1:]
+			} else {
+				line, rest = rest, nil
+			}
+			lineNo++
+			line = bytes.TrimSpace(line)
+			if len(line) > 0 {
+				return line, true
+			}
+		}
+		return nil, false
+	}
+	for {
+		line, ok := nextLine()
+		if !ok {
+			break
+		}
+		a, needsSource, err := parseActionLine(line, lineNo, defaultIndex, defaultRouting)
+		if err != nil {
+			return nil, err
+		}
+		if needsSource {
+			src, ok := nextLine()
+			if !ok {
+				return nil, illegalArgument("the %s action on line %d has no source line after it; every index, create and update action is followed by a line holding its document", a.Action, lineNo)
+			}
+			if a.Err == nil {
+				a.Err = a.setSource(src)
+			}
+		}
+		actions = append(actions, a)
+	}
+	if len(actions) == 0 {
+		return nil, &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+			Reason: "Validation Failed: 1: no requests added; send NDJSON action lines, each followed by its document where the action needs one;"}
+	}
+	return actions, nil
+}
+
+// parseActionLine parses one action/metadata line.
+func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting string) (a bulkAction, needsSource bool, err error) {
+	if line[0] != '{' {
+		return a, false, illegalArgument("malformed action/metadata line [%d], expected START_OBJECT but found something else; each action line is a JSON object like {\"index\":{\"_index\":\"x\"}}", lineNo)
+	}
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(line, &outer); err != nil {
+		return a, false, badRequest("x_content_parse_exception", "malformed action/metadata line [%d]: %v", lineNo, err)
+	}
+	if len(outer) != 1 {
+		return a, false, illegalArgument("malformed action/metadata line [%d], expected exactly one action (index, create, update or delete) but found %d keys", lineNo, len(outer))
+	}
+	var raw json.RawMessage
+	for k, v := range outer {
+		a.Action, raw = k, v
+	}
+	switch a.Action {
+	case actionIndex, actionCreate, actionUpdate:
+		needsSource = true
+	case actionDelete:
+	default:
+		return a, false, illegalArgument("malformed action/metadata line [%d], expected one of [create, delete, index, update] but found [%s]", lineNo, a.Action)
+	}
+	var meta bulkMeta
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&meta); err != nil {
+		return a, false, illegalArgument("action/metadata line [%d] is not valid: %v", lineNo, err)
+	}
+	if meta.Index != nil {
+		a.Index = *meta.Index
+	} else {
+		a.Index = defaultIndex
+	}
+	if a.Index == "" {
+		return a, false, &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+			Reason: fmt.Sprintf("Validation Failed: 1: index is missing for the action on line %d; name it in _index or use /{index}/_bulk;", lineNo)}
+	}
+	if meta.ID != nil {
+		a.ID = *meta.ID
+		if a.ID == "" {
+			a.Err = &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+				Reason: "Validation Failed: 1: if _id is specified it must not be empty;"}
+		}
+	}
+	if meta.Routing != nil {
+		a.Routing = *meta.Routing
+	} else {
+		a.Routing = defaultRouting
+	}
+	if opt := meta.unsupported(); opt != "" && a.Err == nil {
+		a.Err = illegalArgument("bulk action option [%s] is not supported by Weft; remove it from the action on line %d", opt, lineNo)
+	}
+	if a.ID == "" && a.Err == nil && (a.Action == actionUpdate || a.Action == actionDelete) {
+		a.Err = &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+			Reason: fmt.Sprintf("Validation Failed: 1: id is missing for the %s action on line %d;", a.Action, lineNo)}
+	}
+	return a, needsSource, nil
+}
+
+// setSource validates and attaches the source line of an index, create or
+// update action, returning the item's error if the line is unusable.
+func (a *bulkAction) setSource(src []byte) *apiError {
+	if a.Action != actionUpdate {
+		if err := checkObject(src); err != nil {
+			return &apiError{Status: http.StatusBadRequest, Type: "document_parsing_exception",
+				Reason: fmt.Sprintf("failed to parse the document: %v", err), Index: a.Index}
+		}
+		a.Source = src
+		return nil
+	}
+	var u updateBody
+	if err := decodeStrict(src, &u); err != nil {
+		return badRequest("x_content_parse_exception", "failed to parse the update body: %v", err)
+	}
+	switch {
+	case u.Script != nil || u.ScriptedUpsert != nil:
+		return illegalArgument("scripted updates are not supported by Weft; send a partial document in \"doc\"")
+	case u.Source != nil:
+		return illegalArgument("update option [_source] is not supported by Weft")
+	case u.Doc == nil:
+		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+			Reason: "Validation Failed: 1: script or doc is missing;"}
+	}
+	if err := checkObject(u.Doc); err != nil {
+		return badRequest("x_content_parse_exception", "update \"doc\" must be a JSON object: %v", err)
+	}
+	if u.Upsert != nil {
+		if err := checkObject(u.Upsert); err != nil {
+			return badRequest("x_content_parse_exception", "update \"upsert\" must be a JSON object: %v", err)
+		}
+	}
+	a.Doc, a.Upsert = u.Doc, u.Upsert
+	a.DocAsUpsert = u.DocAsUpsert != nil && *u.DocAsUpsert
+	return nil
+}
+
+// checkObject reports whether b is exactly one valid JSON object.
+func checkObject(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return fmt.Errorf("expected a JSON object")
+	}
+	if !json.Valid(b) {
+		// Unmarshal into nothing useful to get a message that says where.
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		return fmt.Errorf("invalid JSON")
+	}
+	return nil
+}
+
+// decodeStrict decodes exactly one JSON value from b into v, rejecting
+// unknown fields and trailing data.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	if _, err := dec.Token(); err == nil {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	return nil
+}

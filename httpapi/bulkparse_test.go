@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseBulk(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		index      string
+		wantErr    string // substring of the whole-request error; "" = none
+		wantStatus int
+		check      func(t *testing.T, as []bulkAction)
+	}{
+		{
+			name: "all four actions",
+			body: `{"index":{"_index":"a","_id":"1"}}
+{"title":"one"}
+{"create":{"_index":"a","_id":"2","routing":"r"}}
+{"title":"two"}
+{"update":{"_index":"a","_id":"1"}}
+{"doc":{"title":"uno"},"doc_as_upsert":true}
+{"delete":{"_index":"a","_id":"2"}}
+`,
+			check: func(t *testing.T, as []bulkAction) {
+				require.Len(t, as, 4)
+				require.Equal(t, []string{"index", "create", "update", "delete"},
+					[]string{as[0].Action, as[1].Action, as[2].Action, as[3].Action})
+				require.JSONEq(t, `{"title":"one"}`, string(as[0].Source))
+				require.Equal(t, "r", as[1].Routing)
+				require.JSONEq(t, `{"title":"uno"}`, string(as[2].Doc))
+				require.True(t, as[2].DocAsUpsert)
+				for _, a := range as {
+					require.Nil(t, a.Err)
+					require.Equal(t, "a", a.Index)
+				}
+			},
+		},
+		{
+			name:  "default index from the URL, no id, CRLF, blank lines, no final newline",
+			index: "dflt",
+			body:  "{\"index\":{}}\r\n\r\n{\"x\":1}\r\n{\"index\":{\"_index\":\"other\"}}\n{\"x\":2}",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Len(t, as, 2)
+				require.Equal(t, "dflt", as[0].Index)
+				require.Equal(t, "", as[0].ID)
+				require.Equal(t, "other", as[1].Index)
+			},
+		},
+		{
+			name: "document that is not JSON fails only its item",
+			body: "{\"index\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{not json\n{\"index\":{\"_index\":\"a\",\"_id\":\"2\"}}\n{\"ok\":true}\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Len(t, as, 2)
+				require.NotNil(t, as[0].Err)
+				require.Equal(t, "document_parsing_exception", as[0].Err.Type)
+				require.Nil(t, as[1].Err)
+			},
+		},
+		{
+			name: "document that is an array fails only its item",
+			body: "{\"create\":{\"_index\":\"a\",\"_id\":\"1\"}}\n[1,2]\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Equal(t, 400, as[0].Err.Status)
+			},
+		},
+		{
+			name: "unsupported option fails only its item",
+			body: "{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"1\"}}\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Contains(t, as[0].Err.Reason, "if_seq_no")
+				require.Nil(t, as[1].Err)
+			},
+		},
+		{
+			name: "scripted update fails only its item",
+			body: "{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"script\":\"ctx._source.x++\"}\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Contains(t, as[0].Err.Reason, "scripted updates")
+			},
+		},
+		{
+			name: "update without doc fails its item",
+			body: "{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"upsert\":{}}\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Equal(t, "action_request_validation_exception", as[0].Err.Type)
+			},
+		},
+		{
+			name: "delete without id fails its item",
+			body: "{\"delete\":{\"_index\":\"a\"}}\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Contains(t, as[0].Err.Reason, "id is missing")
+			},
+		},
+		{name: "action line not JSON rejects the request", body: "hello\n{}\n", wantErr: "malformed action/metadata line [1]", wantStatus: 400},
+		{name: "action line broken JSON rejects the request", body: "{\"index\":\n", wantErr: "line [1]", wantStatus: 400},
+		{name: "unknown action", body: "{\"upsert\":{\"_index\":\"a\"}}\n{}\n", wantErr: "[upsert]", wantStatus: 400},
+		{name: "two actions on one line", body: "{\"index\":{},\"delete\":{}}\n", wantErr: "exactly one action", wantStatus: 400},
+		{name: "unknown metadata field", body: "{\"index\":{\"_index\":\"a\",\"colour\":1}}\n{}\n", wantErr: "colour", wantStatus: 400},
+		{name: "wrong type of _id", body: "{\"index\":{\"_index\":\"a\",\"_id\":5}}\n{}\n", wantErr: "line [1]", wantStatus: 400},
+		{name: "missing index", body: "{\"index\":{\"_id\":\"1\"}}\n{}\n", wantErr: "index is missing", wantStatus: 400},
+		{name: "missing source line", body: "{\"index\":{\"_index\":\"a\"}}\n", wantErr: "no source line", wantStatus: 400},
+		{name: "empty body", body: "\n\n", wantErr: "no requests added", wantStatus: 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			as, err := parseBulk([]byte(tc.body), tc.index, "")
+			if tc.wantErr != "" {
+				var ae *apiError
+				require.True(t, errors.As(err, &ae), "error %v is not an *apiError", err)
+				require.Equal(t, tc.wantStatus, ae.Status)
+				require.Contains(t, ae.Reason, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, as)
+		})
+	}
+}
+
+// FuzzParseBulk checks that no body panics the parser, that every rejection
+// of the whole request is a 4xx *apiError, and that every item error is 4xx.
+func FuzzParseBulk(f *testing.F) {
+	seeds := []string{
+		"{\"index\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"title\":\"one\"}\n",
+		"{\"create\":{\"_index\":\"a\"}}\n{\"n\":1}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"x\"}}\n",
+		"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"doc\":{\"a\":{\"b\":[1,2]}},\"upsert\":{\"a\":1}}\n",
+		"{\"index\":{}}\n{}\n",
+		"{\"index\":{\"_index\":\"a\",\"if_seq_no\":1}}\n{}\n",
+		"{\"index\":\n",
+		"\n\n\r\n",
+		"{\"delete\":{\"_index\":\"a\",\"_id\":\"\"}}",
+		"{\"update\":{\"_index\":\"a\",\"_id\":\"1\"}}\n{\"doc\":1}\n",
+		"[]\n{}\n",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), "")
+		f.Add([]byte(s), "dflt")
+	}
+	f.Fuzz(func(t *testing.T, body []byte, index string) {
+		as, err := parseBulk(body, index, "")
+		if err != nil {
+			var ae *apiError
+			require.True(t, errors.As(err, &ae), "error %v is not an *apiError", err)
+			require.GreaterOrEqual(t, ae.Status, 400)
+			require.Less(t, ae.Status, 500)
+			require.Nil(t, as)
+			return
+		}
+		require.NotEmpty(t, as)
+		for _, a := range as {
+			require.NotEmpty(t, a.Index)
+			if a.Err != nil {
+				require.GreaterOrEqual(t, a.Err.Status, 400)
+				require.Less(t, a.Err.Status, 500)
+				continue
+			}
+			switch a.Action {
+			case actionIndex, actionCreate:
+				require.NoError(t, checkObject(a.Source))
+			case actionUpdate:
+				require.NoError(t, checkObject(a.Doc))
+				require.NotEmpty(t, a.ID)
+			case actionDelete:
+				require.NotEmpty(t, a.ID)
+			default:
+				t.Fatalf("unexpected action %q", a.Action)
+			}
+		}
+	})
+}
