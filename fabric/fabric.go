@@ -103,7 +103,11 @@ type Conn interface {
 	Call(ctx context.Context, method Method, payload []byte) ([]byte, error)
 	// Send delivers a one-way message: it returns once the transport has
 	// taken the payload (queued or written), without waiting for the handler.
-	// Messages sent by one goroutine reach the handler in order of Send.
+	// Messages sent by one goroutine reach the handler in order of Send:
+	// a connection's one-way messages are served one at a time, and a Call
+	// or Send made after a Send is served after that Send's handler has
+	// returned. A Send counts against the in-flight window until its
+	// handler returns, so a slow receiver blocks the sender.
 	Send(ctx context.Context, method Method, payload []byte) error
 	// Stats returns counters for this connection.
 	Stats() ConnStats

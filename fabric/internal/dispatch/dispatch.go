@@ -1,0 +1,173 @@
+// Package dispatch runs a fabric.Handler for the requests of one server-side
+// connection: one goroutine per request, cancellation by request id, the
+// ordering rule of fabric.Conn.Send (a one-way message is served after every
+// request that arrived before it has started, and before any request that
+// arrives after it starts), the built-in answer to fabric.MethodPing, panic
+// recovery, and waiting for every handler on close. Transports (mem, tcp,
+// rdma) share it so that they serve requests the same way.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// RespondFunc sends the outcome of one request back to the caller. It is
+// called from the request's goroutine after the handler returns, once per
+// request, one-way requests included (so the transport can return flow
+// control credit). It must not return before it is done reading reply: the
+// handler's reply may alias the request payload, which is released after
+// RespondFunc returns.
+type RespondFunc func(id uint64, oneWay bool, reply []byte, err error)
+
+// Dispatcher serves the requests of one connection. Dispatch and Cancel are
+// called by the connection's single reader goroutine, in arrival order;
+// Close and Wait may be called from any goroutine.
+type Dispatcher struct {
+	h       fabric.Handler
+	peer    string
+	respond RespondFunc
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[uint64]context.CancelFunc
+	// barrier is closed when the handler of the most recent one-way request
+	// has returned; later requests wait for it, so one-way messages are
+	// served one at a time, in order, and a Call that follows a Send from
+	// the same goroutine sees its effect. nil when none is pending.
+	barrier chan struct{}
+}
+
+// New returns a Dispatcher for requests from peer. Handler contexts derive
+// from parent and end when Close is called.
+func New(parent context.Context, h fabric.Handler, peer string, respond RespondFunc) *Dispatcher {
+	ctx, cancel := context.WithCancel(parent)
+	return &Dispatcher{
+		h:       h,
+		peer:    peer,
+		respond: respond,
+		ctx:     ctx,
+		cancel:  cancel,
+		running: make(map[uint64]context.CancelFunc),
+	}
+}
+
+// Dispatch starts serving one request. payload must stay valid until
+// release is called (after respond has returned); release may be nil.
+// It does not block on the handler. After Close it drops the request.
+func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, release func()) {
+	if d.ctx.Err() != nil { // closed: the connection is going away
+		if release != nil {
+			release()
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(d.ctx)
+	d.mu.Lock()
+	if _, dup := d.running[id]; dup {
+		d.mu.Unlock()
+		cancel()
+		d.respond(id, oneWay, nil, fabric.Errorf(fabric.CodeBadRequest, "request id %d is already running on this connection", id))
+		if release != nil {
+			release()
+		}
+		return
+	}
+	d.running[id] = cancel
+	wait := d.barrier
+	if wait != nil {
+		select {
+		case <-wait:
+			wait = nil
+			d.barrier = nil
+		default:
+		}
+	}
+	var done chan struct{}
+	if oneWay {
+		done = make(chan struct{})
+		d.barrier = done
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go d.serve(ctx, id, method, payload, oneWay, release, wait, done)
+}
+
+func (d *Dispatcher) serve(ctx context.Context, id uint64, method fabric.Method, payload []byte, oneWay bool,
+	release func(), wait, done chan struct{}) {
+	defer d.wg.Done()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+	}
+	reply, err := d.call(ctx, method, payload, oneWay)
+	if done != nil {
+		close(done)
+	}
+	d.mu.Lock()
+	cancel := d.running[id]
+	delete(d.running, id)
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	d.respond(id, oneWay, reply, err)
+	if release != nil {
+		release()
+	}
+}
+
+func (d *Dispatcher) call(ctx context.Context, method fabric.Method, payload []byte, oneWay bool) (reply []byte, err error) {
+	if method == fabric.MethodPing {
+		return payload, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			reply, err = nil, fabric.Errorf(fabric.CodeInternal, "handler for method %d panicked: %v", method, p)
+		}
+	}()
+	req := fabric.Request{Method: method, Payload: payload, Peer: d.peer, OneWay: oneWay}
+	return d.h.ServeFabric(ctx, &req)
+}
+
+// Cancel cancels the handler context of request id, if it is running.
+func (d *Dispatcher) Cancel(id uint64) {
+	d.mu.Lock()
+	cancel := d.running[id]
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Running returns how many requests are being served.
+func (d *Dispatcher) Running() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.running)
+}
+
+// Close cancels every handler context. It does not wait; see Wait.
+func (d *Dispatcher) Close() { d.cancel() }
+
+// Wait blocks until every handler has returned and responded, or ctx ends.
+func (d *Dispatcher) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		d.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("dispatch: %d handlers from %s still running: %w", d.Running(), d.peer, ctx.Err())
+	}
+}
