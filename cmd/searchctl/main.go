@@ -1,0 +1,20 @@
+// Command searchctl administers a Weft node over its HTTP API: health,
+// index create/delete/list/get, bulk loading of NDJSON files, and searches.
+// Run `searchctl --help`; the logic lives in internal/ctl.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/weftsearch/weft/internal/ctl"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := ctl.Main(ctx, os.Args[1:], ctl.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	stop()
+	os.Exit(code)
+}
