@@ -21,5 +21,16 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
+# run builds, starts a node on ./data and 127.0.0.1:9200, loads the sample
+# emails and stays in the foreground (scripts/run.sh; Ctrl-C stops it).
+run:
+	GO=$(GO) scripts/run.sh
+
+# sample-data fetches and converts the SpamAssassin corpus into the cache
+# (scripts/sample-data.sh prints the NDJSON file's path).
+.PHONY: sample-data
+sample-data:
+	GO=$(GO) scripts/sample-data.sh
+
 clean:
 	rm -rf $(BIN) build
