@@ -21,6 +21,18 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
+# test-rdma boots the Soft-RoCE guest (QEMU, rdma_rxe on a veth) and runs the
+# RDMA tests, fabricbench and perftest inside it (scripts/softroce/run.sh,
+# docs/softroce.md); SOFTROCE_FLAGS passes options, e.g. --tests-only.
+test-rdma:
+	GO=$(GO) scripts/softroce/run.sh $(SOFTROCE_FLAGS)
+
+# test-rdma-auto runs test-rdma where this machine can (Linux, root or
+# passwordless sudo for apt, Debian's archive reachable or everything cached),
+# and otherwise prints one line saying why it was skipped.
+test-rdma-auto:
+	GO=$(GO) scripts/softroce/run.sh --auto $(SOFTROCE_FLAGS)
+
 # run builds, starts a node on ./data and 127.0.0.1:9200, loads the sample
 # emails and stays in the foreground (scripts/run.sh; Ctrl-C stops it).
 run:

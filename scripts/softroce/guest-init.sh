@@ -1,0 +1,161 @@
+#!/bin/sh
+# /init (PID 1) of the Soft-RoCE guest built by scripts/softroce/run.sh.
+#
+# It brings up one rxe device (rxe0) on veth0, runs the RDMA test binary,
+# fabricbench and perftest with both ends on that device, writes everything
+# to the 9p share "weftout" (the host's build/softroce/guest-out) and powers
+# off. The host reads only files: test.log and test.rc, fabricbench.jsonl,
+# perftest/*.txt, guest.txt, dmesg.txt, and finally "done".
+#
+# Rules for this file: busybox's applets run ahead of $PATH, so real binaries
+# (iproute2's ip and rdma, perftest) are called by full path; as PID 1 it
+# inherits every orphan, so it waits on PIDs, never a bare `wait`.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TMPDIR=/tmp
+
+say() { echo "guest: $*"; }
+halt() {
+	sync
+	poweroff -f
+	sleep 5
+}
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+. /etc/weft-softroce.conf
+
+for m in $MODULES; do
+	modprobe "$m" || say "modprobe $m failed"
+done
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 weftout /out; then
+	say "cannot mount the results share weftout; dmesg follows"
+	dmesg | tail -n 30
+	halt
+fi
+mkdir -p /out/perftest
+{
+	echo "kernel $(uname -r)"
+	echo "cpus $(nproc)"
+	grep MemTotal /proc/meminfo
+} >/out/guest.txt
+
+# Memory registration needs locked memory.
+ulimit -l unlimited
+
+# One rxe device on a veth: rxe does not work across network namespaces and
+# not on lo (rdma_cm), so both ends of every test use rxe0.
+/bin/ip link set lo up
+/bin/ip link add veth0 type veth peer name veth1
+/bin/ip addr add "$GUEST_IP/24" dev veth0
+/bin/ip link set veth1 up
+/bin/ip link set veth0 up
+if ! /usr/bin/rdma link add "$RXE" type rxe netdev veth0; then
+	say "rdma link add $RXE failed; dmesg follows"
+	dmesg | tail -n 30 | tee /out/dmesg.txt
+	halt
+fi
+
+# Wait for the port to be ACTIVE and for the RoCE v2 GID of GUEST_IP.
+port=/sys/class/infiniband/$RXE/ports/1
+want=$(echo "$GUEST_IP" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+GID=
+i=0
+while [ $i -lt 300 ]; do
+	if grep -q ACTIVE "$port/state" 2>/dev/null; then
+		for g in "$port"/gids/*; do
+			n=${g##*/}
+			if [ "$(cat "$g" 2>/dev/null)" = "$want" ] &&
+				[ "$(cat "$port/gid_attrs/types/$n" 2>/dev/null)" = "RoCE v2" ]; then
+				GID=$n
+			fi
+		done
+	fi
+	[ -n "$GID" ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -z "$GID" ]; then
+	say "$RXE: port not ACTIVE with a RoCE v2 GID for $GUEST_IP after 30 s (state: $(cat "$port/state" 2>/dev/null))"
+	halt
+fi
+say "$RXE ACTIVE on veth0 ($GUEST_IP), RoCE v2 GID index $GID"
+{
+	echo "device $RXE"
+	echo "gid_index $GID"
+	echo "gid $want"
+	/usr/bin/ibv_devinfo -v -d "$RXE"
+} >>/out/guest.txt 2>&1
+
+export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT_RDMA_GID_INDEX="$GID"
+
+# (a) the RDMA transport's tests.
+if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
+	say "running rdma.test (timeout ${TEST_TIMEOUT}s${RUN_RE:+, -test.run $RUN_RE})"
+	cd /tmp
+	{
+		if [ -n "$RUN_RE" ]; then
+			/opt/weft/rdma.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" -test.run "$RUN_RE"
+		else
+			/opt/weft/rdma.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s"
+		fi
+		echo $? >/out/test.rc
+	} 2>&1 | tee /out/test.log
+	cd /
+fi
+
+# (b) fabricbench: tcp, rdma and adaptive on the same rxe device.
+if [ "$MODE" != tests ] && [ -x /opt/weft/fabricbench ]; then
+	say "running fabricbench (sizes $SIZES, $DURATION per point)"
+	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports tcp,rdma,adaptive -json \
+		-sizes "$SIZES" -duration "$DURATION" >/out/fabricbench.jsonl 2>/out/fabricbench.log
+	echo $? >/out/fabricbench.rc
+	say "fabricbench exit $(cat /out/fabricbench.rc), $(wc -l </out/fabricbench.jsonl) result lines"
+fi
+
+# (c) perftest on the same device: server and client both on rxe0.
+# perf NAME SIZE ITERATIONS PORT: one server + one client run of /usr/bin/NAME.
+perf() {
+	tool=$1 size=$2 iters=$3 port=$4
+	args="-d $RXE -i 1 -x $GID -F -s $size -n $iters -p $port"
+	out=/out/perftest/$tool-$size
+	# shellcheck disable=SC2086 # args is a word list on purpose
+	timeout 120 /usr/bin/$tool $args >"$out.server.txt" 2>&1 &
+	spid=$!
+	try=0
+	while :; do
+		sleep 0.5
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		# shellcheck disable=SC2086
+		timeout 120 /usr/bin/$tool $args "$GUEST_IP" >"$out.txt" 2>&1
+		rc=$?
+		echo "$t0 $(cut -d' ' -f1 /proc/uptime)" | awk '{ print $2 - $1 }' >"$out.wall"
+		try=$((try + 1))
+		if [ $rc -ne 0 ] && grep -q "Couldn't connect" "$out.txt" && kill -0 $spid 2>/dev/null && [ $try -lt 20 ]; then
+			continue
+		fi
+		break
+	done
+	wait $spid
+	src=$?
+	[ $rc -eq 0 ] && [ $src -eq 0 ] || say "$tool -s $size: client exit $rc, server exit $src (see perftest/$tool-$size*.txt)"
+}
+if [ "$MODE" != tests ]; then
+	say "running perftest (ib_send_lat, ib_write_lat, ib_write_bw at $SIZES)"
+	p=18515
+	for s in $(echo "$SIZES" | tr , ' '); do
+		if [ "$s" -le 4096 ]; then n=1000; elif [ "$s" -le 65536 ]; then n=300; else n=50; fi
+		perf ib_send_lat "$s" "$n" $p
+		perf ib_write_lat "$s" "$n" $((p + 1))
+		if [ "$s" -le 65536 ]; then n=2000; else n=200; fi
+		perf ib_write_bw "$s" "$n" $((p + 2))
+		p=$((p + 3))
+	done
+fi
+
+dmesg >/out/dmesg.txt
+echo done >/out/done
+say "finished"
+halt

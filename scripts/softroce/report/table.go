@@ -1,0 +1,212 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// fabricOrder puts the fabric transports first, in the order the issue reads.
+var fabricOrder = map[string]int{"raw": 0, "grpc": 1, "tcp": 2, "rdma": 3, "adaptive": 4}
+
+func transportLess(a, b string) bool {
+	oa, okA := fabricOrder[a]
+	ob, okB := fabricOrder[b]
+	switch {
+	case okA && okB:
+		return oa < ob
+	case okA != okB:
+		return okA
+	}
+	return a < b
+}
+
+type key struct {
+	transport string
+	inflight  int
+}
+
+// writeTable prints, at each size: round-trip p50 at one call in flight next
+// to perftest's latency (as a round trip), bandwidth at every in-flight count
+// next to ib_write_bw, and the ratios the RDMA issue sets targets for.
+func writeTable(w io.Writer, rows []result, device, accel string) {
+	byKey := map[key]map[int]result{}
+	sizeSet := map[int]bool{}
+	for _, r := range rows {
+		k := key{r.Transport, r.InFlight}
+		if byKey[k] == nil {
+			byKey[k] = map[int]result{}
+		}
+		byKey[k][r.Size] = r
+		sizeSet[r.Size] = true
+	}
+	sizes := make([]int, 0, len(sizeSet))
+	for s := range sizeSet {
+		sizes = append(sizes, s)
+	}
+	sort.Ints(sizes)
+	var fabric []key
+	for k := range byKey {
+		if !strings.HasPrefix(k.transport, "perftest-") {
+			fabric = append(fabric, k)
+		}
+	}
+	sort.Slice(fabric, func(i, j int) bool {
+		if fabric[i].transport != fabric[j].transport {
+			return transportLess(fabric[i].transport, fabric[j].transport)
+		}
+		return fabric[i].inflight < fabric[j].inflight
+	})
+	get := func(transport string, inflight, size int) (result, bool) {
+		for k, m := range byKey {
+			if k.transport == transport && (inflight == 0 || k.inflight == inflight) {
+				if r, ok := m[size]; ok && r.Error == "" {
+					return r, true
+				}
+			}
+		}
+		return result{}, false
+	}
+
+	fmt.Fprintf(w, "Soft-RoCE guest results: device %s, accelerator %s", device, accel)
+	if accel == "tcg" {
+		fmt.Fprint(w, " (QEMU emulation: the figures measure the emulator, compare columns only with each other)")
+	}
+	fmt.Fprint(w, "\n\n")
+
+	// Latency: one call in flight.
+	fmt.Fprintln(w, "Round trip p50, µs, 1 call in flight (perftest: 2 x one-way t_typical)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var latCols []string
+	for _, k := range fabric {
+		if k.inflight == 1 {
+			latCols = append(latCols, k.transport)
+		}
+	}
+	fmt.Fprint(tw, "size\t")
+	for _, c := range latCols {
+		fmt.Fprintf(tw, "%s\t", c)
+	}
+	fmt.Fprint(tw, "perftest-send-lat\tperftest-write-lat\t\n")
+	for _, s := range sizes {
+		fmt.Fprintf(tw, "%s\t", sizeName(s))
+		for _, c := range append(latCols, "perftest-send-lat", "perftest-write-lat") {
+			fmt.Fprintf(tw, "%s\t", cell(byKey, c, 1, s, func(r result) string { return us(r.RTTP50ns) }))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+
+	// Bandwidth: every in-flight count.
+	fmt.Fprintln(w, "\nBandwidth, MB/s (10^6 B/s, one direction), by calls in flight (perftest: ib_write_bw average at its TX depth)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "size\t")
+	for _, k := range fabric {
+		fmt.Fprintf(tw, "%s@%d\t", k.transport, k.inflight)
+	}
+	var bwKeys []key
+	for k := range byKey {
+		if k.transport == "perftest-write-bw" {
+			bwKeys = append(bwKeys, k)
+		}
+	}
+	sort.Slice(bwKeys, func(i, j int) bool { return bwKeys[i].inflight < bwKeys[j].inflight })
+	for _, k := range bwKeys {
+		fmt.Fprintf(tw, "%s@%d\t", k.transport, k.inflight)
+	}
+	fmt.Fprintln(tw)
+	for _, s := range sizes {
+		fmt.Fprintf(tw, "%s\t", sizeName(s))
+		for _, k := range append(append([]key(nil), fabric...), bwKeys...) {
+			fmt.Fprintf(tw, "%s\t", cell(byKey, k.transport, k.inflight, s, func(r result) string {
+				return fmt.Sprintf("%.1f", r.MBPerS)
+			}))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+
+	// Ratios the issue sets targets for (reported, not asserted).
+	fmt.Fprintln(w, "\nRatios (targets from the RDMA issue: rdma RTT <= 1.3 x send-lat at 64 B; rdma bandwidth >= 0.9 x write-bw at 1 MiB; adaptive within 1.1 x of the better path)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "size\trdma RTT / send-lat RTT\trdma best MB/s / write-bw\tadaptive RTT / best RTT\tadaptive best MB/s / best path\t\n")
+	for _, s := range sizes {
+		ratio := func(a, b float64, okA, okB bool) string {
+			if !okA || !okB || b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		rdma, okR := get("rdma", 1, s)
+		send, okS := get("perftest-send-lat", 1, s)
+		bestRDMA, okRB := best(byKey, "rdma", s)
+		wbw, okW := get("perftest-write-bw", 0, s)
+		ad, okA := get("adaptive", 1, s)
+		tcp, okT := get("tcp", 1, s)
+		bestRTT, okBR := math.Inf(1), false
+		for _, r := range []struct {
+			r  result
+			ok bool
+		}{{rdma, okR}, {tcp, okT}} {
+			if r.ok && float64(r.r.RTTP50ns) < bestRTT {
+				bestRTT, okBR = float64(r.r.RTTP50ns), true
+			}
+		}
+		adBW, okABW := best(byKey, "adaptive", s)
+		tcpBW, okTBW := best(byKey, "tcp", s)
+		pathBW := math.Max(bestRDMA, tcpBW)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", sizeName(s),
+			ratio(float64(rdma.RTTP50ns), float64(send.RTTP50ns), okR, okS),
+			ratio(bestRDMA, wbw.MBPerS, okRB, okW),
+			ratio(float64(ad.RTTP50ns), bestRTT, okA, okBR),
+			ratio(adBW, pathBW, okABW, okRB || okTBW))
+	}
+	tw.Flush()
+}
+
+// best is the highest MB/s of transport at size over its in-flight counts.
+func best(byKey map[key]map[int]result, transport string, size int) (float64, bool) {
+	v, ok := 0.0, false
+	for k, m := range byKey {
+		if k.transport != transport {
+			continue
+		}
+		if r, found := m[size]; found && r.Error == "" && r.MBPerS > v {
+			v, ok = r.MBPerS, true
+		}
+	}
+	return v, ok
+}
+
+// cell formats one table cell: "-" when not measured, "err" when the point failed.
+func cell(byKey map[key]map[int]result, transport string, inflight, size int, f func(result) string) string {
+	m := byKey[key{transport, inflight}]
+	r, ok := m[size]
+	switch {
+	case !ok:
+		return "-"
+	case r.Error != "":
+		return "err"
+	}
+	return f(r)
+}
+
+func us(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(ns)/1e3)
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}

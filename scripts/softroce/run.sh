@@ -1,0 +1,436 @@
+#!/usr/bin/env bash
+# Soft-RoCE guest harness: runs Weft's RDMA tests and fabric benchmarks on real
+# verbs (the kernel's rdma_rxe driver) inside a small QEMU guest, on machines
+# whose own kernel has no RDMA support.
+#
+# Phases (each prints how long it took):
+#   host     install qemu-system-x86, cpio, kmod, libibverbs-dev, librdmacm-dev
+#            from Debian's archive when missing (needs root or passwordless sudo)
+#   fetch    download the guest's .deb packages (kernel + rdma userland) into
+#            ${WEFT_CACHE:-$HOME/.cache/weft}/softroce, reused on later runs
+#   build    build fabric/rdma's test binary and fabricbench with -tags rdma
+#   guest    unpack the packages into a tree, add the kernel modules, /init and
+#            the binaries, check every ELF resolves its libraries, pack an initramfs
+#   boot     boot it with QEMU (TCG, or KVM where hardware KVM exists); the guest
+#            brings up rxe0 on a veth and runs the tests, fabricbench and perftest,
+#            writing its results to a 9p share (build/softroce/guest-out)
+#   report   build/softroce/results.json (JSON lines) and results.txt (a table),
+#            then exactly one line: softroce: N passed, M failed, K skipped
+#
+# Exit status: 0 only when the guest finished, the tests ran (N > 0) and none
+# failed or skipped, and the benchmarks (unless --tests-only) produced results.
+# See docs/softroce.md.
+set -euo pipefail
+
+usage() {
+	cat <<'EOF'
+usage: scripts/softroce/run.sh [options]
+
+  --tests-only       run only the RDMA test binary in the guest
+  --bench-only       run only fabricbench and perftest in the guest
+  --run REGEX        pass REGEX to the test binary as -test.run
+  --timeout SECONDS  wall-clock limit of the guest (default 1200)
+  --keep             keep the guest tree (build/softroce/tree) after the run
+  --auto             run only if this machine can (Linux, root or passwordless
+                     sudo for apt, Debian's archive reachable or everything
+                     cached); otherwise print one line saying why and exit 0
+  -h, --help         this text
+
+environment:
+  WEFT_CACHE         cache root (default $HOME/.cache/weft); packages go under softroce/
+  SOFTROCE_SIZES     benchmark sizes in bytes, comma-separated (default 64,4096,65536,1048576)
+  SOFTROCE_DURATION  fabricbench time per point (default 1s)
+EOF
+}
+
+MODE=all
+RUN_RE=
+GUEST_TIMEOUT=1200
+KEEP=0
+AUTO=0
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--tests-only) MODE=tests ;;
+	--bench-only) MODE=bench ;;
+	--run)
+		[[ $# -ge 2 ]] || { echo "softroce: --run needs a regular expression" >&2; exit 2; }
+		RUN_RE=$2
+		shift
+		;;
+	--timeout)
+		[[ $# -ge 2 && $2 =~ ^[0-9]+$ && $2 -ge 60 ]] || {
+			echo "softroce: --timeout needs a number of seconds, at least 60 (got '${2:-}')" >&2
+			exit 2
+		}
+		GUEST_TIMEOUT=$2
+		shift
+		;;
+	--keep) KEEP=1 ;;
+	--auto) AUTO=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "softroce: unknown option '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+OUT=$ROOT/build/softroce
+CACHE=${WEFT_CACHE:-$HOME/.cache/weft}/softroce
+DEBS=$CACHE/debs
+SIZES=${SOFTROCE_SIZES:-64,4096,65536,1048576}
+DURATION=${SOFTROCE_DURATION:-1s}
+GO=${GO:-go}
+
+# The guest: one rxe device on veth0, both ends of every test on it.
+GUEST_IP=10.77.0.1
+RXE=rxe0
+HOST_PKGS=(qemu-system-x86 cpio kmod libibverbs-dev librdmacm-dev)
+# Guest userland. rdma-core itself (daemons, udev rules) is not needed.
+GUEST_PKGS=(busybox-static iproute2 libc6 libgcc-s1 libibverbs1 ibverbs-providers
+	librdmacm1 libibumad3 ibverbs-utils rdmacm-utils perftest libnl-3-200
+	libnl-route-3-200 libpci3 libudev1 libbpf1 libelf1 libmnl0 libcap2 libbsd0 libmd0 zlib1g)
+# Of iproute2 the guest needs only ip and rdma (the rest pulls in many libraries).
+IPROUTE2_KEEP=(bin/ip usr/bin/rdma)
+# Modules loaded in the guest, with their dependency closure. crc32_generic is
+# needed though nothing declares it: without it `rdma link add` fails.
+MODULES=(rdma_rxe rdma_ucm ib_uverbs veth crc32_generic crc32-pclmul 9p 9pnet_virtio virtio_pci)
+
+T0=$SECONDS
+PHASE=
+PHASE_T=0
+TIMINGS=()
+log() { echo "softroce: $*"; }
+warn() { echo "softroce: WARNING: $*" >&2; }
+die() {
+	echo "softroce: ERROR: $*" >&2
+	exit 1
+}
+phase() {
+	end_phase
+	PHASE=$1
+	PHASE_T=$SECONDS
+	log "== $1: $2"
+}
+end_phase() {
+	if [[ -n $PHASE ]]; then
+		TIMINGS+=("$PHASE=$((SECONDS - PHASE_T))s")
+		log "   $PHASE took $((SECONDS - PHASE_T)) s"
+		PHASE=
+	fi
+}
+
+as_root() {
+	if [[ $EUID -eq 0 ]]; then
+		"$@"
+	else
+		sudo -n "$@"
+	fi
+}
+
+missing_host_pkgs() {
+	local p
+	for p in "${HOST_PKGS[@]}"; do
+		[[ $(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) == installed ]] || echo "$p"
+	done
+}
+
+cached_deb() { compgen -G "$DEBS/${1}_*.deb" | sort -V | tail -n 1; }
+
+APT_UPDATED=0
+apt_update() {
+	[[ $APT_UPDATED -eq 1 ]] && return 0
+	APT_UPDATED=1
+	log "apt-get update"
+	as_root apt-get update -q >"$OUT/apt-update.log" 2>&1
+}
+
+kernel_pkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+}
+
+# can_run prints why this machine cannot run the harness and fails, or succeeds
+# quietly. It may run apt-get update (the only way to know the archive answers).
+can_run() {
+	[[ $(uname -s) == Linux ]] || { echo "not Linux"; return 1; }
+	[[ $(uname -m) == x86_64 ]] || { echo "not x86_64 (the guest is amd64)"; return 1; }
+	command -v "$GO" >/dev/null || { echo "no Go toolchain ($GO)"; return 1; }
+	command -v cc >/dev/null || { echo "no C compiler (cgo needs cc)"; return 1; }
+	local need_apt=0 p
+	[[ -z $(missing_host_pkgs) ]] || need_apt=1
+	for p in "${GUEST_PKGS[@]}"; do
+		[[ -n $(cached_deb "$p") ]] || need_apt=1
+	done
+	[[ -n $(compgen -G "$DEBS/linux-image-*.deb") ]] || need_apt=1
+	[[ $need_apt -eq 1 ]] || return 0
+	command -v apt-get >/dev/null || { echo "packages missing and no apt-get"; return 1; }
+	if [[ $EUID -ne 0 ]] && ! sudo -n true 2>/dev/null; then
+		echo "packages missing and neither root nor passwordless sudo for apt-get"
+		return 1
+	fi
+	apt_update || true
+	[[ -n $(kernel_pkg) ]] || { echo "Debian's archive is not reachable (apt-cache knows no linux-image-amd64)"; return 1; }
+}
+
+mkdir -p "$OUT" "$DEBS"
+if [[ $AUTO -eq 1 ]]; then
+	if ! why=$(can_run); then
+		log "skipped: $why"
+		exit 0
+	fi
+fi
+
+#### host: packages the host needs ##########################################
+phase host "host packages (${HOST_PKGS[*]})"
+mapfile -t need < <(missing_host_pkgs)
+if [[ ${#need[@]} -gt 0 ]]; then
+	apt_update || warn "apt-get update failed (see $OUT/apt-update.log); trying with the package lists present"
+	log "installing ${need[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" \
+		>"$OUT/apt-install.log" 2>&1 || die "apt-get install ${need[*]} failed; see $OUT/apt-install.log"
+fi
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found after installing qemu-system-x86"
+
+#### fetch: guest packages, cached outside git ##############################
+phase fetch "guest packages into $DEBS"
+KPKG=$(kernel_pkg || true)
+if [[ -z $KPKG ]]; then
+	apt_update || true
+	KPKG=$(kernel_pkg || true)
+fi
+if [[ -z $KPKG ]]; then
+	kdeb=$(compgen -G "$DEBS/linux-image-*.deb" | sort -V | tail -n 1 || true)
+	[[ -n $kdeb ]] || die "cannot resolve the kernel package linux-image-amd64 depends on (apt-cache has no lists?) and none is cached"
+	KPKG=$(basename "$kdeb" | cut -d_ -f1)
+	warn "apt-cache cannot resolve linux-image-amd64; using the cached $KPKG"
+fi
+fetch=()
+for p in "$KPKG" "${GUEST_PKGS[@]}"; do
+	[[ -n $(cached_deb "$p") ]] || fetch+=("$p")
+done
+if [[ ${#fetch[@]} -gt 0 ]]; then
+	log "downloading ${fetch[*]}"
+	dl=(apt-get download -q)
+	[[ $EUID -ne 0 ]] || dl+=(-o APT::Sandbox::User=root)
+	if ! (cd "$DEBS" && "${dl[@]}" "${fetch[@]}") >"$OUT/apt-download.log" 2>&1; then
+		apt_update || true
+		(cd "$DEBS" && "${dl[@]}" "${fetch[@]}") >"$OUT/apt-download.log" 2>&1 ||
+			die "apt-get download ${fetch[*]} failed; see $OUT/apt-download.log"
+	fi
+fi
+log "kernel package: $KPKG ($(du -sh "$DEBS" | cut -f1) of packages cached)"
+
+# The kernel is unpacked once per version into the cache, with its modules.dep.
+kdeb=$(cached_deb "$KPKG")
+KDIR=$CACHE/kernel/$(basename "$kdeb" .deb)
+if [[ ! -d $KDIR ]]; then
+	rm -rf "$KDIR.tmp"
+	mkdir -p "$KDIR.tmp"
+	dpkg-deb -x "$kdeb" "$KDIR.tmp"
+	kv=$(ls "$KDIR.tmp/lib/modules")
+	depmod -b "$KDIR.tmp" "$kv"
+	mv "$KDIR.tmp" "$KDIR"
+fi
+KVER=$(ls "$KDIR/lib/modules")
+VMLINUZ=$KDIR/boot/vmlinuz-$KVER
+[[ -f $VMLINUZ ]] || die "no kernel image at $VMLINUZ"
+
+#### build: the binaries the guest runs ######################################
+phase build "go test -c / go build with -tags rdma"
+BIN=$OUT
+rm -f "$BIN/rdma.test" "$BIN/fabricbench"
+HAVE_TESTS=0
+HAVE_BENCH=0
+has_go_pkg() { compgen -G "$ROOT/$1/*.go" >/dev/null; }
+cd "$ROOT"
+if [[ $MODE != bench ]]; then
+	if has_go_pkg fabric/rdma; then
+		CGO_ENABLED=1 "$GO" test -c -tags rdma -o "$BIN/rdma.test" ./fabric/rdma
+		if [[ -x $BIN/rdma.test ]]; then
+			HAVE_TESTS=1
+		else
+			warn "fabric/rdma has no tests: no test binary to run in the guest"
+		fi
+	else
+		warn "*** fabric/rdma does not exist yet: NOT running the RDMA tests ***"
+	fi
+fi
+if [[ $MODE != tests ]]; then
+	if has_go_pkg benchmarks/cmd/fabricbench; then
+		CGO_ENABLED=1 "$GO" build -tags rdma -o "$BIN/fabricbench" ./benchmarks/cmd/fabricbench
+		HAVE_BENCH=1
+	else
+		warn "*** benchmarks/cmd/fabricbench does not exist yet: NOT running fabricbench (perftest still runs) ***"
+	fi
+fi
+
+#### guest: the initramfs ####################################################
+phase guest "guest tree and initramfs"
+TREE=$OUT/tree
+rm -rf "$TREE"
+mkdir -p "$TREE"
+for p in "${GUEST_PKGS[@]}"; do
+	deb=$(cached_deb "$p")
+	if [[ $p == iproute2 ]]; then
+		tmp=$OUT/iproute2.x
+		rm -rf "$tmp"
+		dpkg-deb -x "$deb" "$tmp"
+		for f in "${IPROUTE2_KEEP[@]}"; do
+			mkdir -p "$TREE/$(dirname "$f")"
+			cp -a "$tmp/$f" "$TREE/$f"
+		done
+		rm -rf "$tmp"
+	else
+		dpkg-deb -x "$deb" "$TREE"
+	fi
+done
+rm -rf "$TREE"/usr/share/{doc,man,info,locale,lintian,bug,bash-completion} "$TREE"/lib/systemd "$TREE"/lib/udev "$TREE"/etc/init.d
+
+# busybox applets only where no real binary of that name exists (busybox's own
+# ip would shadow iproute2's, which is why /init calls /bin/ip explicitly).
+while read -r applet; do
+	name=$(basename "$applet")
+	[[ $name == busybox || $name == linuxrc ]] && continue
+	real=0
+	for d in bin sbin usr/bin usr/sbin; do
+		if [[ -e $TREE/$d/$name || -L $TREE/$d/$name ]]; then real=1; fi
+	done
+	if [[ $real -eq 0 ]]; then
+		mkdir -p "$TREE/$(dirname "$applet")"
+		ln -s /bin/busybox "$TREE/$applet"
+	fi
+done < <("$TREE/bin/busybox" --list-full)
+
+# Kernel modules: the dependency closure of MODULES, then depmod on the tree.
+mkdir -p "$TREE/lib/modules/$KVER"
+cp "$KDIR/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$TREE/lib/modules/$KVER/"
+for m in "${MODULES[@]}"; do
+	deps=$(modprobe -d "$KDIR" -S "$KVER" --show-depends "$m" 2>&1) || die "kernel $KVER has no module $m: $deps"
+	while read -r kind path _; do
+		[[ $kind == insmod ]] || continue
+		rel=${path#"$KDIR"/}
+		mkdir -p "$TREE/$(dirname "$rel")"
+		cp "$path" "$TREE/$rel"
+	done <<<"$deps"
+done
+depmod -b "$TREE" "$KVER"
+
+mkdir -p "$TREE"/{proc,sys,dev,tmp,run,out,opt/weft,etc,root}
+install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
+[[ $HAVE_TESTS -eq 0 ]] || install -m 0755 "$BIN/rdma.test" "$TREE/opt/weft/rdma.test"
+[[ $HAVE_BENCH -eq 0 ]] || install -m 0755 "$BIN/fabricbench" "$TREE/opt/weft/fabricbench"
+{
+	printf 'MODE=%q\n' "$MODE"
+	printf 'RUN_RE=%q\n' "$RUN_RE"
+	if [[ $MODE == tests ]]; then
+		printf 'TEST_TIMEOUT=%q\n' "$((GUEST_TIMEOUT - 60))"
+	else
+		printf 'TEST_TIMEOUT=%q\n' "$((GUEST_TIMEOUT / 2))"
+	fi
+	printf 'BENCH_TIMEOUT=%q\n' "$((GUEST_TIMEOUT / 4))"
+	printf 'GUEST_IP=%q\n' "$GUEST_IP"
+	printf 'RXE=%q\n' "$RXE"
+	printf 'SIZES=%q\n' "$SIZES"
+	printf 'DURATION=%q\n' "$DURATION"
+	printf 'MODULES=%q\n' "${MODULES[*]}"
+} >"$TREE/etc/weft-softroce.conf"
+ldconfig -r "$TREE"
+
+# Every dynamic ELF must resolve all its libraries inside the tree, as the
+# guest's loader will see it (chroot + the tree's own ld.so and ld.so.cache).
+in_tree() {
+	if [[ $EUID -eq 0 ]]; then
+		chroot "$TREE" "$@"
+	else
+		unshare -r chroot "$TREE" "$@"
+	fi
+}
+bad=0
+checked=0
+while IFS= read -r -d '' f; do
+	[[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == '177ELF' ]] || continue
+	rel=/${f#"$TREE"/}
+	if ! res=$(in_tree /lib64/ld-linux-x86-64.so.2 --list "$rel" 2>&1); then
+		[[ $res == *"not a dynamic executable"* || $res == *"statically linked"* ]] && continue
+	fi
+	checked=$((checked + 1))
+	if [[ $res == *"not found"* ]]; then
+		warn "$rel: $(grep 'not found' <<<"$res" | tr -s ' \t\n' ' ')"
+		bad=1
+	fi
+done < <(find "$TREE" -type f ! -name '*.ko' \( -perm -u+x -o -name '*.so' -o -name '*.so.*' \) -print0)
+[[ $bad -eq 0 ]] || die "some ELF files in the guest tree miss libraries (above); add their packages to GUEST_PKGS"
+log "$checked dynamic ELF files resolve all their libraries in the guest tree"
+
+(cd "$TREE" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -1 >"$OUT/initramfs.gz"
+log "initramfs $(du -h "$OUT/initramfs.gz" | cut -f1), kernel $KVER"
+
+#### boot ####################################################################
+if [[ -d /sys/module/kvm_intel || -d /sys/module/kvm_amd ]] && [[ -w /dev/kvm ]]; then
+	ACCEL=kvm
+	accel_args=(-enable-kvm -cpu host,-arch-capabilities)
+else
+	ACCEL=tcg
+	accel_args=(-accel tcg,thread=multi -cpu max)
+fi
+phase boot "QEMU ($ACCEL), guest limit ${GUEST_TIMEOUT}s"
+GOUT=$OUT/guest-out
+rm -rf "$GOUT"
+mkdir -p "$GOUT"
+set +e
+timeout -k 10 "$GUEST_TIMEOUT" qemu-system-x86_64 "${accel_args[@]}" \
+	-m 2G -smp 2 -display none -monitor none -serial stdio -no-reboot -nic none \
+	-kernel "$VMLINUZ" -initrd "$OUT/initramfs.gz" \
+	-append "console=ttyS0 quiet panic=-1 rdinit=/init" \
+	-fsdev "local,id=weftout,path=$GOUT,security_model=none" \
+	-device virtio-9p-pci,fsdev=weftout,mount_tag=weftout \
+	</dev/null 2>&1 | tr -d '\r' | tee "$OUT/console.log" | sed -u 's/^/  guest| /'
+qemu_rc=${PIPESTATUS[0]}
+set -e
+GUEST_DONE=0
+if [[ -f $GOUT/done ]]; then
+	GUEST_DONE=1
+elif [[ $qemu_rc -eq 124 || $qemu_rc -eq 137 ]]; then
+	warn "the guest did not finish within ${GUEST_TIMEOUT}s (raise --timeout); see $OUT/console.log"
+else
+	warn "the guest stopped before finishing (qemu exit $qemu_rc); see $OUT/console.log"
+fi
+
+#### report ##################################################################
+phase report "results"
+fail=0
+if [[ $MODE != tests ]]; then
+	if "$GO" run ./scripts/softroce/report -dir "$GOUT" -device "$RXE" -accel "$ACCEL" \
+		-json "$OUT/results.json" -table "$OUT/results.txt"; then
+		cat "$OUT/results.txt"
+	else
+		warn "no benchmark results could be assembled"
+		fail=1
+	fi
+fi
+[[ $HAVE_BENCH -eq 1 || $MODE == tests ]] || fail=1
+
+passed=0 failed=0 skipped=0
+if [[ -f $GOUT/test.log ]]; then
+	cp "$GOUT/test.log" "$OUT/test.log"
+	passed=$(grep -c -- '--- PASS' "$OUT/test.log" || true)
+	failed=$(grep -c -- '--- FAIL' "$OUT/test.log" || true)
+	skipped=$(grep -c -- '--- SKIP' "$OUT/test.log" || true)
+	rc=$(cat "$GOUT/test.rc" 2>/dev/null || echo missing)
+	if [[ $rc != 0 && $failed -eq 0 ]]; then
+		warn "the test binary exited with status $rc without a failing test (panic or timeout?); counted as one failure; see $OUT/test.log"
+		failed=1
+	fi
+	log "test log: $OUT/test.log"
+fi
+end_phase
+log "timings: ${TIMINGS[*]} total=$((SECONDS - T0))s (accelerator $ACCEL)"
+[[ $KEEP -eq 1 ]] || rm -rf "$TREE"
+
+[[ $GUEST_DONE -eq 1 ]] || fail=1
+if [[ $MODE != bench ]]; then
+	[[ $failed -eq 0 && $skipped -eq 0 && $passed -gt 0 ]] || fail=1
+fi
+echo "softroce: $passed passed, $failed failed, $skipped skipped"
+exit "$fail"
