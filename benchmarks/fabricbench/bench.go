@@ -1,0 +1,184 @@
+// Package fabricbench measures message transports with one ping-pong
+// workload: round-trip latency (p50, p99), bandwidth and CPU cost per GB for
+// a payload size and a number of calls in flight. The same functions drive a
+// fabric.Transport (tcp, rdma, adaptive, mem), a raw Go TCP length-prefixed
+// ping-pong (the floor) and gRPC-Go unary with a raw-bytes codec (what Go
+// services usually use), so they are compared side by side in one run.
+package fabricbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Caller sends one payload and waits for the echoed reply.
+type Caller interface {
+	Call(ctx context.Context, payload []byte) ([]byte, error)
+	Close() error
+}
+
+// Peer is a server and the way to reach it. Start brings the server up;
+// Dial makes a Caller. Shared reports whether one Caller may be used by many
+// goroutines at once (multiplexed); when false, Measure dials one Caller per
+// call in flight.
+type Peer interface {
+	Name() string
+	Shared() bool
+	Dial(ctx context.Context) (Caller, error)
+	Close() error
+}
+
+// Result is one measured point. MBPerS counts payload bytes in one direction
+// per second (a 1 MiB ping-pong moves 1 MiB each way); CPUSPerGB is the
+// process's user+system CPU seconds (client and server both run in this
+// process) per GB of payload counted the same way.
+type Result struct {
+	Transport string  `json:"transport"`
+	Size      int     `json:"size"`
+	InFlight  int     `json:"inflight"`
+	Calls     int     `json:"calls"`
+	RTTP50ns  int64   `json:"rtt_p50_ns"`
+	RTTP99ns  int64   `json:"rtt_p99_ns"`
+	MBPerS    float64 `json:"mb_per_s"`
+	CPUSPerGB float64 `json:"cpu_s_per_gb"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// Point says what to measure.
+type Point struct {
+	Size     int
+	InFlight int
+	// Duration is how long calls are timed, after a short warm-up. At least
+	// MinCalls calls are made per worker whatever the duration.
+	Duration time.Duration
+	MinCalls int
+}
+
+// ErrEcho is returned when a reply is not the payload that was sent.
+var ErrEcho = errors.New("fabricbench: reply differs from payload")
+
+// Measure runs one point against p: InFlight goroutines each call in a loop
+// for Duration, every reply is checked for length and its first and last
+// bytes. It blocks until all workers are done.
+func Measure(ctx context.Context, p Peer, pt Point) (Result, error) {
+	res := Result{Transport: p.Name(), Size: pt.Size, InFlight: pt.InFlight}
+	if pt.InFlight < 1 {
+		pt.InFlight = 1
+	}
+	if pt.MinCalls < 1 {
+		pt.MinCalls = 2
+	}
+	callers := make([]Caller, pt.InFlight)
+	var shared Caller
+	for i := range callers {
+		if p.Shared() && shared != nil {
+			callers[i] = shared
+			continue
+		}
+		c, err := p.Dial(ctx)
+		if err != nil {
+			closeCallers(callers)
+			return res, fmt.Errorf("fabricbench: dial %s: %w", p.Name(), err)
+		}
+		callers[i] = c
+		if p.Shared() {
+			shared = c
+		}
+	}
+	defer closeCallers(callers)
+
+	payload := make([]byte, pt.Size)
+	for i := range payload {
+		payload[i] = byte(i*7 + 1)
+	}
+	// Warm up: connections, buffers, the adaptive transport's probes.
+	for range 3 {
+		if err := callOnce(ctx, callers[0], payload); err != nil {
+			return res, err
+		}
+	}
+
+	lat := make([][]int64, pt.InFlight)
+	errs := make([]error, pt.InFlight)
+	cpu0 := cpuTime()
+	start := time.Now()
+	deadline := start.Add(pt.Duration)
+	var wg sync.WaitGroup
+	for w := range pt.InFlight {
+		wg.Go(func() {
+			samples := make([]int64, 0, 1024)
+			for n := 0; n < pt.MinCalls || time.Now().Before(deadline); n++ {
+				t0 := time.Now()
+				if err := callOnce(ctx, callers[w], payload); err != nil {
+					errs[w] = err
+					break
+				}
+				samples = append(samples, int64(time.Since(t0)))
+			}
+			lat[w] = samples
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	res.Calls = len(all)
+	res.RTTP50ns = percentile(all, 0.50)
+	res.RTTP99ns = percentile(all, 0.99)
+	bytes := float64(res.Calls) * float64(pt.Size)
+	res.MBPerS = bytes / elapsed.Seconds() / 1e6
+	if bytes > 0 {
+		res.CPUSPerGB = cpu.Seconds() / (bytes / 1e9)
+	}
+	return res, nil
+}
+
+func callOnce(ctx context.Context, c Caller, payload []byte) error {
+	reply, err := c.Call(ctx, payload)
+	if err != nil {
+		return err
+	}
+	if len(reply) != len(payload) {
+		return fmt.Errorf("%w: got %d bytes, sent %d", ErrEcho, len(reply), len(payload))
+	}
+	if n := len(reply); n > 0 && (reply[0] != payload[0] || reply[n-1] != payload[n-1]) {
+		return fmt.Errorf("%w: content of a %d-byte reply", ErrEcho, n)
+	}
+	return nil
+}
+
+func closeCallers(cs []Caller) {
+	seen := make(map[Caller]bool)
+	for _, c := range cs {
+		if c != nil && !seen[c] {
+			seen[c] = true
+			_ = c.Close()
+		}
+	}
+}
+
+func percentile(sorted []int64, q float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

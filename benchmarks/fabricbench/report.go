@@ -1,0 +1,116 @@
+package fabricbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// DefaultSizes are the payload sizes of the issue: 64 B to 64 MiB.
+var DefaultSizes = []int{64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20}
+
+// ParseSize reads "64", "1KiB", "16MiB", "1GiB" (also "k", "KB", "m", "MB"
+// as binary units).
+func ParseSize(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	mult := 1
+	lower := strings.ToLower(t)
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(lower, u.suffix) {
+			mult = u.mult
+			lower = strings.TrimSuffix(lower, u.suffix)
+			break
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(lower))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("fabricbench: size %q: want a byte count such as 64, 4KiB or 16MiB", s)
+	}
+	return n * mult, nil
+}
+
+// ParseSizes reads a comma list of sizes.
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		n, err := ParseSize(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// FormatSize prints 65536 as "64KiB".
+func FormatSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	default:
+		return fmt.Sprintf("%dB", n)
+	}
+}
+
+// WriteJSON writes r as one JSON object and a newline.
+func WriteJSON(w io.Writer, r Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WriteTable writes results as an aligned table, with each row's RTT p50
+// and bandwidth relative to the "raw" row of the same size and in-flight
+// count when one is present.
+func WriteTable(w io.Writer, rs []Result) error {
+	type key struct{ size, inflight int }
+	raw := make(map[key]Result)
+	for _, r := range rs {
+		if r.Transport == "raw" && r.Error == "" {
+			raw[key{r.Size, r.InFlight}] = r
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "transport\tsize\tinflight\tcalls\trtt p50\trtt p99\tMB/s\tCPU s/GB\tp50/raw\tMB/s/raw\t")
+	for _, r := range rs {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\terror: %s\t\t\t\t\t\t\n", r.Transport, FormatSize(r.Size), r.InFlight, r.Error)
+			continue
+		}
+		rel, relBW := "", ""
+		if b, ok := raw[key{r.Size, r.InFlight}]; ok && b.RTTP50ns > 0 && b.MBPerS > 0 {
+			rel = fmt.Sprintf("%.2f", float64(r.RTTP50ns)/float64(b.RTTP50ns))
+			relBW = fmt.Sprintf("%.2f", r.MBPerS/b.MBPerS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.0f\t%.3f\t%s\t%s\t\n", r.Transport, FormatSize(r.Size), r.InFlight, r.Calls,
+			fmtDur(r.RTTP50ns), fmtDur(r.RTTP99ns), r.MBPerS, r.CPUSPerGB, rel, relBW)
+	}
+	return tw.Flush()
+}
+
+func fmtDur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
