@@ -1,0 +1,67 @@
+package esdsl
+
+// Fields tells the translator how each field is mapped. The index layer
+// (shard.Manager) implements it; the translator only reads.
+//
+// FieldType returns the Elasticsearch type of the field at the dotted path
+// ("user.name", "title.keyword"): one of "text", "keyword", "long",
+// "integer", "short", "byte", "double", "float", "boolean", "date",
+// "object", or "" when the path is not mapped. It must be safe for
+// concurrent use.
+type Fields interface {
+	FieldType(path string) string
+}
+
+// Analyzer is an optional ability of a Fields value: it runs the analyzer
+// that the index uses for the field at path (or the named analyzer when
+// analyzer is not empty) over text and returns the terms in order. The
+// translator needs it only where the terms must be known before the search
+// runs: minimum_should_match on match, multi_match and
+// simple_query_string/query_string clauses. Without it those requests get a
+// 400 that says so.
+type Analyzer interface {
+	AnalyzeField(path, analyzer, text string) ([]string, error)
+}
+
+// Field types grouped the way the translator treats them.
+func isNumeric(t string) bool {
+	switch t {
+	case "long", "integer", "short", "byte", "double", "float", "half_float", "scaled_float", "unsigned_long":
+		return true
+	}
+	return false
+}
+
+func isIntegral(t string) bool {
+	switch t {
+	case "long", "integer", "short", "byte", "unsigned_long":
+		return true
+	}
+	return false
+}
+
+// AnalyzerResolver is an optional ability of a Fields value: it maps an
+// Elasticsearch analyzer name given in a query ("standard", "english") to
+// the name of the bleve analyzer registered in the index mapping, and
+// reports false for names the index does not know. Without it a query that
+// names an analyzer gets a 400, because bleve's own analyzer of the same name
+// may analyze differently (bleve's "standard" drops stop words).
+type AnalyzerResolver interface {
+	BleveAnalyzer(name string) (string, bool)
+}
+
+// resolveAnalyzer maps an analyzer named in a query to bleve's name.
+func (t *translator) resolveAnalyzer(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	r, ok := t.fields.(AnalyzerResolver)
+	if !ok {
+		return "", argErr("analyzer [%s] cannot be chosen per query on this node; drop \"analyzer\" to use the field's analyzer", name)
+	}
+	b, ok := r.BleveAnalyzer(name)
+	if !ok {
+		return "", argErr("analyzer [%s] not found; use one of the index's analyzers (standard, simple, whitespace, keyword, english)", name)
+	}
+	return b, nil
+}

@@ -1,0 +1,682 @@
+package esdsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// The query_string and simple_query_string queries are parsed here with
+// Lucene's classic syntax (field:term, "phrases", AND/OR/NOT, +/-, groups,
+// ranges [a TO b], >=x, term~N, term^N, wildcards, /regexp/, _exists_:f),
+// then built from the same per-field builders as the DSL queries, so field
+// types are honoured. bleve's own query-string syntax is not used: it reads
+// AND and OR as terms.
+
+type qsOptions struct {
+	fields       []string // field names with their boosts
+	boosts       []float64
+	match        matchOpts
+	simple       bool
+	lowerWild    bool
+	allowLeading bool
+}
+
+const (
+	occurShould = iota
+	occurMust
+	occurMustNot
+)
+
+type qsClause struct {
+	occur int
+	node  qsNode
+}
+
+type qsNode struct {
+	group     []qsClause // non-nil for (...) groups
+	field     string     // "" = the default fields
+	text      string
+	phrase    bool
+	regex     bool
+	isRange   bool
+	lo, hi    string
+	inclLo    bool
+	inclHi    bool
+	fuzzy     bool
+	fuzziness int
+	autoFuzz  bool
+	slop      int
+	boost     float64
+	exists    bool
+}
+
+func (t *translator) queryString(body json.RawMessage, simple bool) (query.Query, error) {
+	name := "query_string"
+	if simple {
+		name = "simple_query_string"
+	}
+	o, err := asObject(body, name)
+	if err != nil {
+		return nil, err
+	}
+	opts := qsOptions{simple: simple, match: matchOpts{boost: 1}, allowLeading: true}
+	var text string
+	hasQuery := false
+	for _, k := range o.sortedKeys() {
+		v := o[k]
+		if ok, err := common(k, v, &opts.match.boost, name); ok {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch k {
+		case "query":
+			hasQuery = true
+			text, err = asScalarString(v, name+".query")
+		case "default_field":
+			var f string
+			if f, err = asString(v, name+".default_field"); err == nil {
+				err = opts.addField(f)
+			}
+		case "fields":
+			var arr []json.RawMessage
+			if arr, err = asArray(v, name+".fields", true); err != nil {
+				return nil, err
+			}
+			for _, e := range arr {
+				f, err := asString(e, name+".fields")
+				if err != nil {
+					return nil, err
+				}
+				if err := opts.addField(f); err != nil {
+					return nil, err
+				}
+			}
+		case "analyze_wildcard":
+			opts.lowerWild, err = asBool(v, name+".analyze_wildcard")
+		case "allow_leading_wildcard":
+			opts.allowLeading, err = asBool(v, name+".allow_leading_wildcard")
+		case "flags":
+			if !simple {
+				return nil, unknownKey(name, k)
+			}
+			var s string
+			if s, err = asScalarString(v, name+".flags"); err == nil && s != "ALL" && s != "NONE" && s != "" && s != "-1" {
+				err = argErr("[simple_query_string] flags [%s] are not supported; drop flags (ALL is used)", s)
+			}
+		case "phrase_slop":
+			var n int
+			if n, err = asInt(v, name+".phrase_slop"); err == nil && n != 0 {
+				err = argErr("[%s] phrase_slop %d is not supported (bleve matches phrases exactly); use 0", name, n)
+			}
+		case "quote_field_suffix", "time_zone", "rewrite", "quote_analyzer":
+			_, err = asString(v, name+"."+k)
+			if err == nil && k != "rewrite" {
+				err = argErr("[%s] %s is not supported; drop it", name, k)
+			}
+		case "type":
+			var s string
+			if s, err = asString(v, name+".type"); err == nil && s != "best_fields" && s != "most_fields" {
+				err = argErr("[%s] type [%s] is not supported; use best_fields or most_fields", name, s)
+			}
+		case "tie_breaker":
+			_, err = asFloat(v, name+".tie_breaker")
+		case "enable_position_increments", "escape":
+			_, err = asBool(v, name+"."+k)
+		case "max_determinized_states":
+			_, err = asInt(v, name+"."+k)
+		case "minimum_should_match":
+			return nil, argErr("[%s] minimum_should_match is not supported; use AND/OR or + in the query text", name)
+		default:
+			err = opts.match.set(k, v, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !hasQuery {
+		return nil, parsingErr("[%s] needs [query]", name)
+	}
+	return t.parseQueryString(text, opts)
+}
+
+func (o *qsOptions) addField(spec string) error {
+	f, b, err := fieldBoost(spec)
+	if err != nil {
+		return err
+	}
+	if f == "*" || f == "_all" {
+		f = ""
+	} else if strings.ContainsAny(f, "*?") {
+		return argErr("field pattern [%s] cannot be expanded on this node; name the fields", f)
+	}
+	o.fields = append(o.fields, f)
+	o.boosts = append(o.boosts, b)
+	return nil
+}
+
+// parseQueryString parses text with opts and builds the bleve query; it is
+// also used for the q= URL parameter.
+func (t *translator) parseQueryString(text string, opts qsOptions) (query.Query, error) {
+	if len(text) > 32768 {
+		return nil, argErr("query string is %d bytes, more than the 32768 allowed", len(text))
+	}
+	p := &qsParser{in: []rune(text), simple: opts.simple}
+	clauses, err := p.parseClauses(0, opts.match.operatorAnd)
+	if err != nil {
+		if opts.simple {
+			// simple_query_string never fails on syntax: fall back to the
+			// whole text as terms, as Elasticsearch does.
+			clauses = []qsClause{{occur: occurShould, node: qsNode{text: text, boost: 1}}}
+		} else {
+			return nil, err
+		}
+	}
+	if len(opts.fields) == 0 {
+		opts.fields, opts.boosts = []string{""}, []float64{1}
+	}
+	q, err := t.buildClauses(clauses, opts)
+	if err != nil {
+		return nil, err
+	}
+	return setBoost(q, opts.match.boost), nil
+}
+
+type qsParser struct {
+	in     []rune
+	pos    int
+	simple bool
+	depth  int
+}
+
+func (p *qsParser) errf(format string, args ...any) error {
+	return &Error{Status: 400, Type: "query_shard_exception",
+		Reason: "Failed to parse query [" + string(p.in) + "]: " + fmt.Sprintf(format, args...)}
+}
+
+func (p *qsParser) skipSpace() {
+	for p.pos < len(p.in) && unicode.IsSpace(p.in[p.pos]) {
+		p.pos++
+	}
+}
+
+func (p *qsParser) peekWord(w string) bool {
+	r := []rune(w)
+	if p.pos+len(r) > len(p.in) || string(p.in[p.pos:p.pos+len(r)]) != w {
+		return false
+	}
+	end := p.pos + len(r)
+	return end == len(p.in) || unicode.IsSpace(p.in[end]) || p.in[end] == '(' || p.in[end] == ')'
+}
+
+const (
+	conjNone = iota
+	conjAnd
+	conjOr
+)
+
+// parseClauses parses until the end or a closing parenthesis, applying
+// Lucene's classic rules for combining AND/OR/NOT with the default operator.
+func (p *qsParser) parseClauses(depth int, defaultAnd bool) ([]qsClause, error) {
+	if depth > 20 {
+		return nil, p.errf("groups nested deeper than 20")
+	}
+	var clauses []qsClause
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			break
+		}
+		if p.in[p.pos] == ')' {
+			if depth == 0 {
+				return nil, p.errf("unbalanced ')' at position %d", p.pos)
+			}
+			break
+		}
+		conj := conjNone
+		switch {
+		case !p.simple && (p.peekWord("AND") || p.peekWord("&&")):
+			conj = conjAnd
+		case !p.simple && (p.peekWord("OR") || p.peekWord("||")):
+			conj = conjOr
+		case p.simple && p.in[p.pos] == '+':
+			conj = conjAnd
+		case p.simple && p.in[p.pos] == '|':
+			conj = conjOr
+		}
+		if conj != conjNone {
+			if len(clauses) == 0 {
+				if !p.simple {
+					return nil, p.errf("operator at position %d has nothing on its left", p.pos)
+				}
+			}
+			if p.simple {
+				p.pos++
+			} else if p.in[p.pos] == 'A' || p.in[p.pos] == 'O' {
+				p.pos += map[rune]int{'A': 3, 'O': 2}[p.in[p.pos]]
+			} else {
+				p.pos += 2
+			}
+			p.skipSpace()
+			if p.pos >= len(p.in) {
+				if p.simple {
+					break
+				}
+				return nil, p.errf("operator at the end of the query has nothing on its right")
+			}
+		}
+		mod := occurShould
+		required := false
+		switch {
+		case !p.simple && p.peekWord("NOT"):
+			mod = occurMustNot
+			p.pos += 3
+		case p.in[p.pos] == '-':
+			mod = occurMustNot
+			p.pos++
+		case !p.simple && p.in[p.pos] == '!':
+			mod = occurMustNot
+			p.pos++
+		case !p.simple && p.in[p.pos] == '+':
+			required = true
+			p.pos++
+		}
+		p.skipSpace()
+		node, err := p.parsePrimary(depth, defaultAnd)
+		if err != nil {
+			return nil, err
+		}
+		// Lucene's addClause.
+		if conj == conjAnd && len(clauses) > 0 && clauses[len(clauses)-1].occur != occurMustNot {
+			clauses[len(clauses)-1].occur = occurMust
+		}
+		if conj == conjOr && defaultAnd && len(clauses) > 0 && clauses[len(clauses)-1].occur != occurMustNot {
+			clauses[len(clauses)-1].occur = occurShould
+		}
+		occur := occurShould
+		switch {
+		case mod == occurMustNot:
+			occur = occurMustNot
+		case required:
+			occur = occurMust
+		case !defaultAnd && conj == conjAnd:
+			occur = occurMust
+		case defaultAnd && conj != conjOr:
+			occur = occurMust
+		}
+		clauses = append(clauses, qsClause{occur: occur, node: node})
+	}
+	if len(clauses) == 0 && depth == 0 && !p.simple {
+		return nil, nil
+	}
+	return clauses, nil
+}
+
+func isSpecial(r rune, simple bool) bool {
+	if unicode.IsSpace(r) {
+		return true
+	}
+	if simple {
+		return strings.ContainsRune(`()"|+~`, r)
+	}
+	return strings.ContainsRune(`()"[]{}:^~/`, r)
+}
+
+// readTerm reads a bare term, honouring backslash escapes; wild reports an
+// unescaped * or ?.
+func (p *qsParser) readTerm() (string, bool) {
+	var b strings.Builder
+	wild := false
+	for p.pos < len(p.in) {
+		r := p.in[p.pos]
+		if r == '\\' && p.pos+1 < len(p.in) {
+			b.WriteRune(p.in[p.pos+1])
+			p.pos += 2
+			continue
+		}
+		if isSpecial(r, p.simple) {
+			break
+		}
+		if r == '*' || r == '?' {
+			wild = true
+		}
+		b.WriteRune(r)
+		p.pos++
+	}
+	return b.String(), wild
+}
+
+func (p *qsParser) parsePrimary(depth int, defaultAnd bool) (qsNode, error) {
+	if p.pos >= len(p.in) {
+		return qsNode{}, p.errf("expected a term at the end of the query")
+	}
+	field := ""
+	if !p.simple && p.in[p.pos] != '(' && p.in[p.pos] != '"' && p.in[p.pos] != '/' {
+		save := p.pos
+		name, _ := p.readTerm()
+		if name != "" && p.pos < len(p.in) && p.in[p.pos] == ':' {
+			field = name
+			p.pos++
+			p.skipSpace()
+		} else {
+			p.pos = save
+		}
+	}
+	node, err := p.parseValue(depth, defaultAnd, field)
+	if err != nil {
+		return qsNode{}, err
+	}
+	node.boost = 1
+	// Postfix modifiers: ~N and ^N in any order.
+	for p.pos < len(p.in) {
+		switch p.in[p.pos] {
+		case '~':
+			p.pos++
+			num := p.readNumber()
+			if node.phrase {
+				if num != "" {
+					n, err := strconv.Atoi(num)
+					if err != nil {
+						return qsNode{}, p.errf("slop [%s] must be an integer", num)
+					}
+					node.slop = n
+				}
+				continue
+			}
+			node.fuzzy = true
+			if num == "" {
+				node.autoFuzz = true
+			} else {
+				f, err := strconv.ParseFloat(num, 64)
+				if err != nil || f < 0 || f > 2 {
+					return qsNode{}, p.errf("fuzziness [%s] must be 0, 1 or 2", num)
+				}
+				node.fuzziness = int(f)
+			}
+			continue
+		case '^':
+			if p.simple {
+				return node, nil
+			}
+			p.pos++
+			num := p.readNumber()
+			b, err := strconv.ParseFloat(num, 64)
+			if err != nil || b < 0 {
+				return qsNode{}, p.errf("boost [%s] must be a number >= 0", num)
+			}
+			node.boost = b
+			continue
+		}
+		break
+	}
+	return node, nil
+}
+
+func (p *qsParser) readNumber() string {
+	start := p.pos
+	for p.pos < len(p.in) && (unicode.IsDigit(p.in[p.pos]) || p.in[p.pos] == '.') {
+		p.pos++
+	}
+	return string(p.in[start:p.pos])
+}
+
+func (p *qsParser) parseValue(depth int, defaultAnd bool, field string) (qsNode, error) {
+	r := p.in[p.pos]
+	switch {
+	case r == '(':
+		p.pos++
+		group, err := p.parseClauses(depth+1, defaultAnd)
+		if err != nil {
+			return qsNode{}, err
+		}
+		if p.pos >= len(p.in) || p.in[p.pos] != ')' {
+			if !p.simple {
+				return qsNode{}, p.errf("missing ')'")
+			}
+		} else {
+			p.pos++
+		}
+		if group == nil {
+			group = []qsClause{}
+		}
+		if field != "" {
+			setGroupField(group, field)
+		}
+		return qsNode{group: group}, nil
+	case r == '"':
+		p.pos++
+		var b strings.Builder
+		for p.pos < len(p.in) && p.in[p.pos] != '"' {
+			if p.in[p.pos] == '\\' && p.pos+1 < len(p.in) {
+				p.pos++
+			}
+			b.WriteRune(p.in[p.pos])
+			p.pos++
+		}
+		if p.pos >= len(p.in) {
+			if !p.simple {
+				return qsNode{}, p.errf("missing closing quote")
+			}
+		} else {
+			p.pos++
+		}
+		return qsNode{field: field, text: b.String(), phrase: true}, nil
+	case !p.simple && r == '/':
+		p.pos++
+		var b strings.Builder
+		for p.pos < len(p.in) && p.in[p.pos] != '/' {
+			if p.in[p.pos] == '\\' && p.pos+1 < len(p.in) && p.in[p.pos+1] == '/' {
+				p.pos++
+			}
+			b.WriteRune(p.in[p.pos])
+			p.pos++
+		}
+		if p.pos >= len(p.in) {
+			return qsNode{}, p.errf("missing closing / of a regular expression")
+		}
+		p.pos++
+		return qsNode{field: field, text: b.String(), regex: true}, nil
+	case !p.simple && (r == '[' || r == '{'):
+		p.pos++
+		p.skipSpace()
+		lo, _ := p.readTerm()
+		p.skipSpace()
+		if !p.peekWord("TO") {
+			return qsNode{}, p.errf("range needs TO, e.g. [1 TO 5]")
+		}
+		p.pos += 2
+		p.skipSpace()
+		hi, _ := p.readTerm()
+		p.skipSpace()
+		if p.pos >= len(p.in) || (p.in[p.pos] != ']' && p.in[p.pos] != '}') {
+			return qsNode{}, p.errf("range needs a closing ] or }")
+		}
+		n := qsNode{field: field, isRange: true, lo: lo, hi: hi, inclLo: r == '[', inclHi: p.in[p.pos] == ']'}
+		p.pos++
+		return n, nil
+	case !p.simple && (r == '>' || r == '<'):
+		p.pos++
+		incl := false
+		if p.pos < len(p.in) && p.in[p.pos] == '=' {
+			incl = true
+			p.pos++
+		}
+		v, _ := p.readTerm()
+		if v == "" {
+			return qsNode{}, p.errf("%c needs a value", r)
+		}
+		if r == '>' {
+			return qsNode{field: field, isRange: true, lo: v, hi: "*", inclLo: incl, inclHi: true}, nil
+		}
+		return qsNode{field: field, isRange: true, lo: "*", hi: v, inclLo: true, inclHi: incl}, nil
+	}
+	text, _ := p.readTerm()
+	if text == "" {
+		if p.simple {
+			p.pos++ // skip a stray special character
+			return qsNode{group: []qsClause{}}, nil
+		}
+		return qsNode{}, p.errf("unexpected %q at position %d", string(r), p.pos)
+	}
+	if field == "_exists_" {
+		return qsNode{field: text, exists: true}, nil
+	}
+	return qsNode{field: field, text: text}, nil
+}
+
+func setGroupField(group []qsClause, field string) {
+	for i := range group {
+		n := &group[i].node
+		if n.group != nil {
+			setGroupField(n.group, field)
+		} else if n.field == "" {
+			n.field = field
+		}
+	}
+}
+
+func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Query, error) {
+	if clauses == nil {
+		return query.NewMatchNoneQuery(), nil
+	}
+	var must, should, mustNot []query.Query
+	for _, c := range clauses {
+		q, err := t.buildNode(c.node, opts)
+		if err != nil {
+			return nil, err
+		}
+		switch c.occur {
+		case occurMust:
+			must = append(must, q)
+		case occurMustNot:
+			mustNot = append(mustNot, q)
+		default:
+			should = append(should, q)
+		}
+	}
+	if len(must) == 0 && len(mustNot) == 0 && len(should) == 1 {
+		return should[0], nil
+	}
+	if len(should) == 0 && len(mustNot) == 0 && len(must) == 1 {
+		return must[0], nil
+	}
+	min := 0
+	if len(must) == 0 && len(should) > 0 {
+		min = 1
+	}
+	if len(must) == 0 && len(should) == 0 && len(mustNot) > 0 {
+		must = []query.Query{query.NewMatchAllQuery()}
+	}
+	return buildBool(must, should, mustNot, nil, min, 1), nil
+}
+
+func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {
+	if n.group != nil {
+		q, err := t.buildClauses(n.group, opts)
+		if err != nil {
+			return nil, err
+		}
+		return setBoost(q, n.boost), nil
+	}
+	if n.exists {
+		return t.existsField(n.field)
+	}
+	if n.text == "*" && (n.field == "" || n.field == "*") && !n.phrase && !n.regex && !n.isRange {
+		return setBoost(query.NewMatchAllQuery(), n.boost), nil
+	}
+	fields, boosts := opts.fields, opts.boosts
+	if n.field != "" {
+		fields, boosts = []string{n.field}, []float64{1}
+	}
+	clauses := make([]query.Query, 0, len(fields))
+	for i, f := range fields {
+		q, err := t.buildLeaf(n, f, opts)
+		if err != nil {
+			if opts.match.lenient || opts.simple {
+				continue
+			}
+			return nil, err
+		}
+		clauses = append(clauses, setBoost(q, boosts[i]*n.boost))
+	}
+	switch len(clauses) {
+	case 0:
+		return query.NewMatchNoneQuery(), nil
+	case 1:
+		return clauses[0], nil
+	}
+	return query.NewDisjunctionQuery(clauses), nil
+}
+
+func (t *translator) buildLeaf(n qsNode, field string, opts qsOptions) (query.Query, error) {
+	ft := t.fieldType(field)
+	textual := !(isNumeric(ft) || ft == "date" || ft == "boolean")
+	lower := func(s string) string {
+		if ft == "keyword" {
+			return s
+		}
+		return strings.ToLower(s)
+	}
+	switch {
+	case n.isRange:
+		rb := rangeBounds{inclLower: n.inclLo, inclUpp: n.inclHi, boost: 1}
+		if n.lo != "*" {
+			rb.lower = jsonString(n.lo)
+		}
+		if n.hi != "*" {
+			rb.upper = jsonString(n.hi)
+		}
+		return t.buildRange(field, rb)
+	case n.phrase:
+		return t.buildPhrase(field, n.text, opts.match.analyzer, n.slop, false, 1)
+	case n.regex:
+		if !textual {
+			return nil, argErr("regular expression on field [%s] of type [%s]: only text and keyword fields take one", field, ft)
+		}
+		if err := checkRegexp(n.text); err != nil {
+			return nil, err
+		}
+		q := query.NewRegexpQuery(n.text)
+		q.SetField(field)
+		return q, nil
+	case strings.ContainsAny(n.text, "*?") && textual && !(opts.simple && !strings.HasSuffix(n.text, "*")):
+		if !opts.allowLeading && (n.text[0] == '*' || n.text[0] == '?') {
+			return nil, argErr("leading wildcard in [%s] is not allowed (allow_leading_wildcard is false)", n.text)
+		}
+		text := n.text
+		if ft == "text" || ft == "" || opts.lowerWild {
+			text = lower(text)
+		}
+		if i := strings.IndexAny(text, "*?"); i == len(text)-1 && text[i] == '*' {
+			q := query.NewPrefixQuery(text[:i])
+			q.SetField(field)
+			return q, nil
+		}
+		q := query.NewWildcardQuery(text)
+		q.SetField(field)
+		return q, nil
+	case n.fuzzy && textual:
+		q := query.NewFuzzyQuery(lower(n.text))
+		q.SetField(field)
+		if n.autoFuzz {
+			q.SetAutoFuzziness(true)
+		} else {
+			q.SetFuzziness(n.fuzziness)
+		}
+		return q, nil
+	}
+	m := opts.match
+	m.text, m.boost, m.msm = n.text, 1, ""
+	return t.buildMatch(field, m)
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

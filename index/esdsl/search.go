@@ -1,0 +1,631 @@
+package esdsl
+
+import (
+	"encoding/json"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
+)
+
+// MaxResultWindow is Elasticsearch's index.max_result_window default: from +
+// size above it is refused, as Elasticsearch does.
+const MaxResultWindow = 10000
+
+// defaultTrackTotalHits is Elasticsearch's default: totals are exact up to
+// 10,000 and reported as a lower bound above.
+const defaultTrackTotalHits = 10000
+
+// Search is one translated search request: the bleve request to run plus
+// what Response needs to shape the answer. A Search is built by ParseSearch
+// or ParseScroll, read-only afterwards and safe to use from one goroutine;
+// the caller may adjust Request (for example to add an index filter) before
+// running it.
+type Search struct {
+	// Request is the bleve request to run. It asks for the stored
+	// index.SourceField when the response needs _source or highlights.
+	Request *bleve.SearchRequest
+	// Timeout is the request's "timeout" (0 when none was given); the
+	// caller bounds the search's context with it.
+	Timeout time.Duration
+	// Scroll is the keep-alive of a scroll search (0 when not scrolling).
+	Scroll time.Duration
+
+	source      sourceFilter
+	highlight   *highlightSpec
+	trackTotal  int64 // -1 exact, -2 off, else the limit
+	sorts       []sortSpec
+	scoreSorted bool // hits are ordered by _score (or unsorted)
+	trackScores bool
+	aggs        []*aggSpec
+	typedKeys   bool
+	totalAsInt  bool
+	// For scroll ids: the request as the client sent it.
+	body   []byte
+	params url.Values
+	// scrollPage is >0 on scroll continuations: aggregations are not
+	// repeated after the first page.
+	scrollPage int
+}
+
+type sortKind int
+
+const (
+	sortScore sortKind = iota
+	sortID
+	sortNumber
+	sortDate
+	sortString
+	sortBool
+)
+
+type sortSpec struct {
+	kind     sortKind
+	field    string
+	desc     bool
+	integral bool
+}
+
+// ParseSearch translates an Elasticsearch _search request — body (may be
+// empty) and URL parameters — into a Search. fields describes the mapping
+// of the indices searched. Every error is an *Error with a 4xx status.
+func ParseSearch(body []byte, params url.Values, fields Fields) (*Search, error) {
+	return parseSearchAt(body, params, fields, time.Now())
+}
+
+var searchBodyKeys = map[string]bool{
+	"query": true, "from": true, "size": true, "sort": true, "_source": true, "highlight": true,
+	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
+	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
+}
+
+var unsupportedBodyKeys = map[string]string{
+	"post_filter": "", "min_score": "", "terminate_after": "", "collapse": "", "rescore": "",
+	"suggest": "", "stored_fields": "", "docvalue_fields": "", "fields": "", "script_fields": "",
+	"indices_boost": "", "pit": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
+	"slice": "", "stats": "", "ext": "", "sub_searches": "",
+}
+
+var searchParams = map[string]bool{
+	"q": true, "df": true, "default_operator": true, "analyzer": true, "analyze_wildcard": true,
+	"lenient": true, "from": true, "size": true, "sort": true, "_source": true,
+	"_source_includes": true, "_source_excludes": true, "_source_include": true, "_source_exclude": true,
+	"track_total_hits": true, "track_scores": true, "scroll": true, "explain": true, "timeout": true,
+	"search_type": true, "typed_keys": true, "rest_total_hits_as_int": true, "allow_no_indices": true,
+	"expand_wildcards": true, "ignore_unavailable": true, "ignore_throttled": true, "preference": true,
+	"routing": true, "request_cache": true, "batched_reduce_size": true,
+	"max_concurrent_shard_requests": true, "pre_filter_shard_size": true, "ccs_minimize_roundtrips": true,
+	"allow_partial_search_results": true, "pretty": true, "human": true, "error_trace": true,
+	"filter_path": true, "version": true, "seq_no_primary_term": true, "source": true,
+	"source_content_type": true, "include_named_queries_score": true,
+}
+
+func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time) (*Search, error) {
+	o, err := parseBody(body)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sortedParamKeys(params) {
+		if !searchParams[k] {
+			return nil, argErr("request [/_search] contains unrecognized parameter: [%s]", k)
+		}
+	}
+	for _, k := range o.sortedKeys() {
+		if _, ok := unsupportedBodyKeys[k]; ok {
+			return nil, argErr("[%s] is not supported by this node; remove it from the request", k)
+		}
+		if !searchBodyKeys[k] {
+			return nil, parsingErr("Unknown key [%s] in the search request; supported: query, from, size, sort, _source, highlight, track_total_hits, search_after, explain, aggs, timeout, track_scores", k)
+		}
+	}
+	t := &translator{fields: fields, now: now}
+	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params}
+
+	// Query: URL q overrides the body's query, as in Elasticsearch.
+	var q query.Query = query.NewMatchAllQuery()
+	if raw, ok := o["query"]; ok {
+		if q, err = t.query(raw, "query"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("q") {
+		if q, err = t.urlQueryString(params); err != nil {
+			return nil, err
+		}
+	}
+
+	from, size := 0, 10
+	if raw, ok := o["from"]; ok {
+		if from, err = asInt(raw, "from"); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := o["size"]; ok {
+		if size, err = asInt(raw, "size"); err != nil {
+			return nil, err
+		}
+	}
+	if v := params.Get("from"); params.Has("from") {
+		if from, err = paramInt(v, "from"); err != nil {
+			return nil, err
+		}
+	}
+	if v := params.Get("size"); params.Has("size") {
+		if size, err = paramInt(v, "size"); err != nil {
+			return nil, err
+		}
+	}
+	if from < 0 {
+		return nil, argErr("[from] parameter cannot be negative, found [%d]", from)
+	}
+	if size < 0 {
+		return nil, argErr("[size] parameter cannot be negative, found [%d]", size)
+	}
+	if from+size > MaxResultWindow {
+		return nil, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets.", MaxResultWindow, from+size)
+	}
+
+	explain := false
+	if raw, ok := o["explain"]; ok {
+		if explain, err = asBool(raw, "explain"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("explain") {
+		if explain, err = paramBool(params.Get("explain"), "explain"); err != nil {
+			return nil, err
+		}
+	}
+	req := bleve.NewSearchRequestOptions(q, size, from, explain)
+	s.Request = req
+
+	for _, k := range []string{"version", "seq_no_primary_term", "profile"} {
+		raw, ok := o[k]
+		v := false
+		if ok {
+			if v, err = asBool(raw, k); err != nil {
+				return nil, err
+			}
+		}
+		if params.Has(k) {
+			if v, err = paramBool(params.Get(k), k); err != nil {
+				return nil, err
+			}
+		}
+		if v {
+			return nil, argErr("[%s] true is not supported by this node; drop it", k)
+		}
+	}
+
+	if raw, ok := o["timeout"]; ok {
+		str, err := asString(raw, "timeout")
+		if err != nil {
+			return nil, err
+		}
+		if s.Timeout, err = parseDuration(str, "timeout"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("timeout") {
+		if s.Timeout, err = parseDuration(params.Get("timeout"), "timeout"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("scroll") {
+		if s.Scroll, err = parseDuration(params.Get("scroll"), "scroll"); err != nil {
+			return nil, err
+		}
+		if s.Scroll <= 0 {
+			return nil, argErr("[scroll] keep-alive must be positive, got [%s]", params.Get("scroll"))
+		}
+		if from > 0 {
+			return nil, argErr("using [from] is not allowed in a scroll context")
+		}
+	}
+	if st := params.Get("search_type"); st != "" && st != "query_then_fetch" && st != "dfs_query_then_fetch" {
+		return nil, argErr("search_type [%s] is not supported; use query_then_fetch or dfs_query_then_fetch", st)
+	}
+	if s.typedKeys, err = optParamBool(params, "typed_keys"); err != nil {
+		return nil, err
+	}
+	if s.totalAsInt, err = optParamBool(params, "rest_total_hits_as_int"); err != nil {
+		return nil, err
+	}
+
+	// Sort.
+	var sortRaw []json.RawMessage
+	if raw, ok := o["sort"]; ok {
+		if sortRaw, err = asArray(raw, "sort", true); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("sort") {
+		sortRaw = nil
+		for _, part := range strings.Split(params.Get("sort"), ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			name, order, _ := strings.Cut(part, ":")
+			if order == "" {
+				sortRaw = append(sortRaw, jsonString(name))
+			} else {
+				sortRaw = append(sortRaw, json.RawMessage(`{`+string(jsonString(name))+`:`+string(jsonString(order))+`}`))
+			}
+		}
+	}
+	if len(sortRaw) > 0 {
+		if err := s.parseSort(sortRaw, t); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := o["track_scores"]; ok {
+		if s.trackScores, err = asBool(raw, "track_scores"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("track_scores") {
+		if s.trackScores, err = paramBool(params.Get("track_scores"), "track_scores"); err != nil {
+			return nil, err
+		}
+	}
+
+	if raw, ok := o["search_after"]; ok {
+		if err := s.parseSearchAfter(raw, from); err != nil {
+			return nil, err
+		}
+	}
+
+	if raw, ok := o["track_total_hits"]; ok {
+		str, err := asScalarString(raw, "track_total_hits")
+		if err != nil {
+			return nil, err
+		}
+		if s.trackTotal, err = parseTrackTotal(str); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("track_total_hits") {
+		if s.trackTotal, err = parseTrackTotal(params.Get("track_total_hits")); err != nil {
+			return nil, err
+		}
+	}
+	if s.totalAsInt && s.trackTotal >= 0 && s.trackTotal != math.MaxInt32 {
+		// rest_total_hits_as_int needs an exact total, as Elasticsearch
+		// requires track_total_hits true with it.
+		s.trackTotal = -1
+	}
+
+	if s.source, err = parseSourceFilter(o["_source"], params); err != nil {
+		return nil, err
+	}
+	if raw, ok := o["highlight"]; ok {
+		if s.highlight, err = parseHighlight(raw); err != nil {
+			return nil, err
+		}
+		req.IncludeLocations = true
+	}
+	if !s.source.disabled || s.highlight != nil {
+		req.Fields = []string{index.SourceField}
+	}
+
+	aggRaw, hasAggs := o["aggs"]
+	if a2, ok := o["aggregations"]; ok {
+		if hasAggs {
+			return nil, parsingErr("found two aggregation definitions: [aggs] and [aggregations]; send one")
+		}
+		aggRaw, hasAggs = a2, true
+	}
+	if hasAggs {
+		if s.aggs, err = parseAggs(aggRaw, t); err != nil {
+			return nil, err
+		}
+		for _, a := range s.aggs {
+			for name, fr := range a.facets {
+				req.AddFacet(name, fr)
+			}
+		}
+	}
+
+	if err := req.Validate(); err != nil {
+		return nil, argErr("invalid search request: %v", err)
+	}
+	return s, nil
+}
+
+func (t *translator) urlQueryString(params url.Values) (query.Query, error) {
+	opts := qsOptions{match: matchOpts{boost: 1}, allowLeading: true}
+	if df := params.Get("df"); df != "" {
+		if err := opts.addField(df); err != nil {
+			return nil, err
+		}
+	}
+	if op := params.Get("default_operator"); op != "" {
+		if err := opts.match.set("operator", jsonString(op), "q"); err != nil {
+			return nil, err
+		}
+	}
+	opts.match.analyzer = params.Get("analyzer")
+	var err error
+	if opts.lowerWild, err = optParamBool(params, "analyze_wildcard"); err != nil {
+		return nil, err
+	}
+	if opts.match.lenient, err = optParamBool(params, "lenient"); err != nil {
+		return nil, err
+	}
+	return t.parseQueryString(params.Get("q"), opts)
+}
+
+func (s *Search) parseSort(entries []json.RawMessage, t *translator) error {
+	var order search.SortOrder
+	s.scoreSorted = false
+	for i, e := range entries {
+		where := "sort[" + strconv.Itoa(i) + "]"
+		var name string
+		opts := object{}
+		switch kind(e) {
+		case 's':
+			name, _ = asString(e, where)
+		case 'o':
+			o, err := asObject(e, where)
+			if err != nil {
+				return err
+			}
+			k, v, err := o.single(where)
+			if err != nil {
+				return err
+			}
+			name = k
+			switch kind(v) {
+			case 's':
+				opts["order"] = v
+			case 'o':
+				opts, _ = asObject(v, where+"."+k)
+			default:
+				return contentErr("[%s.%s] must be \"asc\", \"desc\" or an object, got %s", where, k, kindName(kind(v)))
+			}
+		default:
+			return contentErr("[%s] must be a field name or an object, got %s", where, kindName(kind(e)))
+		}
+		spec := sortSpec{field: name}
+		desc, missingFirst, mode := false, false, search.SortFieldDefault
+		hasOrder := false
+		for _, k := range opts.sortedKeys() {
+			v := opts[k]
+			str, err := asScalarString(v, where+"."+k)
+			if err != nil {
+				return err
+			}
+			switch k {
+			case "order":
+				hasOrder = true
+				switch strings.ToLower(str) {
+				case "asc":
+				case "desc":
+					desc = true
+				default:
+					return argErr("[%s] order must be \"asc\" or \"desc\", got %q", where, str)
+				}
+			case "missing":
+				switch str {
+				case "_last":
+				case "_first":
+					missingFirst = true
+				default:
+					return argErr("[%s] missing value %q is not supported; use _first or _last", where, str)
+				}
+			case "mode":
+				switch str {
+				case "min":
+					mode = search.SortFieldMin
+				case "max":
+					mode = search.SortFieldMax
+				default:
+					return argErr("[%s] mode [%s] is not supported; use min or max", where, str)
+				}
+			case "unmapped_type", "format", "numeric_type":
+			default:
+				return parsingErr("[%s] unknown sort option [%s]; supported: order, missing, mode, unmapped_type", where, k)
+			}
+		}
+		switch name {
+		case "_score":
+			spec.kind = sortScore
+			spec.desc = !hasOrder || desc
+			order = append(order, &search.SortScore{Desc: spec.desc})
+			s.scoreSorted = s.scoreSorted || i == 0
+			s.trackScores = true
+		case "_id", "_doc":
+			spec.kind = sortID
+			spec.desc = desc
+			order = append(order, &search.SortDocID{Desc: desc})
+		case "_geo_distance", "_script":
+			return argErr("sorting by [%s] is not supported; sort by a field, _score, _id or _doc", name)
+		default:
+			ft := t.fieldType(name)
+			sf := &search.SortField{Field: name, Desc: desc, Mode: mode}
+			if missingFirst {
+				sf.Missing = search.SortFieldMissingFirst
+			}
+			switch {
+			case isNumeric(ft):
+				spec.kind, spec.integral, sf.Type = sortNumber, isIntegral(ft), search.SortFieldAsNumber
+			case ft == "date":
+				spec.kind, sf.Type = sortDate, search.SortFieldAsDate
+			case ft == "boolean":
+				spec.kind, sf.Type = sortBool, search.SortFieldAsString
+			case ft == "keyword":
+				spec.kind, sf.Type = sortString, search.SortFieldAsString
+			case ft == "text":
+				return argErr("Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead ([%s.keyword] if it exists). Sort field: [%s]", name, name)
+			case ft == "":
+				if _, ok := opts["unmapped_type"]; !ok {
+					return shardErr("No mapping found for [%s] in order to sort on; add \"unmapped_type\" to the sort or map the field", name)
+				}
+				spec.kind, sf.Type = sortString, search.SortFieldAsString
+			default:
+				return argErr("cannot sort on [%s] of type [%s]", name, ft)
+			}
+			spec.desc = desc
+			order = append(order, sf)
+		}
+		s.sorts = append(s.sorts, spec)
+	}
+	s.Request.SortByCustom(order)
+	return nil
+}
+
+// parseSearchAfter converts the search_after values to bleve's strings.
+func (s *Search) parseSearchAfter(raw json.RawMessage, from int) error {
+	vals, err := asArray(raw, "search_after", false)
+	if err != nil {
+		return err
+	}
+	if len(s.sorts) == 0 {
+		return argErr("[search_after] needs a [sort]; add one that ends with a unique field, e.g. [{\"_id\": \"asc\"}]")
+	}
+	if len(vals) != len(s.sorts) {
+		return argErr("search_after has %d value(s) but sort has %d; they must match", len(vals), len(s.sorts))
+	}
+	if from > 0 {
+		return argErr("[from] parameter must be set to 0 when [search_after] is used")
+	}
+	after := make([]string, len(vals))
+	for i, v := range vals {
+		if after[i], err = s.sorts[i].afterValue(v); err != nil {
+			return err
+		}
+	}
+	s.Request.SetSearchAfter(after)
+	return nil
+}
+
+// afterValue turns one search_after value (as returned in a hit's "sort")
+// into the string bleve compares.
+func (sp sortSpec) afterValue(v json.RawMessage) (string, error) {
+	k := kind(v)
+	if k != 's' && k != 'n' && k != 'b' {
+		return "", argErr("search_after value for [%s] must be a string, number or boolean, got %s", sp.name(), kindName(k))
+	}
+	str, err := asScalarString(v, "search_after")
+	if err != nil {
+		return "", err
+	}
+	switch sp.kind {
+	case sortScore, sortNumber:
+		f, err := strconv.ParseFloat(str, 64)
+		if err != nil || math.IsNaN(f) {
+			return "", argErr("search_after value %q for [%s] must be a number", str, sp.name())
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), nil
+	case sortDate:
+		if ms, err := strconv.ParseInt(str, 10, 64); err == nil {
+			return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), nil
+		}
+		dp, _ := newDateParser("", "", time.Time{})
+		tm, err := dp.parseAbsolute(str, false)
+		if err != nil {
+			return "", argErr("search_after value %q for date field [%s] must be epoch milliseconds", str, sp.name())
+		}
+		return tm.UTC().Format(time.RFC3339Nano), nil
+	case sortBool:
+		switch str {
+		case "true", "1", "T":
+			return "T", nil
+		case "false", "0", "F":
+			return "F", nil
+		}
+		return "", argErr("search_after value %q for boolean field [%s] must be true or false", str, sp.name())
+	}
+	return str, nil
+}
+
+func (sp sortSpec) name() string {
+	switch sp.kind {
+	case sortScore:
+		return "_score"
+	case sortID:
+		return "_id"
+	}
+	return sp.field
+}
+
+func parseTrackTotal(v string) (int64, error) {
+	switch v {
+	case "true":
+		return -1, nil
+	case "false":
+		return -2, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, argErr("[track_total_hits] must be true, false or a non-negative integer, got %q", v)
+	}
+	if n >= math.MaxInt32 {
+		return -1, nil
+	}
+	return n, nil
+}
+
+// parseDuration parses Elasticsearch time values: 1d, 2h, 3m, 4s, 500ms,
+// 10micros, 100nanos; a bare number is milliseconds.
+func parseDuration(v, what string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	units := []struct {
+		suffix string
+		d      time.Duration
+	}{{"nanos", time.Nanosecond}, {"micros", time.Microsecond}, {"ms", time.Millisecond},
+		{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
+	if v == "-1" || v == "0" {
+		return 0, nil
+	}
+	for _, u := range units {
+		if strings.HasSuffix(v, u.suffix) {
+			n, err := strconv.ParseFloat(strings.TrimSuffix(v, u.suffix), 64)
+			if err != nil || n < 0 || n > float64(math.MaxInt64)/float64(u.d) {
+				break
+			}
+			return time.Duration(n * float64(u.d)), nil
+		}
+	}
+	return 0, argErr("failed to parse [%s] value [%s]: use a number with a unit, e.g. 1m, 30s, 500ms", what, v)
+}
+
+func paramInt(v, what string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, argErr("[%s] parameter must be an integer, got %q", what, v)
+	}
+	return n, nil
+}
+
+func paramBool(v, what string) (bool, error) {
+	switch v {
+	case "true", "":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, argErr("[%s] parameter must be true or false, got %q", what, v)
+}
+
+func optParamBool(params url.Values, name string) (bool, error) {
+	if !params.Has(name) {
+		return false, nil
+	}
+	return paramBool(params.Get(name), name)
+}
+
+func sortedParamKeys(params url.Values) []string {
+	o := make(object, len(params))
+	for k := range params {
+		o[k] = nil
+	}
+	return o.sortedKeys()
+}

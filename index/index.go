@@ -1,0 +1,520 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	bindex "github.com/blevesearch/bleve_index_api"
+)
+
+// stateKey is the bleve internal key holding the index state: the highest
+// applied sequence number and the field-length totals that go with it. It
+// is written by the small batch that follows every document batch, so a
+// persisted snapshot holds all documents up to State.Seq (and possibly some
+// after it, which log replay re-applies).
+var stateKey = []byte("_weft_state")
+
+type state struct {
+	Seq  uint64            `json:"seq"`
+	Lens map[string]uint64 `json:"lens"`
+}
+
+// Op is one write to apply to an index. Source is the full JSON object of the
+// document (nil for Delete). SeqNo, Version and PrimaryTerm are recorded with
+// the document and returned by Get.
+type Op struct {
+	Delete      bool
+	ID          string
+	Source      []byte
+	SeqNo       uint64
+	Version     int64
+	PrimaryTerm uint64
+
+	// Prev is the caller's Lookup of the document this op replaces, taken
+	// under the same write serialization; nil makes Apply look it up.
+	Prev *Prev
+
+	doc *document.Document // built by Prepare
+}
+
+// Prev describes the stored document an op replaces.
+type Prev struct {
+	Exists      bool
+	SeqNo       uint64
+	Version     int64
+	PrimaryTerm uint64
+	source      []byte
+}
+
+// Doc is a stored document.
+type Doc struct {
+	ID          string
+	Source      []byte
+	SeqNo       uint64
+	Version     int64
+	PrimaryTerm uint64
+}
+
+// IndexStats describes an index for _cat/indices and _nodes/stats.
+type IndexStats struct {
+	DocCount       uint64
+	StoreSizeBytes int64
+	AppliedSeq     uint64
+	PersistedSeq   uint64
+}
+
+// Index is one bleve (scorch) index in a directory: one shard copy's search
+// index. Apply calls are serialized by the Index; Search, Get and Stats may
+// run concurrently with them and with each other.
+type Index struct {
+	dir string
+	m   *Mapping
+	an  analyzerSet
+	bl  bleve.Index
+
+	mu     sync.RWMutex // R: searches and bleve-mapping reads; W: mapping swap, Close
+	im     *mapping.IndexMappingImpl
+	imVer  uint64
+	closed bool
+
+	applyMu      sync.Mutex // serializes Apply
+	lens         map[string]uint64
+	countedUpTo  uint64              // docs with seq <= this are in lens (log replay only)
+	replayed     map[string]struct{} // ids applied since Open while replaying
+	lensMu       sync.RWMutex        // guards lens for readers
+	appliedSeq   atomic.Uint64
+	persistedSeq atomic.Uint64
+}
+
+func bleveConfig() map[string]any {
+	// unsafe_batch: Batch returns once the segment is searchable, without
+	// waiting for scorch to persist it; durability comes from the shard log,
+	// and persisted progress is learnt from batch persisted-callbacks.
+	return map[string]any{"unsafe_batch": true}
+}
+
+// Create makes a new index in dir (which must not hold one) with mapping m.
+// m is shared, not copied: dynamic fields are added to it.
+func Create(dir string, m *Mapping) (*Index, error) {
+	registerIndexType()
+	im, err := m.bleveMapping(true)
+	if err != nil {
+		return nil, err
+	}
+	bl, err := bleve.NewUsing(dir, im, IndexType, bleve.Config.DefaultKVStore, bleveConfig())
+	if err != nil {
+		return nil, fmt.Errorf("index: create %s: %w", dir, err)
+	}
+	return newIndex(dir, m, bl)
+}
+
+// Open opens the index in dir with mapping m (the mapping persisted by the
+// caller; it replaces the one bleve stored at creation).
+func Open(dir string, m *Mapping) (*Index, error) {
+	registerIndexType()
+	bl, err := bleve.OpenUsing(dir, bleveConfig())
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s: %w", dir, err)
+	}
+	return newIndex(dir, m, bl)
+}
+
+func newIndex(dir string, m *Mapping, bl bleve.Index) (*Index, error) {
+	an, err := newAnalyzerSet()
+	if err != nil {
+		_ = bl.Close()
+		return nil, err
+	}
+	im, ok := bl.Mapping().(*mapping.IndexMappingImpl)
+	if !ok {
+		_ = bl.Close()
+		return nil, fmt.Errorf("index: %s: unexpected bleve mapping type %T", dir, bl.Mapping())
+	}
+	i := &Index{dir: dir, m: m, an: an, bl: bl, im: im, lens: map[string]uint64{}, replayed: map[string]struct{}{}}
+	if err := i.syncMapping(); err != nil {
+		_ = bl.Close()
+		return nil, err
+	}
+	raw, err := bl.GetInternal(stateKey)
+	if err != nil {
+		_ = bl.Close()
+		return nil, fmt.Errorf("index: %s: read state: %w", dir, err)
+	}
+	if len(raw) > 0 {
+		var st state
+		if err := json.Unmarshal(raw, &st); err != nil {
+			_ = bl.Close()
+			return nil, fmt.Errorf("index: %s: corrupt state %q: %w", dir, raw, err)
+		}
+		if st.Lens != nil {
+			i.lens = st.Lens
+		}
+		i.appliedSeq.Store(st.Seq)
+		i.persistedSeq.Store(st.Seq)
+		i.countedUpTo = st.Seq
+	}
+	return i, nil
+}
+
+// syncMapping makes the live bleve mapping match m if m changed.
+func (i *Index) syncMapping() error {
+	v := i.m.Version()
+	i.mu.RLock()
+	cur := i.imVer
+	i.mu.RUnlock()
+	if cur == v && cur != 0 {
+		return nil
+	}
+	fresh, err := i.m.bleveMapping(true)
+	if err != nil {
+		return err
+	}
+	i.mu.Lock()
+	*i.im = *fresh // in place: the bleve index keeps its pointer
+	i.imVer = v
+	if i.imVer == 0 {
+		i.imVer = ^uint64(0) // version 0 synced: mark as done
+	}
+	i.mu.Unlock()
+	return nil
+}
+
+// Mapping returns the ES mapping this index documents are parsed with.
+func (i *Index) Mapping() *Mapping { return i.m }
+
+// Prepare parses op.Source against the mapping (adding dynamic fields to it)
+// and keeps the built document in op for Apply. Errors wrap ErrDocParse or
+// ErrStrictDynamic and mean the op must not be applied. Safe to call
+// concurrently.
+func (i *Index) Prepare(op *Op) error {
+	if op.Delete {
+		return nil
+	}
+	if op.ID == "" {
+		return fmt.Errorf("%w: document id is empty", ErrDocParse)
+	}
+	d, err := i.m.buildDocument(op.ID, op.Source, i.an)
+	if err != nil {
+		return err
+	}
+	op.doc = d
+	return nil
+}
+
+func encodeMeta(seq uint64, version int64, term uint64) []byte {
+	b := make([]byte, 24)
+	binary.BigEndian.PutUint64(b[0:], seq)
+	binary.BigEndian.PutUint64(b[8:], uint64(version))
+	binary.BigEndian.PutUint64(b[16:], term)
+	return b
+}
+
+// Lookup returns what is stored for id (realtime: every applied op is
+// visible). Apply's callers use it to compute versions.
+func (i *Index) Lookup(id string) (*Prev, error) {
+	d, err := i.bl.Document(id)
+	if err != nil {
+		return nil, fmt.Errorf("index: get %q: %w", id, err)
+	}
+	p := &Prev{}
+	if d == nil {
+		return p, nil
+	}
+	p.Exists = true
+	d.VisitFields(func(f bindex.Field) {
+		switch f.Name() {
+		case SourceField:
+			p.source = append([]byte(nil), f.Value()...)
+		case metaField:
+			v := f.Value()
+			if len(v) == 24 {
+				p.SeqNo = binary.BigEndian.Uint64(v[0:])
+				p.Version = int64(binary.BigEndian.Uint64(v[8:]))
+				p.PrimaryTerm = binary.BigEndian.Uint64(v[16:])
+			}
+		}
+	})
+	return p, nil
+}
+
+// Get returns the stored document with id, false if there is none.
+func (i *Index) Get(id string) (Doc, bool, error) {
+	p, err := i.Lookup(id)
+	if err != nil || !p.Exists {
+		return Doc{}, false, err
+	}
+	return Doc{ID: id, Source: p.source, SeqNo: p.SeqNo, Version: p.Version, PrimaryTerm: p.PrimaryTerm}, true, nil
+}
+
+// fieldLengths returns the tokens an analyzed document indexes per field.
+func fieldLengths(d *document.Document, into map[string]int64, sign int64) {
+	for _, f := range d.Fields {
+		if f.Options().IsIndexed() && f.Name() != "_id" {
+			into[f.Name()] += sign * int64(f.AnalyzedLength())
+		}
+	}
+}
+
+// Apply applies ops as one bleve batch and returns when they are
+// searchable. Ops not passed through Prepare are prepared here; a bad op
+// fails the whole call, so callers Prepare first. ctx is checked before the
+// batch starts; once started the batch completes.
+func (i *Index) Apply(ctx context.Context, ops []Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for k := range ops {
+		if ops[k].doc == nil && !ops[k].Delete {
+			if err := i.Prepare(&ops[k]); err != nil {
+				return err
+			}
+		}
+	}
+	i.applyMu.Lock()
+	defer i.applyMu.Unlock()
+	i.mu.RLock()
+	closed := i.closed
+	i.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := i.syncMapping(); err != nil {
+		return err
+	}
+
+	delta := map[string]int64{}
+	final := make(map[string]*document.Document, len(ops))
+	b := i.bl.NewBatch()
+	var maxSeq uint64
+	for k := range ops {
+		op := &ops[k]
+		maxSeq = max(maxSeq, op.SeqNo)
+		if _, seen := final[op.ID]; !seen {
+			if err := i.uncount(op, delta); err != nil {
+				return err
+			}
+		}
+		if i.replayed != nil {
+			i.replayed[op.ID] = struct{}{}
+		}
+		if op.Delete {
+			b.Delete(op.ID)
+			final[op.ID] = nil
+			continue
+		}
+		d := op.doc
+		d.AddField(document.NewTextFieldCustom(metaField, nil, encodeMeta(op.SeqNo, op.Version, op.PrimaryTerm), bindex.StoreField, nil))
+		if err := b.IndexAdvanced(d); err != nil {
+			return fmt.Errorf("index: batch %q: %w", op.ID, err)
+		}
+		final[op.ID] = d
+		op.doc = nil
+	}
+	if err := i.bl.Batch(b); err != nil {
+		return fmt.Errorf("index: %s: apply batch: %w", i.dir, err)
+	}
+	// Documents are analyzed now: count their tokens.
+	for _, d := range final {
+		if d != nil {
+			fieldLengths(d, delta, 1)
+		}
+	}
+	i.lensMu.Lock()
+	for f, n := range delta {
+		v := int64(i.lens[f]) + n
+		if v < 0 {
+			v = 0
+		}
+		i.lens[f] = uint64(v)
+	}
+	maxSeq = max(maxSeq, i.appliedSeq.Load())
+	raw, err := json.Marshal(state{Seq: maxSeq, Lens: i.lens})
+	i.lensMu.Unlock()
+	if err != nil {
+		return err
+	}
+	sb := i.bl.NewBatch()
+	sb.SetInternal(stateKey, raw)
+	sb.SetPersistedCallback(func(err error) {
+		if err != nil {
+			return
+		}
+		for {
+			cur := i.persistedSeq.Load()
+			if cur >= maxSeq || i.persistedSeq.CompareAndSwap(cur, maxSeq) {
+				return
+			}
+		}
+	})
+	if err := i.bl.Batch(sb); err != nil {
+		return fmt.Errorf("index: %s: record state: %w", i.dir, err)
+	}
+	i.appliedSeq.Store(maxSeq)
+	return nil
+}
+
+// uncount subtracts the field lengths of the document op replaces, if that
+// document is counted in lens.
+func (i *Index) uncount(op *Op, delta map[string]int64) error {
+	prev := op.Prev
+	if prev == nil || (prev.Exists && prev.source == nil) {
+		p, err := i.Lookup(op.ID)
+		if err != nil {
+			return err
+		}
+		prev = p
+	}
+	if !prev.Exists {
+		return nil
+	}
+	if i.replayed != nil && prev.SeqNo > i.countedUpTo {
+		if _, ok := i.replayed[op.ID]; !ok {
+			return nil // persisted ahead of the state record: not counted yet
+		}
+	}
+	old, err := i.m.buildDocument(op.ID, prev.source, i.an)
+	if err != nil {
+		return nil // cannot happen for a document that was indexed; count nothing
+	}
+	for _, f := range old.Fields {
+		if f.Options().IsIndexed() {
+			f.Analyze()
+		}
+	}
+	fieldLengths(old, delta, -1)
+	return nil
+}
+
+// EndReplay tells the index that log replay after Open is complete.
+func (i *Index) EndReplay() {
+	i.applyMu.Lock()
+	defer i.applyMu.Unlock()
+	i.replayed = nil
+}
+
+// AppliedSeq is the highest sequence number applied (in memory, searchable).
+func (i *Index) AppliedSeq() uint64 { return i.appliedSeq.Load() }
+
+// PersistedSeq is the highest sequence number whose batch scorch has
+// persisted: after a crash, Open finds at least everything up to it.
+func (i *Index) PersistedSeq() uint64 { return i.persistedSeq.Load() }
+
+// Bleve returns the bleve index, for searches that hold no lock (an
+// IndexAlias); prefer Search, which is safe against mapping changes.
+func (i *Index) Bleve() bleve.Index { return i.bl }
+
+// Search runs req on this index. Under a context from WithGlobalStats it
+// scores with those statistics.
+func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	if err := i.syncMapping(); err != nil {
+		return nil, err
+	}
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if i.closed {
+		return nil, ErrClosed
+	}
+	return i.bl.SearchInContext(ctx, req)
+}
+
+// TermStats returns this index's statistics for q (phase 1 of global
+// scoring, see WithGlobalStats): its searchers are built, never run.
+func (i *Index) TermStats(ctx context.Context, q query.Query) (*TermStats, error) {
+	if err := i.syncMapping(); err != nil {
+		return nil, err
+	}
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if i.closed {
+		return nil, ErrClosed
+	}
+	adv, err := i.bl.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	rec := &recorder{df: map[string]map[string]uint64{}}
+	sctx := context.WithValue(ctx, statsCtxKey, rec)
+	s, err := q.Searcher(sctx, r, i.im, search.SearcherOptions{Score: "none"})
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		_ = s.Close()
+	}
+	n, err := r.DocCount()
+	if err != nil {
+		return nil, err
+	}
+	i.lensMu.RLock()
+	lens := cloneLens(i.lens)
+	i.lensMu.RUnlock()
+	return &TermStats{DocCount: n, FieldLength: lens, DocFreq: rec.df}, nil
+}
+
+// Stats reports doc count, size on disk and sequence numbers.
+func (i *Index) Stats() IndexStats {
+	n, _ := i.bl.DocCount()
+	var size int64
+	_ = filepath.WalkDir(i.dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				size += info.Size()
+			}
+		}
+		return nil
+	})
+	return IndexStats{DocCount: n, StoreSizeBytes: size, AppliedSeq: i.AppliedSeq(), PersistedSeq: i.PersistedSeq()}
+}
+
+// closePersistWait bounds how long Close waits for scorch to persist.
+const closePersistWait = 30 * time.Second
+
+// Close waits (up to 30 s) for scorch to persist every applied batch, then
+// closes the bleve index; whatever is not persisted by then is replayed from
+// the shard log on the next open. Idempotent.
+func (i *Index) Close() error {
+	i.applyMu.Lock()
+	defer i.applyMu.Unlock()
+	deadline := time.Now().Add(closePersistWait)
+	for i.persistedSeq.Load() < i.appliedSeq.Load() && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	if err := i.bl.Close(); err != nil {
+		return fmt.Errorf("index: close %s: %w", i.dir, err)
+	}
+	return nil
+}
+
+// Exists reports whether dir holds a bleve index.
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "index_meta.json"))
+	return !errors.Is(err, fs.ErrNotExist)
+}
