@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck shell=dash # busybox ash: ulimit -l and sleep 0.1 work there
 # /init (PID 1) of the Soft-RoCE guest built by scripts/softroce/run.sh.
 #
 # It brings up one rxe device (rxe0) on veth0, runs the RDMA test binary,
@@ -25,6 +26,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
+# shellcheck source=/dev/null # written by run.sh
 . /etc/weft-softroce.conf
 
 for m in $MODULES; do
@@ -94,7 +96,7 @@ export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT
 # (a) the RDMA transport's tests.
 if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
 	say "running rdma.test (timeout ${TEST_TIMEOUT}s${RUN_RE:+, -test.run $RUN_RE})"
-	cd /tmp
+	cd /tmp || halt
 	{
 		if [ -n "$RUN_RE" ]; then
 			/opt/weft/rdma.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" -test.run "$RUN_RE"
@@ -140,7 +142,9 @@ perf() {
 	done
 	wait $spid
 	src=$?
-	[ $rc -eq 0 ] && [ $src -eq 0 ] || say "$tool -s $size: client exit $rc, server exit $src (see perftest/$tool-$size*.txt)"
+	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then
+		say "$tool -s $size: client exit $rc, server exit $src (see perftest/$tool-$size*.txt)"
+	fi
 }
 if [ "$MODE" != tests ]; then
 	say "running perftest (ib_send_lat, ib_write_lat, ib_write_bw at $SIZES)"
@@ -156,6 +160,6 @@ if [ "$MODE" != tests ]; then
 fi
 
 dmesg >/out/dmesg.txt
-echo done >/out/done
+echo finished >/out/done
 say "finished"
 halt

@@ -31,6 +31,8 @@ usage: scripts/softroce/run.sh [options]
   --run REGEX        pass REGEX to the test binary as -test.run
   --timeout SECONDS  wall-clock limit of the guest (default 1200)
   --keep             keep the guest tree (build/softroce/tree) after the run
+  --test-bin FILE    run this prebuilt test binary (go test -c -tags rdma of any
+                     package) in the guest instead of building fabric/rdma's
   --auto             run only if this machine can (Linux, root or passwordless
                      sudo for apt, Debian's archive reachable or everything
                      cached); otherwise print one line saying why and exit 0
@@ -48,6 +50,7 @@ RUN_RE=
 GUEST_TIMEOUT=1200
 KEEP=0
 AUTO=0
+TEST_BIN=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--tests-only) MODE=tests ;;
@@ -66,6 +69,11 @@ while [[ $# -gt 0 ]]; do
 		shift
 		;;
 	--keep) KEEP=1 ;;
+	--test-bin)
+		[[ $# -ge 2 && -x $2 ]] || { echo "softroce: --test-bin needs an executable test binary (got '${2:-}')" >&2; exit 2; }
+		TEST_BIN=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+		shift
+		;;
 	--auto) AUTO=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "softroce: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -181,6 +189,13 @@ if [[ $AUTO -eq 1 ]]; then
 	fi
 fi
 
+# One run at a time per tree: runs share build/softroce and the CPUs.
+exec 9>"$OUT/.lock"
+if ! flock -n 9; then
+	log "another run holds $OUT/.lock; waiting for it"
+	flock 9
+fi
+
 #### host: packages the host needs ##########################################
 phase host "host packages (${HOST_PKGS[*]})"
 mapfile -t need < <(missing_host_pkgs)
@@ -245,8 +260,13 @@ HAVE_BENCH=0
 has_go_pkg() { compgen -G "$ROOT/$1/*.go" >/dev/null; }
 cd "$ROOT"
 if [[ $MODE != bench ]]; then
-	if has_go_pkg fabric/rdma; then
-		CGO_ENABLED=1 "$GO" test -c -tags rdma -o "$BIN/rdma.test" ./fabric/rdma
+	if [[ -n $TEST_BIN ]]; then
+		cp "$TEST_BIN" "$BIN/rdma.test"
+		HAVE_TESTS=1
+		log "test binary: $TEST_BIN (--test-bin)"
+	elif has_go_pkg fabric/rdma; then
+		CGO_ENABLED=1 "$GO" test -c -tags rdma -o "$BIN/rdma.test" ./fabric/rdma ||
+			die "building fabric/rdma's tests with -tags rdma failed (above)"
 		if [[ -x $BIN/rdma.test ]]; then
 			HAVE_TESTS=1
 		else
@@ -258,7 +278,8 @@ if [[ $MODE != bench ]]; then
 fi
 if [[ $MODE != tests ]]; then
 	if has_go_pkg benchmarks/cmd/fabricbench; then
-		CGO_ENABLED=1 "$GO" build -tags rdma -o "$BIN/fabricbench" ./benchmarks/cmd/fabricbench
+		CGO_ENABLED=1 "$GO" build -tags rdma -o "$BIN/fabricbench" ./benchmarks/cmd/fabricbench ||
+			die "building fabricbench with -tags rdma failed (above)"
 		HAVE_BENCH=1
 	else
 		warn "*** benchmarks/cmd/fabricbench does not exist yet: NOT running fabricbench (perftest still runs) ***"
@@ -369,10 +390,10 @@ log "initramfs $(du -h "$OUT/initramfs.gz" | cut -f1), kernel $KVER"
 #### boot ####################################################################
 if [[ -d /sys/module/kvm_intel || -d /sys/module/kvm_amd ]] && [[ -w /dev/kvm ]]; then
 	ACCEL=kvm
-	accel_args=(-enable-kvm -cpu host,-arch-capabilities)
+	accel_args=(-enable-kvm -cpu 'host,-arch-capabilities')
 else
 	ACCEL=tcg
-	accel_args=(-accel tcg,thread=multi -cpu max)
+	accel_args=(-accel 'tcg,thread=multi' -cpu max)
 fi
 phase boot "QEMU ($ACCEL), guest limit ${GUEST_TIMEOUT}s"
 GOUT=$OUT/guest-out
