@@ -1,0 +1,178 @@
+package rdma
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// headerSize is the size of the header in front of every message on the QP.
+const headerSize = 40
+
+// Config sets up a Transport. Zero fields are not defaulted: start from
+// DefaultConfig or TestConfig and change what you need; New calls Validate.
+type Config struct {
+	// Device is the verbs device name (e.g. "mlx5_0", "rxe0"); empty picks
+	// the first device that has an active port.
+	Device string
+	// Port is the device port, counted from 1.
+	Port int
+	// GIDIndex picks the source GID; -1 chooses the first RoCE v2 GID that
+	// is IPv4-mapped, preferring the one whose address is the listen or dial
+	// source address.
+	GIDIndex int
+	// EagerSize is the size of one eager buffer (receive and send slot),
+	// header included. Payloads that do not fit go by rendezvous.
+	EagerSize int
+	// RecvBuffers is the number of eager buffers posted to the shared
+	// receive queue; it bounds the connections (RecvBuffers / (Credits +
+	// creditReserve)).
+	RecvBuffers int
+	// Credits is the number of eager messages a peer may have outstanding
+	// towards this side of one connection.
+	Credits int
+	// SendQueueDepth is the number of send work requests (and send ring
+	// slots) per connection.
+	SendQueueDepth int
+	// MaxInline is the inline data size asked of each QP; the QP's reported
+	// capability is what is used.
+	MaxInline int
+	// RendezvousThreshold: payloads of at least this many bytes go by
+	// rendezvous (RDMA READ by the receiver). It must not exceed
+	// EagerSize - headerSize.
+	RendezvousThreshold int
+	// RendezvousCacheBytes bounds the registered rendezvous regions kept per
+	// connection for reuse; regions beyond it are deregistered after use.
+	RendezvousCacheBytes int
+	// MaxInFlight is the per-connection window: calls and one-way messages
+	// sent whose handler has not yet finished at the peer. Call and Send
+	// block (until their context ends) while it is full.
+	MaxInFlight int
+	// SpinPolls is the number of empty completion polls before the poller
+	// sleeps on the completion channel.
+	SpinPolls int
+	// HandshakeTimeout bounds the TCP control handshake when the caller's
+	// context has no earlier deadline.
+	HandshakeTimeout time.Duration
+	// Timeout and RetryCount are the QP's transport timer exponent
+	// (4.096 µs × 2^Timeout) and retry count; a peer that vanishes is
+	// detected after about RetryCount × that time (or at once when its
+	// control connection ends).
+	Timeout    int
+	RetryCount int
+}
+
+// DefaultConfig is for production nodes.
+func DefaultConfig() Config {
+	return Config{
+		Port:                 1,
+		GIDIndex:             -1,
+		EagerSize:            8192,
+		RecvBuffers:          2048,
+		Credits:              32,
+		SendQueueDepth:       128,
+		MaxInline:            256,
+		RendezvousThreshold:  8192 - headerSize,
+		RendezvousCacheBytes: 64 << 20,
+		MaxInFlight:          256,
+		SpinPolls:            2000,
+		HandshakeTimeout:     10 * time.Second,
+		Timeout:              14,
+		RetryCount:           7,
+	}
+}
+
+// TestConfig is small and quick to give up on a dead peer, for tests.
+func TestConfig() Config {
+	c := DefaultConfig()
+	c.RecvBuffers = 1024
+	c.Credits = 16
+	c.SendQueueDepth = 64
+	c.MaxInFlight = 64
+	c.RendezvousCacheBytes = 16 << 20
+	c.SpinPolls = 200
+	c.Timeout = 12
+	c.RetryCount = 3
+	return c
+}
+
+// creditReserve is the number of receive buffers per connection, beyond its
+// credits, kept for credit-return messages (which consume no credit).
+const creditReserve = 4
+
+// Validate names the first field that is out of bounds.
+func (c Config) Validate() error {
+	switch {
+	case c.Port < 1 || c.Port > 255:
+		return fmt.Errorf("rdma: config Port %d out of range [1,255]", c.Port)
+	case c.GIDIndex < -1 || c.GIDIndex > 65535:
+		return fmt.Errorf("rdma: config GIDIndex %d out of range [-1,65535]", c.GIDIndex)
+	case c.EagerSize < 256 || c.EagerSize > 1<<20:
+		return fmt.Errorf("rdma: config EagerSize %d out of range [256,1MiB]", c.EagerSize)
+	case c.Credits < 2 || c.Credits > 4096:
+		return fmt.Errorf("rdma: config Credits %d out of range [2,4096]", c.Credits)
+	case c.RecvBuffers < c.Credits+creditReserve:
+		return fmt.Errorf("rdma: config RecvBuffers %d is below Credits+%d = %d, room for no connection", c.RecvBuffers, creditReserve, c.Credits+creditReserve)
+	case c.SendQueueDepth < 8 || c.SendQueueDepth > 16384 || c.SendQueueDepth&(c.SendQueueDepth-1) != 0:
+		return fmt.Errorf("rdma: config SendQueueDepth %d must be a power of two in [8,16384]", c.SendQueueDepth)
+	case c.MaxInline < 0 || c.MaxInline > 4096:
+		return fmt.Errorf("rdma: config MaxInline %d out of range [0,4096]", c.MaxInline)
+	case c.RendezvousThreshold < 1 || c.RendezvousThreshold > c.EagerSize-headerSize:
+		return fmt.Errorf("rdma: config RendezvousThreshold %d out of range [1,EagerSize-%d=%d]", c.RendezvousThreshold, headerSize, c.EagerSize-headerSize)
+	case c.RendezvousCacheBytes < 0:
+		return fmt.Errorf("rdma: config RendezvousCacheBytes %d is negative", c.RendezvousCacheBytes)
+	case c.MaxInFlight < 1 || c.MaxInFlight > 1<<16:
+		return fmt.Errorf("rdma: config MaxInFlight %d out of range [1,65536]", c.MaxInFlight)
+	case c.SpinPolls < 0:
+		return fmt.Errorf("rdma: config SpinPolls %d is negative", c.SpinPolls)
+	case c.HandshakeTimeout <= 0:
+		return fmt.Errorf("rdma: config HandshakeTimeout %v must be positive", c.HandshakeTimeout)
+	case c.Timeout < 1 || c.Timeout > 31:
+		return fmt.Errorf("rdma: config Timeout %d out of range [1,31]", c.Timeout)
+	case c.RetryCount < 0 || c.RetryCount > 7:
+		return fmt.Errorf("rdma: config RetryCount %d out of range [0,7]", c.RetryCount)
+	}
+	return nil
+}
+
+// DeviceInfo describes one verbs device, for diagnostics.
+type DeviceInfo struct {
+	Name  string     `json:"name"`
+	Ports []PortInfo `json:"ports"`
+}
+
+// PortInfo describes one port of a device.
+type PortInfo struct {
+	Port      int       `json:"port"`
+	State     string    `json:"state"`
+	ActiveMTU int       `json:"active_mtu"`
+	MaxMTU    int       `json:"max_mtu"`
+	LinkLayer string    `json:"link_layer"`
+	GIDs      []GIDInfo `json:"gids"`
+}
+
+// GIDInfo is one populated GID table entry.
+type GIDInfo struct {
+	Index  int    `json:"index"`
+	GID    net.IP `json:"gid"`
+	Type   string `json:"type"`   // "RoCE v2", "IB/RoCE v1"
+	Netdev string `json:"netdev"` // bound network device, if any
+}
+
+// ConnInfo describes one live connection, for diagnostics.
+type ConnInfo struct {
+	Peer          string `json:"peer"`
+	Dialed        bool   `json:"dialed"` // true on the dialling side
+	LocalQPN      uint32 `json:"local_qpn"`
+	RemoteQPN     uint32 `json:"remote_qpn"`
+	QPState       string `json:"qp_state"` // from ibv_query_qp
+	SendCredits   int    `json:"send_credits"`
+	CreditsOwed   int    `json:"credits_owed"`
+	MessagesSent  uint64 `json:"messages_sent"`
+	MessagesRecv  uint64 `json:"messages_recv"`
+	BytesSent     uint64 `json:"bytes_sent"`
+	BytesRecv     uint64 `json:"bytes_recv"`
+	Rendezvous    uint64 `json:"rendezvous"` // large messages sent by rendezvous
+	Errors        uint64 `json:"errors"`
+	FailureReason string `json:"failure_reason,omitempty"`
+}

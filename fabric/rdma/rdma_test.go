@@ -1,0 +1,217 @@
+//go:build linux && cgo && rdma
+
+package rdma
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/fabrictest"
+)
+
+// The RDMA tests need a verbs device. The Soft-RoCE guest
+// (scripts/softroce/run.sh) sets WEFT_RDMA_DEVICE, WEFT_RDMA_ADDR (the IPv4
+// address of the netdev under the device) and WEFT_RDMA_GUEST=1; there a
+// missing device is a failure, elsewhere the tests skip.
+
+type testEnv struct {
+	device string
+	addr   string
+	gid    int
+}
+
+func rdmaEnv(t *testing.T) testEnv {
+	t.Helper()
+	guest := os.Getenv("WEFT_RDMA_GUEST") != ""
+	env := testEnv{device: os.Getenv("WEFT_RDMA_DEVICE"), addr: os.Getenv("WEFT_RDMA_ADDR"), gid: -1}
+	if g := os.Getenv("WEFT_RDMA_GID_INDEX"); g != "" {
+		n, err := strconv.Atoi(g)
+		require.NoError(t, err, "WEFT_RDMA_GID_INDEX")
+		env.gid = n
+	}
+	if env.device == "" || env.addr == "" {
+		if guest {
+			t.Fatal("WEFT_RDMA_GUEST is set but WEFT_RDMA_DEVICE or WEFT_RDMA_ADDR is empty")
+		}
+		t.Skip("no RDMA device: set WEFT_RDMA_DEVICE and WEFT_RDMA_ADDR (scripts/softroce/run.sh does)")
+	}
+	return env
+}
+
+// testLogger sends the transport's log to t.Log, so passing tests are quiet.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func newTestTransport(t *testing.T, env testEnv, mod func(*Config)) *Transport {
+	t.Helper()
+	cfg := TestConfig()
+	cfg.Device = env.device
+	cfg.GIDIndex = env.gid
+	if mod != nil {
+		mod(&cfg)
+	}
+	tr, err := New(cfg, testLogger(t))
+	if err != nil && errors.Is(err, fabric.ErrNotSupported) && os.Getenv("WEFT_RDMA_GUEST") == "" {
+		t.Skipf("RDMA not usable here: %v", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Close()) })
+	return tr
+}
+
+func TestConformance(t *testing.T) {
+	env := rdmaEnv(t)
+	fabrictest.RunConformance(t, func(t *testing.T) fabrictest.Setup {
+		client := newTestTransport(t, env, nil)
+		server := newTestTransport(t, env, nil)
+		return fabrictest.Setup{
+			Client: client, Server: server,
+			Addr:        net.JoinHostPort(env.addr, "0"),
+			Kill:        func(l fabric.Listener) { l.(*listener).kill() },
+			MaxInFlight: TestConfig().MaxInFlight,
+		}
+	})
+}
+
+// A work completion with an error status (here: a READ of a region whose
+// registration the peer dropped mid-call) fails the connection and its
+// in-flight calls with ErrClosed promptly, and the handler never runs.
+func TestQPErrorFailsInFlightCalls(t *testing.T) {
+	env := rdmaEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	client := newTestTransport(t, env, nil)
+	server := newTestTransport(t, env, nil)
+	var ran atomic.Int64
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(context.Context, *fabric.Request) ([]byte, error) {
+		ran.Add(1)
+		return []byte("ok"), nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
+	require.NoError(t, err)
+	defer l.Close()
+	fc, err := client.Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	defer fc.Close()
+	c := fc.(*conn)
+
+	// Break every rendezvous region the client announces before the server
+	// can read it: the server's RDMA READ completes with a remote access
+	// error.
+	c.out.breakRegistration = true
+	start := time.Now()
+	_, err = c.Call(ctx, fabric.MethodUserBase, make([]byte, 1<<20))
+	require.ErrorIs(t, err, fabric.ErrClosed)
+	t.Logf("call failed after %v: %v", time.Since(start), err)
+	require.Zero(t, ran.Load(), "the handler must not run for a message that never arrived")
+	require.Eventually(t, func() bool {
+		for _, ci := range server.Conns() {
+			if ci.Errors > 0 {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the server side saw no error completion")
+	_, err = c.Call(ctx, fabric.MethodUserBase, []byte("again"))
+	require.ErrorIs(t, err, fabric.ErrClosed)
+}
+
+// Many callers with payloads on both sides of the rendezvous threshold keep
+// within the credits (no receiver-not-ready) and get their own replies.
+func TestMixedSizesUnderCreditPressure(t *testing.T) {
+	env := rdmaEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	mod := func(c *Config) { c.Credits = 4; c.RecvBuffers = 64; c.SendQueueDepth = 16; c.RendezvousThreshold = 1024 }
+	client := newTestTransport(t, env, mod)
+	server := newTestTransport(t, env, mod)
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
+	require.NoError(t, err)
+	defer l.Close()
+	c, err := client.Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	sizes := []int{0, 100, 1023, 1024, 5000, 70000}
+	errs := make(chan error, 16)
+	for g := range 16 {
+		go func() {
+			for i := range 20 {
+				n := sizes[(g+i)%len(sizes)]
+				p := make([]byte, n)
+				for j := range p {
+					p[j] = byte(g + i + j)
+				}
+				r, err := c.Call(ctx, fabric.MethodUserBase, p)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if string(r) != string(p) {
+					errs <- errors.New("reply differs from request of " + strconv.Itoa(n) + " bytes")
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 16 {
+		require.NoError(t, <-errs)
+	}
+	infos := client.Conns()
+	require.Len(t, infos, 1)
+	require.Equal(t, "RTS", infos[0].QPState)
+	require.Positive(t, infos[0].Rendezvous)
+	require.Zero(t, infos[0].Errors)
+}
+
+func TestDevicesListsTheTestDevice(t *testing.T) {
+	env := rdmaEnv(t)
+	devs, err := Devices()
+	require.NoError(t, err)
+	var found bool
+	for _, d := range devs {
+		if d.Name != env.device {
+			continue
+		}
+		found = true
+		require.NotEmpty(t, d.Ports)
+		require.Equal(t, "PORT_ACTIVE", d.Ports[0].State)
+		_, err := chooseGID(d.Ports[0].GIDs, -1, net.ParseIP(env.addr), d.Ports[0].LinkLayer)
+		require.NoError(t, err, "a RoCE v2 GID for %s", env.addr)
+	}
+	require.True(t, found, "device %s in %v", env.device, devs)
+}
+
+func TestNewRejectsMissingDevice(t *testing.T) {
+	env := rdmaEnv(t)
+	cfg := TestConfig()
+	cfg.Device = env.device + "-missing"
+	_, err := New(cfg, testLogger(t))
+	require.ErrorIs(t, err, fabric.ErrNotSupported)
+	require.ErrorContains(t, err, env.device+"-missing")
+}
