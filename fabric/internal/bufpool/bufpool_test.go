@@ -1,0 +1,32 @@
+package bufpool
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestGetPut(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int
+		wantCap int
+	}{
+		{"empty", 0, 512},
+		{"small", 100, 512},
+		{"exact class", 4096, 4096},
+		{"just above a class", 4097, 8192},
+		{"largest class", 16 << 20, 16 << 20},
+		{"above the largest class", 16<<20 + 1, 16<<20 + 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := Get(tc.n)
+			require.Len(t, *b, tc.n)
+			require.Equal(t, tc.wantCap, cap(*b))
+			Put(b)
+			again := Get(tc.n)
+			require.Len(t, *again, tc.n)
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package tcp
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// Config tunes the TCP transport. Build it with DefaultConfig and change
+// what you need; New calls Validate.
+type Config struct {
+	// MaxMessageSize is the largest payload this side accepts in one frame
+	// (requests when serving, replies when calling). Peers learn it in the
+	// handshake; a larger Call fails with fabric.ErrTooLarge before sending.
+	MaxMessageSize int
+	// MaxInFlight is the per-connection window: calls and one-way messages
+	// sent but not yet finished by the peer. The smaller of the two sides'
+	// values applies. A full window blocks Call and Send (honouring ctx).
+	MaxInFlight int
+	// KeepaliveInterval is how often an idle connection sends a ping.
+	KeepaliveInterval time.Duration
+	// IdleTimeout declares the peer dead when nothing (frames or pings)
+	// arrived for this long: in-flight calls fail with fabric.ErrClosed.
+	// It must exceed KeepaliveInterval.
+	IdleTimeout time.Duration
+	// HandshakeTimeout bounds the TLS and protocol handshake of an accepted
+	// connection (Dial uses its ctx).
+	HandshakeTimeout time.Duration
+	// DrainTimeout bounds how long Listener.Close waits for handlers.
+	DrainTimeout time.Duration
+	// Checksum adds a CRC32C to every frame this side sends and asks the
+	// peer to do the same. Off by default: TCP and TLS already check, and
+	// it costs about a memory pass per payload.
+	Checksum bool
+	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF when positive; 0 leaves the
+	// kernel's autotuning, which is what fills loopback and LAN links best.
+	SocketBuffer int
+	// ServerTLS, when set, makes Listen serve TLS; ClientTLS makes Dial use
+	// TLS (an empty ServerName is taken from the dialled host). Leave
+	// CurvePreferences empty to keep Go's default key exchange, the
+	// post-quantum hybrid X25519MLKEM768.
+	ServerTLS, ClientTLS *tls.Config
+	// Logger receives connection-level events; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns production settings.
+func DefaultConfig() Config {
+	return Config{
+		MaxMessageSize:    fabric.MaxMessageSize,
+		MaxInFlight:       512,
+		KeepaliveInterval: 5 * time.Second,
+		IdleTimeout:       20 * time.Second,
+		HandshakeTimeout:  10 * time.Second,
+		DrainTimeout:      10 * time.Second,
+	}
+}
+
+// Validate reports the first field out of bounds, naming it and the bound.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxMessageSize < 1 || c.MaxMessageSize > fabric.MaxMessageSize:
+		return fmt.Errorf("tcp: Config.MaxMessageSize %d is outside [1, %d]", c.MaxMessageSize, fabric.MaxMessageSize)
+	case c.MaxInFlight < 1 || c.MaxInFlight > 1<<16:
+		return fmt.Errorf("tcp: Config.MaxInFlight %d is outside [1, %d]", c.MaxInFlight, 1<<16)
+	case c.KeepaliveInterval < time.Millisecond:
+		return fmt.Errorf("tcp: Config.KeepaliveInterval %v is below 1ms", c.KeepaliveInterval)
+	case c.IdleTimeout <= c.KeepaliveInterval:
+		return fmt.Errorf("tcp: Config.IdleTimeout %v must exceed KeepaliveInterval %v", c.IdleTimeout, c.KeepaliveInterval)
+	case c.HandshakeTimeout <= 0:
+		return fmt.Errorf("tcp: Config.HandshakeTimeout %v must be positive", c.HandshakeTimeout)
+	case c.DrainTimeout <= 0:
+		return fmt.Errorf("tcp: Config.DrainTimeout %v must be positive", c.DrainTimeout)
+	case c.SocketBuffer < 0:
+		return fmt.Errorf("tcp: Config.SocketBuffer %d must be 0 (kernel autotuning) or positive", c.SocketBuffer)
+	case c.ServerTLS != nil && len(c.ServerTLS.Certificates) == 0 && c.ServerTLS.GetCertificate == nil && c.ServerTLS.GetConfigForClient == nil:
+		return fmt.Errorf("tcp: Config.ServerTLS has no certificate; set Certificates or GetCertificate")
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package tcp
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// call is one outstanding Call or Send, recycled through callPool once the
+// caller has its result and the writer has let go of its frame.
+type call struct {
+	f     frame
+	done  chan struct{} // cap 1: the result is in reply/err
+	reply []byte
+	err   error
+	// cancelled (guarded by Conn.pmu) marks a Call its caller gave up on:
+	// it keeps its window slot until the server answers, and is not
+	// recycled.
+	cancelled bool
+}
+
+var callPool = sync.Pool{New: func() any {
+	return &call{f: frame{written: make(chan error, 1)}, done: make(chan struct{}, 1)}
+}}
+
+// oneWayMark stands in the pending table for a Send awaiting its done frame.
+var oneWayMark = &call{}
+
+// Conn is a client connection. It implements fabric.Conn: Call and Send
+// are safe for concurrent use and multiplexed over one socket.
+type Conn struct {
+	*link
+	sem chan struct{} // the in-flight window; one token per outstanding call
+
+	pmu     sync.Mutex
+	pending map[uint64]*call // nil once the connection failed
+	nextID  uint64
+
+	calls, callErrs, sends atomic.Uint64
+	readerDone            chan struct{}
+}
+
+var _ fabric.Conn = (*Conn)(nil)
+
+func newConn(l *link) *Conn {
+	c := &Conn{link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call), readerDone: make(chan struct{})}
+	l.onFail = c.failPending
+	l.start()
+	go func() {
+		defer close(c.readerDone)
+		c.fail(c.readLoop())
+	}()
+	return c
+}
+
+// RemoteAddr returns the dialled address.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// Stats returns the connection's counters.
+func (c *Conn) Stats() fabric.ConnStats {
+	return fabric.ConnStats{
+		Transport: "tcp", Calls: c.calls.Load(), CallErrors: c.callErrs.Load(), Sends: c.sends.Load(),
+		BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), InFlight: len(c.sem),
+	}
+}
+
+// Close fails in-flight calls with fabric.ErrClosed, closes the socket and
+// waits for the connection's goroutines. It is idempotent.
+func (c *Conn) Close() error {
+	c.fail(fmt.Errorf("closed by caller"))
+	<-c.readerDone
+	c.wg.Wait()
+	return nil
+}
+
+func (c *Conn) failPending(err error) {
+	c.pmu.Lock()
+	pending := c.pending
+	c.pending = nil
+	c.pmu.Unlock()
+	for _, cl := range pending {
+		if cl == oneWayMark || cl.cancelled {
+			continue
+		}
+		cl.err = err
+		cl.done <- struct{}{}
+	}
+}
+
+// acquire takes a window slot, honouring ctx.
+func (c *Conn) acquire(ctx context.Context) error {
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return c.err
+	}
+}
+
+func (c *Conn) release() { <-c.sem }
+
+// register gives cl an id and enters it in the pending table.
+func (c *Conn) register(cl *call) (uint64, error) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.pending == nil {
+		return 0, c.err
+	}
+	c.nextID++
+	c.pending[c.nextID] = cl
+	return c.nextID, nil
+}
+
+func (c *Conn) forget(id uint64) {
+	c.pmu.Lock()
+	if c.pending != nil {
+		delete(c.pending, id)
+	}
+	c.pmu.Unlock()
+}
+
+func (c *Conn) checkSize(n int) error {
+	if n > int(c.peerMax) {
+		return fmt.Errorf("tcp: payload of %d bytes exceeds %s's limit of %d bytes; use fabric.SendStream: %w",
+			n, c.remote, c.peerMax, fabric.ErrTooLarge)
+	}
+	return nil
+}
+
+// Call sends payload to the peer's handler for method and waits for the
+// reply, which the caller owns. payload is the caller's again once Call
+// returns. It blocks while the window is full.
+func (c *Conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
+	c.calls.Add(1)
+	reply, err := c.call(ctx, method, payload)
+	if err != nil {
+		c.callErrs.Add(1)
+	}
+	return reply, err
+}
+
+func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
+	if err := c.checkSize(len(payload)); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.acquire(ctx); err != nil {
+		return nil, err
+	}
+	cl := callPool.Get().(*call)
+	id, err := c.register(cl)
+	if err != nil {
+		c.release()
+		callPool.Put(cl)
+		return nil, err
+	}
+	putHeader(&cl.f.hdr, typeRequest, method, id, payload, c.crc)
+	cl.f.payload = payload
+	queued, err := c.send(&cl.f)
+	if err != nil {
+		// The link failed: failPending has answered (or will answer) cl.
+		<-cl.done
+		return nil, err
+	}
+	select {
+	case <-cl.done:
+		return c.finish(cl, queued)
+	case <-ctx.Done():
+		return c.abandon(ctx, cl, id, queued)
+	}
+}
+
+// finish hands the result to the caller and recycles cl.
+func (c *Conn) finish(cl *call, queued bool) ([]byte, error) {
+	reply, err := cl.reply, cl.err
+	if queued {
+		<-cl.f.written // the writer may still be finishing with the frame
+	}
+	cl.reply, cl.err, cl.f.payload = nil, nil, nil
+	callPool.Put(cl)
+	return reply, err
+}
+
+// abandon ends a Call whose ctx ended: the caller gets ctx.Err() at once
+// and the server is told to cancel. The payload is released before return.
+func (c *Conn) abandon(ctx context.Context, cl *call, id uint64, queued bool) ([]byte, error) {
+	c.pmu.Lock()
+	if c.pending == nil || c.pending[id] != cl {
+		// The reply (or the failure) is being delivered right now.
+		c.pmu.Unlock()
+		<-cl.done
+		return c.finish(cl, queued)
+	}
+	cl.cancelled = true
+	c.pmu.Unlock()
+	if queued {
+		if c.unqueue(&cl.f) {
+			// Never sent: the server knows nothing of it.
+			c.forget(id)
+			c.release()
+			return nil, ctx.Err()
+		}
+		<-cl.f.written
+	}
+	c.post(typeCancel, id)
+	return nil, ctx.Err()
+}
+
+// Send delivers a one-way message and returns once it is written to the
+// socket; the handler's reply is dropped. The message holds a window slot
+// until its handler returns, so a slow receiver blocks Send.
+func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) error {
+	c.sends.Add(1)
+	if err := c.checkSize(len(payload)); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.acquire(ctx); err != nil {
+		return err
+	}
+	id, err := c.register(oneWayMark)
+	if err != nil {
+		c.release()
+		return err
+	}
+	f := getFrame()
+	putHeader(&f.hdr, typeOneWay, method, id, payload, c.crc)
+	f.payload = payload
+	queued, err := c.send(f)
+	if err != nil {
+		return err
+	}
+	if queued {
+		select {
+		case err = <-f.written:
+		case <-ctx.Done():
+			if c.unqueue(f) {
+				c.forget(id)
+				c.release()
+				putFrame(f)
+				return ctx.Err()
+			}
+			err = <-f.written
+		}
+	}
+	putFrame(f)
+	return err
+}
+
+// readLoop reads the server's frames until the connection fails.
+func (c *Conn) readLoop() error {
+	var hb [headerSize]byte
+	for {
+		h, err := c.readHeader(&hb)
+		if err != nil {
+			return err
+		}
+		switch h.typ {
+		case typeReply, typeError:
+			err = c.deliver(&hb, h)
+		case typeDone:
+			if err = noPayload(h); err == nil {
+				c.pmu.Lock()
+				cl, ok := c.pending[h.id]
+				if ok && cl == oneWayMark {
+					delete(c.pending, h.id)
+				}
+				c.pmu.Unlock()
+				if !ok || cl != oneWayMark {
+					return fmt.Errorf("%w: done frame for id %d, which is not an outstanding Send", ErrProtocol, h.id)
+				}
+				c.release()
+			}
+		case typePing:
+			if err = noPayload(h); err == nil {
+				c.post(typePong, h.id)
+			}
+		case typePong:
+			err = noPayload(h)
+		default:
+			err = fmt.Errorf("%w: unexpected frame type %d from a server", ErrProtocol, h.typ)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// deliver reads a reply or error frame into its call.
+func (c *Conn) deliver(hb *[headerSize]byte, h header) error {
+	c.pmu.Lock()
+	cl, ok := c.pending[h.id]
+	if ok {
+		delete(c.pending, h.id)
+	}
+	c.pmu.Unlock()
+	if !ok || cl == oneWayMark {
+		return fmt.Errorf("%w: reply for id %d, which is not an outstanding Call", ErrProtocol, h.id)
+	}
+	if cl.cancelled {
+		c.release()
+		return c.discard(hb, h)
+	}
+	var p []byte
+	if h.length > 0 {
+		p = make([]byte, h.length) // the reply the caller will own
+		if err := c.readPayload(hb, h, p); err != nil {
+			cl.err = fmt.Errorf("tcp: reading reply %d from %s: %v: %w", h.id, c.remote, err, fabric.ErrClosed)
+			c.release()
+			cl.done <- struct{}{}
+			return err
+		}
+	} else if err := checkCRC(hb, h, nil); err != nil {
+		return err
+	}
+	if h.typ == typeError {
+		re, err := decodeError(p)
+		if err != nil {
+			return err
+		}
+		cl.err = re
+	} else {
+		if p == nil {
+			p = []byte{}
+		}
+		cl.reply = p
+	}
+	c.release()
+	cl.done <- struct{}{}
+	return nil
+}

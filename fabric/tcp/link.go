@@ -1,0 +1,362 @@
+package tcp
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// frame is one outgoing frame: its header and the caller's payload, written
+// together with one writev. A frame handed to link.send is read by the
+// transport until the send returns unqueued or written is signalled.
+type frame struct {
+	hdr     [headerSize]byte
+	payload []byte
+	// written receives the write's outcome when the frame went through the
+	// queue; nil for fire-and-forget control frames (whose payload is nil).
+	written chan error
+}
+
+var framePool = sync.Pool{New: func() any { return &frame{written: make(chan error, 1)} }}
+
+func getFrame() *frame { return framePool.Get().(*frame) }
+
+// putFrame recycles f; its written channel must be empty.
+func putFrame(f *frame) {
+	f.payload = nil
+	framePool.Put(f)
+}
+
+// link is the half of a connection both sides share: the socket, the
+// writer (direct write from the caller when idle, else a queue drained by
+// one goroutine into one writev), keepalive and failure.
+type link struct {
+	cfg    *Config
+	log    *slog.Logger
+	nc     net.Conn
+	tcp    *net.TCPConn // the socket under TLS too, for linger
+	br     *bufio.Reader
+	bw     *bufio.Writer // TLS only: net.Buffers cannot writev through TLS
+	remote string
+	// peerMax is the largest payload the peer accepts; localMax ours.
+	peerMax, localMax uint32
+	crc               bool
+	window            int // the smaller of both sides' MaxInFlight
+
+	wmu    sync.Mutex
+	wbusy  bool // someone (a caller or the writer goroutine) is writing
+	wq     []*frame
+	wspare []*frame
+	werr   error
+	kick   chan struct{}
+	one    [1]*frame   // the direct writer's batch
+	wbufs  net.Buffers // the current writev; a field so WriteTo does not allocate
+	wfill  net.Buffers
+
+	lastRecv atomic.Int64 // unix nanoseconds
+	sent     atomic.Uint64
+	received atomic.Uint64
+
+	done     chan struct{}
+	failOnce sync.Once
+	err      error // why the link failed; set before done is closed
+	onFail   func(err error)
+	wg       sync.WaitGroup // writer and keepalive goroutines
+}
+
+func newLink(cfg *Config, log *slog.Logger, nc net.Conn, raw *net.TCPConn, remote string) *link {
+	l := &link{
+		cfg: cfg, log: log, nc: nc, tcp: raw, remote: remote,
+		br:       bufio.NewReaderSize(nc, 64<<10),
+		localMax: uint32(cfg.MaxMessageSize),
+		kick:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	if _, isTLS := nc.(*tls.Conn); isTLS {
+		l.bw = bufio.NewWriterSize(nc, 64<<10)
+	}
+	l.touch()
+	return l
+}
+
+func (l *link) touch() { l.lastRecv.Store(time.Now().UnixNano()) }
+
+// handshake exchanges hello frames: the client writes first. It runs
+// before any other goroutine uses the link.
+func (l *link) handshake(client bool, deadline time.Time) error {
+	if err := l.nc.SetDeadline(deadline); err != nil {
+		return err
+	}
+	mine := hello{maxMessage: l.localMax, window: uint32(l.cfg.MaxInFlight), wantCRC: l.cfg.Checksum}
+	write := func() error {
+		p := mine.encode()
+		var hb [headerSize]byte
+		putHeader(&hb, typeHello, 0, 0, p, true)
+		_, err := l.nc.Write(append(hb[:], p...))
+		return err
+	}
+	if client {
+		if err := write(); err != nil {
+			return fmt.Errorf("sending hello: %w", err)
+		}
+	}
+	var hb [headerSize]byte
+	h, p, err := readFrame(l.br, &hb, helloPayload, func(n int) []byte { return make([]byte, n) }, nil)
+	if err != nil {
+		return fmt.Errorf("reading hello: %w", err)
+	}
+	if h.typ != typeHello {
+		return fmt.Errorf("%w: first frame has type %d, want hello", ErrProtocol, h.typ)
+	}
+	theirs, err := decodeHello(p)
+	if err != nil {
+		return err
+	}
+	if !client {
+		if err := write(); err != nil {
+			return fmt.Errorf("sending hello: %w", err)
+		}
+	}
+	l.peerMax = theirs.maxMessage
+	l.crc = mine.wantCRC || theirs.wantCRC
+	l.window = min(l.cfg.MaxInFlight, int(theirs.window))
+	return l.nc.SetDeadline(time.Time{})
+}
+
+// start runs the writer and keepalive goroutines; fail stops them.
+func (l *link) start() {
+	l.wg.Add(2)
+	go func() {
+		defer l.wg.Done()
+		l.writeLoop()
+	}()
+	go func() {
+		defer l.wg.Done()
+		l.keepalive()
+	}()
+}
+
+// send writes f from the calling goroutine when no one else is writing,
+// else queues it for the writer goroutine. queued reports which: when
+// true, f.written (if set) is signalled once the writer is done with f.
+func (l *link) send(f *frame) (queued bool, err error) {
+	l.wmu.Lock()
+	if l.werr != nil {
+		err := l.werr
+		l.wmu.Unlock()
+		return false, err
+	}
+	if l.wbusy {
+		l.wq = append(l.wq, f)
+		l.wmu.Unlock()
+		return true, nil
+	}
+	l.wbusy = true
+	l.wmu.Unlock()
+
+	l.one[0] = f
+	err = l.writeFrames(l.one[:])
+	l.one[0] = nil
+
+	l.wmu.Lock()
+	handOff := err == nil && len(l.wq) > 0
+	if !handOff {
+		l.wbusy = false
+	}
+	l.wmu.Unlock()
+	if handOff {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+	if err != nil {
+		l.fail(fmt.Errorf("writing to %s: %v", l.remote, err))
+		return false, l.err
+	}
+	return false, nil
+}
+
+// unqueue removes f from the queue if the writer has not taken it yet.
+func (l *link) unqueue(f *frame) bool {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	for i, q := range l.wq {
+		if q == f {
+			l.wq = append(l.wq[:i], l.wq[i+1:]...)
+			l.wq = l.wq[:len(l.wq):len(l.wq)] // the tail slot must not alias
+			return true
+		}
+	}
+	return false
+}
+
+// post sends a fire-and-forget control frame.
+func (l *link) post(typ uint8, id uint64) {
+	f := &frame{}
+	putHeader(&f.hdr, typ, 0, id, nil, l.crc)
+	_, _ = l.send(f)
+}
+
+func (l *link) writeLoop() {
+	for {
+		select {
+		case <-l.kick:
+		case <-l.done:
+			return
+		}
+		for {
+			l.wmu.Lock()
+			batch := l.wq
+			if len(batch) == 0 || l.werr != nil {
+				l.wbusy = false
+				l.wmu.Unlock()
+				break
+			}
+			l.wq = l.wspare[:0]
+			l.wmu.Unlock()
+
+			err := l.writeFrames(batch)
+			if err != nil {
+				err = fmt.Errorf("writing to %s: %v", l.remote, err)
+				l.fail(err)
+				err = l.err
+			}
+			for i, f := range batch {
+				if f.written != nil {
+					f.written <- err
+				}
+				batch[i] = nil
+			}
+			l.wmu.Lock()
+			l.wspare = batch[:0]
+			l.wmu.Unlock()
+		}
+	}
+}
+
+// writeFrames writes fs with one writev (or one TLS flush). Only the
+// goroutine holding wbusy calls it.
+func (l *link) writeFrames(fs []*frame) error {
+	var n int
+	if l.bw != nil {
+		for _, f := range fs {
+			_, _ = l.bw.Write(f.hdr[:])
+			_, _ = l.bw.Write(f.payload)
+			n += len(f.payload)
+		}
+		l.sent.Add(uint64(n))
+		return l.bw.Flush()
+	}
+	bufs := l.wfill[:0]
+	for _, f := range fs {
+		bufs = append(bufs, f.hdr[:])
+		if len(f.payload) > 0 {
+			bufs = append(bufs, f.payload)
+			n += len(f.payload)
+		}
+	}
+	l.wfill = bufs
+	l.wbufs = bufs
+	_, err := l.wbufs.WriteTo(l.nc)
+	clear(bufs) // drop references to callers' payloads
+	l.sent.Add(uint64(n))
+	return err
+}
+
+func (l *link) keepalive() {
+	t := time.NewTicker(l.cfg.KeepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+		}
+		idle := time.Since(time.Unix(0, l.lastRecv.Load()))
+		if idle > l.cfg.IdleTimeout {
+			l.fail(fmt.Errorf("nothing heard from %s for %v (IdleTimeout %v): peer presumed dead",
+				l.remote, idle.Round(time.Millisecond), l.cfg.IdleTimeout))
+			return
+		}
+		if idle >= l.cfg.KeepaliveInterval {
+			l.post(typePing, 0)
+		}
+	}
+}
+
+// fail breaks the link once: queued frames and, through onFail, in-flight
+// calls get an error wrapping fabric.ErrClosed.
+func (l *link) fail(cause error) {
+	l.failOnce.Do(func() {
+		l.err = fmt.Errorf("tcp: connection %s: %v: %w", l.remote, cause, fabric.ErrClosed)
+		l.wmu.Lock()
+		l.werr = l.err
+		q := l.wq
+		l.wq = nil
+		l.wmu.Unlock()
+		for _, f := range q {
+			if f.written != nil {
+				f.written <- l.err
+			}
+		}
+		close(l.done)
+		_ = l.nc.Close()
+		if l.onFail != nil {
+			l.onFail(l.err)
+		}
+		l.log.Debug("fabric connection closed", "remote", l.remote, "reason", cause)
+	})
+}
+
+// kill resets the connection without goodbye, as a crashed peer would.
+func (l *link) kill() {
+	if l.tcp != nil {
+		_ = l.tcp.SetLinger(0)
+	}
+	l.fail(fmt.Errorf("killed"))
+}
+
+// readHeader reads the next frame header.
+func (l *link) readHeader(hb *[headerSize]byte) (header, error) {
+	if _, err := io.ReadFull(l.br, hb[:]); err != nil {
+		return header{}, err
+	}
+	l.touch()
+	return decodeHeader(hb, l.localMax)
+}
+
+// readPayload fills p (len == h.length) and checks the CRC.
+func (l *link) readPayload(hb *[headerSize]byte, h header, p []byte) error {
+	if err := readFull(l.br, p, l.touch); err != nil {
+		return unexpectedEOF(err)
+	}
+	l.received.Add(uint64(len(p)))
+	return checkCRC(hb, h, p)
+}
+
+// discard reads and drops a payload nobody wants, still checking its CRC.
+func (l *link) discard(hb *[headerSize]byte, h header) error {
+	if h.flags&flagCRC == 0 {
+		_, err := l.br.Discard(int(h.length))
+		return unexpectedEOF(err)
+	}
+	p := make([]byte, h.length)
+	return l.readPayload(hb, h, p)
+}
+
+// noPayload rejects a control frame that carries bytes.
+func noPayload(h header) error {
+	if h.length != 0 {
+		return fmt.Errorf("%w: control frame type %d carries %d bytes", ErrProtocol, h.typ, h.length)
+	}
+	return nil
+}

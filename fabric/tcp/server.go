@@ -1,0 +1,240 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/internal/bufpool"
+	"github.com/weftsearch/weft/fabric/internal/dispatch"
+)
+
+// Listener serves one address. It implements fabric.Listener.
+type Listener struct {
+	t  *Transport
+	ln net.Listener
+	h  fabric.Handler
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[*session]struct{}
+	opening  map[net.Conn]struct{} // accepted, still in handshake
+	drainErr []error
+	wg       sync.WaitGroup // accept loop and sessions
+	once     sync.Once
+}
+
+var _ fabric.Listener = (*Listener)(nil)
+
+// Addr returns the address peers dial, with the real port.
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// Close stops accepting, breaks every connection (their callers' in-flight
+// calls fail with fabric.ErrClosed), cancels the handlers' contexts and
+// waits up to Config.DrainTimeout for them to return. It is idempotent;
+// it returns an error naming the handlers still running at the deadline.
+func (l *Listener) Close() error {
+	l.once.Do(func() { l.stop(false) })
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.drainErr...)
+}
+
+// kill is Close without waiting and with connection resets: what peers see
+// when this node dies. Used by tests that simulate peer death.
+func (l *Listener) kill() { l.once.Do(func() { l.stop(true) }) }
+
+func (l *Listener) stop(kill bool) {
+	l.mu.Lock()
+	l.closed = true
+	ss := make([]*session, 0, len(l.sessions))
+	for s := range l.sessions {
+		ss = append(ss, s)
+	}
+	for nc := range l.opening {
+		_ = nc.Close()
+	}
+	l.mu.Unlock()
+	_ = l.ln.Close()
+	for _, s := range ss {
+		if kill {
+			s.kill()
+		} else {
+			s.fail(fmt.Errorf("listener %s closed", l.Addr()))
+		}
+	}
+}
+
+func (l *Listener) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.t.log.Warn("fabric accept failed; retrying", "addr", l.Addr(), "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		l.wg.Add(1)
+		go l.serve(nc)
+	}
+}
+
+// session is the server side of one connection.
+type session struct {
+	*link
+	d   *dispatch.Dispatcher
+	sem chan struct{} // bounds running handlers to the window
+}
+
+// serve owns one accepted connection: handshake, reading requests, and on
+// the way out waiting for its handlers.
+func (l *Listener) serve(nc net.Conn) {
+	defer l.wg.Done()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	l.opening[nc] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.opening, nc)
+		l.mu.Unlock()
+	}()
+	raw, _ := nc.(*net.TCPConn)
+	l.t.tune(raw)
+	if l.t.cfg.ServerTLS != nil {
+		nc = tlsServer(nc, l.t.cfg.ServerTLS)
+	}
+	ln := newLink(&l.t.cfg, l.t.log, nc, raw, nc.RemoteAddr().String())
+	deadline := time.Now().Add(l.t.cfg.HandshakeTimeout)
+	if err := tlsHandshake(nc, deadline); err != nil {
+		l.t.log.Info("fabric TLS handshake failed", "remote", ln.remote, "err", err)
+		_ = nc.Close()
+		return
+	}
+	if err := ln.handshake(false, deadline); err != nil {
+		l.t.log.Info("fabric handshake failed", "remote", ln.remote, "err", err)
+		_ = nc.Close()
+		return
+	}
+	s := &session{link: ln, sem: make(chan struct{}, ln.window)}
+	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond)
+	ln.onFail = func(error) { s.d.Close() }
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	l.sessions[s] = struct{}{}
+	l.mu.Unlock()
+
+	s.start()
+	s.fail(s.readLoop())
+	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), l.t.cfg.DrainTimeout)
+	err := s.d.Wait(ctx)
+	cancel()
+	l.mu.Lock()
+	delete(l.sessions, s)
+	if err != nil {
+		l.drainErr = append(l.drainErr, fmt.Errorf("tcp: listener %s: %w", l.Addr(), err))
+	}
+	l.mu.Unlock()
+}
+
+func (s *session) readLoop() error {
+	var hb [headerSize]byte
+	for {
+		h, err := s.readHeader(&hb)
+		if err != nil {
+			return err
+		}
+		switch h.typ {
+		case typeRequest, typeOneWay:
+			err = s.request(&hb, h)
+		case typeCancel:
+			if err = noPayload(h); err == nil {
+				s.d.Cancel(h.id)
+			}
+		case typePing:
+			if err = noPayload(h); err == nil {
+				s.post(typePong, h.id)
+			}
+		case typePong:
+			err = noPayload(h)
+		default:
+			err = fmt.Errorf("%w: unexpected frame type %d from a client", ErrProtocol, h.typ)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (s *session) request(hb *[headerSize]byte, h header) error {
+	var payload []byte
+	var release func()
+	if h.length > 0 {
+		bp := bufpool.Get(int(h.length))
+		if err := s.readPayload(hb, h, *bp); err != nil {
+			bufpool.Put(bp)
+			return err
+		}
+		payload = *bp
+		release = func() { bufpool.Put(bp) }
+	} else if err := checkCRC(hb, h, nil); err != nil {
+		return err
+	}
+	// A client that respects the window never waits here; one that does
+	// not is slowed down by TCP flow control instead of exhausting memory.
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.done:
+		if release != nil {
+			release()
+		}
+		return s.err
+	}
+	s.d.Dispatch(h.id, h.method, payload, h.typ == typeOneWay, release)
+	return nil
+}
+
+// respond sends a handler's outcome; it returns once the transport is done
+// reading reply.
+func (s *session) respond(id uint64, oneWay bool, reply []byte, err error) {
+	<-s.sem
+	f := getFrame()
+	switch {
+	case oneWay:
+		putHeader(&f.hdr, typeDone, 0, id, nil, s.crc)
+	case err == nil && len(reply) > int(s.peerMax):
+		err = fabric.Errorf(fabric.CodeInternal, "reply of %d bytes exceeds the caller's limit of %d bytes", len(reply), s.peerMax)
+		fallthrough
+	case err != nil:
+		f.payload = encodeError(fabric.AsRemote(err))
+		putHeader(&f.hdr, typeError, 0, id, f.payload, s.crc)
+	default:
+		f.payload = reply
+		putHeader(&f.hdr, typeReply, 0, id, reply, s.crc)
+	}
+	queued, werr := s.send(f)
+	if werr == nil && queued {
+		<-f.written
+	}
+	putFrame(f)
+}
