@@ -1,0 +1,397 @@
+// Package enginebench measures the single-node engine through its HTTP API
+// against raw bleve in-process, in one run, on the same documents, mapping
+// and queries: bulk indexing throughput (docs/s) and query latency (p50,
+// p99) for term, boolean and phrase queries, plus the cost of an empty HTTP
+// round trip measured in the same run. benchmarks/cmd/enginebench is its
+// command line; docs/benchmarks-engine.md shows the latest figures.
+//
+// The HTTP side is a real searchnode process on a loopback port, loaded by
+// searchctl's bulk loader; the raw side is a bleve scorch index built from
+// index.Mapping.BleveMapping() of the same Elasticsearch mapping. The
+// targets (reported, never asserted): HTTP bulk ≥ 0.8× raw bleve batch
+// indexing; HTTP query p50 ≤ (raw p50 + empty round trip p50) × 1.1.
+package enginebench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/ctl"
+)
+
+// Config bounds and shapes a run. DefaultConfig gives the values of the
+// command's flags.
+type Config struct {
+	Corpus      string        // JSON lines file (see LoadDocs)
+	MappingFile string        // Elasticsearch mapping JSON for both sides
+	Docs        int           // documents to index (<= 0: the whole corpus once)
+	Queries     int           // timed queries per kind and side
+	Duration    time.Duration // per kind and side, stop timing queries after this long even if fewer ran
+	BatchSize   int           // documents per bulk request and per bleve batch
+	Concurrency int           // bulk requests in flight on the HTTP side
+	Size        int           // hits per query
+	Seed        uint64        // query choice
+	Searchnode  string        // searchnode binary; "" builds ./cmd/searchnode
+	Addr        string        // use the node at this URL instead of starting one
+	WorkDir     string        // scratch directory; "" makes a temporary one (removed at the end)
+}
+
+// DefaultConfig is the command's default run.
+func DefaultConfig() Config {
+	return Config{
+		Corpus:      "testdata/sample/emails.ndjson",
+		MappingFile: "testdata/sample/emails.mapping.json",
+		Queries:     500,
+		Duration:    20 * time.Second,
+		BatchSize:   1000,
+		Concurrency: 2,
+		Size:        10,
+		Seed:        1,
+	}
+}
+
+// Validate names the first field out of bounds.
+func (c Config) Validate() error {
+	switch {
+	case c.Corpus == "":
+		return fmt.Errorf("enginebench: Corpus is empty; pass -corpus FILE (JSON lines)")
+	case c.MappingFile == "":
+		return fmt.Errorf("enginebench: MappingFile is empty; pass -mapping FILE")
+	case c.Queries < 1:
+		return fmt.Errorf("enginebench: Queries %d must be at least 1", c.Queries)
+	case c.Duration <= 0:
+		return fmt.Errorf("enginebench: Duration %v must be positive", c.Duration)
+	case c.BatchSize < 1:
+		return fmt.Errorf("enginebench: BatchSize %d must be at least 1", c.BatchSize)
+	case c.Concurrency < 1:
+		return fmt.Errorf("enginebench: Concurrency %d must be at least 1", c.Concurrency)
+	case c.Size < 1:
+		return fmt.Errorf("enginebench: Size %d must be at least 1", c.Size)
+	}
+	return nil
+}
+
+// Latency summarises timed operations.
+type Latency struct {
+	N    int     `json:"n"`
+	P50  float64 `json:"p50_us"`
+	P99  float64 `json:"p99_us"`
+	Mean float64 `json:"mean_us"`
+}
+
+func summarize(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	// Nearest-rank percentile.
+	rank := func(p float64) time.Duration { return s[int(math.Ceil(p*float64(len(s))))-1] }
+	return Latency{N: len(s), P50: us(rank(0.50)), P99: us(rank(0.99)), Mean: us(sum / time.Duration(len(s)))}
+}
+
+// BulkResult compares indexing throughput.
+type BulkResult struct {
+	RawDocsPerSec       float64 `json:"raw_docs_per_s"`        // bleve defaults: a batch returns once persisted
+	RawUnsafeDocsPerSec float64 `json:"raw_unsafe_docs_per_s"` // scorch unsafe_batch, as the node's index uses
+	HTTPDocsPerSec      float64 `json:"http_docs_per_s"`       // _bulk through a node, then _refresh
+	Ratio               float64 `json:"ratio"`                 // HTTP / raw (defaults)
+	RatioUnsafe         float64 `json:"ratio_unsafe"`          // HTTP / raw (unsafe_batch)
+	TargetMet           bool    `json:"target_met"`            // Ratio >= 0.8
+}
+
+// QueryResult compares one query kind.
+type QueryResult struct {
+	Kind      QueryKind `json:"kind"`
+	Raw       Latency   `json:"raw"`
+	HTTP      Latency   `json:"http"`
+	BudgetUS  float64   `json:"budget_p50_us"` // (raw p50 + empty round trip p50) × 1.1
+	TargetMet bool      `json:"target_met"`
+	// Distinct is the number of distinct queries; Mismatches counts those
+	// whose top-hit scores or exact totals differed between the sides (a
+	// correctness cross-check, not a timing); FirstMismatch describes one.
+	Distinct      int    `json:"distinct"`
+	Mismatches    int    `json:"mismatches"`
+	FirstMismatch string `json:"first_mismatch,omitempty"`
+}
+
+// Result is one run's figures.
+type Result struct {
+	Time        time.Time     `json:"time"`
+	GoVersion   string        `json:"go_version"`
+	NumCPU      int           `json:"num_cpu"`
+	GOMAXPROCS  int           `json:"gomaxprocs"`
+	Docs        int           `json:"docs"`
+	CorpusBytes int64         `json:"corpus_bytes"`
+	BatchSize   int           `json:"batch_size"`
+	Concurrency int           `json:"concurrency"`
+	Size        int           `json:"size"`
+	Bulk        BulkResult    `json:"bulk"`
+	EmptyRTT    Latency       `json:"empty_round_trip"`     // GET / on the node
+	BareRTT     Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
+	Queries     []QueryResult `json:"queries"`
+}
+
+// Run performs one benchmark run. It logs progress to logger and blocks
+// until done or ctx ends; every process and goroutine it starts is stopped
+// before it returns.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	mappingJSON, err := os.ReadFile(cfg.MappingFile)
+	if err != nil {
+		return nil, fmt.Errorf("enginebench: mapping: %w", err)
+	}
+	esMapping, err := index.ParseMapping(mappingJSON)
+	if err != nil {
+		return nil, fmt.Errorf("enginebench: mapping %s: %w", cfg.MappingFile, err)
+	}
+	docs, err := LoadDocs(cfg.Corpus, cfg.Docs)
+	if err != nil {
+		return nil, err
+	}
+	queries, err := MakeQueries(docs, cfg.Queries, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	work := cfg.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "enginebench-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	}
+
+	res = &Result{
+		Time: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Docs: len(docs), BatchSize: cfg.BatchSize, Concurrency: cfg.Concurrency, Size: cfg.Size,
+	}
+	for _, d := range docs {
+		res.CorpusBytes += int64(len(d.Source))
+	}
+	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
+
+	// Raw bleve, twice: bleve's default batches, then unsafe_batch (kept
+	// open for the queries, as it is configured like the node's index).
+	rawSafe, err := openRaw(filepath.Join(work, "raw-default"), esMapping.BleveMapping(), false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := rawSafe.load(ctx, docs, cfg.BatchSize)
+	rawSafe.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Bulk.RawDocsPerSec = float64(len(docs)) / d.Seconds()
+	logger.Info("enginebench: raw bleve bulk (default batches)", "elapsed", d, "docs_per_s", int(res.Bulk.RawDocsPerSec))
+
+	raw, err := openRaw(filepath.Join(work, "raw-unsafe"), esMapping.BleveMapping(), true)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	if d, err = raw.load(ctx, docs, cfg.BatchSize); err != nil {
+		return nil, err
+	}
+	res.Bulk.RawUnsafeDocsPerSec = float64(len(docs)) / d.Seconds()
+	logger.Info("enginebench: raw bleve bulk (unsafe_batch)", "elapsed", d, "docs_per_s", int(res.Bulk.RawUnsafeDocsPerSec))
+
+	// The node.
+	url := cfg.Addr
+	if url == "" {
+		bin := cfg.Searchnode
+		if bin == "" {
+			logger.Info("enginebench: building ./cmd/searchnode")
+			if bin, err = buildSearchnode(ctx, work); err != nil {
+				return nil, err
+			}
+		}
+		n, err := startNode(ctx, bin, work)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if serr := n.stop(); serr != nil && err == nil {
+				err = serr
+			}
+		}()
+		url = n.url
+	}
+	c, err := ctl.NewClient(url, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := &httpIndex{c: c, name: "enginebench"}
+	if err := h.create(ctx, mappingJSON); err != nil {
+		return nil, err
+	}
+	if d, err = h.load(ctx, docs, cfg.BatchSize, cfg.Concurrency); err != nil {
+		return nil, err
+	}
+	res.Bulk.HTTPDocsPerSec = float64(len(docs)) / d.Seconds()
+	res.Bulk.Ratio = res.Bulk.HTTPDocsPerSec / res.Bulk.RawDocsPerSec
+	res.Bulk.RatioUnsafe = res.Bulk.HTTPDocsPerSec / res.Bulk.RawUnsafeDocsPerSec
+	res.Bulk.TargetMet = res.Bulk.Ratio >= 0.8
+	logger.Info("enginebench: HTTP bulk", "elapsed", d, "docs_per_s", int(res.Bulk.HTTPDocsPerSec))
+
+	// Empty round trips: the node's GET /, and a bare handler for reference.
+	if res.EmptyRTT, err = timeN(ctx, cfg, func() (time.Duration, error) { return h.emptyRoundTrip(ctx) }); err != nil {
+		return nil, fmt.Errorf("enginebench: GET /: %w", err)
+	}
+	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
+		return nil, err
+	}
+
+	for _, kind := range []QueryKind{KindTerm, KindBoolean, KindPhrase} {
+		qr, err := compareQueries(ctx, cfg, raw, h, queries[kind], res.EmptyRTT.P50)
+		if err != nil {
+			return nil, err
+		}
+		qr.Kind = kind
+		res.Queries = append(res.Queries, qr)
+		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50, "mismatches", qr.Mismatches)
+	}
+	return res, nil
+}
+
+// timeN runs op after a warm-up of min(Queries, 50) untimed calls, up to
+// cfg.Queries times or cfg.Duration, and summarises the times it reports.
+func timeN(ctx context.Context, cfg Config, op func() (time.Duration, error)) (Latency, error) {
+	for range min(cfg.Queries, 50) {
+		if _, err := op(); err != nil {
+			return Latency{}, err
+		}
+	}
+	ds := make([]time.Duration, 0, cfg.Queries)
+	end := time.Now().Add(cfg.Duration)
+	for range cfg.Queries {
+		if ctx.Err() != nil {
+			return Latency{}, ctx.Err()
+		}
+		d, err := op()
+		if err != nil {
+			return Latency{}, err
+		}
+		ds = append(ds, d)
+		if time.Now().After(end) {
+			break
+		}
+	}
+	return summarize(ds), nil
+}
+
+// bareRoundTrip times GET on a minimal net/http server in this process:
+// the floor of an HTTP/1.1 exchange on loopback with the same client.
+func bareRoundTrip(ctx context.Context, cfg Config) (Latency, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Latency{}, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	defer func() {
+		_ = srv.Close()
+		<-served
+	}()
+	c, err := ctl.NewClient("http://"+l.Addr().String(), nil)
+	if err != nil {
+		return Latency{}, err
+	}
+	return timeN(ctx, cfg, func() (time.Duration, error) {
+		start := time.Now()
+		_, err := c.Do(ctx, http.MethodGet, "/", nil, nil, "")
+		return time.Since(start), err
+	})
+}
+
+// compareQueries times qs on both sides (raw first, then HTTP, each after a
+// warm-up) and cross-checks their answers.
+func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex, qs []Query, emptyP50 float64) (QueryResult, error) {
+	var qr QueryResult
+	var err error
+	i := 0
+	qr.Raw, err = timeN(ctx, cfg, func() (time.Duration, error) {
+		q := qs[i%len(qs)]
+		i++
+		start := time.Now()
+		_, _, err := raw.search(ctx, q, cfg.Size)
+		return time.Since(start), err
+	})
+	if err != nil {
+		return qr, err
+	}
+	i = 0
+	qr.HTTP, err = timeN(ctx, cfg, func() (time.Duration, error) {
+		q := qs[i%len(qs)]
+		i++
+		d, _, _, err := h.search(ctx, q, cfg.Size)
+		return d, err
+	})
+	if err != nil {
+		return qr, err
+	}
+	qr.BudgetUS = (qr.Raw.P50 + emptyP50) * 1.1
+	qr.TargetMet = qr.HTTP.P50 <= qr.BudgetUS
+
+	// Cross-check each distinct query once: the same top scores (ids may
+	// swap places among equal scores), and the same total while it is below
+	// Elasticsearch's default track_total_hits bound of 10,000.
+	seen := map[string]bool{}
+	for _, q := range qs {
+		key := fmt.Sprint(q.Terms)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		qr.Distinct++
+		rawScores, rawTotal, err := raw.search(ctx, q, cfg.Size)
+		if err != nil {
+			return qr, err
+		}
+		_, httpScores, httpTotal, err := h.search(ctx, q, cfg.Size)
+		if err != nil {
+			return qr, err
+		}
+		if !sameScores(rawScores, httpScores) || (rawTotal < 10000 && rawTotal != httpTotal) {
+			qr.Mismatches++
+			if qr.FirstMismatch == "" {
+				qr.FirstMismatch = fmt.Sprintf("%s: raw total %d scores %.4g; HTTP total %d scores %.4g", esBody(q, cfg.Size), rawTotal, rawScores, httpTotal, httpScores)
+			}
+		}
+	}
+	return qr, nil
+}
+
+// sameScores reports whether a and b hold the same scores to a relative
+// tolerance of 1e-6.
+func sameScores(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-6*math.Max(math.Abs(a[i]), math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}

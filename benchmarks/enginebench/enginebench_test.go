@@ -1,0 +1,153 @@
+package enginebench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/index"
+)
+
+const (
+	sampleCorpus  = "../../testdata/sample/emails.ndjson"
+	sampleMapping = "../../testdata/sample/emails.mapping.json"
+)
+
+func TestLoadDocs(t *testing.T) {
+	all, err := LoadDocs(sampleCorpus, 0)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(all), 300)
+
+	tests := []struct {
+		name   string
+		n      int
+		wantN  int
+		lastID string
+	}{
+		{"a prefix", 5, 5, all[4].ID},
+		{"the whole file", 0, len(all), all[len(all)-1].ID},
+		{"repeated with new ids", len(all) + 2, len(all) + 2, all[1].ID + "-r1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := LoadDocs(sampleCorpus, tt.n)
+			require.NoError(t, err)
+			require.Len(t, docs, tt.wantN)
+			last := docs[len(docs)-1]
+			require.Equal(t, tt.lastID, last.ID)
+			var src struct {
+				ID string `json:"id"`
+			}
+			require.NoError(t, json.Unmarshal(last.Source, &src))
+			require.Equal(t, last.ID, src.ID, "the source's id field follows the document id")
+		})
+	}
+}
+
+func TestLoadDocsRejectsBadCorpus(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, want string
+	}{
+		{"not json", "{\"id\":\"a\"}\nnope\n", "line 2"},
+		{"no id", "{\"x\":1}\n", "line 1"},
+		{"empty", "\n\n", "no documents"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
+			require.NoError(t, os.WriteFile(p, []byte(tt.content), 0o644))
+			_, err := LoadDocs(p, 0)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	_, err := LoadDocs(filepath.Join(dir, "missing"), 0)
+	require.ErrorContains(t, err, "sample-data.sh")
+}
+
+func TestSummarize(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(101-i)*time.Microsecond)
+	}
+	got := summarize(ds)
+	require.Equal(t, Latency{N: 100, P50: 50, P99: 99, Mean: 50.5}, got)
+	require.Equal(t, Latency{N: 1, P50: 7, P99: 7, Mean: 7}, summarize([]time.Duration{7 * time.Microsecond}))
+	require.Equal(t, Latency{}, summarize(nil))
+}
+
+func TestMakeQueriesIsDeterministic(t *testing.T) {
+	docs, err := LoadDocs(sampleCorpus, 0)
+	require.NoError(t, err)
+	a, err := MakeQueries(docs, 20, 7)
+	require.NoError(t, err)
+	b, err := MakeQueries(docs, 20, 7)
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+	for _, kind := range []QueryKind{KindTerm, KindBoolean, KindPhrase} {
+		require.Len(t, a[kind], 20)
+	}
+	_, err = MakeQueries(docs[:1], 5, 1)
+	require.ErrorContains(t, err, "too small")
+}
+
+// TestRawSideAnswersTheQueries indexes the sample into raw bleve with the
+// index package's mapping and checks that every derived term and phrase
+// query finds documents: the queries are built from the corpus, so a query
+// that finds nothing would mean the two disagree about tokens.
+func TestRawSideAnswersTheQueries(t *testing.T) {
+	docs, err := LoadDocs(sampleCorpus, 0)
+	require.NoError(t, err)
+	raw, err := os.ReadFile(sampleMapping)
+	require.NoError(t, err)
+	m, err := index.ParseMapping(raw)
+	require.NoError(t, err)
+	ri, err := openRaw(filepath.Join(t.TempDir(), "raw"), m.BleveMapping(), true)
+	require.NoError(t, err)
+	defer ri.Close()
+	_, err = ri.load(context.Background(), docs, 100)
+	require.NoError(t, err)
+	n, err := ri.idx.DocCount()
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(docs)), n)
+
+	qs, err := MakeQueries(docs, 30, 1)
+	require.NoError(t, err)
+	for _, kind := range []QueryKind{KindTerm, KindPhrase} {
+		for _, q := range qs[kind] {
+			scores, total, err := ri.search(context.Background(), q, 10)
+			require.NoError(t, err)
+			require.NotZero(t, total, "%s query %q found nothing", kind, q.Terms)
+			require.Len(t, scores, min(int(total), 10))
+		}
+	}
+	for _, q := range qs[KindBoolean] {
+		_, total, err := ri.search(context.Background(), q, 10)
+		require.NoError(t, err)
+		_, mustTotal, err := ri.search(context.Background(), Query{Kind: KindTerm, Terms: q.Terms[:1]}, 10)
+		require.NoError(t, err)
+		require.LessOrEqual(t, total, mustTotal, "must_not can only remove hits from the must clause")
+	}
+}
+
+func TestESBodyMatchesTheRawQueryShape(t *testing.T) {
+	tests := []struct {
+		q    Query
+		want string
+	}{
+		{Query{Kind: KindTerm, Terms: []string{"linux"}}, `{"query":{"term":{"body":"linux"}},"size":10}`},
+		{Query{Kind: KindBoolean, Terms: []string{"a", "b", "c"}}, `{"query":{"bool":{"must":[{"term":{"body":"a"}}],"must_not":[{"term":{"body":"c"}}],"should":[{"term":{"subject":"b"}}]}},"size":10}`},
+		{Query{Kind: KindPhrase, Terms: []string{"red hat"}}, `{"query":{"match_phrase":{"body":"red hat"}},"size":10}`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.q.Kind), func(t *testing.T) {
+			require.JSONEq(t, tt.want, string(esBody(tt.q, 10)))
+		})
+	}
+}

@@ -1,0 +1,102 @@
+package enginebench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// rawIndex is the in-process side: a plain bleve scorch index with the same
+// mapping the node builds from the same ES mapping.
+type rawIndex struct {
+	idx bleve.Index
+}
+
+// openRaw creates a scorch index in dir. unsafeBatch selects scorch's
+// unsafe_batch, which the node's index package uses (a batch returns once
+// searchable; durability comes from the shard log); without it a batch
+// returns only once persisted, bleve's default.
+func openRaw(dir string, m mapping.IndexMapping, unsafeBatch bool) (*rawIndex, error) {
+	cfg := map[string]any{}
+	if unsafeBatch {
+		cfg["unsafe_batch"] = true
+	}
+	idx, err := bleve.NewUsing(dir, m, scorch.Name, bleve.Config.DefaultKVStore, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("raw bleve: create %s: %w", dir, err)
+	}
+	return &rawIndex{idx: idx}, nil
+}
+
+func (r *rawIndex) Close() error { return r.idx.Close() }
+
+// load indexes docs in batches of batchSize, one batch at a time, decoding
+// each source as a bleve user would, and returns the elapsed time.
+func (r *rawIndex) load(ctx context.Context, docs []Doc, batchSize int) (time.Duration, error) {
+	start := time.Now()
+	for lo := 0; lo < len(docs); lo += batchSize {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		b := r.idx.NewBatch()
+		for _, d := range docs[lo:min(lo+batchSize, len(docs))] {
+			var m map[string]any
+			if err := json.Unmarshal(d.Source, &m); err != nil {
+				return 0, fmt.Errorf("raw bleve: document %s: %w", d.ID, err)
+			}
+			if err := b.Index(d.ID, m); err != nil {
+				return 0, fmt.Errorf("raw bleve: document %s: %w", d.ID, err)
+			}
+		}
+		if err := r.idx.Batch(b); err != nil {
+			return 0, fmt.Errorf("raw bleve: batch at document %d: %w", lo, err)
+		}
+	}
+	return time.Since(start), nil
+}
+
+// rawQuery builds the bleve query equivalent to esBody(q).
+func rawQuery(q Query) query.Query {
+	term := func(field, value string) query.Query {
+		t := bleve.NewTermQuery(value)
+		t.SetField(field)
+		return t
+	}
+	switch q.Kind {
+	case KindBoolean:
+		b := bleve.NewBooleanQuery()
+		b.AddMust(term("body", q.Terms[0]))
+		b.AddShould(term("subject", q.Terms[1]))
+		b.AddMustNot(term("body", q.Terms[2]))
+		return b
+	case KindPhrase:
+		p := bleve.NewMatchPhraseQuery(q.Terms[0])
+		p.SetField("body")
+		return p
+	default:
+		return term("body", q.Terms[0])
+	}
+}
+
+// search runs q for the top size hits with their stored fields (the
+// in-process counterpart of returning _source) and returns their scores and
+// the total.
+func (r *rawIndex) search(ctx context.Context, q Query, size int) ([]float64, uint64, error) {
+	req := bleve.NewSearchRequestOptions(rawQuery(q), size, 0, false)
+	req.Fields = []string{"*"}
+	res, err := r.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("raw bleve: %s query %q: %w", q.Kind, q.Terms, err)
+	}
+	scores := make([]float64, len(res.Hits))
+	for i, h := range res.Hits {
+		scores[i] = h.Score
+	}
+	return scores, res.Total, nil
+}
