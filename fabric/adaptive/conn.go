@@ -1,0 +1,656 @@
+package adaptive
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// path is one way to reach the peer.
+type path struct {
+	idx  int
+	addr PathAddr
+	tr   fabric.Transport
+
+	// Guarded by Conn.mu.
+	conn      fabric.Conn // nil while down
+	failures  uint64
+	nextProbe time.Time
+	lastErr   string
+	stats     [nBuckets]bucketStat
+	baseRTT   float64 // ns, smallest probe
+	probeBW   float64 // bytes per ns, from the largest probe
+	stripeBW  float64 // bytes per ns, EWMA over striped transfers
+
+	calls, bytesSent, bytesRecv atomic.Uint64
+	// sent counts one-way messages that went out on this path; fenced is
+	// the count known to have entered the peer's handler.
+	sent, fenced atomic.Uint64
+}
+
+// Conn is an adaptive connection: one logical connection over every path
+// of the peer. All methods are safe for concurrent use.
+type Conn struct {
+	cfg     Config
+	remote  string
+	session uint64
+	paths   []*path
+	ctx     context.Context // ends at Close; parent of re-probes
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu          sync.Mutex
+	closed      bool
+	choice      [nBuckets]int
+	streak      [nBuckets]int
+	nextID      uint64
+	outstanding map[uint64]struct{}
+	low         uint64
+
+	inFlight                                     atomic.Int64
+	calls, callErrs, sends, bytesSent, bytesRecv atomic.Uint64
+}
+
+var (
+	_ fabric.Conn  = (*Conn)(nil)
+	_ PathReporter = (*Conn)(nil)
+)
+
+// Dial connects every path of addr and probes each with MethodPing. Paths
+// that cannot be reached are left down and re-probed in the background; it
+// fails only when no path can be reached.
+func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) {
+	ps, trs, err := t.lookup(addr)
+	if err != nil {
+		return nil, err
+	}
+	var sid [8]byte
+	if _, err := rand.Read(sid[:]); err != nil {
+		return nil, fmt.Errorf("adaptive: session id: %w", err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		cfg: t.cfg, remote: addr, session: binary.BigEndian.Uint64(sid[:]) | 1,
+		ctx: cctx, cancel: cancel, outstanding: make(map[uint64]struct{}), nextID: 1, low: 1,
+	}
+	for i, p := range ps {
+		c.paths = append(c.paths, &path{idx: i, addr: p, tr: trs[i]})
+	}
+	errs := make([]error, len(c.paths))
+	var wg sync.WaitGroup
+	for i, p := range c.paths {
+		wg.Go(func() { errs[i] = c.connect(ctx, p) })
+	}
+	wg.Wait()
+	up := 0
+	now := time.Now()
+	c.mu.Lock()
+	for i, p := range c.paths {
+		if errs[i] == nil {
+			up++
+			continue
+		}
+		p.failures++
+		p.lastErr = errs[i].Error()
+		p.nextProbe = now.Add(t.cfg.ReprobeMin)
+	}
+	for b := range nBuckets {
+		c.choice[b] = c.bestLocked(b)
+	}
+	c.mu.Unlock()
+	if up == 0 {
+		cancel()
+		return nil, fmt.Errorf("adaptive: dial %s: no path could be reached: %w", addr, errors.Join(errs...))
+	}
+	c.wg.Go(c.reprobeLoop)
+	return c, nil
+}
+
+// connect dials one path, probes it and, on success, puts it in service.
+func (c *Conn) connect(ctx context.Context, p *path) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+	conn, err := p.tr.Dial(ctx, p.addr.Addr)
+	if err != nil {
+		return fmt.Errorf("path %s: %w", p.addr, err)
+	}
+	base, bw, err := probe(ctx, conn)
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("path %s: probe: %w", p.addr, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = conn.Close()
+		return fabric.ErrClosed
+	}
+	p.conn = conn
+	p.baseRTT, p.probeBW = base, bw
+	if p.stripeBW == 0 {
+		p.stripeBW = bw
+	}
+	p.lastErr = ""
+	p.nextProbe = time.Time{}
+	for b := range p.stats {
+		p.stats[b].n = 0 // re-learn from live traffic after a failure
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// probe measures a path: the best of three 64-byte pings for its base round
+// trip, and a 256 KiB ping for its bandwidth.
+func probe(ctx context.Context, conn fabric.Conn) (baseNs, bytesPerNs float64, err error) {
+	small := make([]byte, 64)
+	base := time.Duration(math.MaxInt64)
+	for range 3 {
+		t0 := time.Now()
+		if _, err := conn.Call(ctx, fabric.MethodPing, small); err != nil {
+			return 0, 0, err
+		}
+		base = min(base, time.Since(t0))
+	}
+	big := make([]byte, 256<<10)
+	t0 := time.Now()
+	if _, err := conn.Call(ctx, fabric.MethodPing, big); err != nil {
+		return 0, 0, err
+	}
+	d := max(time.Since(t0)-base, time.Microsecond)
+	return float64(base), 2 * float64(len(big)) / float64(d), nil
+}
+
+func (c *Conn) reprobeLoop() {
+	t := time.NewTicker(c.cfg.ReprobeMin)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			var due []*path
+			for _, p := range c.paths {
+				if p.conn == nil && !now.Before(p.nextProbe) {
+					due = append(due, p)
+					p.nextProbe = now.Add(time.Hour) // being probed
+				}
+			}
+			c.mu.Unlock()
+			for _, p := range due {
+				err := c.connect(c.ctx, p)
+				c.mu.Lock()
+				if err != nil {
+					p.failures++
+					p.lastErr = err.Error()
+					p.nextProbe = time.Now().Add(c.backoff(p.failures))
+				}
+				c.mu.Unlock()
+				if err != nil {
+					c.cfg.Logger.Debug("adaptive: path still down", "path", p.addr.String(), "err", err)
+				} else {
+					c.cfg.Logger.Info("adaptive: path back in service", "path", p.addr.String())
+				}
+			}
+		}
+	}
+}
+
+func (c *Conn) backoff(failures uint64) time.Duration {
+	d := c.cfg.ReprobeMin
+	for i := uint64(1); i < failures && d < c.cfg.ReprobeMax; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.ReprobeMax)
+}
+
+// fail takes p out of service if conn is still its connection, and closes
+// conn so its other in-flight calls fail over too.
+func (c *Conn) fail(p *path, conn fabric.Conn, err error) {
+	c.mu.Lock()
+	if p.conn != conn {
+		c.mu.Unlock()
+		return
+	}
+	p.conn = nil
+	p.failures++
+	p.lastErr = err.Error()
+	p.nextProbe = time.Now().Add(c.backoff(p.failures))
+	closed := c.closed
+	c.mu.Unlock()
+	if !closed {
+		c.cfg.Logger.Warn("adaptive: path failed; its calls move to the other paths", "path", p.addr.String(), "err", err)
+	}
+	_ = conn.Close()
+}
+
+// bestLocked returns the healthy path with the lowest estimate for bucket
+// b, or -1.
+func (c *Conn) bestLocked(b int) int {
+	best, bestEst := -1, math.Inf(1)
+	for _, p := range c.paths {
+		if p.conn == nil {
+			continue
+		}
+		if est, _ := p.estimate(b); best < 0 || est < bestEst {
+			best, bestEst = p.idx, est
+		}
+	}
+	return best
+}
+
+// choose picks the path for one message of bucket b: the bucket's current
+// choice, or now and then another healthy path so its estimate stays
+// fresh (explore). It returns nil when no path is healthy.
+func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.paths[c.choice[b]]
+	if cur.conn == nil {
+		i := c.bestLocked(b)
+		if i < 0 {
+			return nil, nil
+		}
+		c.choice[b], c.streak[b] = i, 0
+		cur = c.paths[i]
+	}
+	if explore && c.cfg.ExploreInterval > 0 {
+		now := time.Now()
+		for _, p := range c.paths {
+			if p != cur && p.conn != nil && now.Sub(p.stats[b].last) > c.cfg.ExploreInterval {
+				p.stats[b].last = now
+				return p, p.conn
+			}
+		}
+	}
+	return cur, cur.conn
+}
+
+// observe records a round trip of bucket b on p and applies the
+// hysteresis: the bucket's choice moves only when another healthy path has
+// been better by SwitchMargin for SwitchAfter samples in a row.
+func (c *Conn) observe(p *path, b int, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &p.stats[b]
+	if st.n == 0 {
+		st.rtt = float64(d)
+	} else {
+		st.rtt += c.cfg.EWMAAlpha * (float64(d) - st.rtt)
+	}
+	st.n++
+	st.last = time.Now()
+	cur := c.paths[c.choice[b]]
+	best := c.bestLocked(b)
+	if best < 0 || best == cur.idx || cur.conn == nil {
+		c.streak[b] = 0
+		return
+	}
+	curEst, _ := cur.estimate(b)
+	bestEst, _ := c.paths[best].estimate(b)
+	if bestEst >= curEst*(1-c.cfg.SwitchMargin) {
+		c.streak[b] = 0
+		return
+	}
+	c.streak[b]++
+	if c.streak[b] >= c.cfg.SwitchAfter {
+		c.choice[b], c.streak[b] = best, 0
+		c.paths[best].stats[b].switches++
+	}
+}
+
+// fence makes sure every one-way message sent on a path other than target
+// has entered the peer's handler, so a message on target cannot overtake
+// it. A path that fails its fence is failed; its messages are lost with it.
+func (c *Conn) fence(ctx context.Context, target *path) {
+	for _, p := range c.paths {
+		if p == target {
+			continue
+		}
+		sent := p.sent.Load()
+		if sent <= p.fenced.Load() {
+			continue
+		}
+		c.mu.Lock()
+		conn := p.conn
+		c.mu.Unlock()
+		if conn == nil {
+			continue
+		}
+		if _, err := conn.Call(ctx, fabric.MethodPing, nil); err != nil {
+			if ctx.Err() == nil {
+				c.fail(p, conn, err)
+			}
+			continue
+		}
+		for {
+			f := p.fenced.Load()
+			if f >= sent || p.fenced.CompareAndSwap(f, sent) {
+				break
+			}
+		}
+	}
+}
+
+func (c *Conn) begin() (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, fmt.Errorf("adaptive: connection to %s: %w", c.remote, fabric.ErrClosed)
+	}
+	id := c.nextID
+	c.nextID++
+	c.outstanding[id] = struct{}{}
+	return id, nil
+}
+
+// end marks id finished and advances the watermark past every finished id.
+func (c *Conn) end(id uint64) {
+	c.mu.Lock()
+	delete(c.outstanding, id)
+	for c.low < c.nextID {
+		if _, busy := c.outstanding[c.low]; busy {
+			break
+		}
+		c.low++
+	}
+	c.mu.Unlock()
+}
+
+func (c *Conn) header(kind byte, method fabric.Method, id uint64) header {
+	c.mu.Lock()
+	wm := c.low
+	c.mu.Unlock()
+	return header{Kind: kind, Method: method, Session: c.session, ID: id, Watermark: wm}
+}
+
+func (c *Conn) closedErr() error {
+	return fmt.Errorf("adaptive: connection to %s: %w", c.remote, fabric.ErrClosed)
+}
+
+func (c *Conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// Call sends payload to the peer's handler on the best path (or striped
+// over all paths when large) and waits for the reply. A path that breaks
+// under the call is taken out and the call re-sent on another; the server
+// runs it once.
+func (c *Conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
+	c.calls.Add(1)
+	reply, err := c.call(ctx, method, payload)
+	if err != nil {
+		c.callErrs.Add(1)
+		return nil, err
+	}
+	c.bytesSent.Add(uint64(len(payload)))
+	c.bytesRecv.Add(uint64(len(reply)))
+	return reply, nil
+}
+
+func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
+	if len(payload) > fabric.MaxMessageSize {
+		return nil, fmt.Errorf("adaptive: payload of %d bytes exceeds %d; use a stream: %w", len(payload), fabric.MaxMessageSize, fabric.ErrTooLarge)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if method == fabric.MethodPing {
+		return c.ping(ctx, payload)
+	}
+	id, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer c.end(id)
+	c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	if len(payload) >= c.cfg.StripeThreshold {
+		return c.striped(ctx, id, method, payload)
+	}
+	buf := make([]byte, headerSize+len(payload))
+	h := c.header(kindCall, method, id)
+	h.put(buf)
+	copy(buf[headerSize:], payload)
+	resp, err := c.roundTrip(ctx, id, bucketOf(len(payload)), buf)
+	if err != nil {
+		return nil, err
+	}
+	return c.decodeReply(ctx, id, resp)
+}
+
+// ping answers MethodPing through the chosen path's own ping (no envelope:
+// pings are idempotent and re-sent freely).
+func (c *Conn) ping(ctx context.Context, payload []byte) ([]byte, error) {
+	for {
+		p, conn := c.choose(bucketOf(len(payload)), false)
+		if p == nil {
+			return nil, c.closedErr()
+		}
+		reply, err := conn.Call(ctx, fabric.MethodPing, payload)
+		if err == nil || ctx.Err() != nil || isRemote(err) || errors.Is(err, fabric.ErrTooLarge) {
+			return reply, err
+		}
+		if c.isClosed() {
+			return nil, c.closedErr()
+		}
+		c.fail(p, conn, err)
+	}
+}
+
+func isRemote(err error) bool {
+	var re *fabric.RemoteError
+	return errors.As(err, &re)
+}
+
+// roundTrip sends one envelope on the path chosen for bucket b, re-sending
+// it on another path each time a path breaks under it. b < 0 (the exec of a
+// striped call, whose time is mostly the handler's) uses bucket 0's choice
+// and is not measured.
+func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, buf []byte) ([]byte, error) {
+	measure := b >= 0
+	b = max(b, 0)
+	for {
+		p, conn := c.choose(b, measure)
+		if p == nil {
+			return nil, fmt.Errorf("adaptive: no healthy path to %s: %w", c.remote, fabric.ErrClosed)
+		}
+		c.fence(ctx, p)
+		t0 := time.Now()
+		resp, err := conn.Call(ctx, MethodEnvelope, buf)
+		if err == nil {
+			if measure {
+				c.observe(p, b, time.Since(t0))
+			}
+			p.calls.Add(1)
+			p.bytesSent.Add(uint64(len(buf)))
+			p.bytesRecv.Add(uint64(len(resp)))
+			return resp, nil
+		}
+		if c.isClosed() {
+			// Close ends the session's handlers before it closes the
+			// paths; what they answer is not the caller's business.
+			return nil, c.closedErr()
+		}
+		if isRemote(err) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			c.sendCancel(p, conn, id)
+			return nil, ctx.Err()
+		}
+		c.fail(p, conn, err)
+	}
+}
+
+// sendCancel tells the server, on the path the call took, that its caller
+// gave up, so the handler's context ends now rather than after ResendGrace.
+func (c *Conn) sendCancel(p *path, conn fabric.Conn, id uint64) {
+	buf := make([]byte, headerSize)
+	h := c.header(kindCancel, 0, id)
+	h.put(buf)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := conn.Send(ctx, MethodEnvelope, buf); err != nil {
+		c.cfg.Logger.Debug("adaptive: cancel not delivered", "path", p.addr.String(), "id", id, "err", err)
+	}
+}
+
+func (c *Conn) decodeReply(ctx context.Context, id uint64, resp []byte) ([]byte, error) {
+	if len(resp) == 0 {
+		return nil, fmt.Errorf("adaptive: empty envelope reply from %s: %w", c.remote, fabric.ErrClosed)
+	}
+	switch resp[0] {
+	case replyInline:
+		return resp[1:], nil
+	case replyStriped:
+		if len(resp) != 9 {
+			return nil, fmt.Errorf("adaptive: striped reply marker of %d bytes from %s", len(resp), c.remote)
+		}
+		total := binary.BigEndian.Uint64(resp[1:])
+		if total > fabric.MaxMessageSize {
+			return nil, fmt.Errorf("adaptive: striped reply of %d bytes exceeds %d: %w", total, fabric.MaxMessageSize, fabric.ErrTooLarge)
+		}
+		return c.fetch(ctx, id, int(total))
+	default:
+		return nil, fmt.Errorf("adaptive: unknown reply kind %d from %s", resp[0], c.remote)
+	}
+}
+
+// Send delivers a one-way message on the path chosen for its size, after
+// fencing the other paths. It is not re-sent if the path breaks.
+func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) error {
+	c.sends.Add(1)
+	if len(payload) > fabric.MaxMessageSize {
+		return fmt.Errorf("adaptive: payload of %d bytes exceeds %d; use a stream: %w", len(payload), fabric.MaxMessageSize, fabric.ErrTooLarge)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.isClosed() {
+		return c.closedErr()
+	}
+	p, conn := c.choose(bucketOf(len(payload)), false)
+	if p == nil {
+		return fmt.Errorf("adaptive: no healthy path to %s: %w", c.remote, fabric.ErrClosed)
+	}
+	c.fence(ctx, p)
+	if err := conn.Send(ctx, method, payload); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, fabric.ErrTooLarge) && !c.isClosed() {
+			c.fail(p, conn, err)
+		}
+		if c.isClosed() {
+			return c.closedErr()
+		}
+		return err
+	}
+	p.sent.Add(1)
+	p.bytesSent.Add(uint64(len(payload)))
+	c.bytesSent.Add(uint64(len(payload)))
+	return nil
+}
+
+// Stats returns the logical connection's counters (payload bytes, not
+// envelope bytes); per-path counters are in Paths.
+func (c *Conn) Stats() fabric.ConnStats {
+	return fabric.ConnStats{
+		Transport: "adaptive", Calls: c.calls.Load(), CallErrors: c.callErrs.Load(), Sends: c.sends.Load(),
+		BytesSent: c.bytesSent.Load(), BytesReceived: c.bytesRecv.Load(), InFlight: int(c.inFlight.Load()),
+	}
+}
+
+// RemoteAddr returns the path list that was dialled.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// Close tells the server the session is over (its handlers' contexts end),
+// closes every path, fails in-flight calls with fabric.ErrClosed and stops
+// re-probing. It is idempotent.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	var conns []fabric.Conn
+	for _, p := range c.paths {
+		if p.conn != nil {
+			conns = append(conns, p.conn)
+			p.conn = nil
+		}
+	}
+	c.mu.Unlock()
+	c.cancel()
+	buf := make([]byte, headerSize)
+	(&header{Kind: kindBye, Session: c.session}).put(buf)
+	for _, conn := range conns {
+		// A call, not a one-way send: closing the path right after a send
+		// could drop the goodbye before it is delivered.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := conn.Call(ctx, MethodEnvelope, buf)
+		cancel()
+		if err == nil {
+			break
+		}
+	}
+	for _, conn := range conns {
+		_ = conn.Close()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// Paths returns the decision table: each path's health, counters and, per
+// size bucket, estimate, choice and switch count.
+func (c *Conn) Paths() []PathStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]PathStats, 0, len(c.paths))
+	for _, p := range c.paths {
+		ps := PathStats{
+			Path: p.addr.String(), Transport: p.addr.Transport, Addr: p.addr.Addr, Healthy: p.conn != nil,
+			Failures: p.failures, LastError: p.lastErr, Calls: p.calls.Load(),
+			BytesSent: p.bytesSent.Load(), BytesReceived: p.bytesRecv.Load(), StripeMBps: p.stripeBW * 1e3,
+		}
+		if p.conn == nil {
+			ps.NextProbe = p.nextProbe
+		}
+		for b := range nBuckets {
+			est, model := p.estimate(b)
+			bs := BucketStats{MaxSize: bucketSize(b), Samples: p.stats[b].n, Chosen: c.choice[b] == p.idx,
+				Switches: p.stats[b].switches, Estimated: model}
+			if !math.IsInf(est, 0) {
+				bs.RTTns = int64(est)
+				bs.MBps = float64(bucketSize(b)) / est * 1e3
+			}
+			ps.Buckets = append(ps.Buckets, bs)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// healthy returns the paths in service with their connections.
+func (c *Conn) healthy() ([]*path, []fabric.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ps []*path
+	var cs []fabric.Conn
+	for _, p := range c.paths {
+		if p.conn != nil {
+			ps = append(ps, p)
+			cs = append(cs, p.conn)
+		}
+	}
+	return ps, cs
+}

@@ -1,0 +1,384 @@
+package adaptive
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// server is the one logical handler behind every path of a listener. It
+// passes plain messages (one-way sends) straight to the user's handler and
+// serves MethodEnvelope: exactly-once calls, striped requests and replies.
+type server struct {
+	cfg    Config
+	h      fabric.Handler
+	ctx    context.Context // parent of every handler context
+	cancel context.CancelFunc
+	stopCh chan struct{}
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[uint64]*session
+}
+
+var _ fabric.Handler = (*server)(nil)
+
+type session struct {
+	mu       sync.Mutex
+	entries  map[uint64]*entry
+	order    []uint64 // entry ids in arrival order, trimmed by the watermark
+	low      uint64   // the client is finished with every id below
+	asm      map[uint64]*assembly
+	lastSeen time.Time
+}
+
+// entry is one call of one session: running, finished, or cancelled
+// before it arrived.
+type entry struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+	resp    []byte // what the envelope call returns: reply kind + data
+	reply   []byte // a striped reply, served by fetches
+	err     error
+	waiters int
+	timer   *time.Timer
+}
+
+// assembly collects the chunks of a striped request.
+type assembly struct {
+	buf     []byte
+	have    map[uint64]bool
+	got     uint64
+	touched time.Time
+}
+
+func newServer(cfg Config, h fabric.Handler) *server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{cfg: cfg, h: h, ctx: ctx, cancel: cancel, stopCh: make(chan struct{}), sessions: make(map[uint64]*session)}
+	s.wg.Go(s.sweep)
+	return s
+}
+
+// close cancels every handler context and stops the sweeper; wait waits
+// for the sweeper.
+func (s *server) close() {
+	s.cancel()
+	select {
+	case <-s.stopCh:
+	default:
+		close(s.stopCh)
+	}
+}
+
+func (s *server) wait() { s.wg.Wait() }
+
+func (s *server) sweep() {
+	t := time.NewTicker(s.cfg.SessionTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCh:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			for id, sess := range s.sessions {
+				sess.mu.Lock()
+				idle := now.Sub(sess.lastSeen) > s.cfg.SessionTTL
+				for aid, a := range sess.asm {
+					if idle || now.Sub(a.touched) > s.cfg.SessionTTL {
+						delete(sess.asm, aid)
+					}
+				}
+				if idle {
+					for _, e := range sess.entries {
+						e.cancel()
+					}
+					delete(s.sessions, id)
+				}
+				sess.mu.Unlock()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *server) session(id uint64, watermark uint64) *session {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	if sess == nil {
+		sess = &session{entries: make(map[uint64]*entry), asm: make(map[uint64]*assembly)}
+		s.sessions[id] = sess
+	}
+	s.mu.Unlock()
+	sess.mu.Lock()
+	sess.lastSeen = time.Now()
+	if watermark > sess.low {
+		sess.low = watermark
+		n := 0
+		for n < len(sess.order) && sess.order[n] < watermark {
+			delete(sess.entries, sess.order[n])
+			n++
+		}
+		sess.order = sess.order[n:]
+		for aid := range sess.asm {
+			if aid < watermark {
+				delete(sess.asm, aid)
+			}
+		}
+	}
+	sess.mu.Unlock()
+	return sess
+}
+
+// ServeFabric implements fabric.Handler for every path.
+func (s *server) ServeFabric(ctx context.Context, req *fabric.Request) ([]byte, error) {
+	if req.Method != MethodEnvelope {
+		return s.h.ServeFabric(ctx, req)
+	}
+	h, body, err := parseHeader(req.Payload)
+	if err != nil {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
+	}
+	if h.Kind == kindBye {
+		s.bye(h.Session)
+		return nil, nil
+	}
+	sess := s.session(h.Session, h.Watermark)
+	switch h.Kind {
+	case kindCall:
+		return s.run(ctx, sess, h, req.Peer, func() ([]byte, error) { return body, nil })
+	case kindExec:
+		return s.run(ctx, sess, h, req.Peer, func() ([]byte, error) { return sess.takeAssembly(h) })
+	case kindChunk:
+		return nil, sess.addChunk(h, body)
+	case kindFetch:
+		return sess.fetch(h)
+	case kindCancel:
+		sess.cancelCall(h.ID)
+		return nil, nil
+	case kindRelease:
+		sess.mu.Lock()
+		if e := sess.entries[h.ID]; e != nil {
+			e.reply = nil
+		}
+		sess.mu.Unlock()
+		return nil, nil
+	}
+	return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: envelope kind %d is not served", h.Kind)
+}
+
+func (s *server) bye(id uint64) {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	sess.mu.Lock()
+	for _, e := range sess.entries {
+		e.cancel()
+	}
+	sess.mu.Unlock()
+}
+
+// run serves one call exactly once per (session, id): the first arrival
+// runs the handler; a re-sent arrival joins it or gets its cached outcome.
+// payload is called, under the session lock, only by the first arrival.
+// What is cached for re-sends never aliases the path's request payload
+// (valid only until this returns): an inline reply is copied into resp.
+func (s *server) run(ctx context.Context, sess *session, h header, peer string, payload func() ([]byte, error)) ([]byte, error) {
+	sess.mu.Lock()
+	if h.ID < sess.low {
+		sess.mu.Unlock()
+		return nil, fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d arrived after its caller gave up on it", h.ID)
+	}
+	e := sess.entries[h.ID]
+	owner := e == nil
+	var data []byte
+	if owner {
+		var err error
+		if data, err = payload(); err != nil {
+			sess.mu.Unlock()
+			return nil, err
+		}
+		ectx, cancel := context.WithCancel(s.ctx)
+		e = &entry{ctx: ectx, cancel: cancel, done: make(chan struct{})}
+		sess.entries[h.ID] = e
+		sess.order = append(sess.order, h.ID)
+	}
+	e.waiters++
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	sess.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { s.leave(sess, e) })
+	defer stop()
+	if !owner {
+		select {
+		case <-e.done:
+			return s.outcome(ctx, e.resp, e.err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	reply, err := s.call(e.ctx, &fabric.Request{Method: h.Method, Payload: data, Peer: peer})
+	var resp []byte
+	if err == nil {
+		if len(reply) >= s.cfg.StripeThreshold {
+			resp = make([]byte, 9)
+			resp[0] = replyStriped
+			binary.BigEndian.PutUint64(resp[1:], uint64(len(reply)))
+		} else {
+			resp = make([]byte, 1+len(reply))
+			resp[0] = replyInline
+			copy(resp[1:], reply)
+			reply = nil
+		}
+	}
+	sess.mu.Lock()
+	e.resp, e.reply, e.err = resp, reply, err
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	close(e.done)
+	sess.mu.Unlock()
+	e.cancel()
+	return s.outcome(ctx, resp, err)
+}
+
+// outcome returns a call's result to its path, unless the listener is
+// closing: then the handler's context was cancelled by Close, and its
+// caller must see the connection fail (fabric.ErrClosed), not a handler
+// error, so this waits for the path's listener to break the connection.
+func (s *server) outcome(ctx context.Context, resp []byte, err error) ([]byte, error) {
+	if s.ctx.Err() == nil {
+		return resp, err
+	}
+	<-ctx.Done()
+	return nil, fabric.ErrClosed
+}
+
+// call runs the user's handler, turning a panic into an error so joiners
+// of the entry are never left waiting.
+func (s *server) call(ctx context.Context, req *fabric.Request) (reply []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			reply, err = nil, fabric.Errorf(fabric.CodeInternal, "handler for method %d panicked: %v", req.Method, p)
+		}
+	}()
+	return s.h.ServeFabric(ctx, req)
+}
+
+// leave runs when a path that carried e goes away (its caller cancelled or
+// it broke). When no path carries e any more, the handler gets
+// ResendGrace for a re-send to join before its context is cancelled.
+func (s *server) leave(sess *session, e *entry) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	e.waiters--
+	if e.waiters > 0 {
+		return
+	}
+	select {
+	case <-e.done:
+		return
+	default:
+	}
+	e.timer = time.AfterFunc(s.cfg.ResendGrace, func() {
+		sess.mu.Lock()
+		idle := e.waiters == 0
+		sess.mu.Unlock()
+		if idle {
+			e.cancel()
+		}
+	})
+}
+
+func (sess *session) cancelCall(id uint64) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if e := sess.entries[id]; e != nil {
+		e.cancel()
+		return
+	}
+	if id < sess.low {
+		return
+	}
+	// The cancel overtook its call (they run on separate goroutines): leave
+	// a finished entry so the call, when it arrives, is not run.
+	e := &entry{done: make(chan struct{}), err: fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was cancelled", id)}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.cancel()
+	close(e.done)
+	sess.entries[id] = e
+	sess.order = append(sess.order, id)
+}
+
+func (sess *session) addChunk(h header, body []byte) error {
+	sess.mu.Lock()
+	if h.ID < sess.low || sess.entries[h.ID] != nil {
+		sess.mu.Unlock()
+		return nil // already executed (a re-sent chunk) or abandoned
+	}
+	a := sess.asm[h.ID]
+	if a == nil {
+		a = &assembly{buf: make([]byte, h.Total), have: make(map[uint64]bool)}
+		sess.asm[h.ID] = a
+	}
+	a.touched = time.Now()
+	if uint64(len(a.buf)) != h.Total {
+		sess.mu.Unlock()
+		return fabric.Errorf(fabric.CodeBadRequest, "adaptive: chunk of request %d says %d bytes in all, earlier chunks said %d", h.ID, h.Total, len(a.buf))
+	}
+	if a.have[h.Offset] {
+		sess.mu.Unlock()
+		return nil // a re-sent chunk
+	}
+	a.have[h.Offset] = true
+	sess.mu.Unlock()
+	copy(a.buf[h.Offset:], body) // ranges of distinct chunks do not overlap
+	sess.mu.Lock()
+	a.got += uint64(len(body))
+	sess.mu.Unlock()
+	return nil
+}
+
+// takeAssembly hands over a complete striped request; called with sess.mu
+// held.
+func (sess *session) takeAssembly(h header) ([]byte, error) {
+	a := sess.asm[h.ID]
+	if a == nil || a.got != h.Total || uint64(len(a.buf)) != h.Total {
+		got := uint64(0)
+		if a != nil {
+			got = a.got
+		}
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: striped request %d is incomplete: %d of %d bytes arrived", h.ID, got, h.Total)
+	}
+	delete(sess.asm, h.ID)
+	return a.buf, nil
+}
+
+func (sess *session) fetch(h header) ([]byte, error) {
+	sess.mu.Lock()
+	e := sess.entries[h.ID]
+	sess.mu.Unlock()
+	if e == nil {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: no reply for request %d: it was released or expired", h.ID)
+	}
+	<-e.done // fetches follow the exec that finished it
+	sess.mu.Lock()
+	reply := e.reply
+	sess.mu.Unlock()
+	end := h.Offset + uint64(h.Length)
+	if reply == nil || end > uint64(len(reply)) {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: fetch of bytes [%d, %d) of request %d: reply has %d", h.Offset, end, h.ID, len(reply))
+	}
+	return reply[h.Offset:end], nil
+}
