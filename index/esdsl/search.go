@@ -53,6 +53,10 @@ type Search struct {
 	// scrollPage is >0 on scroll continuations: aggregations are not
 	// repeated after the first page.
 	scrollPage int
+	// hiddenSorts is the tiebreak added for scrolling, not shown in hits.
+	hiddenSorts []sortSpec
+	// after is the raw search_after of a scroll continuation.
+	after [][]byte
 }
 
 type sortKind int
@@ -277,9 +281,15 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 	}
 
 	if raw, ok := o["search_after"]; ok {
+		if s.Scroll > 0 {
+			return nil, argErr("[search_after] cannot be used in a scroll context")
+		}
 		if err := s.parseSearchAfter(raw, from); err != nil {
 			return nil, err
 		}
+	}
+	if s.Scroll > 0 {
+		s.ensureTiebreak()
 	}
 
 	if raw, ok := o["track_total_hits"]; ok {

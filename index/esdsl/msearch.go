@@ -1,0 +1,86 @@
+package esdsl
+
+import (
+	"bytes"
+	"net/url"
+	"strings"
+)
+
+// MsearchItem is one search of an _msearch request: the index expression
+// from its header ("" means the indices of the URL), the raw search body to
+// pass to ParseSearch, and the header's other keys as URL parameters.
+type MsearchItem struct {
+	Index  string
+	Body   []byte
+	Params url.Values
+}
+
+var msearchHeaderKeys = map[string]bool{
+	"index": true, "search_type": true, "preference": true, "routing": true, "request_cache": true,
+	"allow_no_indices": true, "expand_wildcards": true, "ignore_unavailable": true,
+	"ccs_minimize_roundtrips": true, "allow_partial_search_results": true, "ignore_throttled": true,
+}
+
+// ParseMsearch splits an _msearch NDJSON body into header/body pairs. A
+// malformed header fails the whole request with a 400 naming the line; a
+// body is only checked to be one line and is translated later, per item, so
+// that a bad body fails only its item. The returned bodies alias body.
+func ParseMsearch(body []byte) ([]MsearchItem, error) {
+	lines := bytes.Split(body, []byte("\n"))
+	// A trailing newline leaves one empty element.
+	if n := len(lines); n > 0 && len(bytes.TrimSpace(lines[n-1])) == 0 {
+		lines = lines[:n-1]
+	}
+	var items []MsearchItem
+	for i := 0; i < len(lines); i += 2 {
+		header := bytes.TrimSpace(bytes.TrimSuffix(lines[i], []byte("\r")))
+		item := MsearchItem{Params: url.Values{}}
+		if len(header) > 0 {
+			o, err := parseBody(header)
+			if err != nil {
+				return nil, contentErr("_msearch line %d: header is not a JSON object: %s", i+1, err.(*Error).Reason)
+			}
+			for _, k := range o.sortedKeys() {
+				v := o[k]
+				if !msearchHeaderKeys[k] {
+					return nil, argErr("_msearch line %d: key [%s] is not supported in the metadata section", i+1, k)
+				}
+				if k == "index" {
+					list, err := stringList(v, "index")
+					if err != nil {
+						return nil, contentErr("_msearch line %d: [index] must be a string or an array of strings", i+1)
+					}
+					item.Index = strings.Join(list, ",")
+					continue
+				}
+				if kind(v) == 'a' {
+					list, err := stringList(v, k)
+					if err != nil {
+						return nil, contentErr("_msearch line %d: [%s] must be a string or an array of strings", i+1, k)
+					}
+					item.Params.Set(k, strings.Join(list, ","))
+					continue
+				}
+				s, err := asScalarString(v, k)
+				if err != nil {
+					return nil, contentErr("_msearch line %d: [%s] must be a string, number or boolean", i+1, k)
+				}
+				item.Params.Set(k, s)
+			}
+		}
+		if i+1 >= len(lines) {
+			return nil, contentErr("_msearch line %d: header has no search body on the next line; every header needs a body line ({} for match_all)", i+1)
+		}
+		b := bytes.TrimSpace(bytes.TrimSuffix(lines[i+1], []byte("\r")))
+		if len(b) > 0 && b[0] != '{' {
+			return nil, contentErr("_msearch line %d: search body must be a JSON object", i+2)
+		}
+		// An invalid body is kept: ParseSearch reports it for this item only.
+		item.Body = b
+		items = append(items, item)
+	}
+	if len(items) == 0 {
+		return nil, &Error{Status: 400, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: no requests added;"}
+	}
+	return items, nil
+}
