@@ -60,6 +60,10 @@ type Prev struct {
 	source      []byte
 }
 
+// Source returns the stored JSON source (nil if the document does not exist).
+// The caller must not modify it.
+func (p *Prev) Source() []byte { return p.source }
+
 // Doc is a stored document.
 type Doc struct {
 	ID          string
@@ -431,6 +435,11 @@ func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.Se
 	if i.closed {
 		return nil, ErrClosed
 	}
+	if st, ok := ctx.Value(statsCtxKey).(*TermStats); ok && req.Query != nil {
+		r := *req
+		r.Query = &globalQuery{Query: req.Query, stats: st}
+		req = &r
+	}
 	return i.bl.SearchInContext(ctx, req)
 }
 
@@ -454,7 +463,10 @@ func (i *Index) TermStats(ctx context.Context, q query.Query) (*TermStats, error
 		return nil, err
 	}
 	defer func() { _ = r.Close() }()
-	rec := &recorder{df: map[string]map[string]uint64{}}
+	rec := &recorder{df: map[string]map[string]uint64{}, dicts: map[string][]DictTerm{}}
+	if sr, ok := r.(*statsReader); ok {
+		sr.rec = rec
+	}
 	sctx := context.WithValue(ctx, statsCtxKey, rec)
 	s, err := q.Searcher(sctx, r, i.im, search.SearcherOptions{Score: "none"})
 	if err != nil {
@@ -470,7 +482,7 @@ func (i *Index) TermStats(ctx context.Context, q query.Query) (*TermStats, error
 	i.lensMu.RLock()
 	lens := cloneLens(i.lens)
 	i.lensMu.RUnlock()
-	return &TermStats{DocCount: n, FieldLength: lens, DocFreq: rec.df}, nil
+	return &TermStats{DocCount: n, FieldLength: lens, DocFreq: rec.df, Dicts: rec.dicts}, nil
 }
 
 // Stats reports doc count, size on disk and sequence numbers.

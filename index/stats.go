@@ -2,13 +2,19 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/registry"
 	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
@@ -68,7 +74,17 @@ func (w *weftScorch) Reader() (bindex.IndexReader, error) {
 	return &statsReader{IndexSnapshot: snap}, nil
 }
 
-type statsReader struct{ *scorch.IndexSnapshot }
+// statsReader is one search's view of a shard. In phase 1 rec is set and
+// every term reader and dictionary expansion is recorded; in phase 2 global
+// is set (by globalQuery) and term counts and dictionary expansions
+// (prefix, range, regexp, wildcard, fuzzy, numeric/date ranges) come from
+// the global statistics, so every shard builds the same clauses a single
+// index would.
+type statsReader struct {
+	*scorch.IndexSnapshot
+	rec    *recorder
+	global *TermStats
+}
 
 type ctxKey int
 
@@ -76,14 +92,23 @@ const statsCtxKey ctxKey = 1
 
 func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field string, includeFreq, includeNorm, includeTermVectors bool) (bindex.TermFieldReader, error) {
 	tfr, err := r.IndexSnapshot.TermFieldReader(ctx, term, field, includeFreq, includeNorm, includeTermVectors)
-	if err != nil || ctx == nil {
+	if err != nil {
 		return tfr, err
 	}
-	switch v := ctx.Value(statsCtxKey).(type) {
-	case *recorder:
-		v.record(field, term, tfr.Count())
-	case *TermStats:
-		if df, ok := v.DocFreq[field][string(term)]; ok {
+	rec, global := r.rec, r.global
+	if rec == nil && global == nil && ctx != nil {
+		switch v := ctx.Value(statsCtxKey).(type) {
+		case *recorder:
+			rec = v
+		case *TermStats:
+			global = v
+		}
+	}
+	switch {
+	case rec != nil:
+		rec.record(field, term, tfr.Count())
+	case global != nil:
+		if df, ok := global.DocFreq[field][string(term)]; ok {
 			if st, ok := tfr.(*scorch.IndexSnapshotTermFieldReader); ok {
 				return &countedTFR{IndexSnapshotTermFieldReader: st, count: df}, nil
 			}
@@ -92,6 +117,176 @@ func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field st
 	}
 	return tfr, nil
 }
+
+// dict returns the dictionary to hand out for an expansion with signature
+// sig: recorded in phase 1, global in phase 2, local otherwise.
+func (r *statsReader) dict(sig string, local bindex.FieldDict, err error) (bindex.FieldDict, error) {
+	if err != nil {
+		return local, err
+	}
+	switch {
+	case r.rec != nil:
+		return &recordingDict{FieldDict: local, rec: r.rec, sig: sig}, nil
+	case r.global != nil:
+		if terms, ok := r.global.Dicts[sig]; ok {
+			_ = local.Close()
+			return &sliceDict{terms: terms, field: dictField(sig), stats: r.global}, nil
+		}
+	}
+	return local, nil
+}
+
+func dictSig(kind, field string, args ...string) string {
+	return kind + "\x00" + field + "\x00" + strings.Join(args, "\x00")
+}
+
+func dictField(sig string) string {
+	parts := strings.SplitN(sig, "\x00", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1]
+}
+
+func (r *statsReader) FieldDictRange(field string, start, end []byte) (bindex.FieldDict, error) {
+	d, err := r.IndexSnapshot.FieldDictRange(field, start, end)
+	return r.dict(dictSig("range", field, string(start), string(end)), d, err)
+}
+
+func (r *statsReader) FieldDictPrefix(field string, prefix []byte) (bindex.FieldDict, error) {
+	d, err := r.IndexSnapshot.FieldDictPrefix(field, prefix)
+	return r.dict(dictSig("prefix", field, string(prefix)), d, err)
+}
+
+func (r *statsReader) FieldDictRegexp(field, re string) (bindex.FieldDict, error) {
+	d, _, err := r.FieldDictRegexpAutomaton(field, re)
+	return d, err
+}
+
+func (r *statsReader) FieldDictRegexpAutomaton(field, re string) (bindex.FieldDict, bindex.RegexAutomaton, error) {
+	d, a, err := r.IndexSnapshot.FieldDictRegexpAutomaton(field, re)
+	d, err = r.dict(dictSig("regexp", field, re), d, err)
+	return d, a, err
+}
+
+func (r *statsReader) FieldDictFuzzy(field, term string, fuzziness int, prefix string) (bindex.FieldDict, error) {
+	d, _, err := r.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
+	return d, err
+}
+
+func (r *statsReader) FieldDictFuzzyAutomaton(field, term string, fuzziness int, prefix string) (bindex.FieldDict, bindex.FuzzyAutomaton, error) {
+	d, a, err := r.IndexSnapshot.FieldDictFuzzyAutomaton(field, term, fuzziness, prefix)
+	d, err = r.dict(dictSig("fuzzy", field, term, strconv.Itoa(fuzziness), prefix), d, err)
+	return d, a, err
+}
+
+// FieldDictContains answers from the global statistics in phase 2: a term
+// exists if some shard holds it (numeric and date ranges enumerate their
+// candidate terms and keep the existing ones).
+func (r *statsReader) FieldDictContains(field string) (bindex.FieldDictContains, error) {
+	d, err := r.IndexSnapshot.FieldDictContains(field)
+	if err != nil || r.global == nil {
+		return d, err
+	}
+	if fd, ok := d.(bindex.FieldDict); ok {
+		_ = fd.Close()
+	}
+	return &globalContains{df: r.global.DocFreq[field]}, nil
+}
+
+type globalContains struct{ df map[string]uint64 }
+
+func (g *globalContains) Contains(key []byte) (bool, error) { return g.df[string(key)] > 0, nil }
+func (g *globalContains) BytesRead() uint64                 { return 0 }
+
+// DictTerm is one term of a dictionary expansion.
+type DictTerm struct {
+	Term         string `json:"t"`
+	EditDistance uint8  `json:"d,omitempty"`
+}
+
+type recordingDict struct {
+	bindex.FieldDict
+	rec   *recorder
+	sig   string
+	terms []DictTerm
+}
+
+func (d *recordingDict) Next() (*bindex.DictEntry, error) {
+	e, err := d.FieldDict.Next()
+	if err == nil && e != nil {
+		d.terms = append(d.terms, DictTerm{Term: e.Term, EditDistance: e.EditDistance})
+	}
+	return e, err
+}
+
+func (d *recordingDict) Close() error {
+	d.rec.mu.Lock()
+	d.rec.dicts[d.sig] = mergeDictTerms(d.rec.dicts[d.sig], d.terms)
+	d.rec.mu.Unlock()
+	return d.FieldDict.Close()
+}
+
+type sliceDict struct {
+	terms []DictTerm
+	field string
+	stats *TermStats
+	pos   int
+	entry bindex.DictEntry
+}
+
+func (d *sliceDict) Next() (*bindex.DictEntry, error) {
+	if d.pos >= len(d.terms) {
+		return nil, nil
+	}
+	t := d.terms[d.pos]
+	d.pos++
+	d.entry = bindex.DictEntry{Term: t.Term, Count: d.stats.DocFreq[d.field][t.Term], EditDistance: t.EditDistance}
+	return &d.entry, nil
+}
+func (d *sliceDict) Close() error      { return nil }
+func (d *sliceDict) Cardinality() int  { return len(d.terms) }
+func (d *sliceDict) BytesRead() uint64 { return 0 }
+
+// mergeDictTerms returns the sorted union of two term lists.
+func mergeDictTerms(a, b []DictTerm) []DictTerm {
+	seen := make(map[string]DictTerm, len(a)+len(b))
+	for _, t := range a {
+		seen[t.Term] = t
+	}
+	for _, t := range b {
+		seen[t.Term] = t
+	}
+	out := make([]DictTerm, 0, len(seen))
+	for _, t := range seen {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Term < out[j].Term })
+	return out
+}
+
+// globalQuery puts the global statistics on the reader of the search that
+// builds its searcher (bleve creates one reader per search).
+type globalQuery struct {
+	query.Query
+	stats *TermStats
+}
+
+func (g *globalQuery) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.IndexMapping, o search.SearcherOptions) (search.Searcher, error) {
+	if sr, ok := r.(*statsReader); ok {
+		sr.global = g.stats
+	}
+	return g.Query.Searcher(ctx, r, m, o)
+}
+
+func (g *globalQuery) Validate() error {
+	if v, ok := g.Query.(query.ValidatableQuery); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+func (g *globalQuery) MarshalJSON() ([]byte, error) { return json.Marshal(g.Query) }
 
 // countedTFR reports the global document frequency; everything else
 // (including scorch's Optimizable) is the shard's reader.
@@ -110,8 +305,9 @@ type countedGenericTFR struct {
 func (c *countedGenericTFR) Count() uint64 { return c.count }
 
 type recorder struct {
-	mu sync.Mutex
-	df map[string]map[string]uint64
+	mu    sync.Mutex
+	df    map[string]map[string]uint64
+	dicts map[string][]DictTerm
 }
 
 func (r *recorder) record(field string, term []byte, n uint64) {
@@ -131,6 +327,7 @@ type TermStats struct {
 	DocCount    uint64                       `json:"doc_count"`
 	FieldLength map[string]uint64            `json:"field_length"` // tokens indexed per field
 	DocFreq     map[string]map[string]uint64 `json:"doc_freq"`     // field → term → docs
+	Dicts       map[string][]DictTerm        `json:"dicts"`        // expansion → sorted terms
 }
 
 // Add sums o into s.
@@ -157,6 +354,12 @@ func (s *TermStats) Add(o *TermStats) {
 		for t, n := range terms {
 			m[t] += n
 		}
+	}
+	if s.Dicts == nil {
+		s.Dicts = map[string][]DictTerm{}
+	}
+	for sig, terms := range o.Dicts {
+		s.Dicts[sig] = mergeDictTerms(s.Dicts[sig], terms)
 	}
 }
 

@@ -1,0 +1,54 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bindex "github.com/blevesearch/bleve_index_api"
+)
+
+// aliasChild presents a ShardSearcher as the bleve.Index that IndexAlias
+// fans out to. Only searching is supported: the alias is built per search
+// and never written through.
+type aliasChild struct{ s ShardSearcher }
+
+var _ bleve.Index = aliasChild{}
+
+func errReadOnly(op string) error {
+	return fmt.Errorf("shard: %s is not supported on a search-only shard view", op)
+}
+
+func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	return a.s.Search(ctx, req)
+}
+func (a aliasChild) Search(req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	return a.s.Search(context.Background(), req)
+}
+func (a aliasChild) Name() string                             { return a.s.Name() }
+func (a aliasChild) SetName(string)                           {}
+func (a aliasChild) Index(string, interface{}) error          { return errReadOnly("Index") }
+func (a aliasChild) Delete(string) error                      { return errReadOnly("Delete") }
+func (a aliasChild) NewBatch() *bleve.Batch                   { return nil }
+func (a aliasChild) Batch(*bleve.Batch) error                 { return errReadOnly("Batch") }
+func (a aliasChild) Document(string) (bindex.Document, error) { return nil, errReadOnly("Document") }
+func (a aliasChild) DocCount() (uint64, error)                { return 0, errReadOnly("DocCount") }
+func (a aliasChild) Fields() ([]string, error)                { return nil, errReadOnly("Fields") }
+func (a aliasChild) FieldDict(string) (bindex.FieldDict, error) {
+	return nil, errReadOnly("FieldDict")
+}
+func (a aliasChild) FieldDictRange(string, []byte, []byte) (bindex.FieldDict, error) {
+	return nil, errReadOnly("FieldDictRange")
+}
+func (a aliasChild) FieldDictPrefix(string, []byte) (bindex.FieldDict, error) {
+	return nil, errReadOnly("FieldDictPrefix")
+}
+func (a aliasChild) Close() error                       { return nil }
+func (a aliasChild) Mapping() mapping.IndexMapping      { return nil }
+func (a aliasChild) Stats() *bleve.IndexStat            { return nil }
+func (a aliasChild) StatsMap() map[string]interface{}   { return nil }
+func (a aliasChild) GetInternal([]byte) ([]byte, error) { return nil, errReadOnly("GetInternal") }
+func (a aliasChild) SetInternal([]byte, []byte) error   { return errReadOnly("SetInternal") }
+func (a aliasChild) DeleteInternal([]byte) error        { return errReadOnly("DeleteInternal") }
+func (a aliasChild) Advanced() (bindex.Index, error)    { return nil, errReadOnly("Advanced") }

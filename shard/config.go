@@ -1,0 +1,58 @@
+// Package shard runs a node's indexes: each Elasticsearch-style index is
+// split into shards (routing: murmur3 of the routing value or _id, mod the
+// shard count), every shard copy being a bleve index (package index) plus a
+// write-ahead shard log. The Manager owns the write path (version checks,
+// sequence numbers, logging with group commit, batch apply), recovery by log
+// replay on open, and search fanned out over shards with global BM25
+// statistics through bleve's IndexAlias.
+//
+// Refresh semantics: every Bulk appends its operations to each touched
+// shard's log, waits for the fsync, then applies them to the shard's bleve
+// index as one batch before returning; documents are therefore searchable
+// when Bulk returns, whatever the RefreshPolicy, and Refresh only waits for
+// writes in flight.
+package shard
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, wrapped with detail; test with errors.Is.
+var (
+	ErrIndexNotFound    = errors.New("index not found")
+	ErrIndexExists      = errors.New("index already exists")
+	ErrInvalidIndexName = errors.New("invalid index name")
+	ErrDocumentNotFound = errors.New("document not found")
+	ErrVersionConflict  = errors.New("version conflict")
+	ErrClosed           = errors.New("shard manager closed")
+	ErrInvalidRequest   = errors.New("invalid request")
+)
+
+// Config tunes the Manager.
+type Config struct {
+	// LogSegmentBytes: a shard log starts a new segment file past this size;
+	// whole segments are trimmed once scorch has persisted them.
+	LogSegmentBytes int64
+	// AutoCreateIndex: a write to a missing index creates it with default
+	// settings and dynamic mapping (ES action.auto_create_index).
+	AutoCreateIndex bool
+	// MaxShards bounds number_of_shards at index creation.
+	MaxShards int
+}
+
+// DefaultConfig is the production configuration.
+func DefaultConfig() Config {
+	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024}
+}
+
+// Validate names the first field out of bounds.
+func (c Config) Validate() error {
+	if c.LogSegmentBytes < 4096 {
+		return fmt.Errorf("shard: Config.LogSegmentBytes %d is below the minimum 4096", c.LogSegmentBytes)
+	}
+	if c.MaxShards < 1 {
+		return fmt.Errorf("shard: Config.MaxShards %d must be at least 1", c.MaxShards)
+	}
+	return nil
+}

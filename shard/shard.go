@@ -1,0 +1,367 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/weftsearch/weft/index"
+)
+
+// replayChunk is how many log records replay applies per bleve batch.
+const replayChunk = 2000
+
+// localShard is one shard copy on this node: a bleve index and its log.
+type localShard struct {
+	num  int
+	name string // "index/num", unique per node
+	idx  *index.Index
+	log  *Log
+	term uint64
+
+	// beforeLog is called, with the group's ops prepared, before they are
+	// logged: it persists a mapping that dynamic fields changed.
+	beforeLog func() error
+
+	qmu   sync.Mutex
+	queue []*writeReq
+
+	leader  sync.Mutex // held by the goroutine committing a group
+	nextSeq uint64     // guarded by leader
+}
+
+// item is one op routed to a shard with its result slot.
+type item struct {
+	op     *Op
+	res    *OpResult
+	autoID bool
+}
+
+type writeReq struct {
+	items []item
+	done  bool // guarded by leader
+	err   error
+}
+
+func openLocalShard(dir, esName string, num int, m *index.Mapping, create bool, segBytes int64, logger *slog.Logger) (*localShard, error) {
+	idxDir := filepath.Join(dir, "index")
+	var (
+		idx *index.Index
+		err error
+	)
+	if create || !index.Exists(idxDir) {
+		idx, err = index.Create(idxDir, m)
+	} else {
+		idx, err = index.Open(idxDir, m)
+	}
+	if err != nil {
+		return nil, err
+	}
+	idx.Bleve().SetName(esName)
+	lg, err := OpenLog(filepath.Join(dir, "log"), segBytes)
+	if err != nil {
+		_ = idx.Close()
+		return nil, err
+	}
+	s := &localShard{num: num, name: fmt.Sprintf("%s/%d", esName, num), idx: idx, log: lg, term: 1}
+	if err := s.replay(logger); err != nil {
+		_ = lg.Close()
+		_ = idx.Close()
+		return nil, err
+	}
+	s.nextSeq = max(lg.LastSeq(), idx.AppliedSeq()) + 1
+	return s, nil
+}
+
+// replay applies the log records after the index's persisted state.
+func (s *localShard) replay(logger *slog.Logger) error {
+	from := s.idx.AppliedSeq()
+	var ops []index.Op
+	n := 0
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		err := s.idx.Apply(context.Background(), ops)
+		ops = ops[:0]
+		return err
+	}
+	err := s.log.Replay(from, func(r *LogRecord) error {
+		op := index.Op{Delete: r.Delete, ID: r.ID, Source: r.Source, SeqNo: r.Seq, Version: r.Version, PrimaryTerm: r.Term}
+		if err := s.idx.Prepare(&op); err != nil {
+			logger.Warn("shard log replay: skipping a record the mapping rejects", "shard", s.name, "seq", r.Seq, "id", r.ID, "err", err)
+			return nil
+		}
+		ops = append(ops, op)
+		n++
+		if len(ops) >= replayChunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("shard %s: replay log after seq %d: %w", s.name, from, err)
+	}
+	s.idx.EndReplay()
+	if n > 0 {
+		logger.Info("shard log replayed", "shard", s.name, "after_seq", from, "records", n)
+	}
+	return nil
+}
+
+// write commits items through the group-commit leader: whoever holds the
+// leader lock takes every queued request, logs them with one fsync and
+// applies them as one batch.
+func (s *localShard) write(items []item) error {
+	req := &writeReq{items: items}
+	s.qmu.Lock()
+	s.queue = append(s.queue, req)
+	s.qmu.Unlock()
+	s.leader.Lock()
+	defer s.leader.Unlock()
+	if req.done {
+		return req.err
+	}
+	s.qmu.Lock()
+	group := s.queue
+	s.queue = nil
+	s.qmu.Unlock()
+	err := s.commit(group)
+	for _, r := range group {
+		r.done = true
+		r.err = err
+	}
+	return err
+}
+
+type pendingDoc struct {
+	exists  bool
+	version int64
+	source  []byte
+}
+
+// commit runs under the leader lock.
+func (s *localShard) commit(group []*writeReq) error {
+	pending := map[string]*pendingDoc{}
+	var ops []index.Op
+	var recs []LogRecord
+	var okItems []item
+	for _, r := range group {
+		for _, it := range r.items {
+			op, res := it.op, it.res
+			var prevIdx *index.Prev
+			cur := pending[op.ID]
+			if cur == nil {
+				if it.autoID {
+					cur = &pendingDoc{}
+					prevIdx = &index.Prev{}
+				} else {
+					p, err := s.idx.Lookup(op.ID)
+					if err != nil {
+						fail(res, http.StatusInternalServerError, err)
+						continue
+					}
+					prevIdx = p
+					cur = &pendingDoc{exists: p.Exists, version: p.Version, source: p.Source()}
+				}
+			}
+			var source []byte
+			del := false
+			switch op.Type {
+			case OpCreate:
+				if cur.exists {
+					fail(res, http.StatusConflict, fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
+					continue
+				}
+				source = op.Source
+			case OpIndex:
+				source = op.Source
+			case OpDelete:
+				if !cur.exists {
+					res.Result, res.Status, res.Err = "not_found", http.StatusNotFound, fmt.Errorf("%w: [%s]", ErrDocumentNotFound, op.ID)
+					continue
+				}
+				del = true
+			case OpUpdate:
+				u := op.Update
+				if u == nil {
+					fail(res, http.StatusBadRequest, fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
+					continue
+				}
+				if !cur.exists {
+					switch {
+					case u.DocAsUpsert && len(u.Doc) > 0:
+						source = u.Doc
+					case len(u.Upsert) > 0:
+						source = u.Upsert
+					default:
+						fail(res, http.StatusNotFound, fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
+						continue
+					}
+				} else {
+					merged, changed, err := mergeSource(cur.source, u.Doc)
+					if err != nil {
+						fail(res, http.StatusBadRequest, err)
+						continue
+					}
+					if !changed {
+						res.Result, res.Status, res.Version = "noop", http.StatusOK, cur.version
+						continue
+					}
+					source = merged
+				}
+			default:
+				fail(res, http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
+				continue
+			}
+			iop := index.Op{Delete: del, ID: op.ID, Source: source, Prev: prevIdx, PrimaryTerm: s.term}
+			if err := s.idx.Prepare(&iop); err != nil {
+				fail(res, http.StatusBadRequest, err)
+				continue
+			}
+			iop.SeqNo = s.nextSeq
+			s.nextSeq++
+			iop.Version = cur.version + 1
+			if del {
+				res.Result, res.Status = "deleted", http.StatusOK
+			} else if cur.exists {
+				res.Result, res.Status = "updated", http.StatusOK
+			} else {
+				res.Result, res.Status = "created", http.StatusCreated
+			}
+			res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, s.term
+			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, source: source}
+			ops = append(ops, iop)
+			recs = append(recs, LogRecord{Term: s.term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
+			okItems = append(okItems, it)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	fault := func(err error) error {
+		for _, it := range okItems {
+			fail(it.res, http.StatusInternalServerError, err)
+		}
+		return nil
+	}
+	if s.beforeLog != nil {
+		if err := s.beforeLog(); err != nil {
+			s.nextSeq -= uint64(len(ops))
+			return fault(err)
+		}
+	}
+	if err := s.log.Append(recs); err != nil {
+		// Nothing acknowledged; the seqs may have reached the file, so they
+		// are not reused.
+		return fault(fmt.Errorf("shard %s: %w", s.name, err))
+	}
+	if err := s.idx.Apply(context.Background(), ops); err != nil {
+		return fault(fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
+	}
+	if p := s.idx.PersistedSeq(); s.log.Segments() > 1 {
+		if err := s.log.Trim(p); err != nil {
+			return fault(err)
+		}
+	}
+	return nil
+}
+
+func fail(res *OpResult, status int, err error) {
+	res.Status, res.Err, res.Result = status, err, ""
+}
+
+// mergeSource merges a partial document into a source, recursively for
+// objects (ES partial update). changed is false when nothing differs.
+func mergeSource(src, doc []byte) ([]byte, bool, error) {
+	var base, patch map[string]any
+	if err := decodeObject(src, &base); err != nil {
+		return nil, false, fmt.Errorf("%w: stored source: %v", index.ErrDocParse, err)
+	}
+	if err := decodeObject(doc, &patch); err != nil {
+		return nil, false, fmt.Errorf("%w: update doc: %v", index.ErrDocParse, err)
+	}
+	var orig map[string]any
+	_ = decodeObject(src, &orig)
+	mergeMaps(base, patch)
+	if reflect.DeepEqual(base, orig) {
+		return src, false, nil
+	}
+	out, err := json.Marshal(base)
+	return out, true, err
+}
+
+func decodeObject(b []byte, into *map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(into); err != nil {
+		return err
+	}
+	if *into == nil {
+		return errors.New("not a JSON object")
+	}
+	return nil
+}
+
+func mergeMaps(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeMaps(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+func (s *localShard) close() error {
+	s.leader.Lock()
+	defer s.leader.Unlock()
+	err := s.idx.Close()
+	if p := s.idx.PersistedSeq(); p > 0 {
+		_ = s.log.Trim(p)
+	}
+	if lerr := s.log.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// ShardSearcher is how search reaches one shard copy: phase 1 collects its
+// term statistics for a query, phase 2 searches it under global statistics
+// (index.WithGlobalStats in ctx). The local implementation wraps an
+// index.Index; a remote one (wave 2) sends both calls over the fabric.
+type ShardSearcher interface {
+	// Name identifies the shard copy, unique within one search ("logs/3").
+	Name() string
+	TermStats(ctx context.Context, q query.Query) (*index.TermStats, error)
+	Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error)
+}
+
+var _ ShardSearcher = (*localSearcher)(nil)
+
+type localSearcher struct {
+	name string
+	idx  *index.Index
+}
+
+func (l *localSearcher) Name() string { return l.name }
+func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
+	return l.idx.TermStats(ctx, q)
+}
+func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	return l.idx.Search(ctx, req)
+}
