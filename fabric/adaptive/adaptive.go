@@ -51,6 +51,10 @@ import (
 type Config struct {
 	// Logger gets path failures and recoveries; nil discards.
 	Logger *slog.Logger
+	// MaxMessageSize is the largest payload a Call or Send accepts
+	// (fabric.ErrTooLarge above); striped calls may exceed what one path
+	// accepts in a frame. It cannot exceed fabric.MaxMessageSize.
+	MaxMessageSize int
 	// StripeThreshold: calls whose request is at least this long are
 	// striped over every healthy path; replies at least this long come back
 	// striped too.
@@ -87,6 +91,7 @@ type Config struct {
 // DefaultConfig returns production settings.
 func DefaultConfig() Config {
 	return Config{
+		MaxMessageSize:   fabric.MaxMessageSize,
 		StripeThreshold:  4 << 20,
 		ChunkSize:        map[string]int{"tcp": 1 << 20, "rdma": 4 << 20},
 		DefaultChunkSize: 1 << 20,
@@ -105,6 +110,9 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = d.MaxMessageSize
+	}
 	if c.StripeThreshold == 0 {
 		c.StripeThreshold = d.StripeThreshold
 	}
@@ -150,6 +158,8 @@ func (c Config) withDefaults() Config {
 // Validate names the first field out of bounds.
 func (c Config) Validate() error {
 	switch {
+	case c.MaxMessageSize < 1 || c.MaxMessageSize > fabric.MaxMessageSize:
+		return fmt.Errorf("adaptive: Config.MaxMessageSize %d is outside [1, %d]", c.MaxMessageSize, fabric.MaxMessageSize)
 	case c.StripeThreshold < 1<<10 || c.StripeThreshold > fabric.MaxMessageSize:
 		return fmt.Errorf("adaptive: Config.StripeThreshold %d is outside [1024, %d]", c.StripeThreshold, fabric.MaxMessageSize)
 	case c.DefaultChunkSize < 4<<10 || c.DefaultChunkSize > 64<<20:

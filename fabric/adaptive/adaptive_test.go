@@ -23,7 +23,7 @@ func testConfig(t testing.TB) adaptive.Config {
 	cfg.Logger = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.StripeThreshold = 1 << 20
 	cfg.ChunkSize = map[string]int{"mem": 256 << 10, "tcp": 256 << 10}
-	cfg.ExploreInterval = 20 * time.Millisecond
+	cfg.ExploreInterval = 50 * time.Millisecond
 	cfg.ReprobeMin = 20 * time.Millisecond
 	cfg.ReprobeMax = 200 * time.Millisecond
 	cfg.ResendGrace = 300 * time.Millisecond

@@ -399,8 +399,8 @@ func (c *Conn) Call(ctx context.Context, method fabric.Method, payload []byte) (
 }
 
 func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
-	if len(payload) > fabric.MaxMessageSize {
-		return nil, fmt.Errorf("adaptive: payload of %d bytes exceeds %d; use a stream: %w", len(payload), fabric.MaxMessageSize, fabric.ErrTooLarge)
+	if len(payload) > c.cfg.MaxMessageSize {
+		return nil, fmt.Errorf("adaptive: payload of %d bytes exceeds %d; use a stream: %w", len(payload), c.cfg.MaxMessageSize, fabric.ErrTooLarge)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -531,8 +531,8 @@ func (c *Conn) decodeReply(ctx context.Context, id uint64, resp []byte) ([]byte,
 // fencing the other paths. It is not re-sent if the path breaks.
 func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) error {
 	c.sends.Add(1)
-	if len(payload) > fabric.MaxMessageSize {
-		return fmt.Errorf("adaptive: payload of %d bytes exceeds %d; use a stream: %w", len(payload), fabric.MaxMessageSize, fabric.ErrTooLarge)
+	if len(payload) > c.cfg.MaxMessageSize {
+		return fmt.Errorf("adaptive: payload of %d bytes exceeds %d; use a stream: %w", len(payload), c.cfg.MaxMessageSize, fabric.ErrTooLarge)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
