@@ -1,6 +1,7 @@
 package esdsl
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,4 +13,130 @@ func requireStatus(t *testing.T, err error, status int, reasonPart string) {
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, status, e.Status, e.Reason)
 	require.Contains(t, e.Reason, reasonPart)
+}
+
+func TestParseSearchErrors(t *testing.T) {
+	fields := &testFields{types: testTypes, m: testMapping(t)}
+	tests := []struct {
+		name   string
+		body   string
+		params url.Values
+		typ    string
+		reason string // a part of the reason
+	}{
+		{name: "malformed JSON", body: `{"query":`, typ: "x_content_parse_exception", reason: "not a JSON object"},
+		{name: "not an object", body: `[1]`, typ: "x_content_parse_exception", reason: "JSON object"},
+		{name: "trailing data", body: `{} {}`, typ: "x_content_parse_exception", reason: "after the JSON object"},
+		{name: "unknown top-level key", body: `{"querry":{}}`, typ: "parsing_exception", reason: "[querry]"},
+		{name: "unsupported top-level key", body: `{"post_filter":{}}`, typ: "illegal_argument_exception", reason: "[post_filter]"},
+		{name: "unknown query", body: `{"query":{"span_near":{}}}`, typ: "parsing_exception", reason: "[span_near]"},
+		{name: "two queries in one object", body: `{"query":{"match_all":{},"match_none":{}}}`, typ: "parsing_exception", reason: "match_all, match_none"},
+		{name: "unknown key in match", body: `{"query":{"match":{"title":{"query":"x","operatr":"and"}}}}`, typ: "parsing_exception", reason: "[operatr]"},
+		{name: "unknown key in bool", body: `{"query":{"bool":{"mustt":[]}}}`, typ: "parsing_exception", reason: "[mustt]"},
+		{name: "match two fields", body: `{"query":{"match":{"a":"x","b":"y"}}}`, typ: "parsing_exception", reason: "multiple fields"},
+		{name: "wrong type size", body: `{"size":"ten"}`, typ: "x_content_parse_exception", reason: "[size]"},
+		{name: "wrong type query", body: `{"query":"x"}`, typ: "x_content_parse_exception", reason: "must be an object"},
+		{name: "wrong type bool clause", body: `{"query":{"bool":{"must":"x"}}}`, typ: "x_content_parse_exception", reason: "bool.must"},
+		{name: "term value object", body: `{"query":{"term":{"tags":{"value":{}}}}}`, typ: "parsing_exception", reason: "string, number or boolean"},
+		{name: "term number on long field", body: `{"query":{"term":{"views":"abc"}}}`, typ: "query_shard_exception", reason: "not a number"},
+		{name: "bad operator", body: `{"query":{"match":{"title":{"query":"x","operator":"xor"}}}}`, typ: "illegal_argument_exception", reason: "xor"},
+		{name: "bad fuzziness", body: `{"query":{"match":{"title":{"query":"x","fuzziness":3}}}}`, typ: "illegal_argument_exception", reason: "fuzziness"},
+		{name: "phrase slop", body: `{"query":{"match_phrase":{"body":{"query":"a b","slop":2}}}}`, typ: "illegal_argument_exception", reason: "slop"},
+		{name: "multi_match without fields", body: `{"query":{"multi_match":{"query":"x"}}}`, typ: "illegal_argument_exception", reason: "fields"},
+		{name: "multi_match cross_fields", body: `{"query":{"multi_match":{"query":"x","fields":["a"],"type":"cross_fields"}}}`, typ: "illegal_argument_exception", reason: "cross_fields"},
+		{name: "bad date", body: `{"query":{"range":{"published":{"gte":"yesterday"}}}}`, typ: "illegal_argument_exception", reason: "yesterday"},
+		{name: "date out of range", body: `{"query":{"range":{"published":{"gte":"3000-01-01"}}}}`, typ: "illegal_argument_exception", reason: "outside the supported range"},
+		{name: "bad regexp", body: `{"query":{"regexp":{"tags":"a(b"}}}`, typ: "illegal_argument_exception", reason: "invalid regexp"},
+		{name: "query_string syntax", body: `{"query":{"query_string":{"query":"a AND (b"}}}`, typ: "query_shard_exception", reason: "missing ')'"},
+		{name: "negative from", body: `{"from":-1}`, typ: "illegal_argument_exception", reason: "[from]"},
+		{name: "result window", body: `{"from":9995,"size":10}`, typ: "illegal_argument_exception", reason: "Result window is too large"},
+		{name: "sort on text", body: `{"sort":["title"]}`, typ: "illegal_argument_exception", reason: "title.keyword"},
+		{name: "sort on unmapped", body: `{"sort":["nope"]}`, typ: "query_shard_exception", reason: "No mapping found for [nope]"},
+		{name: "search_after without sort", body: `{"search_after":[1]}`, typ: "illegal_argument_exception", reason: "needs a [sort]"},
+		{name: "search_after length", body: `{"sort":["views"],"search_after":[1,2]}`, typ: "illegal_argument_exception", reason: "must match"},
+		{name: "unknown agg type", body: `{"aggs":{"a":{"cardinality":{"field":"tags"}}}}`, typ: "illegal_argument_exception", reason: "[cardinality]"},
+		{name: "sub-aggregations", body: `{"aggs":{"a":{"terms":{"field":"tags"},"aggs":{"b":{"terms":{"field":"views"}}}}}}`, typ: "illegal_argument_exception", reason: "sub-aggregations"},
+		{name: "terms agg on text", body: `{"aggs":{"a":{"terms":{"field":"title"}}}}`, typ: "illegal_argument_exception", reason: "Fielddata is disabled"},
+		{name: "terms agg order by key", body: `{"aggs":{"a":{"terms":{"field":"tags","order":{"_key":"asc"}}}}}`, typ: "illegal_argument_exception", reason: "order"},
+		{name: "histogram without bounds", body: `{"aggs":{"h":{"histogram":{"field":"views","interval":10}}}}`, typ: "illegal_argument_exception", reason: "hard_bounds"},
+		{name: "histogram too many buckets", body: `{"aggs":{"h":{"histogram":{"field":"views","interval":1,"hard_bounds":{"min":0,"max":100000}}}}}`, typ: "illegal_argument_exception", reason: "buckets"},
+		{name: "date_histogram legacy interval", body: `{"aggs":{"h":{"date_histogram":{"field":"published","interval":"1d"}}}}`, typ: "illegal_argument_exception", reason: "fixed_interval or calendar_interval"},
+		{name: "date_histogram bad calendar", body: `{"aggs":{"h":{"date_histogram":{"field":"published","calendar_interval":"2d","hard_bounds":{"min":0,"max":1}}}}}`, typ: "illegal_argument_exception", reason: "calendar interval"},
+		{name: "agg without type", body: `{"aggs":{"a":{}}}`, typ: "parsing_exception", reason: "Missing definition"},
+		{name: "unknown URL parameter", params: url.Values{"bogus": {"1"}}, typ: "illegal_argument_exception", reason: "[bogus]"},
+		{name: "bad URL size", params: url.Values{"size": {"x"}}, typ: "illegal_argument_exception", reason: "[size]"},
+		{name: "bad track_total_hits", body: `{"track_total_hits":"maybe"}`, typ: "illegal_argument_exception", reason: "track_total_hits"},
+		{name: "bad scroll keep-alive", params: url.Values{"scroll": {"forever"}}, typ: "illegal_argument_exception", reason: "scroll"},
+		{name: "scroll with from", body: `{"from":5}`, params: url.Values{"scroll": {"1m"}}, typ: "illegal_argument_exception", reason: "scroll context"},
+		{name: "highlight without fields", body: `{"highlight":{}}`, typ: "parsing_exception", reason: "[fields]"},
+		{name: "highlight unknown key", body: `{"highlight":{"fields":{"a":{}},"colour":"red"}}`, typ: "parsing_exception", reason: "[colour]"},
+		{name: "bad _source", body: `{"_source":5}`, typ: "x_content_parse_exception", reason: "_source"},
+		{name: "analyzer unknown", body: `{"query":{"match":{"title":{"query":"x","analyzer":"klingon"}}}}`, typ: "illegal_argument_exception", reason: "klingon"},
+		{name: "exists on object", body: `{"query":{"exists":{"field":"user"}}}`, typ: "illegal_argument_exception", reason: "leaf"},
+		{name: "negative boost", body: `{"query":{"match_all":{"boost":-1}}}`, typ: "illegal_argument_exception", reason: "boost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseSearchAt([]byte(tt.body), tt.params, fields, fixedNow)
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, 400, e.Status)
+			require.Equal(t, tt.typ, e.Type, e.Reason)
+			require.Contains(t, e.Reason, tt.reason)
+		})
+	}
+}
+
+func TestWithoutAnalyzerAbilities(t *testing.T) {
+	// A Fields that only knows types: requests that need the analyzer get a
+	// clear 400 instead of a different analysis.
+	plain := fieldTypes(testTypes)
+	for _, body := range []string{
+		`{"query":{"match":{"title":{"query":"a b","minimum_should_match":1}}}}`,
+		`{"query":{"match":{"title":{"query":"a","analyzer":"standard"}}}}`,
+	} {
+		_, err := ParseSearch([]byte(body), nil, plain)
+		requireStatus(t, err, 400, "analyzer")
+	}
+	_, err := ParseSearch([]byte(`{"query":{"match":{"title":"a b"}}}`), nil, plain)
+	require.NoError(t, err)
+}
+
+type fieldTypes map[string]string
+
+func (f fieldTypes) FieldType(p string) string { return f[p] }
+
+func TestParseMsearch(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []MsearchItem
+	}{
+		{name: "pairs", body: "{\"index\":\"a\"}\n{\"query\":{\"match_all\":{}}}\n{}\n{}\n",
+			want: []MsearchItem{{Index: "a", Body: []byte(`{"query":{"match_all":{}}}`), Params: url.Values{}}, {Body: []byte(`{}`), Params: url.Values{}}}},
+		{name: "index list and params, CRLF, no final newline", body: "{\"index\":[\"a\",\"b\"],\"routing\":\"r\",\"request_cache\":true}\r\n{\"size\":1}",
+			want: []MsearchItem{{Index: "a,b", Body: []byte(`{"size":1}`), Params: url.Values{"routing": {"r"}, "request_cache": {"true"}}}}},
+		{name: "empty header line", body: "\n{\"size\":0}\n",
+			want: []MsearchItem{{Body: []byte(`{"size":0}`), Params: url.Values{}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMsearch([]byte(tt.body))
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+	bad := []struct{ name, body, reason string }{
+		{"empty", "", "no requests"},
+		{"header not JSON", "{x\n{}\n", "line 1"},
+		{"header without body", "{}\n{}\n{}\n", "line 3"},
+		{"unknown header key", "{\"size\":1}\n{}\n", "[size]"},
+		{"body not an object", "{}\n[1]\n", "line 2"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseMsearch([]byte(tt.body))
+			requireStatus(t, err, 400, tt.reason)
+		})
+	}
 }

@@ -721,6 +721,9 @@ func (t *translator) exactValue(field, ft, value string, isNumber bool) (query.Q
 		if err != nil {
 			return nil, err
 		}
+		if err := checkDateRange(tm, field); err != nil {
+			return nil, err
+		}
 		incl := true
 		q := query.NewDateRangeInclusiveQuery(tm, tm, &incl, &incl)
 		q.SetField(field)
@@ -927,6 +930,9 @@ func (t *translator) buildRange(field string, rb rangeBounds) (query.Query, erro
 			if err != nil {
 				return nil, err
 			}
+			if err := checkDateRange(tm, field); err != nil {
+				return nil, err
+			}
 			if i == 0 {
 				lo = tm
 			} else {
@@ -1103,8 +1109,9 @@ func (t *translator) existsField(field string) (query.Query, error) {
 		return query.NewMatchAllQuery(), nil
 	case isNumeric(ft) || ft == "date":
 		// Both are prefix-coded int64 terms; an open numeric range covers
-		// every value a date field can hold (years 1678 to 2262).
-		lo := math.Inf(-1)
+		// every value a date field can hold (years 1678 to 2262). The bound
+		// is finite so the query survives a JSON round trip.
+		lo := -math.MaxFloat64
 		q := query.NewNumericRangeQuery(&lo, nil)
 		q.SetField(field)
 		return q, nil
@@ -1317,4 +1324,13 @@ func buildBool(must, should, mustNot, filter []query.Query, min int, boost float
 		bq.AddMust(query.NewMatchAllQuery())
 	}
 	return setBoost(bq, boost)
+}
+
+// checkDateRange refuses dates that bleve's nanosecond date fields cannot
+// hold.
+func checkDateRange(tm time.Time, field string) error {
+	if tm.Before(query.MinRFC3339CompatibleTime) || tm.After(query.MaxRFC3339CompatibleTime) {
+		return argErr("date %s for field [%s] is outside the supported range 1677-12-01 to 2262-04-11", tm.UTC().Format(time.RFC3339), field)
+	}
+	return nil
 }
