@@ -92,7 +92,7 @@ type Index struct {
 
 	mu     sync.RWMutex // R: searches and bleve-mapping reads; W: mapping swap, Close
 	im     *mapping.IndexMappingImpl
-	imVer  uint64
+	imVer  uint64 // mapping version + 1 that im reflects
 	closed bool
 
 	applyMu      sync.Mutex // serializes Apply
@@ -176,11 +176,11 @@ func newIndex(dir string, m *Mapping, bl bleve.Index) (*Index, error) {
 
 // syncMapping makes the live bleve mapping match m if m changed.
 func (i *Index) syncMapping() error {
-	v := i.m.Version()
+	want := i.m.Version() + 1 // imVer 0: never synced
 	i.mu.RLock()
 	cur := i.imVer
 	i.mu.RUnlock()
-	if cur == v && cur != 0 {
+	if cur == want {
 		return nil
 	}
 	fresh, err := i.m.bleveMapping(true)
@@ -189,10 +189,7 @@ func (i *Index) syncMapping() error {
 	}
 	i.mu.Lock()
 	*i.im = *fresh // in place: the bleve index keeps its pointer
-	i.imVer = v
-	if i.imVer == 0 {
-		i.imVer = ^uint64(0) // version 0 synced: mark as done
-	}
+	i.imVer = want
 	i.mu.Unlock()
 	return nil
 }

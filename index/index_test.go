@@ -1,7 +1,10 @@
 package index
 
 import (
+	"fmt"
+
 	"context"
+	"github.com/blevesearch/bleve/v2/search/query"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -69,4 +72,105 @@ func TestIndexApplyGetSearchReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, uint64(2), d.SeqNo)
+}
+
+func searchTotal(t *testing.T, idx *Index, q query.Query) uint64 {
+	t.Helper()
+	res, err := idx.Search(context.Background(), bleve.NewSearchRequest(q))
+	require.NoError(t, err)
+	return res.Total
+}
+
+func TestAnalyzers(t *testing.T) {
+	m, err := ParseMapping([]byte(`{"properties":{
+		"std":{"type":"text"},"en":{"type":"text","analyzer":"english"},"ws":{"type":"text","analyzer":"whitespace"},
+		"simple":{"type":"text","analyzer":"simple"},"kw":{"type":"text","analyzer":"keyword"}}}`))
+	require.NoError(t, err)
+	idx, err := Create(t.TempDir(), m)
+	require.NoError(t, err)
+	defer idx.Close()
+	src := `"To be or NOT to be, running-dogs 42x"`
+	doc := `{"std":` + src + `,"en":` + src + `,"ws":` + src + `,"simple":` + src + `,"kw":` + src + `}`
+	require.NoError(t, idx.Apply(context.Background(), []Op{{ID: "1", Source: []byte(doc), SeqNo: 1, Version: 1}}))
+	tests := []struct {
+		field, term string
+		hits        uint64
+	}{
+		{"std", "to", 1}, {"std", "not", 1}, {"std", "42x", 1}, {"std", "running", 1},
+		{"en", "to", 0}, {"en", "not", 0}, {"en", "run", 1}, {"en", "dog", 1},
+		{"ws", "NOT", 1}, {"ws", "not", 0}, {"ws", "be,", 1},
+		{"simple", "not", 1}, {"simple", "x", 1}, {"simple", "42x", 0},
+		{"kw", "To be or NOT to be, running-dogs 42x", 1}, {"kw", "to", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.field+"/"+tc.term, func(t *testing.T) {
+			q := bleve.NewTermQuery(tc.term)
+			q.SetField(tc.field)
+			require.Equal(t, tc.hits, searchTotal(t, idx, q))
+		})
+	}
+}
+
+func TestFieldLengthsFollowUpdatesAndDeletes(t *testing.T) {
+	idx, err := Create(t.TempDir(), NewDynamicMapping())
+	require.NoError(t, err)
+	defer idx.Close()
+	ctx := context.Background()
+	q := bleve.NewMatchQuery("a")
+	q.SetField("t")
+	lens := func() uint64 {
+		st, err := idx.TermStats(ctx, q)
+		require.NoError(t, err)
+		return st.FieldLength["t"]
+	}
+	require.NoError(t, idx.Apply(ctx, []Op{
+		{ID: "1", Source: []byte(`{"t":"a b c"}`), SeqNo: 1, Version: 1},
+		{ID: "2", Source: []byte(`{"t":"a b"}`), SeqNo: 2, Version: 1},
+	}))
+	require.Equal(t, uint64(5), lens())
+	require.NoError(t, idx.Apply(ctx, []Op{{ID: "1", Source: []byte(`{"t":"a"}`), SeqNo: 3, Version: 2}}))
+	require.Equal(t, uint64(3), lens())
+	require.NoError(t, idx.Apply(ctx, []Op{{ID: "2", Delete: true, SeqNo: 4, Version: 2}}))
+	require.Equal(t, uint64(1), lens())
+	// Several ops on one id in one batch count only the last.
+	require.NoError(t, idx.Apply(ctx, []Op{
+		{ID: "3", Source: []byte(`{"t":"a b c d"}`), SeqNo: 5, Version: 1},
+		{ID: "3", Source: []byte(`{"t":"a b"}`), SeqNo: 6, Version: 2},
+	}))
+	require.Equal(t, uint64(3), lens())
+	require.Equal(t, uint64(6), idx.AppliedSeq())
+}
+
+// TestSearchDuringDynamicMapping runs searches while documents add fields
+// (the bleve mapping is swapped under the index lock); run with -race.
+func TestSearchDuringDynamicMapping(t *testing.T) {
+	idx, err := Create(t.TempDir(), NewDynamicMapping())
+	require.NoError(t, err)
+	defer idx.Close()
+	ctx := context.Background()
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			q := bleve.NewMatchQuery("v")
+			q.SetField("f0")
+			if _, err := idx.Search(ctx, bleve.NewSearchRequest(q)); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for k := range 30 {
+		src := fmt.Sprintf(`{"f%d":"v","f0":"v"}`, k)
+		require.NoError(t, idx.Apply(ctx, []Op{{ID: fmt.Sprint(k), Source: []byte(src), SeqNo: uint64(k + 1), Version: 1}}))
+	}
+	close(done)
+	require.NoError(t, <-errs)
+	require.Equal(t, "text", idx.Mapping().FieldType("f29"))
 }

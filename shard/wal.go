@@ -126,6 +126,10 @@ type Log struct {
 	synced uint64
 
 	fsyncs atomic.Uint64
+
+	// beforeSync, if set (tests), runs in syncTo before it reads how much
+	// has been written and fsyncs.
+	beforeSync func()
 }
 
 // OpenLog opens (creating if needed) the log in dir, truncating a torn tail.
@@ -310,6 +314,9 @@ func (l *Log) syncTo(target uint64) error {
 	defer l.syncMu.Unlock()
 	if l.synced >= target {
 		return nil
+	}
+	if l.beforeSync != nil {
+		l.beforeSync()
 	}
 	l.mu.Lock()
 	upTo, f := l.written, l.f

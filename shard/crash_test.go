@@ -1,0 +1,108 @@
+package shard
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/stretchr/testify/require"
+)
+
+const crashChildEnv = "WEFT_SHARD_CRASH_CHILD_DIR"
+
+func crashDoc(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"n":%d,"text":"document number %d of the crash test"}`, n, n))
+}
+
+// crashChild runs in a child process: it writes bulks forever, printing
+// "ACK n" once the bulk holding documents up to n has been acknowledged.
+func crashChild() {
+	dir := os.Getenv(crashChildEnv)
+	m, err := Open(dir, testConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	if _, err := m.Index("c"); err != nil {
+		if err := m.CreateIndex(ctx, "c", IndexSettings{NumberOfShards: 3}, nil); err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+	}
+	out := bufio.NewWriter(os.Stdout)
+	for n := 0; ; {
+		ops := make([]Op, 25)
+		for k := range ops {
+			ops[k] = Op{Type: OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
+			n++
+		}
+		res, err := m.Bulk(ctx, ops, RefreshFalse)
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				fmt.Println("ERR", r.Err)
+				os.Exit(1)
+			}
+		}
+		fmt.Fprintf(out, "ACK %d\n", n-1)
+		_ = out.Flush()
+	}
+}
+
+// TestKillAfterAcknowledgedBulkLosesNothing kills a writing process with
+// SIGKILL (no Close, no flush) and finds every acknowledged document after
+// reopening: the shard logs are replayed into the indexes.
+func TestKillAfterAcknowledgedBulkLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	acked := -1
+	for sc.Scan() {
+		line := sc.Text()
+		require.False(t, strings.HasPrefix(line, "ERR"), line)
+		if n, ok := strings.CutPrefix(line, "ACK "); ok {
+			acked, err = strconv.Atoi(n)
+			require.NoError(t, err)
+			if acked >= 600 {
+				break
+			}
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.GreaterOrEqual(t, acked, 600)
+
+	m := openManager(t, dir)
+	defer m.Close()
+	ctx := context.Background()
+	for n := 0; n <= acked; n++ {
+		d, err := m.Get(ctx, "c", strconv.Itoa(n), "")
+		require.NoError(t, err, "acknowledged document %d lost", n)
+		require.JSONEq(t, string(crashDoc(n)), string(d.Source))
+	}
+	inf, err := m.Index("c")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, inf.DocsCount, uint64(acked+1))
+	q := bleve.NewMatchQuery("crash")
+	q.SetField("text")
+	res, err := m.Search(ctx, []string{"c"}, bleve.NewSearchRequest(q))
+	require.NoError(t, err)
+	require.Equal(t, inf.DocsCount, res.Total, "replayed documents are searchable")
+}

@@ -1,0 +1,314 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/index"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		crashChild()
+		return
+	}
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+func TestMurmur3KnownValues(t *testing.T) {
+	tests := []struct {
+		in   string
+		want uint32
+	}{
+		{"", 0},
+		{"a", 0x3c2569b2},
+		{"abc", 0xb3dd93fa},
+		{"hello", 0x248bfa47},
+		{"The quick brown fox jumps over the lazy dog", 0x2e4ff723},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			require.Equal(t, tc.want, Murmur3(tc.in))
+		})
+	}
+	// Routing never changes: these placements are on disk in existing indexes.
+	require.Equal(t, int(0x248bfa47%5), ShardFor("hello", "", 5))
+	require.Equal(t, ShardFor("hello", "", 5), ShardFor("other-id", "hello", 5), "routing overrides the id")
+	require.Len(t, NewID(), 20)
+}
+
+func TestValidateIndexName(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"logs-2024.01", true}, {"a", true}, {"Upper", false}, {"", false}, {"_hidden", false}, {"-x", false},
+		{"+x", false}, {"a b", false}, {"a,b", false}, {"a*", false}, {"a/b", false}, {"a#b", false}, {"..", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateIndexName(tc.name)
+			if tc.ok {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, ErrInvalidIndexName)
+			}
+		})
+	}
+}
+
+func TestIndexLifecycle(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.CreateIndex(ctx, "logs-a", IndexSettings{NumberOfShards: 3}, nil))
+	require.NoError(t, m.CreateIndex(ctx, "logs-b", IndexSettings{NumberOfShards: 1, NumberOfReplicas: 0}, nil))
+	require.NoError(t, m.CreateIndex(ctx, "other", IndexSettings{}, nil))
+	require.ErrorIs(t, m.CreateIndex(ctx, "other", IndexSettings{}, nil), ErrIndexExists)
+	require.ErrorIs(t, m.CreateIndex(ctx, "Bad", IndexSettings{}, nil), ErrInvalidIndexName)
+
+	inf, err := m.Index("logs-a")
+	require.NoError(t, err)
+	require.Equal(t, 3, inf.Settings.NumberOfShards)
+	require.Equal(t, 0, inf.Settings.NumberOfReplicas)
+	require.Equal(t, "green", inf.Health)
+	inf, err = m.Index("other")
+	require.NoError(t, err)
+	require.Equal(t, IndexSettings{NumberOfShards: 1, NumberOfReplicas: 0}, inf.Settings)
+
+	resolve := []struct {
+		expr string
+		want []string
+		err  error
+	}{
+		{"", []string{"logs-a", "logs-b", "other"}, nil},
+		{"_all", []string{"logs-a", "logs-b", "other"}, nil},
+		{"logs-*", []string{"logs-a", "logs-b"}, nil},
+		{"other,logs-b,other", []string{"logs-b", "other"}, nil},
+		{"nomatch-*", []string{}, nil},
+		{"missing", nil, ErrIndexNotFound},
+	}
+	for _, tc := range resolve {
+		got, err := m.ResolveIndices(tc.expr)
+		if tc.err != nil {
+			require.ErrorIs(t, err, tc.err, tc.expr)
+			continue
+		}
+		require.NoError(t, err, tc.expr)
+		require.Equal(t, tc.want, got, tc.expr)
+	}
+
+	require.NoError(t, m.UpdateSettings(ctx, "other", 2))
+	inf, err = m.Index("other")
+	require.NoError(t, err)
+	require.Equal(t, "yellow", inf.Health)
+
+	require.NoError(t, m.DeleteIndex(ctx, "logs-b"))
+	require.ErrorIs(t, m.DeleteIndex(ctx, "logs-b"), ErrIndexNotFound)
+	names := []string{}
+	for _, i := range m.Indices() {
+		names = append(names, i.Name)
+	}
+	require.Equal(t, []string{"logs-a", "other"}, names)
+}
+
+func TestBulkItemSemantics(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	mp, err := index.ParseMapping([]byte(`{"properties":{"n":{"type":"long"},"o":{"properties":{"a":{"type":"keyword"},"b":{"type":"keyword"}}}}}`))
+	require.NoError(t, err)
+	require.NoError(t, m.CreateIndex(ctx, "i", IndexSettings{NumberOfShards: 2}, mp))
+	type want struct {
+		status  int
+		result  string
+		version int64
+		err     error
+	}
+	steps := []struct {
+		name string
+		op   Op
+		want want
+	}{
+		{"index new", Op{Type: OpIndex, ID: "1", Source: json.RawMessage(`{"n":1,"o":{"a":"x"}}`)}, want{http.StatusCreated, "created", 1, nil}},
+		{"index again", Op{Type: OpIndex, ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x"}}`)}, want{http.StatusOK, "updated", 2, nil}},
+		{"create existing", Op{Type: OpCreate, ID: "1", Source: json.RawMessage(`{"n":3}`)}, want{http.StatusConflict, "", 0, ErrVersionConflict}},
+		{"create new", Op{Type: OpCreate, ID: "2", Source: json.RawMessage(`{"n":3}`)}, want{http.StatusCreated, "created", 1, nil}},
+		{"partial update merges objects", Op{Type: OpUpdate, ID: "1", Update: &UpdateSpec{Doc: json.RawMessage(`{"o":{"b":"y"}}`)}}, want{http.StatusOK, "updated", 3, nil}},
+		{"update with same values is noop", Op{Type: OpUpdate, ID: "1", Update: &UpdateSpec{Doc: json.RawMessage(`{"n":2}`)}}, want{http.StatusOK, "noop", 3, nil}},
+		{"update missing", Op{Type: OpUpdate, ID: "9", Update: &UpdateSpec{Doc: json.RawMessage(`{"n":1}`)}}, want{http.StatusNotFound, "", 0, ErrDocumentNotFound}},
+		{"doc_as_upsert", Op{Type: OpUpdate, ID: "9", Update: &UpdateSpec{Doc: json.RawMessage(`{"n":9}`), DocAsUpsert: true}}, want{http.StatusCreated, "created", 1, nil}},
+		{"upsert", Op{Type: OpUpdate, ID: "8", Update: &UpdateSpec{Doc: json.RawMessage(`{"n":1}`), Upsert: json.RawMessage(`{"n":8}`)}}, want{http.StatusCreated, "created", 1, nil}},
+		{"wrong type fails the item", Op{Type: OpIndex, ID: "3", Source: json.RawMessage(`{"n":"abc"}`)}, want{http.StatusBadRequest, "", 0, index.ErrDocParse}},
+		{"malformed source fails the item", Op{Type: OpIndex, ID: "3", Source: json.RawMessage(`{"n":`)}, want{http.StatusBadRequest, "", 0, index.ErrDocParse}},
+		{"delete", Op{Type: OpDelete, ID: "2"}, want{http.StatusOK, "deleted", 2, nil}},
+		{"delete missing", Op{Type: OpDelete, ID: "2"}, want{http.StatusNotFound, "not_found", 0, ErrDocumentNotFound}},
+		{"update needs an id", Op{Type: OpUpdate, Update: &UpdateSpec{Doc: json.RawMessage(`{}`)}}, want{http.StatusBadRequest, "", 0, ErrInvalidRequest}},
+	}
+	for _, st := range steps {
+		st.op.Index = "i"
+		res, err := m.Bulk(ctx, []Op{st.op}, RefreshFalse)
+		require.NoError(t, err, st.name)
+		r := res[0]
+		require.Equal(t, st.want.status, r.Status, "%s: %v", st.name, r.Err)
+		require.Equal(t, st.want.result, r.Result, st.name)
+		if st.want.err != nil {
+			require.ErrorIs(t, r.Err, st.want.err, st.name)
+		} else {
+			require.NoError(t, r.Err, st.name)
+			require.Equal(t, st.want.version, r.Version, st.name)
+		}
+	}
+	d, err := m.Get(ctx, "i", "1", "")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":2,"o":{"a":"x","b":"y"}}`, string(d.Source))
+	require.Equal(t, int64(3), d.Version)
+	_, err = m.Get(ctx, "i", "2", "")
+	require.ErrorIs(t, err, ErrDocumentNotFound)
+	_, err = m.Get(ctx, "nope", "2", "")
+	require.ErrorIs(t, err, ErrIndexNotFound)
+
+	// One request mixing good and bad items; results stay in op order.
+	res, err := m.Bulk(ctx, []Op{
+		{Type: OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":1}`)},
+		{Type: OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
+		{Type: OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},
+		{Type: OpUpdate, Index: "i", ID: "a", Update: &UpdateSpec{Doc: json.RawMessage(`{"n":3}`)}},
+	}, RefreshTrue)
+	require.NoError(t, err)
+	require.Equal(t, []string{"created", "", "updated", "updated"}, []string{res[0].Result, res[1].Result, res[2].Result, res[3].Result})
+	require.Equal(t, []int64{1, 0, 2, 3}, []int64{res[0].Version, res[1].Version, res[2].Version, res[3].Version})
+	require.Less(t, res[0].SeqNo, res[2].SeqNo)
+	d, err = m.Get(ctx, "i", "a", "")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":3}`, string(d.Source))
+}
+
+func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	res, err := m.Bulk(ctx, []Op{
+		{Type: OpIndex, Index: "auto", Source: json.RawMessage(`{"msg":"hello world","when":"2024-01-02T03:04:05Z","n":1}`)},
+		{Type: OpDelete, Index: "absent", ID: "x"},
+		{Type: OpIndex, Index: "BAD", ID: "x", Source: json.RawMessage(`{}`)},
+	}, RefreshWaitFor)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, res[0].Status, "%v", res[0].Err)
+	require.Len(t, res[0].ID, 20)
+	require.Equal(t, http.StatusNotFound, res[1].Status)
+	require.ErrorIs(t, res[1].Err, ErrIndexNotFound)
+	require.Equal(t, http.StatusBadRequest, res[2].Status)
+	require.ErrorIs(t, res[2].Err, ErrInvalidIndexName)
+
+	inf, err := m.Index("auto")
+	require.NoError(t, err)
+	require.Equal(t, IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}, inf.Settings)
+	f := m.Fields([]string{"auto"})
+	require.Equal(t, "text", f.FieldType("msg"))
+	require.Equal(t, "keyword", f.FieldType("msg.keyword"))
+	require.Equal(t, "date", f.FieldType("when"))
+	require.Equal(t, "long", f.FieldType("n"))
+
+	d, err := m.Get(ctx, "auto", res[0].ID, "")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), d.PrimaryTerm)
+	q := bleve.NewMatchQuery("hello")
+	q.SetField("msg")
+	sr, err := m.Search(ctx, []string{"auto"}, bleve.NewSearchRequest(q))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), sr.Total, "searchable when Bulk returns")
+	st := m.Stats().Indices["auto"]
+	require.Equal(t, uint64(1), st.Docs)
+	require.Equal(t, uint64(1), st.IndexTotal)
+	require.Equal(t, uint64(1), st.SearchTotal)
+}
+
+func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := openManager(t, dir)
+	require.NoError(t, m.CreateIndex(ctx, "i", IndexSettings{NumberOfShards: 3, NumberOfReplicas: 0}, nil))
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, m, "i", ids[:100], sources[:100])
+	res, err := m.Bulk(ctx, []Op{{Type: OpDelete, Index: "i", ID: ids[0]}}, RefreshFalse)
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	put, err := index.ParseMapping([]byte(`{"properties":{"extra":{"type":"keyword"}}}`))
+	require.NoError(t, err)
+	require.NoError(t, m.PutMapping(ctx, "i", put))
+	require.ErrorIs(t, m.PutMapping(ctx, "i", mustMapping(t, `{"properties":{"extra":{"type":"long"}}}`)), index.ErrMappingConflict)
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close(), "Close is idempotent")
+	_, err = m.Bulk(ctx, nil, RefreshFalse)
+	require.ErrorIs(t, err, ErrClosed)
+
+	m = openManager(t, dir)
+	defer m.Close()
+	inf, err := m.Index("i")
+	require.NoError(t, err)
+	require.Equal(t, uint64(99), inf.DocsCount)
+	require.Equal(t, 3, inf.Settings.NumberOfShards)
+	require.Equal(t, "keyword", inf.Mapping.FieldType("extra"))
+	require.Equal(t, "text", inf.Mapping.FieldType("subject"), "dynamic fields persist")
+	_, err = m.Get(ctx, "i", ids[0], "")
+	require.ErrorIs(t, err, ErrDocumentNotFound)
+	d, err := m.Get(ctx, "i", ids[1], "")
+	require.NoError(t, err)
+	require.JSONEq(t, string(sources[1]), string(d.Source))
+	// Sequence numbers continue after a restart.
+	res, err = m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, RefreshFalse)
+	require.NoError(t, err)
+	require.Greater(t, res[0].SeqNo, d.SeqNo)
+	require.Equal(t, int64(2), res[0].Version)
+}
+
+func mustMapping(t *testing.T, raw string) *index.Mapping {
+	t.Helper()
+	mp, err := index.ParseMapping([]byte(raw))
+	require.NoError(t, err)
+	return mp
+}
+
+// failingSearcher is a shard that cannot answer.
+type failingSearcher struct{ name string }
+
+func (f failingSearcher) Name() string { return f.name }
+func (f failingSearcher) TermStats(context.Context, query.Query) (*index.TermStats, error) {
+	return nil, errors.New("shard unreachable")
+}
+func (f failingSearcher) Search(context.Context, *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	return nil, errors.New("shard unreachable")
+}
+
+func TestSearchWithFailingShardGivesPartialResults(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.CreateIndex(ctx, "i", IndexSettings{NumberOfShards: 2}, nil))
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, m, "i", ids[:50], sources[:50])
+	ss, err := m.Searchers([]string{"i"})
+	require.NoError(t, err)
+	ss = append(ss, failingSearcher{"i/9"})
+	res, err := SearchShards(ctx, ss, bleve.NewSearchRequest(bleve.NewMatchAllQuery()))
+	require.NoError(t, err)
+	require.Equal(t, uint64(50), res.Total)
+	require.Equal(t, 3, res.Status.Total)
+	require.Equal(t, 1, res.Status.Failed)
+	require.Equal(t, 2, res.Status.Successful)
+	require.Contains(t, res.Status.Errors, "i/9")
+
+	res, err = SearchShards(ctx, []ShardSearcher{failingSearcher{"a"}, failingSearcher{"b"}}, bleve.NewSearchRequest(bleve.NewMatchAllQuery()))
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Status.Failed)
+	require.Zero(t, res.Total)
+}
