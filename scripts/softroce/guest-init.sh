@@ -110,8 +110,8 @@ fi
 
 # (b) fabricbench: tcp, rdma and adaptive on the same rxe device.
 if [ "$MODE" != tests ] && [ -x /opt/weft/fabricbench ]; then
-	say "running fabricbench (sizes $SIZES, $DURATION per point)"
-	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports tcp,rdma,adaptive -json \
+	say "running fabricbench ($TRANSPORTS, sizes $SIZES, $DURATION per point)"
+	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports "$TRANSPORTS" -json \
 		-sizes "$SIZES" -duration "$DURATION" >/out/fabricbench.jsonl 2>/out/fabricbench.log
 	echo $? >/out/fabricbench.rc
 	say "fabricbench exit $(cat /out/fabricbench.rc), $(wc -l </out/fabricbench.jsonl) result lines"
