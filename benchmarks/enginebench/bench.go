@@ -122,11 +122,15 @@ type QueryResult struct {
 	HTTP      Latency   `json:"http"`
 	BudgetUS  float64   `json:"budget_p50_us"` // (raw p50 + empty round trip p50) × 1.1
 	TargetMet bool      `json:"target_met"`
-	// Distinct is the number of distinct queries; Mismatches counts those
-	// whose top-hit scores or exact totals differed between the sides (a
-	// correctness cross-check, not a timing); FirstMismatch describes one.
+	// A correctness cross-check, not a timing: of Distinct distinct
+	// queries, how many had the same total (below Elasticsearch's default
+	// track_total_hits bound of 10,000, else counted as same), the same set
+	// of top-hit ids, and the same top-hit scores (relative 1e-6) on both
+	// sides. FirstMismatch describes one query that differed.
 	Distinct      int    `json:"distinct"`
-	Mismatches    int    `json:"mismatches"`
+	SameTotals    int    `json:"same_totals"`
+	SameTopIDs    int    `json:"same_top_ids"`
+	SameScores    int    `json:"same_scores"`
 	FirstMismatch string `json:"first_mismatch,omitempty"`
 }
 
@@ -265,7 +269,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		}
 		qr.Kind = kind
 		res.Queries = append(res.Queries, qr)
-		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50, "mismatches", qr.Mismatches)
+		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50, "same_scores", qr.SameScores, "distinct", qr.Distinct)
 	}
 	return res, nil
 }
@@ -334,7 +338,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 		q := qs[i%len(qs)]
 		i++
 		start := time.Now()
-		_, _, err := raw.search(ctx, q, cfg.Size)
+		_, err := raw.search(ctx, q, cfg.Size)
 		return time.Since(start), err
 	})
 	if err != nil {
@@ -344,7 +348,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 	qr.HTTP, err = timeN(ctx, cfg, func() (time.Duration, error) {
 		q := qs[i%len(qs)]
 		i++
-		d, _, _, err := h.search(ctx, q, cfg.Size)
+		d, _, err := h.search(ctx, q, cfg.Size)
 		return d, err
 	})
 	if err != nil {
@@ -353,9 +357,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 	qr.BudgetUS = (qr.Raw.P50 + emptyP50) * 1.1
 	qr.TargetMet = qr.HTTP.P50 <= qr.BudgetUS
 
-	// Cross-check each distinct query once: the same top scores (ids may
-	// swap places among equal scores), and the same total while it is below
-	// Elasticsearch's default track_total_hits bound of 10,000.
+	// Cross-check each distinct query once.
 	seen := map[string]bool{}
 	for _, q := range qs {
 		key := fmt.Sprint(q.Terms)
@@ -364,19 +366,29 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 		}
 		seen[key] = true
 		qr.Distinct++
-		rawScores, rawTotal, err := raw.search(ctx, q, cfg.Size)
+		ra, err := raw.search(ctx, q, cfg.Size)
 		if err != nil {
 			return qr, err
 		}
-		_, httpScores, httpTotal, err := h.search(ctx, q, cfg.Size)
+		_, ha, err := h.search(ctx, q, cfg.Size)
 		if err != nil {
 			return qr, err
 		}
-		if !sameScores(rawScores, httpScores) || (rawTotal < 10000 && rawTotal != httpTotal) {
-			qr.Mismatches++
-			if qr.FirstMismatch == "" {
-				qr.FirstMismatch = fmt.Sprintf("%s: raw total %d scores %.4g; HTTP total %d scores %.4g", esBody(q, cfg.Size), rawTotal, rawScores, httpTotal, httpScores)
-			}
+		sameTotal := ra.Total == ha.Total || (ra.Total >= 10000 && ha.Total >= 10000)
+		sameIDs := sameSet(ra.IDs, ha.IDs)
+		sameScores := sameScores(ra.Scores, ha.Scores)
+		if sameTotal {
+			qr.SameTotals++
+		}
+		if sameIDs {
+			qr.SameTopIDs++
+		}
+		if sameScores {
+			qr.SameScores++
+		}
+		if !(sameTotal && sameIDs && sameScores) && qr.FirstMismatch == "" {
+			qr.FirstMismatch = fmt.Sprintf("%s: raw total %d ids %q scores %.4g; HTTP total %d ids %q scores %.4g",
+				esBody(q, cfg.Size), ra.Total, ra.IDs, ra.Scores, ha.Total, ha.IDs, ha.Scores)
 		}
 	}
 	return qr, nil
@@ -394,4 +406,15 @@ func sameScores(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }

@@ -121,19 +121,28 @@ func TestRawSideAnswersTheQueries(t *testing.T) {
 	require.NoError(t, err)
 	for _, kind := range []QueryKind{KindTerm, KindPhrase} {
 		for _, q := range qs[kind] {
-			scores, total, err := ri.search(context.Background(), q, 10)
+			a, err := ri.search(context.Background(), q, 10)
 			require.NoError(t, err)
-			require.NotZero(t, total, "%s query %q found nothing", kind, q.Terms)
-			require.Len(t, scores, min(int(total), 10))
+			require.NotZero(t, a.Total, "%s query %q found nothing", kind, q.Terms)
+			require.Len(t, a.IDs, min(int(a.Total), 10))
 		}
 	}
 	for _, q := range qs[KindBoolean] {
-		_, total, err := ri.search(context.Background(), q, 10)
+		a, err := ri.search(context.Background(), q, 10)
 		require.NoError(t, err)
-		_, mustTotal, err := ri.search(context.Background(), Query{Kind: KindTerm, Terms: q.Terms[:1]}, 10)
+		must, err := ri.search(context.Background(), Query{Kind: KindTerm, Terms: q.Terms[:1]}, 10)
 		require.NoError(t, err)
-		require.LessOrEqual(t, total, mustTotal, "must_not can only remove hits from the must clause")
+		require.LessOrEqual(t, a.Total, must.Total, "must_not can only remove hits from the must clause")
 	}
+}
+
+func TestSameSetAndScores(t *testing.T) {
+	require.True(t, sameSet([]string{"a", "b"}, []string{"b", "a"}))
+	require.False(t, sameSet([]string{"a", "b"}, []string{"a", "c"}))
+	require.False(t, sameSet([]string{"a"}, []string{"a", "a"}))
+	require.True(t, sameScores([]float64{1, 2}, []float64{1 + 1e-9, 2}))
+	require.False(t, sameScores([]float64{1, 2}, []float64{1.01, 2}))
+	require.False(t, sameScores([]float64{1}, nil))
 }
 
 func TestESBodyMatchesTheRawQueryShape(t *testing.T) {

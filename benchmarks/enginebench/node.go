@@ -174,27 +174,29 @@ func (h *httpIndex) load(ctx context.Context, docs []Doc, batchSize, concurrency
 }
 
 // search runs q and returns the time from sending the request to having
-// read the whole response, then the hits' scores and the total, decoded
-// outside that time.
-func (h *httpIndex) search(ctx context.Context, q Query, size int) (time.Duration, []float64, uint64, error) {
+// read the whole response, and the answer, decoded outside that time.
+func (h *httpIndex) search(ctx context.Context, q Query, size int) (time.Duration, answer, error) {
 	body := esBody(q, size)
 	start := time.Now()
 	data, err := h.c.Do(ctx, http.MethodPost, "/"+h.name+"/_search", nil, body, "application/json")
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, nil, 0, fmt.Errorf("HTTP %s query %s: %w", q.Kind, body, err)
+		return 0, answer{}, fmt.Errorf("HTTP %s query %s: %w", q.Kind, body, err)
 	}
 	var res ctl.SearchResponse
 	if err := json.Unmarshal(data, &res); err != nil {
-		return 0, nil, 0, fmt.Errorf("HTTP %s query: decode response: %w", q.Kind, err)
+		return 0, answer{}, fmt.Errorf("HTTP %s query: decode response: %w", q.Kind, err)
 	}
-	scores := make([]float64, len(res.Hits.Hits))
-	for i, hit := range res.Hits.Hits {
+	a := answer{Total: uint64(res.Hits.Total.Value)}
+	for _, hit := range res.Hits.Hits {
+		a.IDs = append(a.IDs, hit.ID)
+		score := 0.0
 		if hit.Score != nil {
-			scores[i] = *hit.Score
+			score = *hit.Score
 		}
+		a.Scores = append(a.Scores, score)
 	}
-	return elapsed, scores, uint64(res.Hits.Total.Value), nil
+	return elapsed, a, nil
 }
 
 // emptyRoundTrip times one GET / (the node's smallest answer: no engine

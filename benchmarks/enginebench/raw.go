@@ -85,18 +85,25 @@ func rawQuery(q Query) query.Query {
 }
 
 // search runs q for the top size hits with their stored fields (the
-// in-process counterpart of returning _source) and returns their scores and
-// the total.
-func (r *rawIndex) search(ctx context.Context, q Query, size int) ([]float64, uint64, error) {
+// in-process counterpart of returning _source).
+func (r *rawIndex) search(ctx context.Context, q Query, size int) (answer, error) {
 	req := bleve.NewSearchRequestOptions(rawQuery(q), size, 0, false)
 	req.Fields = []string{"*"}
 	res, err := r.idx.SearchInContext(ctx, req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("raw bleve: %s query %q: %w", q.Kind, q.Terms, err)
+		return answer{}, fmt.Errorf("raw bleve: %s query %q: %w", q.Kind, q.Terms, err)
 	}
-	scores := make([]float64, len(res.Hits))
-	for i, h := range res.Hits {
-		scores[i] = h.Score
+	a := answer{Total: res.Total}
+	for _, h := range res.Hits {
+		a.IDs = append(a.IDs, h.ID)
+		a.Scores = append(a.Scores, h.Score)
 	}
-	return scores, res.Total, nil
+	return a, nil
+}
+
+// answer is what a query returned, for the cross-check of the two sides.
+type answer struct {
+	IDs    []string
+	Scores []float64
+	Total  uint64
 }

@@ -38,15 +38,16 @@ func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query (µs)\tn\traw p50\traw p99\tHTTP p50\tHTTP p99\tp50 budget\ttarget\tsame answers\t")
+	fmt.Fprintln(tw, "query (µs)\tn\traw p50\traw p99\tHTTP p50\tHTTP p99\tp50 budget\ttarget\t\tsame totals\tsame top ids\tsame scores\t")
 	for _, q := range r.Queries {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d/%d\t\n",
-			q.Kind, q.HTTP.N, q.Raw.P50, q.Raw.P99, q.HTTP.P50, q.HTTP.P99, q.BudgetUS, met(q.TargetMet), q.Distinct-q.Mismatches, q.Distinct)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t\t%d/%d\t%d/%d\t%d/%d\t\n",
+			q.Kind, q.HTTP.N, q.Raw.P50, q.Raw.P99, q.HTTP.P50, q.HTTP.P99, q.BudgetUS, met(q.TargetMet),
+			q.SameTotals, q.Distinct, q.SameTopIDs, q.Distinct, q.SameScores, q.Distinct)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "p50 budget = (raw p50 + empty round trip p50) × 1.1; same answers = distinct queries with equal top-hit scores and totals")
+	_, err := fmt.Fprintln(w, "p50 budget = (raw p50 + empty round trip p50) × 1.1; same … = distinct queries whose totals, top-hit id sets, top-hit scores agree")
 	for _, q := range r.Queries {
 		if q.FirstMismatch != "" {
 			fmt.Fprintf(w, "first %s mismatch: %s\n", q.Kind, q.FirstMismatch)

@@ -463,7 +463,7 @@ func printHits(w io.Writer, res *SearchResponse, fields []string, width int) err
 		sources[i] = m
 	}
 	if len(fields) == 0 {
-		fields = defaultFields(res.Hits.Hits[0].Source)
+		fields = defaultFields(res.Hits.Hits[0].Source, res.Hits.Hits[0].ID)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	header := append([]string{"ID", "SCORE"}, upper(fields)...)
@@ -483,8 +483,8 @@ func printHits(w io.Writer, res *SearchResponse, fields []string, width int) err
 }
 
 // defaultFields returns the first four top-level fields of a source, in
-// document order.
-func defaultFields(src json.RawMessage) []string {
+// document order, leaving out a field that only repeats the hit's id.
+func defaultFields(src json.RawMessage, id string) []string {
 	dec := json.NewDecoder(bytes.NewReader(src))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil
@@ -496,9 +496,13 @@ func defaultFields(src json.RawMessage) []string {
 			break
 		}
 		k, _ := t.(string)
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
 			break
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil && s == id {
+			continue
 		}
 		out = append(out, k)
 	}

@@ -57,7 +57,7 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"_shards":{"total":1,"successful":1,"failed":0}}`)
 	case strings.HasSuffix(r.URL.Path, "/_search"):
 		fmt.Fprint(w, `{"took":3,"hits":{"total":{"value":2,"relation":"eq"},"hits":[`+
-			`{"_index":"mail","_id":"m1","_score":1.5,"_source":{"subject":"Linux kernel panic","from":"ann@example.org","date":"2002-08-22T11:26:25Z","body":"a long\nbody","extra":1}},`+
+			`{"_index":"mail","_id":"m1","_score":1.5,"_source":{"id":"m1","subject":"Linux kernel panic","from":"ann@example.org","date":"2002-08-22T11:26:25Z","body":"a long\nbody","extra":1}},`+
 			`{"_index":"mail","_id":"m2","_score":0.25,"_source":{"subject":"Re: panic","from":"bob@example.org"}}]}}`)
 	default:
 		w.WriteHeader(http.StatusNotFound)
