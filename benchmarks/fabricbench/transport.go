@@ -2,6 +2,7 @@ package fabricbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/weftsearch/weft/fabric"
@@ -16,8 +17,9 @@ const MethodEcho = fabric.MethodUserBase
 // echo handler and dials the listener's address. One Conn is shared by all
 // calls in flight, as nodes share theirs.
 type TransportPeer struct {
-	tr fabric.Transport
-	ln fabric.Listener
+	tr      fabric.Transport
+	ln      fabric.Listener
+	closers []func() error // run after the listener closes
 }
 
 var _ Peer = (*TransportPeer)(nil)
@@ -50,8 +52,10 @@ func (p *TransportPeer) Dial(ctx context.Context) (Caller, error) {
 	return connCaller{c}, nil
 }
 
-// Close closes the listener.
-func (p *TransportPeer) Close() error { return p.ln.Close() }
+// Close closes the listener, then whatever the peer's transports hold.
+func (p *TransportPeer) Close() error {
+	return errors.Join(append([]error{p.ln.Close()}, runAll(p.closers)...)...)
+}
 
 type connCaller struct{ c fabric.Conn }
 

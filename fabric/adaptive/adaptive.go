@@ -197,8 +197,9 @@ func (c Config) chunkFor(transport string) int {
 
 // Transport is the adaptive transport. It is safe for concurrent use.
 type Transport struct {
-	cfg Config
-	trs map[string]fabric.Transport
+	cfg  Config
+	trs  map[string]fabric.Transport
+	bufs bufPool
 }
 
 var _ fabric.Transport = (*Transport)(nil)

@@ -190,7 +190,7 @@ func TestFinishedCallReSentGetsCachedReplyAndPathReturns(t *testing.T) {
 	var broke atomic.Bool
 	for _, a := range addrs {
 		defer n.AddFault(a, "*", func(m fabrictest.Message) fabrictest.Action {
-			if m.Reply && m.Size == 1001 && broke.CompareAndSwap(false, true) {
+			if m.Reply && m.Size == 1000 && broke.CompareAndSwap(false, true) {
 				return fabrictest.Action{Corrupt: true}
 			}
 			return fabrictest.Action{}

@@ -40,6 +40,7 @@ type path struct {
 // of the peer. All methods are safe for concurrent use.
 type Conn struct {
 	cfg     Config
+	bufs    *bufPool
 	remote  string
 	session uint64
 	paths   []*path
@@ -78,7 +79,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		cfg: t.cfg, remote: addr, session: binary.BigEndian.Uint64(sid[:]) | 1,
+		cfg: t.cfg, bufs: &t.bufs, remote: addr, session: binary.BigEndian.Uint64(sid[:]) | 1,
 		ctx: cctx, cancel: cancel, outstanding: make(map[uint64]struct{}), nextID: 1, low: 1,
 	}
 	for i, p := range ps {
@@ -103,7 +104,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 		p.nextProbe = now.Add(t.cfg.ReprobeMin)
 	}
 	for b := range nBuckets {
-		c.choice[b] = c.bestLocked(b)
+		c.choice[b] = c.bestLocked(b, false)
 	}
 	c.mu.Unlock()
 	if up == 0 {
@@ -233,11 +234,13 @@ func (c *Conn) fail(p *path, conn fabric.Conn, err error) {
 }
 
 // bestLocked returns the healthy path with the lowest estimate for bucket
-// b, or -1.
-func (c *Conn) bestLocked(b int) int {
+// b, or -1. measured limits it to paths with live samples of b, so that a
+// switch compares like with like (the probe model is optimistic: pings
+// skip the handler).
+func (c *Conn) bestLocked(b int, measured bool) int {
 	best, bestEst := -1, math.Inf(1)
 	for _, p := range c.paths {
-		if p.conn == nil {
+		if p.conn == nil || measured && p.stats[b].n == 0 {
 			continue
 		}
 		if est, _ := p.estimate(b); best < 0 || est < bestEst {
@@ -255,7 +258,7 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	defer c.mu.Unlock()
 	cur := c.paths[c.choice[b]]
 	if cur.conn == nil {
-		i := c.bestLocked(b)
+		i := c.bestLocked(b, false)
 		if i < 0 {
 			return nil, nil
 		}
@@ -289,8 +292,8 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 	st.n++
 	st.last = time.Now()
 	cur := c.paths[c.choice[b]]
-	best := c.bestLocked(b)
-	if best < 0 || best == cur.idx || cur.conn == nil {
+	best := c.bestLocked(b, true)
+	if best < 0 || best == cur.idx || cur.conn == nil || cur.stats[b].n == 0 {
 		c.streak[b] = 0
 		return
 	}
@@ -418,15 +421,13 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	if len(payload) >= c.cfg.StripeThreshold {
 		return c.striped(ctx, id, method, payload)
 	}
-	buf := make([]byte, headerSize+len(payload))
+	buf := c.bufs.get(headerSize + len(payload))
 	h := c.header(kindCall, method, id)
 	h.put(buf)
 	copy(buf[headerSize:], payload)
 	resp, err := c.roundTrip(ctx, id, bucketOf(len(payload)), buf)
-	if err != nil {
-		return nil, err
-	}
-	return c.decodeReply(ctx, id, resp)
+	c.bufs.put(buf)
+	return c.reply(ctx, id, resp, err)
 }
 
 // ping answers MethodPing through the chosen path's own ping (no envelope:
@@ -468,14 +469,14 @@ func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, buf []byte) ([]b
 		c.fence(ctx, p)
 		t0 := time.Now()
 		resp, err := conn.Call(ctx, MethodEnvelope, buf)
-		if err == nil {
+		if _, striped := isStripedReply(err); err == nil || striped {
 			if measure {
 				c.observe(p, b, time.Since(t0))
 			}
 			p.calls.Add(1)
 			p.bytesSent.Add(uint64(len(buf)))
 			p.bytesRecv.Add(uint64(len(resp)))
-			return resp, nil
+			return resp, err
 		}
 		if c.isClosed() {
 			// Close ends the session's handlers before it closes the
@@ -506,25 +507,13 @@ func (c *Conn) sendCancel(p *path, conn fabric.Conn, id uint64) {
 	}
 }
 
-func (c *Conn) decodeReply(ctx context.Context, id uint64, resp []byte) ([]byte, error) {
-	if len(resp) == 0 {
-		return nil, fmt.Errorf("adaptive: empty envelope reply from %s: %w", c.remote, fabric.ErrClosed)
+// reply turns an envelope call's outcome into the caller's: a striped
+// reply marker makes it fetch the reply in chunks.
+func (c *Conn) reply(ctx context.Context, id uint64, resp []byte, err error) ([]byte, error) {
+	if n, ok := isStripedReply(err); ok {
+		return c.fetch(ctx, id, n)
 	}
-	switch resp[0] {
-	case replyInline:
-		return resp[1:], nil
-	case replyStriped:
-		if len(resp) != 9 {
-			return nil, fmt.Errorf("adaptive: striped reply marker of %d bytes from %s", len(resp), c.remote)
-		}
-		total := binary.BigEndian.Uint64(resp[1:])
-		if total > fabric.MaxMessageSize {
-			return nil, fmt.Errorf("adaptive: striped reply of %d bytes exceeds %d: %w", total, fabric.MaxMessageSize, fabric.ErrTooLarge)
-		}
-		return c.fetch(ctx, id, int(total))
-	default:
-		return nil, fmt.Errorf("adaptive: unknown reply kind %d from %s", resp[0], c.remote)
-	}
+	return resp, err
 }
 
 // Send delivers a one-way message on the path chosen for its size, after

@@ -2,9 +2,10 @@ package adaptive
 
 import (
 	"context"
-	"encoding/binary"
+	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/weftsearch/weft/fabric"
 )
@@ -67,6 +68,15 @@ func newServer(cfg Config, h fabric.Handler) *server {
 // for the sweeper.
 func (s *server) close() {
 	s.cancel()
+	s.mu.Lock()
+	for _, sess := range s.sessions {
+		sess.mu.Lock()
+		for _, e := range sess.entries {
+			e.cancel()
+		}
+		sess.mu.Unlock()
+	}
+	s.mu.Unlock()
 	select {
 	case <-s.stopCh:
 	default:
@@ -189,8 +199,8 @@ func (s *server) bye(id uint64) {
 // run serves one call exactly once per (session, id): the first arrival
 // runs the handler; a re-sent arrival joins it or gets its cached outcome.
 // payload is called, under the session lock, only by the first arrival.
-// What is cached for re-sends never aliases the path's request payload
-// (valid only until this returns): an inline reply is copied into resp.
+// A reply of StripeThreshold bytes or more is kept for fetches and
+// announced with the codeStripedReply marker instead.
 func (s *server) run(ctx context.Context, sess *session, h header, peer string, payload func() ([]byte, error)) ([]byte, error) {
 	sess.mu.Lock()
 	if h.ID < sess.low {
@@ -206,10 +216,15 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 			sess.mu.Unlock()
 			return nil, err
 		}
-		ectx, cancel := context.WithCancel(s.ctx)
+		// Not derived from s.ctx: a child of a shared parent costs a lock
+		// on that parent per call. close cancels every entry instead.
+		ectx, cancel := context.WithCancel(context.Background())
 		e = &entry{ctx: ectx, cancel: cancel, done: make(chan struct{})}
 		sess.entries[h.ID] = e
 		sess.order = append(sess.order, h.ID)
+		if s.ctx.Err() != nil {
+			cancel() // arrived while the listener closes
+		}
 	}
 	e.waiters++
 	if e.timer != nil {
@@ -228,18 +243,16 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		}
 	}
 	reply, err := s.call(e.ctx, &fabric.Request{Method: h.Method, Payload: data, Peer: peer})
-	var resp []byte
-	if err == nil {
-		if len(reply) >= s.cfg.StripeThreshold {
-			resp = make([]byte, 9)
-			resp[0] = replyStriped
-			binary.BigEndian.PutUint64(resp[1:], uint64(len(reply)))
-		} else {
-			resp = make([]byte, 1+len(reply))
-			resp[0] = replyInline
-			copy(resp[1:], reply)
-			reply = nil
-		}
+	// The reply is kept for re-sends; one that aliases a path's request
+	// buffer (valid only until we return) is copied first.
+	if err == nil && h.Kind == kindCall && overlaps(reply, data) {
+		reply = slices.Clone(reply)
+	}
+	resp := reply
+	if err == nil && len(reply) >= s.cfg.StripeThreshold {
+		resp, err = nil, stripedReply(len(reply))
+	} else {
+		reply = nil
 	}
 	sess.mu.Lock()
 	e.resp, e.reply, e.err = resp, reply, err
@@ -381,4 +394,13 @@ func (sess *session) fetch(h header) ([]byte, error) {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: fetch of bytes [%d, %d) of request %d: reply has %d", h.Offset, end, h.ID, len(reply))
 	}
 	return reply[h.Offset:end], nil
+}
+
+// overlaps reports whether a and b share memory.
+func overlaps(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a0 < b0+uintptr(len(b)) && b0 < a0+uintptr(len(a))
 }

@@ -164,7 +164,8 @@ func (c *Conn) striped(ctx context.Context, id uint64, method fabric.Method, pay
 	h := c.header(kindChunk, method, id)
 	h.Total = uint64(len(payload))
 	err := c.spread(ctx, len(payload), func(ctx context.Context, p *path, conn fabric.Conn, s span) error {
-		buf := make([]byte, headerSize+s.n)
+		buf := c.bufs.get(headerSize + s.n)
+		defer c.bufs.put(buf)
 		hh := h
 		hh.Offset = uint64(s.off)
 		hh.put(buf)
@@ -184,10 +185,7 @@ func (c *Conn) striped(ctx context.Context, id uint64, method fabric.Method, pay
 	buf := make([]byte, headerSize)
 	eh.put(buf)
 	resp, err := c.roundTrip(ctx, id, -1, buf)
-	if err != nil {
-		return nil, err
-	}
-	return c.decodeReply(ctx, id, resp)
+	return c.reply(ctx, id, resp, err)
 }
 
 // fetch pulls a striped reply of total bytes over every healthy path, then

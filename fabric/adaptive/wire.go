@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/weftsearch/weft/fabric"
 )
@@ -32,11 +33,29 @@ const (
 	headerSize = 1 + 1 + 2 + 8 + 8 + 8 + 8 + 8 + 4
 )
 
-// Reply kinds: the first byte of every MethodEnvelope reply except fetches.
-const (
-	replyInline  byte = 0 // the reply follows
-	replyStriped byte = 1 // 8 bytes of total length follow; fetch it
-)
+// codeStripedReply marks a reply too large to return in one piece: the
+// call succeeded, and its reply (whose length is the error's message, in
+// decimal) waits on the server to be fetched in chunks. It is a fabric code
+// (below fabric.CodeUserBase) that never reaches callers of Conn.Call.
+const codeStripedReply fabric.Code = 100
+
+// stripedReply is the marker error for a reply of n bytes.
+func stripedReply(n int) error {
+	return fabric.Errorf(codeStripedReply, "%d", n)
+}
+
+// isStripedReply reports whether err is the marker and the reply length.
+func isStripedReply(err error) (int, bool) {
+	var re *fabric.RemoteError
+	if !errors.As(err, &re) || re.Code != codeStripedReply {
+		return 0, false
+	}
+	n, perr := strconv.Atoi(re.Message)
+	if perr != nil || n < 0 || n > fabric.MaxMessageSize {
+		return 0, false
+	}
+	return n, true
+}
 
 // header is the fixed part of every envelope.
 type header struct {

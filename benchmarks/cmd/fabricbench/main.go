@@ -27,14 +27,18 @@ func main() {
 
 func run() error {
 	var (
-		transports = flag.String("transports", strings.Join(fabricbench.PeerNames, ","), "comma list of transports to measure")
+		transports = flag.String("transports", "raw,grpc,tcp,adaptive", "comma list of transports to measure: "+strings.Join(fabricbench.PeerNames, ","))
 		sizes      = flag.String("sizes", "64,256,1KiB,4KiB,16KiB,64KiB,1MiB,16MiB,64MiB", "comma list of payload sizes")
 		inflight   = flag.String("inflight", "1,16", "comma list of calls in flight")
 		duration   = flag.Duration("duration", 500*time.Millisecond, "time per point")
 		minCalls   = flag.Int("min-calls", 2, "calls per worker per point at least, whatever -duration says")
 		asJSON     = flag.Bool("json", false, "print one JSON object per point instead of a table")
 		plotFile   = flag.String("plot", "", "draw latency and bandwidth against size into this PNG")
+		opts       = fabricbench.DefaultOptions()
 	)
+	flag.StringVar(&opts.TCPAddr, "tcp-addr", opts.TCPAddr, "where the tcp peer listens")
+	flag.StringVar(&opts.RDMAAddr, "rdma-addr", opts.RDMAAddr, "control address of the rdma peer: an IP of the RDMA device's netdev, port 0")
+	flag.StringVar(&opts.AdaptivePaths, "adaptive-paths", opts.AdaptivePaths, "path list of the adaptive peer")
 	flag.Parse()
 	sz, err := fabricbench.ParseSizes(*sizes)
 	if err != nil {
@@ -57,7 +61,7 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	results, err := fabricbench.Run(ctx, cfg, fabricbench.NewPeer, fabricbench.Emitter(os.Stdout, *asJSON))
+	results, err := fabricbench.Run(ctx, cfg, opts.NewPeer, fabricbench.Emitter(os.Stdout, *asJSON))
 	if err != nil {
 		return err
 	}
