@@ -75,12 +75,20 @@ func NewClient(addr string, hc *http.Client) (*Client, error) {
 // Addr returns the node's base URL.
 func (c *Client) Addr() string { return c.base.String() }
 
-// Do sends one request and returns the response body of a 2xx answer. body
-// may be nil; contentType is used only with a body. A non-2xx answer is an
+// Do sends one request and returns the response body of a 2xx answer. path
+// is URL-escaped ("/" + url.PathEscape(index) + "/_search"). body may be
+// nil; contentType is used only with a body. A non-2xx answer is an
 // *APIError; a failure to exchange at all wraps ErrUnreachable.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string) ([]byte, error) {
+	// path is already escaped (callers escape each segment); keep it so,
+	// with Path as its decoded form, so String() does not escape it twice.
 	u := *c.base
-	u.Path += path
+	u.RawPath = c.base.EscapedPath() + path
+	decoded, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: bad path: %w", method, path, err)
+	}
+	u.Path = decoded
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {

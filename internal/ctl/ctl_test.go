@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -153,6 +154,7 @@ func TestCommands(t *testing.T) {
 				"m1  1.5000  Linux kernel panic  ann@example.org  2002-08-22T11:26:25Z  a long body\n", "m2  0.2500  Re: panic           bob@example.org"}},
 		{name: "search chosen fields and width", args: []string{"search", "mail", "panic", "--fields", "from,subject", "--width", "6", "--size", "2"},
 			sentBody: `{"query":{"query_string":{"query":"panic"}},"size":2}`, stdout: []string{"m1  1.5000  ann@e…  Linux…"}},
+		{name: "search escapes the index name once", args: []string{"search", "logs-*,a b", "x"}, sent: "POST /logs-*,a b/_search"},
 		{name: "search json", args: []string{"search", "mail", "x", "-o", "json"}, stdout: []string{`"_id": "m1"`}},
 		{name: "bad output format", args: []string{"health", "-o", "yaml"}, code: ExitUsage, stderr: []string{`"yaml" is not table or json`}},
 		{name: "missing arguments", args: []string{"search", "mail"}, code: ExitUsage, stderr: []string{"want INDEX and QUERY"}},
@@ -234,8 +236,8 @@ func TestBulk(t *testing.T) {
 			batches: []int{3}, firstIDs: []string{"", "", ""},
 		},
 		{
-			name:  "bulk format with delete and blank lines",
-			input: `{"index":{"_index":"mail","_id":"1"}}` + "\n" + `{"a":1}` + "\n\n" + `{"delete":{"_index":"mail","_id":"2"}}` + "\n" + `{"create":{"_index":"mail","_id":"3"}}` + "\n" + `{"a":3}`,
+			name:   "bulk format with delete and blank lines",
+			input:  `{"index":{"_index":"mail","_id":"1"}}` + "\n" + `{"a":1}` + "\n\n" + `{"delete":{"_index":"mail","_id":"2"}}` + "\n" + `{"create":{"_index":"mail","_id":"3"}}` + "\n" + `{"a":3}`,
 			stdout: []string{"indexed 3 documents"}, batches: []int{3}, path: "POST /_bulk", firstIDs: []string{"1", "2", "3"},
 		},
 		{
@@ -305,4 +307,27 @@ func indexFlag(args []string) string {
 		}
 	}
 	return ""
+}
+
+func TestProgressPrinter(t *testing.T) {
+	tests := []struct {
+		name     string
+		terminal bool
+		total    int64
+		want     string
+	}{
+		{"bar on a terminal", true, 1000, "\r[███████████████···············]  50% 20 docs, 1 failed, 10 docs/s \n"},
+		{"bar without a known size", true, 0, "\r[······························] 20 docs, 1 failed, 10 docs/s \n"},
+		{"line otherwise", false, 1000, "bulk: 20 docs indexed, 1 failed (50% of input), 10 docs/s\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := &progressPrinter{w: &buf, terminal: tt.terminal, total: tt.total, interval: time.Hour}
+			p.update(Progress{Docs: 20, Failed: 1, InputBytes: 500, Elapsed: 2 * time.Second})
+			p.update(Progress{Docs: 21, Failed: 1, InputBytes: 600, Elapsed: 2 * time.Second}) // too soon: not drawn
+			p.done()
+			require.Equal(t, tt.want, buf.String())
+		})
+	}
 }
