@@ -39,7 +39,7 @@ func openManager(t *testing.T, dir string) *Manager {
 }
 
 // sampleDocs loads testdata/sample/emails.ndjson: id and source per line.
-func sampleDocs(t *testing.T) (ids []string, sources []json.RawMessage) {
+func sampleDocs(t testing.TB) (ids []string, sources []json.RawMessage) {
 	t.Helper()
 	f, err := os.Open("../testdata/sample/emails.ndjson")
 	require.NoError(t, err)
@@ -60,7 +60,7 @@ func sampleDocs(t *testing.T) (ids []string, sources []json.RawMessage) {
 	return ids, sources
 }
 
-func sampleMapping(t *testing.T) *index.Mapping {
+func sampleMapping(t testing.TB) *index.Mapping {
 	t.Helper()
 	raw, err := os.ReadFile("../testdata/sample/emails.mapping.json")
 	require.NoError(t, err)

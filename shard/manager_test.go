@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -311,4 +313,109 @@ func TestSearchWithFailingShardGivesPartialResults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Status.Failed)
 	require.Zero(t, res.Total)
+}
+
+// TestSearchFeatures checks what the DSL layer builds on: highlighting of
+// text fields, facets and sorting on keyword/date doc values, _source.
+func TestSearchFeatures(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.CreateIndex(ctx, "s", IndexSettings{NumberOfShards: 3}, sampleMapping(t)))
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, m, "s", ids, sources)
+
+	q := bleve.NewMatchQuery("linux")
+	q.SetField("body")
+	req := bleve.NewSearchRequestOptions(q, 5, 0, false)
+	req.Highlight = bleve.NewHighlight()
+	req.Highlight.AddField("body")
+	req.Fields = []string{index.SourceField}
+	req.AddFacet("labels", bleve.NewFacetRequest("label", 5))
+	res, err := m.Search(ctx, []string{"s"}, req)
+	require.NoError(t, err)
+	require.Positive(t, res.Total)
+	require.Contains(t, res.Hits[0].Fragments["body"][0], "<mark>")
+	require.NotEmpty(t, res.Facets["labels"].Terms.Terms())
+	var facetTotal int
+	for _, tf := range res.Facets["labels"].Terms.Terms() {
+		facetTotal += tf.Count
+	}
+	require.Equal(t, int(res.Total), facetTotal)
+
+	all := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 3, 0, false)
+	all.SortBy([]string{"-date", "_id"})
+	all.Fields = []string{"date"}
+	res, err = m.Search(ctx, []string{"s"}, all)
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 3)
+	require.GreaterOrEqual(t, res.Hits[0].Sort[0], res.Hits[1].Sort[0])
+
+	// Two indexes at once: each hit names its own index.
+	require.NoError(t, m.CreateIndex(ctx, "t", IndexSettings{}, nil))
+	bulkIndex(t, m, "t", ids[:10], sources[:10])
+	res, err = m.Search(ctx, []string{"s", "t"}, bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 1000, 0, false))
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(ids)+10), res.Total)
+	seen := map[string]int{}
+	for _, h := range res.Hits {
+		seen[h.Index]++
+	}
+	require.Equal(t, map[string]int{"s": len(ids), "t": 10}, seen)
+}
+
+// TestConcurrentBulksAndSearches writes from several goroutines into the
+// same shards while searching (group commit across requests; run with -race).
+func TestConcurrentBulksAndSearches(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.CreateIndex(ctx, "c", IndexSettings{NumberOfShards: 2}, nil))
+	const writers, perWriter = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				errs <- nil
+				return
+			default:
+			}
+			if _, err := m.Search(ctx, []string{"c"}, bleve.NewSearchRequest(bleve.NewMatchAllQuery())); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range perWriter {
+				// Every writer also bumps the shared document "hot".
+				res, err := m.Bulk(ctx, []Op{
+					{Type: OpIndex, Index: "c", ID: fmt.Sprintf("w%d-%d", w, k), Source: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d}`, w, k))},
+					{Type: OpIndex, Index: "c", ID: "hot", Source: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w))},
+				}, RefreshFalse)
+				if err == nil {
+					err = errors.Join(res[0].Err, res[1].Err)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	require.NoError(t, <-errs)
+	inf, err := m.Index("c")
+	require.NoError(t, err)
+	require.Equal(t, uint64(writers*perWriter+1), inf.DocsCount)
+	d, err := m.Get(ctx, "c", "hot", "")
+	require.NoError(t, err)
+	require.Equal(t, int64(writers*perWriter), d.Version, "every write of the hot document got its own version")
 }

@@ -149,6 +149,8 @@ func (s *localShard) write(items []item) error {
 type pendingDoc struct {
 	exists  bool
 	version int64
+	seq     uint64
+	term    uint64
 	source  []byte
 }
 
@@ -174,7 +176,7 @@ func (s *localShard) commit(group []*writeReq) error {
 						continue
 					}
 					prevIdx = p
-					cur = &pendingDoc{exists: p.Exists, version: p.Version, source: p.Source()}
+					cur = &pendingDoc{exists: p.Exists, version: p.Version, seq: p.SeqNo, term: p.PrimaryTerm, source: p.Source()}
 				}
 			}
 			var source []byte
@@ -217,7 +219,8 @@ func (s *localShard) commit(group []*writeReq) error {
 						continue
 					}
 					if !changed {
-						res.Result, res.Status, res.Version = "noop", http.StatusOK, cur.version
+						res.Result, res.Status = "noop", http.StatusOK
+						res.Version, res.SeqNo, res.PrimaryTerm = cur.version, cur.seq, cur.term
 						continue
 					}
 					source = merged
@@ -242,7 +245,7 @@ func (s *localShard) commit(group []*writeReq) error {
 				res.Result, res.Status = "created", http.StatusCreated
 			}
 			res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, s.term
-			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, source: source}
+			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: s.term, source: source}
 			ops = append(ops, iop)
 			recs = append(recs, LogRecord{Term: s.term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
 			okItems = append(okItems, it)

@@ -42,7 +42,6 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "bad operator", body: `{"query":{"match":{"title":{"query":"x","operator":"xor"}}}}`, typ: "illegal_argument_exception", reason: "xor"},
 		{name: "bad fuzziness", body: `{"query":{"match":{"title":{"query":"x","fuzziness":3}}}}`, typ: "illegal_argument_exception", reason: "fuzziness"},
 		{name: "phrase slop", body: `{"query":{"match_phrase":{"body":{"query":"a b","slop":2}}}}`, typ: "illegal_argument_exception", reason: "slop"},
-		{name: "multi_match without fields", body: `{"query":{"multi_match":{"query":"x"}}}`, typ: "illegal_argument_exception", reason: "fields"},
 		{name: "multi_match cross_fields", body: `{"query":{"multi_match":{"query":"x","fields":["a"],"type":"cross_fields"}}}`, typ: "illegal_argument_exception", reason: "cross_fields"},
 		{name: "bad date", body: `{"query":{"range":{"published":{"gte":"yesterday"}}}}`, typ: "illegal_argument_exception", reason: "yesterday"},
 		{name: "date out of range", body: `{"query":{"range":{"published":{"gte":"3000-01-01"}}}}`, typ: "illegal_argument_exception", reason: "outside the supported range"},
@@ -91,14 +90,20 @@ func TestWithoutAnalyzerAbilities(t *testing.T) {
 	// A Fields that only knows types: requests that need the analyzer get a
 	// clear 400 instead of a different analysis.
 	plain := fieldTypes(testTypes)
-	for _, body := range []string{
-		`{"query":{"match":{"title":{"query":"a b","minimum_should_match":1}}}}`,
-		`{"query":{"match":{"title":{"query":"a","analyzer":"standard"}}}}`,
+	for body, reason := range map[string]string{
+		`{"query":{"match":{"title":{"query":"a b","minimum_should_match":1}}}}`: "analyzer",
+		`{"query":{"match":{"title":{"query":"a","analyzer":"standard"}}}}`:      "analyzer",
+		`{"query":{"multi_match":{"query":"x"}}}`:                                 "pattern",
+		`{"query":{"query_string":{"query":"x","fields":["ti*"]}}}`:               "pattern",
 	} {
 		_, err := ParseSearch([]byte(body), nil, plain)
-		requireStatus(t, err, 400, "analyzer")
+		requireStatus(t, err, 400, reason)
 	}
-	_, err := ParseSearch([]byte(`{"query":{"match":{"title":"a b"}}}`), nil, plain)
+	// Without a field list, query_string searches bleve's default field.
+	s, err := ParseSearch([]byte(`{"query":{"query_string":{"query":"x"}}}`), nil, plain)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"match":"x","prefix_length":0,"fuzziness":0}`, queryJSON(t, s.Request.Query))
+	_, err = ParseSearch([]byte(`{"query":{"match":{"title":"a b"}}}`), nil, plain)
 	require.NoError(t, err)
 }
 

@@ -1,5 +1,7 @@
 package esdsl
 
+import "sort"
+
 // Fields tells the translator how each field is mapped. The index layer
 // (shard.Manager) implements it; the translator only reads.
 //
@@ -64,4 +66,41 @@ func (t *translator) resolveAnalyzer(name string) (string, error) {
 		return "", argErr("analyzer [%s] not found; use one of the index's analyzers (standard, simple, whitespace, keyword, english)", name)
 	}
 	return b, nil
+}
+
+// FieldLister is an optional ability of a Fields value: Paths lists every
+// mapped leaf field path (sub-fields such as title.keyword included) with
+// its type. With it, query_string, simple_query_string and multi_match
+// without fields search every field, as Elasticsearch's default "*" does,
+// and field patterns such as "title*" expand; without it those requests
+// search the index's default field, and patterns get a 400.
+type FieldLister interface {
+	Paths() map[string]string
+}
+
+// maxFieldExpansion is Elasticsearch's limit on fields a pattern may expand
+// to.
+const maxFieldExpansion = 1024
+
+// expandFields expands a field pattern ("*", "title*", "user.*") to the
+// mapped fields it matches. ok is false when Fields cannot list fields.
+func (t *translator) expandFields(pattern string) ([]string, bool, error) {
+	l, ok := t.fields.(FieldLister)
+	if !ok {
+		return nil, false, nil
+	}
+	var out []string
+	for p, typ := range l.Paths() {
+		if typ == "object" || typ == "" {
+			continue
+		}
+		if globMatch(pattern, p, false) {
+			out = append(out, p)
+		}
+	}
+	if len(out) > maxFieldExpansion {
+		return nil, true, argErr("field expansion for [%s] matches too many fields, limit: %d, got: %d", pattern, maxFieldExpansion, len(out))
+	}
+	sort.Strings(out)
+	return out, true, nil
 }

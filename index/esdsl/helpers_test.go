@@ -27,6 +27,8 @@ type testFields struct {
 
 func (f *testFields) FieldType(path string) string { return f.types[path] }
 
+func (f *testFields) Paths() map[string]string { return f.types }
+
 func (f *testFields) AnalyzeField(path, analyzer, text string) ([]string, error) {
 	name := analyzer
 	if name == "" {

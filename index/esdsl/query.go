@@ -205,7 +205,6 @@ func (m *matchOpts) set(k string, v json.RawMessage, where string) error {
 		if m.prefix < 0 {
 			return argErr("[%s] %s must be >= 0, got %d", where, k, m.prefix)
 		}
-		m.hasPrefixLen = true
 	case "analyzer":
 		m.analyzer, err = asString(v, where+".analyzer")
 	case "minimum_should_match":
@@ -546,25 +545,51 @@ func (t *translator) multiMatch(body json.RawMessage) (query.Query, error) {
 		return nil, parsingErr("[multi_match] needs [query]")
 	}
 	if len(fields) == 0 {
-		return nil, argErr("[multi_match] needs [fields]: this node cannot expand the default field list \"*\"; name the fields, e.g. \"fields\": [\"title^2\", \"body\"]")
+		fields = []string{"*"}
+	}
+	var names []string
+	var boosts []float64
+	for _, spec := range fields {
+		name, fboost, err := fieldBoost(spec)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.Contains(name, "*") {
+			names, boosts = append(names, name), append(boosts, fboost)
+			continue
+		}
+		expanded, ok, err := t.expandFields(name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, argErr("[multi_match] field pattern [%s] cannot be expanded on this node; name the fields, e.g. \"fields\": [\"title^2\", \"body\"]", name)
+		}
+		if name == "*" {
+			opts.lenient = true
+		}
+		for _, e := range expanded {
+			names, boosts = append(names, e), append(boosts, fboost)
+		}
+	}
+	if len(names) > maxFieldExpansion {
+		return nil, argErr("[multi_match] names %d fields, more than the %d allowed", len(names), maxFieldExpansion)
 	}
 	switch typ {
 	case "best_fields", "most_fields", "phrase":
 	default:
 		return nil, argErr("[multi_match] type [%s] is not supported; use best_fields, most_fields or phrase", typ)
 	}
-	clauses := make([]query.Query, 0, len(fields))
-	for _, spec := range fields {
-		name, fboost, err := fieldBoost(spec)
-		if err != nil {
-			return nil, err
-		}
-		if strings.ContainsAny(name, "*?") {
-			return nil, argErr("[multi_match] field pattern [%s] cannot be expanded on this node; name the fields", name)
-		}
+	clauses := make([]query.Query, 0, len(names))
+	for i, name := range names {
+		fboost := boosts[i]
 		var q query.Query
+		var err error
 		if typ == "phrase" {
 			q, err = t.buildPhrase(name, opts.text, opts.analyzer, slop, opts.zeroTermsAll, fboost)
+			if err != nil && opts.lenient {
+				q, err = query.NewMatchNoneQuery(), nil
+			}
 		} else {
 			fo := opts
 			fo.boost = fboost

@@ -151,13 +151,51 @@ func (o *qsOptions) addField(spec string) error {
 	if err != nil {
 		return err
 	}
-	if f == "*" || f == "_all" {
-		f = ""
-	} else if strings.ContainsAny(f, "*?") {
-		return argErr("field pattern [%s] cannot be expanded on this node; name the fields", f)
+	if f == "_all" {
+		f = "*"
 	}
 	o.fields = append(o.fields, f)
 	o.boosts = append(o.boosts, b)
+	return nil
+}
+
+// resolveFields expands field patterns in opts (an empty list means "*", as
+// Elasticsearch's index.query.default_field). Expanding "*" makes the query
+// lenient, as in Elasticsearch. Without a FieldLister, "*" becomes bleve's
+// default search field ("").
+func (t *translator) resolveFields(opts *qsOptions) error {
+	if len(opts.fields) == 0 {
+		opts.fields, opts.boosts = []string{"*"}, []float64{1}
+	}
+	var fields []string
+	var boosts []float64
+	for i, f := range opts.fields {
+		if !strings.Contains(f, "*") {
+			fields, boosts = append(fields, f), append(boosts, opts.boosts[i])
+			continue
+		}
+		expanded, ok, err := t.expandFields(f)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if f != "*" {
+				return argErr("field pattern [%s] cannot be expanded on this node; name the fields", f)
+			}
+			fields, boosts = append(fields, ""), append(boosts, opts.boosts[i])
+			continue
+		}
+		if f == "*" {
+			opts.match.lenient = true
+		}
+		for _, e := range expanded {
+			fields, boosts = append(fields, e), append(boosts, opts.boosts[i])
+		}
+	}
+	if len(fields) > maxFieldExpansion {
+		return argErr("the query names %d fields, more than the %d allowed", len(fields), maxFieldExpansion)
+	}
+	opts.fields, opts.boosts = fields, boosts
 	return nil
 }
 
@@ -178,8 +216,8 @@ func (t *translator) parseQueryString(text string, opts qsOptions) (query.Query,
 			return nil, err
 		}
 	}
-	if len(opts.fields) == 0 {
-		opts.fields, opts.boosts = []string{""}, []float64{1}
+	if err := t.resolveFields(&opts); err != nil {
+		return nil, err
 	}
 	q, err := t.buildClauses(clauses, opts)
 	if err != nil {
@@ -593,6 +631,13 @@ func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {
 	fields, boosts := opts.fields, opts.boosts
 	if n.field != "" {
 		fields, boosts = []string{n.field}, []float64{1}
+		if strings.Contains(n.field, "*") {
+			sub := qsOptions{fields: fields, boosts: boosts, match: opts.match}
+			if err := t.resolveFields(&sub); err != nil {
+				return nil, err
+			}
+			fields, boosts = sub.fields, sub.boosts
+		}
 	}
 	clauses := make([]query.Query, 0, len(fields))
 	for i, f := range fields {

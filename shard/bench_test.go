@@ -1,0 +1,80 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/index"
+)
+
+// benchDocs returns n sample documents with distinct ids.
+func benchDocs(b *testing.B, n int) ([]string, []json.RawMessage) {
+	ids, srcs := sampleDocs(b)
+	outIDs := make([]string, n)
+	outSrc := make([]json.RawMessage, n)
+	for k := range n {
+		outIDs[k] = fmt.Sprintf("%s-%d", ids[k%len(ids)], k)
+		outSrc[k] = srcs[k%len(srcs)]
+	}
+	return outIDs, outSrc
+}
+
+const benchBatch = 500
+
+// BenchmarkBulkManager indexes batches through Manager.Bulk (log + fsync +
+// batch apply), one shard, explicit ids.
+func BenchmarkBulkManager(b *testing.B) {
+	m, err := Open(b.TempDir(), DefaultConfig(), slog.New(slog.DiscardHandler))
+	require.NoError(b, err)
+	defer m.Close()
+	raw, err := json.Marshal(sampleMapping(b))
+	require.NoError(b, err)
+	mp, err := index.ParseMapping(raw)
+	require.NoError(b, err)
+	require.NoError(b, m.CreateIndex(context.Background(), "b", IndexSettings{NumberOfShards: 1}, mp))
+	ids, srcs := benchDocs(b, b.N*benchBatch)
+	b.ResetTimer()
+	for k := range b.N {
+		ops := make([]Op, benchBatch)
+		for j := range ops {
+			ops[j] = Op{Type: OpIndex, Index: "b", ID: ids[k*benchBatch+j], Source: srcs[k*benchBatch+j]}
+		}
+		res, err := m.Bulk(context.Background(), ops, RefreshFalse)
+		if err != nil || res[0].Err != nil {
+			b.Fatal(err, res[0].Err)
+		}
+	}
+	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "docs/s")
+}
+
+// BenchmarkBulkRawBleve indexes the same batches into plain bleve (default
+// scorch config: Batch waits for persistence) with the equivalent mapping.
+func BenchmarkBulkRawBleve(b *testing.B) {
+	idx, err := bleve.New(filepath.Join(b.TempDir(), "raw"), sampleMapping(b).BleveMapping())
+	require.NoError(b, err)
+	defer idx.Close()
+	ids, srcs := benchDocs(b, b.N*benchBatch)
+	b.ResetTimer()
+	for k := range b.N {
+		batch := idx.NewBatch()
+		for j := range benchBatch {
+			var doc map[string]any
+			if err := json.Unmarshal(srcs[k*benchBatch+j], &doc); err != nil {
+				b.Fatal(err)
+			}
+			if err := batch.Index(ids[k*benchBatch+j], doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := idx.Batch(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "docs/s")
+}
