@@ -136,19 +136,23 @@ type QueryResult struct {
 
 // Result is one run's figures.
 type Result struct {
-	Time        time.Time     `json:"time"`
-	GoVersion   string        `json:"go_version"`
-	NumCPU      int           `json:"num_cpu"`
-	GOMAXPROCS  int           `json:"gomaxprocs"`
-	Docs        int           `json:"docs"`
-	CorpusBytes int64         `json:"corpus_bytes"`
-	BatchSize   int           `json:"batch_size"`
-	Concurrency int           `json:"concurrency"`
-	Size        int           `json:"size"`
-	Bulk        BulkResult    `json:"bulk"`
-	EmptyRTT    Latency       `json:"empty_round_trip"`     // GET / on the node
-	BareRTT     Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
-	Queries     []QueryResult `json:"queries"`
+	Time       time.Time `json:"time"`
+	GoVersion  string    `json:"go_version"`
+	NumCPU     int       `json:"num_cpu"`
+	GOMAXPROCS int       `json:"gomaxprocs"`
+	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end
+	// of the run: other work on the machine skews every timing.
+	LoadAvgStart float64       `json:"loadavg_start"`
+	LoadAvgEnd   float64       `json:"loadavg_end"`
+	Docs         int           `json:"docs"`
+	CorpusBytes  int64         `json:"corpus_bytes"`
+	BatchSize    int           `json:"batch_size"`
+	Concurrency  int           `json:"concurrency"`
+	Size         int           `json:"size"`
+	Bulk         BulkResult    `json:"bulk"`
+	EmptyRTT     Latency       `json:"empty_round_trip"`     // GET / on the node
+	BareRTT      Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
+	Queries      []QueryResult `json:"queries"`
 }
 
 // Run performs one benchmark run. It logs progress to logger and blocks
@@ -189,6 +193,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	for _, d := range docs {
 		res.CorpusBytes += int64(len(d.Source))
 	}
+	res.LoadAvgStart = loadAvg()
+	defer func() { res.LoadAvgEnd = loadAvg() }()
 	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
 
 	// Raw bleve, twice: bleve's default batches, then unsafe_batch (kept
@@ -417,4 +423,18 @@ func sameSet(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(x, y)
+}
+
+// loadAvg returns the 1-minute load average, or -1 where /proc/loadavg is
+// missing (not Linux).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var one float64
+	if _, err := fmt.Sscan(string(b), &one); err != nil {
+		return -1
+	}
+	return one
 }

@@ -87,9 +87,10 @@ func WriteTable(w io.Writer, rs []Result) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "transport\tsize\tinflight\tcalls\trtt p50\trtt p99\tMB/s\tCPU s/GB\tp50/raw\tMB/s/raw\t")
+	var failed []Result
 	for _, r := range rs {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\terror: %s\t\t\t\t\t\t\n", r.Transport, FormatSize(r.Size), r.InFlight, r.Error)
+			failed = append(failed, r)
 			continue
 		}
 		rel, relBW := "", ""
@@ -100,7 +101,23 @@ func WriteTable(w io.Writer, rs []Result) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.0f\t%.3f\t%s\t%s\t\n", r.Transport, FormatSize(r.Size), r.InFlight, r.Calls,
 			fmtDur(r.RTTP50ns), fmtDur(r.RTTP99ns), r.MBPerS, r.CPUSPerGB, rel, relBW)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Errors go below the table, once per transport and message, so a
+	// transport that cannot run here does not break the columns.
+	seen := make(map[string]bool)
+	for _, r := range failed {
+		k := r.Transport + "\x00" + r.Error
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, err := fmt.Fprintf(w, "%s: %s\n", r.Transport, r.Error); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func fmtDur(ns int64) string {

@@ -243,7 +243,7 @@ func TestStripedCallSurvivesPathFailure(t *testing.T) {
 
 // tcpPaths serves h on two TCP paths, 127.0.0.1 and 127.0.0.2 (both
 // loopback), and dials them.
-func tcpPaths(t *testing.T, h fabric.Handler) *adaptive.Conn {
+func tcpPaths(t testing.TB, h fabric.Handler) *adaptive.Conn {
 	t.Helper()
 	tcfg := tcp.DefaultConfig()
 	tcfg.MaxMessageSize = 80 << 20

@@ -48,13 +48,15 @@ type Conn struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu          sync.Mutex
-	closed      bool
-	choice      [nBuckets]int
-	streak      [nBuckets]int
-	nextID      uint64
-	outstanding map[uint64]struct{}
-	low         uint64
+	mu           sync.Mutex
+	closed       bool
+	choice       [nBuckets]int
+	streak       [nBuckets]int
+	lastExplore  [nBuckets]time.Time
+	sinceExplore [nBuckets]int
+	nextID       uint64
+	outstanding  map[uint64]struct{}
+	low          uint64
 
 	inFlight                                     atomic.Int64
 	calls, callErrs, sends, bytesSent, bytesRecv atomic.Uint64
@@ -250,6 +252,9 @@ func (c *Conn) bestLocked(b int, measured bool) int {
 	return best
 }
 
+// exploreEvery is the fewest calls of a bucket between two explores.
+const exploreEvery = 8
+
 // choose picks the path for one message of bucket b: the bucket's current
 // choice, or now and then another healthy path so its estimate stays
 // fresh (explore). It returns nil when no path is healthy.
@@ -265,12 +270,21 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 		c.choice[b], c.streak[b] = i, 0
 		cur = c.paths[i]
 	}
-	if explore && c.cfg.ExploreInterval > 0 {
+	// Explore at most once per ExploreInterval per bucket and never more
+	// than one call in exploreEvery, so rare buckets do not alternate.
+	c.sinceExplore[b]++
+	if explore && c.cfg.ExploreInterval > 0 && c.sinceExplore[b] >= exploreEvery {
 		now := time.Now()
-		for _, p := range c.paths {
-			if p != cur && p.conn != nil && now.Sub(p.stats[b].last) > c.cfg.ExploreInterval {
-				p.stats[b].last = now
-				return p, p.conn
+		if now.Sub(c.lastExplore[b]) > c.cfg.ExploreInterval {
+			var stalest *path
+			for _, p := range c.paths {
+				if p != cur && p.conn != nil && (stalest == nil || p.stats[b].last.Before(stalest.stats[b].last)) {
+					stalest = p
+				}
+			}
+			if stalest != nil {
+				c.lastExplore[b], c.sinceExplore[b] = now, 0
+				return stalest, stalest.conn
 			}
 		}
 	}
@@ -483,8 +497,8 @@ func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, buf []byte) ([]b
 			// paths; what they answer is not the caller's business.
 			return nil, c.closedErr()
 		}
-		if isRemote(err) {
-			return nil, err
+		if isRemote(err) || errors.Is(err, fabric.ErrTooLarge) {
+			return nil, err // the path is fine
 		}
 		if ctx.Err() != nil {
 			c.sendCancel(p, conn, id)

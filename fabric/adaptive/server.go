@@ -47,6 +47,7 @@ type entry struct {
 	err     error
 	waiters int
 	timer   *time.Timer
+	req     fabric.Request // the owner's; allocated with the entry
 }
 
 // assembly collects the chunks of a striped request.
@@ -159,10 +160,8 @@ func (s *server) ServeFabric(ctx context.Context, req *fabric.Request) ([]byte, 
 	}
 	sess := s.session(h.Session, h.Watermark)
 	switch h.Kind {
-	case kindCall:
-		return s.run(ctx, sess, h, req.Peer, func() ([]byte, error) { return body, nil })
-	case kindExec:
-		return s.run(ctx, sess, h, req.Peer, func() ([]byte, error) { return sess.takeAssembly(h) })
+	case kindCall, kindExec:
+		return s.run(ctx, sess, h, req.Peer, body)
 	case kindChunk:
 		return nil, sess.addChunk(h, body)
 	case kindFetch:
@@ -198,10 +197,11 @@ func (s *server) bye(id uint64) {
 
 // run serves one call exactly once per (session, id): the first arrival
 // runs the handler; a re-sent arrival joins it or gets its cached outcome.
-// payload is called, under the session lock, only by the first arrival.
+// The first arrival of a call runs it with body; that of an exec runs the
+// striped request it completes.
 // A reply of StripeThreshold bytes or more is kept for fetches and
 // announced with the codeStripedReply marker instead.
-func (s *server) run(ctx context.Context, sess *session, h header, peer string, payload func() ([]byte, error)) ([]byte, error) {
+func (s *server) run(ctx context.Context, sess *session, h header, peer string, body []byte) ([]byte, error) {
 	sess.mu.Lock()
 	if h.ID < sess.low {
 		sess.mu.Unlock()
@@ -209,17 +209,20 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 	}
 	e := sess.entries[h.ID]
 	owner := e == nil
-	var data []byte
+	data := body
 	if owner {
-		var err error
-		if data, err = payload(); err != nil {
-			sess.mu.Unlock()
-			return nil, err
+		if h.Kind == kindExec {
+			var err error
+			if data, err = sess.takeAssembly(h); err != nil {
+				sess.mu.Unlock()
+				return nil, err
+			}
 		}
 		// Not derived from s.ctx: a child of a shared parent costs a lock
 		// on that parent per call. close cancels every entry instead.
 		ectx, cancel := context.WithCancel(context.Background())
-		e = &entry{ctx: ectx, cancel: cancel, done: make(chan struct{})}
+		e = &entry{ctx: ectx, cancel: cancel, done: make(chan struct{}),
+			req: fabric.Request{Method: h.Method, Payload: data, Peer: peer}}
 		sess.entries[h.ID] = e
 		sess.order = append(sess.order, h.ID)
 		if s.ctx.Err() != nil {
@@ -242,7 +245,8 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 			return nil, ctx.Err()
 		}
 	}
-	reply, err := s.call(e.ctx, &fabric.Request{Method: h.Method, Payload: data, Peer: peer})
+	reply, err := s.call(e.ctx, &e.req)
+	e.req.Payload = nil // the path's buffer is not ours to keep
 	// The reply is kept for re-sends; one that aliases a path's request
 	// buffer (valid only until we return) is copied first.
 	if err == nil && h.Kind == kindCall && overlaps(reply, data) {

@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -117,7 +118,7 @@ func (c *Conn) spread(ctx context.Context, total int, do chunkFunc) error {
 						switch {
 						case err == nil:
 							moved += int64(s.n)
-						case isRemote(err) && fatal == nil:
+						case (isRemote(err) || errors.Is(err, fabric.ErrTooLarge)) && fatal == nil:
 							fatal = err
 							cancel()
 						case ctx.Err() != nil && fatal == nil:
@@ -127,7 +128,7 @@ func (c *Conn) spread(ctx context.Context, total int, do chunkFunc) error {
 							left = append(left, s)
 						}
 						mu.Unlock()
-						if err != nil && !isRemote(err) && ctx.Err() == nil && !c.isClosed() {
+						if err != nil && !isRemote(err) && !errors.Is(err, fabric.ErrTooLarge) && ctx.Err() == nil && !c.isClosed() {
 							c.fail(p, cs[i], err)
 						}
 					}

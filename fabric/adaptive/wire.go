@@ -46,6 +46,9 @@ func stripedReply(n int) error {
 
 // isStripedReply reports whether err is the marker and the reply length.
 func isStripedReply(err error) (int, bool) {
+	if err == nil {
+		return 0, false
+	}
 	var re *fabric.RemoteError
 	if !errors.As(err, &re) || re.Code != codeStripedReply {
 		return 0, false
