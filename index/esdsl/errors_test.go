@@ -93,8 +93,8 @@ func TestWithoutAnalyzerAbilities(t *testing.T) {
 	for body, reason := range map[string]string{
 		`{"query":{"match":{"title":{"query":"a b","minimum_should_match":1}}}}`: "analyzer",
 		`{"query":{"match":{"title":{"query":"a","analyzer":"standard"}}}}`:      "analyzer",
-		`{"query":{"multi_match":{"query":"x"}}}`:                                 "pattern",
-		`{"query":{"query_string":{"query":"x","fields":["ti*"]}}}`:               "pattern",
+		`{"query":{"multi_match":{"query":"x"}}}`:                                "pattern",
+		`{"query":{"query_string":{"query":"x","fields":["ti*"]}}}`:              "pattern",
 	} {
 		_, err := ParseSearch([]byte(body), nil, plain)
 		requireStatus(t, err, 400, reason)
