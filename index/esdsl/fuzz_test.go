@@ -26,6 +26,7 @@ var fuzzSeeds = []string{
 	`{"size":0,"aggs":{"t":{"terms":{"field":"tags","size":2}},"v":{"terms":{"field":"views"}},"p":{"range":{"field":"price","ranges":[{"to":10},{"from":10,"key":"k"}]}},"d":{"date_range":{"field":"published","ranges":[{"from":"now-10y","to":"now"}]}},"h":{"histogram":{"field":"views","interval":50,"hard_bounds":{"min":0,"max":500},"extended_bounds":{"min":0,"max":400}}},"m":{"date_histogram":{"field":"published","calendar_interval":"quarter","format":"yyyy-MM","hard_bounds":{"min":"2023-01-01","max":"2024-12-31"}}}}}`,
 	`{"query":{"ids":{"values":["1","2"]}},"from":1,"size":1,"timeout":"1s","track_scores":true,"sort":["_doc"]}`,
 	`{"query":{"match_phrase":{"body":{"query":"lazy dog","zero_terms_query":"all"}}}}`,
+	`{"query":{"bool":{"should":[{"regexp":{"body":"(?i)f.x"}},{"query_string":{"query":"/qu.*k/ OR body:b?own"}}]}}}`,
 }
 
 func FuzzParseSearch(f *testing.F) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+	vregexp "github.com/blevesearch/vellum/regexp"
 )
 
 // translator turns query DSL objects into bleve queries. It is built per
@@ -999,6 +1000,9 @@ func (t *translator) prefix(body json.RawMessage) (query.Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := t.textOnly(field, "prefix"); err != nil {
+		return nil, err
+	}
 	q := query.NewPrefixQuery(s)
 	q.SetField(field)
 	return setBoost(q, boost), nil
@@ -1011,6 +1015,9 @@ func (t *translator) wildcard(body json.RawMessage) (query.Query, error) {
 	}
 	s, err := asScalarString(v, "wildcard."+field)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.textOnly(field, "wildcard"); err != nil {
 		return nil, err
 	}
 	q := query.NewWildcardQuery(s)
@@ -1041,6 +1048,9 @@ func (t *translator) regexp(body json.RawMessage) (query.Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := t.textOnly(field, "regexp"); err != nil {
+		return nil, err
+	}
 	if err := checkRegexp(s); err != nil {
 		return nil, err
 	}
@@ -1055,6 +1065,12 @@ func checkRegexp(s string) error {
 	}
 	if _, err := syntax.Parse(s, syntax.Perl); err != nil {
 		return argErr("invalid regexp [%s]: %v", s, err)
+	}
+	// The term dictionary is searched with vellum's automata, which refuse
+	// anchors, word boundaries and lazy quantifiers; say so now rather than
+	// fail the search.
+	if _, err := vregexp.New(s); err != nil {
+		return argErr("regexp [%s] is not supported: %v (patterns always match whole terms, so ^ and $ are not needed)", s, err)
 	}
 	return nil
 }
@@ -1356,6 +1372,15 @@ func buildBool(must, should, mustNot, filter []query.Query, min int, boost float
 func checkDateRange(tm time.Time, field string) error {
 	if tm.Before(query.MinRFC3339CompatibleTime) || tm.After(query.MaxRFC3339CompatibleTime) {
 		return argErr("date %s for field [%s] is outside the supported range 1677-12-01 to 2262-04-11", tm.UTC().Format(time.RFC3339), field)
+	}
+	return nil
+}
+
+// textOnly refuses term-pattern queries on fields that hold no terms, as
+// Elasticsearch does.
+func (t *translator) textOnly(field, queryName string) error {
+	if ft := t.fieldType(field); isNumeric(ft) || ft == "date" || ft == "boolean" {
+		return argErr("can only use %s queries on keyword and text fields, not on [%s] which is of type [%s]", queryName, field, ft)
 	}
 	return nil
 }
