@@ -120,7 +120,8 @@ type QueryResult struct {
 	Kind      QueryKind `json:"kind"`
 	Raw       Latency   `json:"raw"`
 	HTTP      Latency   `json:"http"`
-	BudgetUS  float64   `json:"budget_p50_us"` // (raw p50 + empty round trip p50) × 1.1
+	Empty     Latency   `json:"empty_round_trip"` // GET / on the node, interleaved with these queries
+	BudgetUS  float64   `json:"budget_p50_us"`    // (raw p50 + Empty p50) × 1.1
 	TargetMet bool      `json:"target_met"`
 	// A correctness cross-check, not a timing: of Distinct distinct
 	// queries, how many had the same total (below Elasticsearch's default
@@ -150,7 +151,7 @@ type Result struct {
 	Concurrency  int           `json:"concurrency"`
 	Size         int           `json:"size"`
 	Bulk         BulkResult    `json:"bulk"`
-	EmptyRTT     Latency       `json:"empty_round_trip"`     // GET / on the node
+	EmptyRTT     Latency       `json:"empty_round_trip"`     // GET / on the node, all query kinds' rounds together
 	BareRTT      Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
 	Queries      []QueryResult `json:"queries"`
 }
@@ -260,50 +261,57 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	res.Bulk.TargetMet = res.Bulk.Ratio >= 0.8
 	logger.Info("enginebench: HTTP bulk", "elapsed", d, "docs_per_s", int(res.Bulk.HTTPDocsPerSec))
 
-	// Empty round trips: the node's GET /, and a bare handler for reference.
-	if res.EmptyRTT, err = timeN(ctx, cfg, func() (time.Duration, error) { return h.emptyRoundTrip(ctx) }); err != nil {
-		return nil, fmt.Errorf("enginebench: GET /: %w", err)
-	}
-	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
-		return nil, err
-	}
-
+	// Queries, interleaved with empty round trips (GET / on the node) so
+	// that all three see the same machine; then a bare handler for reference.
+	var empties []time.Duration
 	for _, kind := range []QueryKind{KindTerm, KindBoolean, KindPhrase} {
-		qr, err := compareQueries(ctx, cfg, raw, h, queries[kind], res.EmptyRTT.P50)
+		qr, empty, err := compareQueries(ctx, cfg, raw, h, queries[kind])
 		if err != nil {
 			return nil, err
 		}
 		qr.Kind = kind
 		res.Queries = append(res.Queries, qr)
-		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50, "same_scores", qr.SameScores, "distinct", qr.Distinct)
+		empties = append(empties, empty...)
+		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50,
+			"empty_p50_us", qr.Empty.P50, "same_scores", qr.SameScores, "distinct", qr.Distinct)
+	}
+	res.EmptyRTT = summarize(empties)
+	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
 
-// timeN runs op after a warm-up of min(Queries, 50) untimed calls, up to
-// cfg.Queries times or cfg.Duration, and summarises the times it reports.
-func timeN(ctx context.Context, cfg Config, op func() (time.Duration, error)) (Latency, error) {
-	for range min(cfg.Queries, 50) {
-		if _, err := op(); err != nil {
-			return Latency{}, err
+// timeRounds runs rounds of ops, each op once per round in order, and
+// returns the times each op reported: min(Queries, 50) untimed warm-up
+// rounds, then up to cfg.Queries timed rounds, fewer if cfg.Duration passes.
+// Interleaving the ops exposes them to the same load on the machine.
+func timeRounds(ctx context.Context, cfg Config, ops ...func(round int) (time.Duration, error)) ([][]time.Duration, error) {
+	for r := range min(cfg.Queries, 50) {
+		for _, op := range ops {
+			if _, err := op(r); err != nil {
+				return nil, err
+			}
 		}
 	}
-	ds := make([]time.Duration, 0, cfg.Queries)
+	times := make([][]time.Duration, len(ops))
 	end := time.Now().Add(cfg.Duration)
-	for range cfg.Queries {
-		if ctx.Err() != nil {
-			return Latency{}, ctx.Err()
+	for r := range cfg.Queries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		d, err := op()
-		if err != nil {
-			return Latency{}, err
+		for k, op := range ops {
+			d, err := op(r)
+			if err != nil {
+				return nil, err
+			}
+			times[k] = append(times[k], d)
 		}
-		ds = append(ds, d)
 		if time.Now().After(end) {
 			break
 		}
 	}
-	return summarize(ds), nil
+	return times, nil
 }
 
 // bareRoundTrip times GET on a minimal net/http server in this process:
@@ -327,40 +335,44 @@ func bareRoundTrip(ctx context.Context, cfg Config) (Latency, error) {
 	if err != nil {
 		return Latency{}, err
 	}
-	return timeN(ctx, cfg, func() (time.Duration, error) {
+	times, err := timeRounds(ctx, cfg, func(int) (time.Duration, error) {
 		start := time.Now()
 		_, err := c.Do(ctx, http.MethodGet, "/", nil, nil, "")
 		return time.Since(start), err
 	})
+	if err != nil {
+		return Latency{}, fmt.Errorf("enginebench: bare round trip: %w", err)
+	}
+	return summarize(times[0]), nil
 }
 
-// compareQueries times qs on both sides (raw first, then HTTP, each after a
-// warm-up) and cross-checks their answers.
-func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex, qs []Query, emptyP50 float64) (QueryResult, error) {
+// compareQueries times qs on both sides, interleaved with GET / on the
+// node (each round: raw query, HTTP query, empty round trip), and
+// cross-checks their answers. It also returns the empty round trip times.
+func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex, qs []Query) (QueryResult, []time.Duration, error) {
 	var qr QueryResult
-	var err error
-	i := 0
-	qr.Raw, err = timeN(ctx, cfg, func() (time.Duration, error) {
-		q := qs[i%len(qs)]
-		i++
-		start := time.Now()
-		_, err := raw.search(ctx, q, cfg.Size)
-		return time.Since(start), err
-	})
+	times, err := timeRounds(ctx, cfg,
+		func(r int) (time.Duration, error) {
+			start := time.Now()
+			_, err := raw.search(ctx, qs[r%len(qs)], cfg.Size)
+			return time.Since(start), err
+		},
+		func(r int) (time.Duration, error) {
+			d, _, err := h.search(ctx, qs[r%len(qs)], cfg.Size)
+			return d, err
+		},
+		func(int) (time.Duration, error) {
+			d, err := h.emptyRoundTrip(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("GET /: %w", err)
+			}
+			return d, nil
+		})
 	if err != nil {
-		return qr, err
+		return qr, nil, err
 	}
-	i = 0
-	qr.HTTP, err = timeN(ctx, cfg, func() (time.Duration, error) {
-		q := qs[i%len(qs)]
-		i++
-		d, _, err := h.search(ctx, q, cfg.Size)
-		return d, err
-	})
-	if err != nil {
-		return qr, err
-	}
-	qr.BudgetUS = (qr.Raw.P50 + emptyP50) * 1.1
+	qr.Raw, qr.HTTP, qr.Empty = summarize(times[0]), summarize(times[1]), summarize(times[2])
+	qr.BudgetUS = (qr.Raw.P50 + qr.Empty.P50) * 1.1
 	qr.TargetMet = qr.HTTP.P50 <= qr.BudgetUS
 
 	// Cross-check each distinct query once.
@@ -374,11 +386,11 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 		qr.Distinct++
 		ra, err := raw.search(ctx, q, cfg.Size)
 		if err != nil {
-			return qr, err
+			return qr, nil, err
 		}
 		_, ha, err := h.search(ctx, q, cfg.Size)
 		if err != nil {
-			return qr, err
+			return qr, nil, err
 		}
 		sameTotal := ra.Total == ha.Total || (ra.Total >= 10000 && ha.Total >= 10000)
 		sameIDs := sameSet(ra.IDs, ha.IDs)
@@ -397,7 +409,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 				esBody(q, cfg.Size), ra.Total, ra.IDs, ra.Scores, ha.Total, ha.IDs, ha.Scores)
 		}
 	}
-	return qr, nil
+	return qr, times[2], nil
 }
 
 // sameScores reports whether a and b hold the same scores to a relative

@@ -160,3 +160,32 @@ func TestESBodyMatchesTheRawQueryShape(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteTableAndJSON(t *testing.T) {
+	r := &Result{
+		Docs: 400, CorpusBytes: 510000, BatchSize: 1000, Concurrency: 2, Size: 10, GoVersion: "go1.26.8", NumCPU: 2, GOMAXPROCS: 2,
+		Bulk:     BulkResult{RawDocsPerSec: 1000, RawUnsafeDocsPerSec: 1250, HTTPDocsPerSec: 900, Ratio: 0.9, RatioUnsafe: 0.72, TargetMet: true},
+		EmptyRTT: Latency{N: 30, P50: 100, P99: 200, Mean: 110},
+		Queries: []QueryResult{{Kind: KindTerm, Raw: Latency{N: 10, P50: 50}, HTTP: Latency{N: 10, P50: 400}, Empty: Latency{N: 10, P50: 100},
+			BudgetUS: 165, Distinct: 8, SameTotals: 8, SameTopIDs: 5, SameScores: 0, FirstMismatch: "x"}},
+	}
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, r))
+	out := b.String()
+	for _, want := range []string{
+		"400 docs (0.5 MB)",
+		"raw bleve, default batches    1000        0.90×",
+		"target HTTP ≥ 0.80× raw bleve (default batches): met",
+		"term  10       50        0       400         0        100         165  MISSED          8/8           5/8          0/8\n",
+		"first term mismatch: x",
+	} {
+		require.Contains(t, out, want)
+	}
+	p := filepath.Join(t.TempDir(), "r.json")
+	require.NoError(t, WriteJSONFile(p, r))
+	var back Result
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Equal(t, *r, back)
+}
