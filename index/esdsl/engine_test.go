@@ -3,6 +3,7 @@ package esdsl_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -42,7 +43,27 @@ type engineFields struct{ m *index.Mapping }
 func (f engineFields) FieldType(p string) string { return f.m.FieldType(p) }
 func (f engineFields) Paths() map[string]string  { return f.m.FieldPaths() }
 
-var _ esdsl.FieldLister = engineFields{}
+// AnalyzeField runs the field's analyzer from the index's bleve mapping.
+func (f engineFields) AnalyzeField(path, analyzer, text string) ([]string, error) {
+	bm := f.m.BleveMapping()
+	if analyzer == "" {
+		analyzer = bm.AnalyzerNameForPath(path)
+	}
+	a := bm.AnalyzerNamed(analyzer)
+	if a == nil {
+		return nil, fmt.Errorf("no analyzer %q", analyzer)
+	}
+	var out []string
+	for _, tok := range a.Analyze([]byte(text)) {
+		out = append(out, string(tok.Term))
+	}
+	return out, nil
+}
+
+var (
+	_ esdsl.FieldLister = engineFields{}
+	_ esdsl.Analyzer    = engineFields{}
+)
 
 func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
 	t.Helper()
@@ -86,6 +107,8 @@ func TestAgainstIndexPackage(t *testing.T) {
 		{name: "term on text keeps stop words", body: `{"query":{"match":{"title":"the"}}}`, check: wantIDs("1")},
 		{name: "numeric and date ranges", body: `{"query":{"bool":{"filter":[{"range":{"views":{"gte":50}}},{"range":{"published":{"gte":"2024-02-01","lt":"2024-03-01"}}}]}}}`,
 			check: wantIDs("2", "3")},
+		{name: "minimum_should_match with the index's analyzer", body: `{"query":{"match":{"body":{"query":"The LAZY dog sun","minimum_should_match":3}}}}`,
+			check: wantIDs("1", "2")},
 		{name: "nested object field", body: `{"query":{"match":{"user.name":"smith"}}}`, check: wantIDs("1", "3")},
 		{name: "q over all fields", params: url.Values{"q": {"hound OR bread"}}, check: wantIDs("3", "4")},
 		{name: "exists", body: `{"query":{"bool":{"must_not":{"exists":{"field":"price"}}}}}`, check: wantIDs()},
