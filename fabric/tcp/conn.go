@@ -40,7 +40,7 @@ type Conn struct {
 	nextID  uint64
 
 	calls, callErrs, sends atomic.Uint64
-	readerDone            chan struct{}
+	readerDone             chan struct{}
 }
 
 var _ fabric.Conn = (*Conn)(nil)

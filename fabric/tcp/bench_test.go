@@ -1,0 +1,251 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+var benchSizes = []int{64, 1 << 10, 16 << 10, 1 << 20, 16 << 20}
+
+// rawEcho serves a length-prefixed echo: the floor a fabric transport is
+// measured against.
+func rawEcho(b *testing.B) (addr string, stop func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				br := bufio.NewReaderSize(nc, 64<<10)
+				var hdr [4]byte
+				var buf []byte
+				for {
+					if _, err := io.ReadFull(br, hdr[:]); err != nil {
+						return
+					}
+					n := int(binary.BigEndian.Uint32(hdr[:]))
+					if cap(buf) < n {
+						buf = make([]byte, n)
+					}
+					buf = buf[:n]
+					if _, err := io.ReadFull(br, buf); err != nil {
+						return
+					}
+					bufs := net.Buffers{hdr[:], buf}
+					if _, err := bufs.WriteTo(nc); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() { ln.Close(); wg.Wait() }
+}
+
+func BenchmarkRawTCP(b *testing.B) {
+	addr, stop := rawEcho(b)
+	defer stop()
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			br := bufio.NewReaderSize(nc, 64<<10)
+			payload := make([]byte, size)
+			var hdr [4]byte
+			b.SetBytes(int64(2 * size))
+			b.ResetTimer()
+			for range b.N {
+				binary.BigEndian.PutUint32(hdr[:], uint32(size))
+				bufs := net.Buffers{hdr[:], payload}
+				if _, err := bufs.WriteTo(nc); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(br, hdr[:]); err != nil {
+					b.Fatal(err)
+				}
+				reply := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+				if _, err := io.ReadFull(br, reply); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkFabricTCP(b *testing.B) {
+	cfg := DefaultConfig()
+	tr, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			c, err := tr.Dial(ctx, l.Addr())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			payload := make([]byte, size)
+			b.SetBytes(int64(2 * size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.Call(ctx, fabric.MethodUserBase, payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkFabricTCPParallel16(b *testing.B) {
+	tr, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	c, err := tr.Dial(ctx, l.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	payload := make([]byte, 64)
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Call(ctx, fabric.MethodUserBase, payload); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkRatioToRaw alternates blocks of raw and fabric round trips on
+// the same machine at the same time, so background load hits both alike,
+// and reports the ratio of their median round-trip times.
+func BenchmarkRatioToRaw(b *testing.B) {
+	addr, stop := rawEcho(b)
+	defer stop()
+	tr, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for _, size := range []int{64, 1 << 10, 16 << 10, 1 << 20, 16 << 20} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			br := bufio.NewReaderSize(nc, 64<<10)
+			c, err := tr.Dial(ctx, l.Addr())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			payload := make([]byte, size)
+			raw := func() {
+				var hdr [4]byte
+				binary.BigEndian.PutUint32(hdr[:], uint32(size))
+				bufs := net.Buffers{hdr[:], payload}
+				if _, err := bufs.WriteTo(nc); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(br, hdr[:]); err != nil {
+					b.Fatal(err)
+				}
+				reply := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+				if _, err := io.ReadFull(br, reply); err != nil {
+					b.Fatal(err)
+				}
+			}
+			fab := func() {
+				if _, err := c.Call(ctx, fabric.MethodUserBase, payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+			block := max(1, 200>>(max(0, bitsLen(size)-14)))
+			var rawT, fabT []time.Duration
+			for done := 0; done < b.N; done += block {
+				for _, side := range []struct {
+					f   func()
+					out *[]time.Duration
+				}{{raw, &rawT}, {fab, &fabT}} {
+					for range block {
+						t0 := time.Now()
+						side.f()
+						*side.out = append(*side.out, time.Since(t0))
+					}
+				}
+			}
+			r50, f50 := median(rawT), median(fabT)
+			b.ReportMetric(float64(r50.Nanoseconds()), "raw-p50-ns")
+			b.ReportMetric(float64(f50.Nanoseconds()), "fabric-p50-ns")
+			b.ReportMetric(float64(f50)/float64(r50), "ratio")
+		})
+	}
+}
+
+func bitsLen(n int) int {
+	k := 0
+	for n > 0 {
+		n >>= 1
+		k++
+	}
+	return k
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
