@@ -111,8 +111,9 @@ fi
 # (b) fabricbench: tcp, rdma and adaptive on the same rxe device.
 if [ "$MODE" != tests ] && [ -x /opt/weft/fabricbench ]; then
 	say "running fabricbench ($TRANSPORTS, sizes $SIZES, $DURATION per point)"
+	# shellcheck disable=SC2086 # BENCH_ARGS is a word list on purpose
 	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports "$TRANSPORTS" -json \
-		-sizes "$SIZES" -duration "$DURATION" >/out/fabricbench.jsonl 2>/out/fabricbench.log
+		-sizes "$SIZES" -duration "$DURATION" $BENCH_ARGS >/out/fabricbench.jsonl 2>/out/fabricbench.log
 	echo $? >/out/fabricbench.rc
 	say "fabricbench exit $(cat /out/fabricbench.rc), $(wc -l </out/fabricbench.jsonl) result lines"
 fi

@@ -44,6 +44,7 @@ environment:
   SOFTROCE_SIZES     benchmark sizes in bytes, comma-separated (default 64,4096,65536,1048576)
   SOFTROCE_DURATION  fabricbench time per point (default 1s)
   SOFTROCE_TRANSPORTS fabricbench transports (default tcp,rdma,adaptive)
+  SOFTROCE_BENCH_ARGS more fabricbench flags, split on spaces
 EOF
 }
 
@@ -91,6 +92,7 @@ DEBS=$CACHE/debs
 SIZES=${SOFTROCE_SIZES:-64,4096,65536,1048576}
 DURATION=${SOFTROCE_DURATION:-1s}
 TRANSPORTS=${SOFTROCE_TRANSPORTS:-tcp,rdma,adaptive}
+BENCH_ARGS=${SOFTROCE_BENCH_ARGS:-}
 GO=${GO:-go}
 
 # The guest: one rxe device on veth0, both ends of every test on it.
@@ -198,6 +200,8 @@ exec 9>"$OUT/.lock"
 if ! flock -n 9; then
 	log "another run holds $OUT/.lock; waiting for it"
 	flock 9
+	log "waited $((SECONDS - T0)) s for the other run (not counted in the timings below)"
+	T0=$SECONDS
 fi
 
 #### host: packages the host needs ##########################################
@@ -359,6 +363,7 @@ install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
 	printf 'SIZES=%q\n' "$SIZES"
 	printf 'DURATION=%q\n' "$DURATION"
 	printf 'TRANSPORTS=%q\n' "$TRANSPORTS"
+	printf 'BENCH_ARGS=%q\n' "$BENCH_ARGS"
 	printf 'MODULES=%q\n' "${MODULES[*]}"
 } >"$TREE/etc/weft-softroce.conf"
 ldconfig -r "$TREE"
