@@ -195,7 +195,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		res.CorpusBytes += int64(len(d.Source))
 	}
 	res.LoadAvgStart = loadAvg()
-	defer func() { res.LoadAvgEnd = loadAvg() }()
 	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
 
 	// Raw bleve, twice: bleve's default batches, then unsafe_batch (kept
@@ -279,6 +278,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
 		return nil, err
 	}
+	res.LoadAvgEnd = loadAvg()
 	return res, nil
 }
 
