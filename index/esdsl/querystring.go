@@ -33,7 +33,9 @@ const (
 )
 
 type qsClause struct {
-	occur int
+	occur int // Lucene classic occurrence (query_string)
+	conj  int // operator written before the clause (simple_query_string)
+	neg   bool
 	node  qsNode
 }
 
@@ -348,7 +350,7 @@ func (p *qsParser) parseClauses(depth int, defaultAnd bool) ([]qsClause, error) 
 		case defaultAnd && conj != conjOr:
 			occur = occurMust
 		}
-		clauses = append(clauses, qsClause{occur: occur, node: node})
+		clauses = append(clauses, qsClause{occur: occur, conj: conj, neg: mod == occurMustNot, node: node})
 	}
 	if len(clauses) == 0 && depth == 0 && !p.simple {
 		return nil, nil
@@ -583,6 +585,9 @@ func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Que
 	if clauses == nil {
 		return query.NewMatchNoneQuery(), nil
 	}
+	if opts.simple {
+		return t.buildSimple(clauses, opts)
+	}
 	var must, should, mustNot []query.Query
 	for _, c := range clauses {
 		q, err := t.buildNode(c.node, opts)
@@ -612,6 +617,56 @@ func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Que
 		must = []query.Query{query.NewMatchAllQuery()}
 	}
 	return buildBool(must, should, mustNot, nil, min, 1), nil
+}
+
+// buildSimple combines simple_query_string clauses as Lucene's
+// SimpleQueryParser does: left to right, a change of operator wraps what
+// came before, adjacent clauses take the default operator, and -x means
+// "every document without x" combined like any other clause (so with the
+// default operator OR, "fox -dog" also matches documents without dog).
+func (t *translator) buildSimple(clauses []qsClause, opts qsOptions) (query.Query, error) {
+	def := conjOr
+	if opts.match.operatorAnd {
+		def = conjAnd
+	}
+	combine := func(members []query.Query, op int) query.Query {
+		switch {
+		case len(members) == 1:
+			return members[0]
+		case op == conjAnd:
+			return query.NewConjunctionQuery(members)
+		}
+		return query.NewDisjunctionQuery(members)
+	}
+	var members []query.Query
+	op := conjNone
+	for i, c := range clauses {
+		q, err := t.buildNode(c.node, opts)
+		if err != nil {
+			return nil, err
+		}
+		if c.neg {
+			q = query.NewBooleanQuery([]query.Query{query.NewMatchAllQuery()}, nil, []query.Query{q})
+		}
+		if i == 0 {
+			members = []query.Query{q}
+			continue
+		}
+		cop := c.conj
+		if cop == conjNone {
+			cop = def
+		}
+		if op == conjNone || op == cop {
+			members = append(members, q)
+		} else {
+			members = []query.Query{combine(members, op), q}
+		}
+		op = cop
+	}
+	if len(members) == 0 {
+		return query.NewMatchNoneQuery(), nil
+	}
+	return combine(members, op), nil
 }
 
 func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {
