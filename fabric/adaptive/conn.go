@@ -54,6 +54,8 @@ type Conn struct {
 	streak       [nBuckets]int
 	lastExplore  [nBuckets]time.Time
 	sinceExplore [nBuckets]int
+	streakStart  [nBuckets]time.Time
+	confirm      [nBuckets]int // path to sample before switching, or -1
 	nextID       uint64
 	outstanding  map[uint64]struct{}
 	low          uint64
@@ -106,7 +108,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 		p.nextProbe = now.Add(t.cfg.ReprobeMin)
 	}
 	for b := range nBuckets {
-		c.choice[b] = c.bestLocked(b, false)
+		c.choice[b], c.confirm[b] = c.bestLocked(b, false), -1
 	}
 	c.mu.Unlock()
 	if up == 0 {
@@ -270,6 +272,12 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 		c.choice[b], c.streak[b] = i, 0
 		cur = c.paths[i]
 	}
+	if i := c.confirm[b]; explore && i >= 0 {
+		c.confirm[b] = -1
+		if p := c.paths[i]; p.conn != nil && p != cur {
+			return p, p.conn
+		}
+	}
 	// Explore at most once per ExploreInterval per bucket and never more
 	// than one call in exploreEvery, so rare buckets do not alternate.
 	c.sinceExplore[b]++
@@ -293,10 +301,14 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 
 // observe records a round trip of bucket b on p and applies the
 // hysteresis: the bucket's choice moves only when another healthy path has
-// been better by SwitchMargin for SwitchAfter samples in a row.
+// been better by SwitchMargin for SwitchAfter samples in a row, and a fresh
+// sample of that path, taken after the streak began, confirms it. The
+// confirmation keeps a load spike that slows every path from being read as
+// the current path getting slower than the others' older estimates.
 func (c *Conn) observe(p *path, b int, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := time.Now()
 	st := &p.stats[b]
 	if st.n == 0 {
 		st.rtt = float64(d)
@@ -304,24 +316,34 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 		st.rtt += c.cfg.EWMAAlpha * (float64(d) - st.rtt)
 	}
 	st.n++
-	st.last = time.Now()
+	st.last = now
+	st.lastRTT = float64(d)
 	cur := c.paths[c.choice[b]]
 	best := c.bestLocked(b, true)
 	if best < 0 || best == cur.idx || cur.conn == nil || cur.stats[b].n == 0 {
-		c.streak[b] = 0
+		c.streak[b], c.confirm[b] = 0, -1
 		return
 	}
 	curEst, _ := cur.estimate(b)
-	bestEst, _ := c.paths[best].estimate(b)
-	if bestEst >= curEst*(1-c.cfg.SwitchMargin) {
-		c.streak[b] = 0
+	alt := c.paths[best]
+	bar := curEst * (1 - c.cfg.SwitchMargin)
+	if alt.stats[b].rtt >= bar {
+		c.streak[b], c.confirm[b] = 0, -1
 		return
 	}
-	c.streak[b]++
-	if c.streak[b] >= c.cfg.SwitchAfter {
-		c.choice[b], c.streak[b] = best, 0
-		c.paths[best].stats[b].switches++
+	if c.streak[b] == 0 {
+		c.streakStart[b] = now
 	}
+	c.streak[b]++
+	if c.streak[b] < c.cfg.SwitchAfter {
+		return
+	}
+	if alt.stats[b].last.After(c.streakStart[b]) && alt.stats[b].lastRTT < bar {
+		c.choice[b], c.streak[b], c.confirm[b] = best, 0, -1
+		alt.stats[b].switches++
+		return
+	}
+	c.confirm[b] = best // the next call of b samples alt
 }
 
 // fence makes sure every one-way message sent on a path other than target

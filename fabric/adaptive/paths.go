@@ -60,6 +60,7 @@ type PathReporter interface {
 
 type bucketStat struct {
 	rtt      float64 // ns, EWMA
+	lastRTT  float64 // ns, the latest sample
 	n        uint64
 	last     time.Time // last sample or explore
 	switches uint64

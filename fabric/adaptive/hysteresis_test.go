@@ -1,0 +1,83 @@
+package adaptive
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// idleConn stands for a healthy path; the selector never calls it here.
+type idleConn struct{}
+
+func (idleConn) Call(context.Context, fabric.Method, []byte) ([]byte, error) { return nil, nil }
+func (idleConn) Send(context.Context, fabric.Method, []byte) error           { return nil }
+func (idleConn) Stats() fabric.ConnStats                                     { return fabric.ConnStats{} }
+func (idleConn) RemoteAddr() string                                          { return "idle" }
+func (idleConn) Close() error                                                { return nil }
+
+func selector(t *testing.T) *Conn {
+	cfg := DefaultConfig().withDefaults()
+	cfg.ExploreInterval = time.Nanosecond
+	require.NoError(t, cfg.Validate())
+	c := &Conn{cfg: cfg, outstanding: map[uint64]struct{}{}}
+	for i := range 2 {
+		c.paths = append(c.paths, &path{idx: i, conn: idleConn{}, baseRTT: 1e5, probeBW: 1})
+	}
+	for b := range nBuckets {
+		c.choice[b], c.confirm[b] = 0, -1
+	}
+	return c
+}
+
+// drive sends n calls of bucket 0 through the selector, each taking the
+// time rtt(path) says, as roundTrip would, and returns the switch count.
+func drive(c *Conn, n int, rtt func(p int) time.Duration) uint64 {
+	for range n {
+		p, _ := c.choose(0, true)
+		c.observe(p, 0, rtt(p.idx))
+		time.Sleep(time.Microsecond) // explores need time to pass
+	}
+	return c.paths[0].stats[0].switches + c.paths[1].stats[0].switches
+}
+
+// TestHysteresisHoldsOnNoisyEqualPaths feeds the selector two paths with
+// the same mean and ±15% noise: it must never switch. Then one path gets
+// twice as slow: it must switch exactly once and stay.
+func TestHysteresisHoldsOnNoisyEqualPaths(t *testing.T) {
+	c := selector(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	noisy := func(mean time.Duration) time.Duration {
+		return time.Duration(float64(mean) * (0.85 + 0.3*rng.Float64()))
+	}
+	equal := func(int) time.Duration { return noisy(time.Millisecond) }
+	require.Zero(t, drive(c, 2000, equal), "noise within the margin must not switch paths")
+
+	cur := c.choice[0]
+	slowCur := func(p int) time.Duration {
+		if p == cur {
+			return noisy(2 * time.Millisecond)
+		}
+		return noisy(time.Millisecond)
+	}
+	require.Equal(t, uint64(1), drive(c, 2000, slowCur))
+	require.Equal(t, 1-cur, c.choice[0], "the faster path is chosen")
+}
+
+// TestHysteresisNeedsConfirmation: when every path slows down at once (a
+// load spike), only the current path is being measured; the selector
+// samples the other before switching and, finding it slow too, stays.
+func TestHysteresisNeedsConfirmation(t *testing.T) {
+	c := selector(t)
+	c.cfg.ExploreInterval = time.Hour // no routine explores: only confirmations
+	fast := func(int) time.Duration { return time.Millisecond }
+	c.paths[1].stats[0] = bucketStat{rtt: float64(time.Millisecond), n: 1, last: time.Now(), lastRTT: float64(time.Millisecond)}
+	require.Zero(t, drive(c, 50, fast))
+	spike := func(int) time.Duration { return 3 * time.Millisecond }
+	require.Zero(t, drive(c, 200, spike), "a spike on both paths must not switch")
+	require.Equal(t, 0, c.choice[0])
+}
