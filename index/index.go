@@ -149,6 +149,17 @@ func newIndex(dir string, m *Mapping, bl bleve.Index) (*Index, error) {
 		return nil, fmt.Errorf("index: %s: unexpected bleve mapping type %T", dir, bl.Mapping())
 	}
 	i := &Index{dir: dir, m: m, an: an, bl: bl, im: im, lens: map[string]uint64{}, replayed: map[string]struct{}{}}
+	adv, err := bl.Advanced()
+	if err != nil {
+		_ = bl.Close()
+		return nil, err
+	}
+	ws, ok := adv.(*weftScorch)
+	if !ok {
+		_ = bl.Close()
+		return nil, fmt.Errorf("index: %s is a %T index, not %s; it was not created by Weft", dir, adv, IndexType)
+	}
+	ws.fieldLength = i.fieldLength
 	if err := i.syncMapping(); err != nil {
 		_ = bl.Close()
 		return nil, err
@@ -403,6 +414,12 @@ func (i *Index) uncount(op *Op, delta map[string]int64) error {
 	return nil
 }
 
+func (i *Index) fieldLength(field string) uint64 {
+	i.lensMu.RLock()
+	defer i.lensMu.RUnlock()
+	return i.lens[field]
+}
+
 // EndReplay tells the index that log replay after Open is complete.
 func (i *Index) EndReplay() {
 	i.applyMu.Lock()
@@ -422,7 +439,8 @@ func (i *Index) PersistedSeq() uint64 { return i.persistedSeq.Load() }
 func (i *Index) Bleve() bleve.Index { return i.bl }
 
 // Search runs req on this index. Under a context from WithGlobalStats it
-// scores with those statistics.
+// scores with those statistics; without, with this index's own, computed the
+// same way (so a lone shard needs no statistics phase).
 func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	if err := i.syncMapping(); err != nil {
 		return nil, err

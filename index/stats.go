@@ -60,7 +60,12 @@ func registerIndexType() {
 }
 
 // weftScorch is scorch with readers that apply global term statistics.
-type weftScorch struct{ *scorch.Scorch }
+type weftScorch struct {
+	*scorch.Scorch
+	// fieldLength reports the tokens indexed in a field (set by Index
+	// before the first search, read-only afterwards).
+	fieldLength func(field string) uint64
+}
 
 func (w *weftScorch) Reader() (bindex.IndexReader, error) {
 	r, err := w.Scorch.Reader()
@@ -71,7 +76,7 @@ func (w *weftScorch) Reader() (bindex.IndexReader, error) {
 	if !ok {
 		return r, nil
 	}
-	return &statsReader{IndexSnapshot: snap}, nil
+	return &statsReader{IndexSnapshot: snap, fieldLength: w.fieldLength}, nil
 }
 
 // statsReader is one search's view of a shard. In phase 1 rec is set and
@@ -82,8 +87,20 @@ func (w *weftScorch) Reader() (bindex.IndexReader, error) {
 // index would.
 type statsReader struct {
 	*scorch.IndexSnapshot
-	rec    *recorder
-	global *TermStats
+	rec         *recorder
+	global      *TermStats
+	fieldLength func(string) uint64
+}
+
+// FieldCardinality is what bleve divides by the doc count to get BM25's
+// average field length when no global statistics are in the context (a
+// search of one shard): the tokens indexed in the field, the same quantity
+// WithGlobalStats sums over shards.
+func (r *statsReader) FieldCardinality(field string) (int, error) {
+	if r.fieldLength == nil {
+		return r.IndexSnapshot.FieldCardinality(field)
+	}
+	return int(r.fieldLength(field)), nil
 }
 
 type ctxKey int

@@ -78,3 +78,56 @@ func BenchmarkBulkRawBleve(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "docs/s")
 }
+
+func benchSearchSetup(b *testing.B) (*Manager, bleve.Index) {
+	m, err := Open(b.TempDir(), DefaultConfig(), slog.New(slog.DiscardHandler))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = m.Close() })
+	require.NoError(b, m.CreateIndex(context.Background(), "b", IndexSettings{NumberOfShards: 1}, sampleMapping(b)))
+	ids, srcs := sampleDocs(b)
+	ops := make([]Op, len(ids))
+	for k := range ids {
+		ops[k] = Op{Type: OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
+	}
+	_, err = m.Bulk(context.Background(), ops, RefreshFalse)
+	require.NoError(b, err)
+	raw, err := bleve.New(filepath.Join(b.TempDir(), "raw"), sampleMapping(b).BleveMapping())
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = raw.Close() })
+	batch := raw.NewBatch()
+	for k := range ids {
+		var doc map[string]any
+		require.NoError(b, json.Unmarshal(srcs[k], &doc))
+		require.NoError(b, batch.Index(ids[k], doc))
+	}
+	require.NoError(b, raw.Batch(batch))
+	return m, raw
+}
+
+func benchQuery() *bleve.SearchRequest {
+	q := bleve.NewMatchQuery("linux kernel")
+	q.SetField("body")
+	return bleve.NewSearchRequestOptions(q, 10, 0, false)
+}
+
+// BenchmarkSearchManager: Manager.Search (two phases, global statistics)
+// against BenchmarkSearchRawBleve on the same documents and query.
+func BenchmarkSearchManager(b *testing.B) {
+	m, _ := benchSearchSetup(b)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := m.Search(context.Background(), []string{"b"}, benchQuery()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSearchRawBleve(b *testing.B) {
+	_, raw := benchSearchSetup(b)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := raw.Search(benchQuery()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -760,13 +760,33 @@ func (m *Manager) Search(ctx context.Context, names []string, req *bleve.SearchR
 
 // SearchShards searches the given shards with global statistics: phase 1
 // gathers every shard's TermStats, phase 2 searches the shards that answered
-// through a bleve IndexAlias under the summed statistics.
+// through a bleve IndexAlias under the summed statistics. A single shard is
+// searched directly (its statistics are the global ones).
 func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	if req == nil || req.Query == nil {
 		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
 	}
 	if len(searchers) == 0 {
 		return &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}, nil
+	}
+	if len(searchers) == 1 {
+		// One shard: its own statistics are the global ones.
+		s := searchers[0]
+		res, err := s.Search(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{},
+				Status: &bleve.SearchStatus{Total: 1, Failed: 1, Errors: map[string]error{s.Name(): err}}}, nil
+		}
+		if res.Status == nil {
+			res.Status = &bleve.SearchStatus{}
+		}
+		if res.Status.Total == 0 {
+			res.Status.Total, res.Status.Successful = 1, 1
+		}
+		return res, nil
 	}
 	stats := make([]*index.TermStats, len(searchers))
 	errs := make([]error, len(searchers))

@@ -280,7 +280,7 @@ func (a *aggSpec) parseRange(p object, t *translator, dates bool) error {
 	if len(entries) > maxBuckets {
 		return aggErr("[%s] has %d ranges, more than the %d allowed", a.where(), len(entries), maxBuckets)
 	}
-	dp, err := newDateParser(format, tz, t.now)
+	dp, err := t.dateParserFor(a.field, format, tz)
 	if err != nil {
 		return err
 	}
@@ -611,15 +611,22 @@ func (a *aggSpec) parseDateHistogram(p object, t *translator) error {
 	if (fixed == 0) == (cal == 0) {
 		return argErr("date_histogram [%s] needs exactly one of fixed_interval or calendar_interval", a.name)
 	}
+	if format == "" {
+		if df, ok := t.fields.(DateFormatter); ok {
+			// key_as_string follows the field's format, as in Elasticsearch.
+			format = df.DateFormat(a.field)
+		}
+	}
 	dp, err := newDateParser(format, tz, t.now)
 	if err != nil {
 		return err
 	}
 	a.format = dp
-	if format != "" && !strings.Contains(format, "||") {
-		if l, ok := javaLayout(format); ok && format != "epoch_millis" && format != "epoch_second" {
-			a.layout = l
-		}
+	// Keys print in the first format of the list, as in Elasticsearch.
+	if first, _, _ := strings.Cut(format, "||"); first == "epoch_millis" || first == "epoch_second" {
+		a.layout = first
+	} else if l, ok := javaLayout(first); ok && first != "" {
+		a.layout = l
 	}
 	conv := func(v json.RawMessage, what string) (float64, error) {
 		s, err := asScalarString(v, what)
@@ -895,6 +902,12 @@ func (a *aggSpec) histogramResult(fr *search.FacetResult, out map[string]any) {
 
 func (a *aggSpec) formatKey(ms int64) string {
 	tm := time.UnixMilli(ms)
+	switch a.layout {
+	case "epoch_millis":
+		return strconv.FormatInt(ms, 10)
+	case "epoch_second":
+		return strconv.FormatInt(tm.Unix(), 10)
+	}
 	if a.layout != "" {
 		return tm.In(a.format.loc).Format(a.layout)
 	}

@@ -27,11 +27,12 @@ const engineMapping = `{"properties":{
 	"price":{"type":"double"},
 	"published":{"type":"date"},
 	"active":{"type":"boolean"},
+	"day":{"type":"date","format":"epoch_second"},
 	"user":{"properties":{"name":{"type":"text"}}}}}`
 
 var engineDocs = map[string]string{
-	"1": `{"title":"The Quick Brown Fox","body":"the quick brown fox jumps over the lazy dog","tags":["animal","fast"],"views":100,"price":9.99,"published":"2024-01-15T10:00:00Z","active":true,"user":{"name":"Alice Smith"}}`,
-	"2": `{"title":"Lazy Dogs Sleep","body":"a lazy dog sleeps all day in the sun","tags":["animal","slow"],"views":50,"price":19.5,"published":"2024-02-20T08:30:00Z","active":false,"user":{"name":"Bob Jones"}}`,
+	"1": `{"title":"The Quick Brown Fox","body":"the quick brown fox jumps over the lazy dog","tags":["animal","fast"],"views":100,"price":9.99,"published":"2024-01-15T10:00:00Z","active":true,"user":{"name":"Alice Smith"},"day":1705276800}`,
+	"2": `{"title":"Lazy Dogs Sleep","body":"a lazy dog sleeps all day in the sun","tags":["animal","slow"],"views":50,"price":19.5,"published":"2024-02-20T08:30:00Z","active":false,"user":{"name":"Bob Jones"},"day":1708387200}`,
 	"3": `{"title":"Brown Bread Recipe","body":"bake brown bread with whole wheat flour","tags":["food"],"views":300,"price":5,"published":"2024-02-03","active":true,"user":{"name":"Carol Smith"}}`,
 	"4": `{"title":"Fox News Today","body":"news about a fox and a hound","tags":["news","animal"],"views":10,"price":0.5,"published":"2023-12-31T23:00:00Z","active":true,"user":{"name":"Dave"}}`,
 }
@@ -60,9 +61,18 @@ func (f engineFields) AnalyzeField(path, analyzer, text string) ([]string, error
 	return out, nil
 }
 
+// DateFormat returns the mapping's format of a date field.
+func (f engineFields) DateFormat(p string) string {
+	if fl := f.m.Field(p); fl != nil {
+		return fl.Format
+	}
+	return ""
+}
+
 var (
-	_ esdsl.FieldLister = engineFields{}
-	_ esdsl.Analyzer    = engineFields{}
+	_ esdsl.DateFormatter = engineFields{}
+	_ esdsl.FieldLister   = engineFields{}
+	_ esdsl.Analyzer      = engineFields{}
 )
 
 func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
@@ -109,6 +119,14 @@ func TestAgainstIndexPackage(t *testing.T) {
 			check: wantIDs("2", "3")},
 		{name: "minimum_should_match with the index's analyzer", body: `{"query":{"match":{"body":{"query":"The LAZY dog sun","minimum_should_match":3}}}}`,
 			check: wantIDs("1", "2")},
+		{name: "range in the field's own date format", body: `{"query":{"range":{"day":{"gte":1706745600}}}}`, check: wantIDs("2")},
+		{name: "date_histogram keys in the field's format", body: `{"size":0,"aggs":{"d":{"date_histogram":{"field":"day","calendar_interval":"month","hard_bounds":{"min":1704067200,"max":1709164800}}}}}`,
+			check: func(t *testing.T, resp map[string]any) {
+				b := resp["aggregations"].(map[string]any)["d"].(map[string]any)["buckets"].([]any)
+				require.Len(t, b, 2)
+				require.Equal(t, "1704067200", b[0].(map[string]any)["key_as_string"])
+				require.Equal(t, "1706745600", b[1].(map[string]any)["key_as_string"])
+			}},
 		{name: "nested object field", body: `{"query":{"match":{"user.name":"smith"}}}`, check: wantIDs("1", "3")},
 		{name: "q over all fields", params: url.Values{"q": {"hound OR bread"}}, check: wantIDs("3", "4")},
 		{name: "exists", body: `{"query":{"bool":{"must_not":{"exists":{"field":"price"}}}}}`, check: wantIDs()},

@@ -104,3 +104,23 @@ func (t *translator) expandFields(pattern string) ([]string, bool, error) {
 	sort.Strings(out)
 	return out, true, nil
 }
+
+// DateFormatter is an optional ability of a Fields value: DateFormat returns
+// the mapping's "format" of the date field at path ("" for the default
+// strict_date_optional_time||epoch_millis). Queries and aggregations on the
+// field parse dates with it unless they name their own format, as
+// Elasticsearch does.
+type DateFormatter interface {
+	DateFormat(path string) string
+}
+
+// dateParserFor returns the parser for values of the date field at path:
+// format (from the request) wins over the mapping's format.
+func (t *translator) dateParserFor(path, format, timeZone string) (*dateParser, error) {
+	if format == "" {
+		if df, ok := t.fields.(DateFormatter); ok {
+			format = df.DateFormat(path)
+		}
+	}
+	return newDateParser(format, timeZone, t.now)
+}

@@ -742,7 +742,10 @@ func (t *translator) exactValue(field, ft, value string, isNumber bool) (query.Q
 		q.SetField(field)
 		return q, nil
 	case ft == "date":
-		dp, _ := newDateParser("", "", t.now)
+		dp, err := t.dateParserFor(field, "", "")
+		if err != nil {
+			return nil, err
+		}
 		tm, err := dp.parse(value, isNumber, false)
 		if err != nil {
 			return nil, err
@@ -937,7 +940,7 @@ func (t *translator) buildRange(field string, rb rangeBounds) (query.Query, erro
 		q.SetField(field)
 		return q, nil
 	case ft == "date":
-		dp, err := newDateParser(rb.format, rb.timeZone, t.now)
+		dp, err := t.dateParserFor(field, rb.format, rb.timeZone)
 		if err != nil {
 			return nil, err
 		}
