@@ -44,7 +44,8 @@ environment:
   SOFTROCE_SIZES     benchmark sizes in bytes, comma-separated (default 64,4096,65536,1048576)
   SOFTROCE_DURATION  fabricbench time per point (default 1s)
   SOFTROCE_TRANSPORTS fabricbench transports (default tcp,rdma,adaptive)
-  SOFTROCE_BENCH_ARGS more fabricbench flags, split on spaces
+  SOFTROCE_BENCH_ARGS fabricbench's address flags, split on spaces (default:
+                     -tcp-addr, -rdma-addr and -adaptive-paths rdma+tcp on 10.77.0.1)
 EOF
 }
 
@@ -92,11 +93,12 @@ DEBS=$CACHE/debs
 SIZES=${SOFTROCE_SIZES:-64,4096,65536,1048576}
 DURATION=${SOFTROCE_DURATION:-1s}
 TRANSPORTS=${SOFTROCE_TRANSPORTS:-tcp,rdma,adaptive}
-BENCH_ARGS=${SOFTROCE_BENCH_ARGS:-}
+# The guest IP (veth0, under rxe0) is where every fabricbench peer listens.
+GUEST_IP=10.77.0.1
+BENCH_ARGS=${SOFTROCE_BENCH_ARGS:--tcp-addr $GUEST_IP:0 -rdma-addr $GUEST_IP:0 -adaptive-paths rdma:$GUEST_IP:0,tcp:$GUEST_IP:0}
 GO=${GO:-go}
 
 # The guest: one rxe device on veth0, both ends of every test on it.
-GUEST_IP=10.77.0.1
 RXE=rxe0
 HOST_PKGS=(qemu-system-x86 cpio kmod libibverbs-dev librdmacm-dev)
 # Guest userland. rdma-core itself (daemons, udev rules) is not needed.
