@@ -1,11 +1,3 @@
-// Package esdsl translates Elasticsearch search requests (query DSL, sort,
-// _source filtering, highlight, aggregations, scroll and msearch bodies) into
-// bleve v2 search requests, and bleve results back into Elasticsearch 8
-// response JSON.
-//
-// The package holds no state: every function is safe for concurrent use and
-// every error it returns for bad input is an *Error carrying the HTTP status
-// and the Elasticsearch error type the edge should report.
 package esdsl
 
 import (
@@ -48,3 +40,5 @@ func shardErr(format string, args ...any) *Error {
 func aggErr(format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "illegal_argument_exception", Reason: fmt.Sprintf(format, args...)}
 }
+
+var _ error = (*Error)(nil)

@@ -67,6 +67,8 @@ func (t TotalHits) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(t))
 }
 
+var _ json.Marshaler = TotalHits{}
+
 // Hit is one element of hits.hits.
 type Hit struct {
 	Index       string              `json:"_index"`

@@ -1,0 +1,43 @@
+// Package esdsl translates Elasticsearch search requests (query DSL, sort,
+// _source filtering, highlight, aggregations, scroll, _count and _msearch
+// bodies) into bleve v2 search requests, and bleve results back into
+// Elasticsearch 8 response JSON.
+//
+// The caller (the HTTP layer) parses with ParseSearch, runs Search.Request
+// on the shards, shapes the result with Search.Response and, for scrolls,
+// adds Search.ScrollID. ParseScroll continues a scroll, ParseCount and
+// ParseMsearch serve _count and _msearch. The package keeps no state: every
+// function is safe for concurrent use, and every error it returns for bad
+// input is an *Error carrying the HTTP status and Elasticsearch's error type.
+//
+// Mapping knowledge comes from the caller-owned Fields interface (field
+// types by dotted path). Optional abilities, checked at run time, widen what
+// can be translated: Analyzer (minimum_should_match and zero_terms_query need
+// the terms before the search runs), AnalyzerResolver (an "analyzer" named
+// in a query), FieldLister (the default "*" field list and field patterns
+// such as "title*") and DateFormatter (a date field's mapping format).
+// Without them, those requests get a 400 that says what is missing, or
+// query_string searches the index's default field.
+//
+// Conventions shared with the index package: a bleve field is named by the
+// ES dotted path, keyword sub-fields are fields of their own
+// ("title.keyword"), the original document is the stored field
+// index.SourceField, dates are bleve datetime fields and booleans bleve
+// boolean fields ("T"/"F" terms).
+//
+// Where bleve cannot express Elasticsearch's behaviour the request is
+// refused with a 400 naming the feature, never answered differently:
+// phrase slop > 0, sub-aggregations and metric aggregations, histograms
+// without hard_bounds (buckets are range facets, so their span must be known
+// up front), terms aggregations ordered other than by count, and the body
+// keys listed in unsupportedBodyKeys. Known differences that do not change
+// which documents match:
+//   - bleve normalises query weights, so absolute scores differ from
+//     Elasticsearch's (a lone boost does not show in the score) and
+//     multi_match best_fields sums field scores (bleve has no dis_max);
+//   - highlights are cut from _source around the matched terms' offsets
+//     (bleve's term locations), so they need term vectors on the field;
+//   - scroll pages are search_after pages under a total sort (the request's
+//     sort, then _id), not a point-in-time snapshot;
+//   - "_name" on queries is accepted but matched_queries is not reported.
+package esdsl
