@@ -7,7 +7,10 @@
 //
 // The HTTP side is a real searchnode process on a loopback port, loaded by
 // searchctl's bulk loader; the raw side is a bleve scorch index built from
-// index.Mapping.BleveMapping() of the same Elasticsearch mapping. The
+// index.Mapping.BleveMapping() of the same Elasticsearch mapping. The sides
+// take turns (bulk in rounds of batches, queries one each per round, with an
+// empty round trip in every query round), so load from other work on the
+// machine falls on all of them alike. The
 // targets (reported, never asserted): HTTP bulk ≥ 0.8× raw bleve batch
 // indexing; HTTP query p50 ≤ (raw p50 + empty round trip p50) × 1.1.
 package enginebench
@@ -197,31 +200,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	res.LoadAvgStart = loadAvg()
 	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
 
-	// Raw bleve, twice: bleve's default batches, then unsafe_batch (kept
-	// open for the queries, as it is configured like the node's index).
-	rawSafe, err := openRaw(filepath.Join(work, "raw-default"), esMapping.BleveMapping(), false)
-	if err != nil {
-		return nil, err
-	}
-	d, err := rawSafe.load(ctx, docs, cfg.BatchSize)
-	rawSafe.Close()
-	if err != nil {
-		return nil, err
-	}
-	res.Bulk.RawDocsPerSec = float64(len(docs)) / d.Seconds()
-	logger.Info("enginebench: raw bleve bulk (default batches)", "elapsed", d, "docs_per_s", int(res.Bulk.RawDocsPerSec))
-
-	raw, err := openRaw(filepath.Join(work, "raw-unsafe"), esMapping.BleveMapping(), true)
-	if err != nil {
-		return nil, err
-	}
-	defer raw.Close()
-	if d, err = raw.load(ctx, docs, cfg.BatchSize); err != nil {
-		return nil, err
-	}
-	res.Bulk.RawUnsafeDocsPerSec = float64(len(docs)) / d.Seconds()
-	logger.Info("enginebench: raw bleve bulk (unsafe_batch)", "elapsed", d, "docs_per_s", int(res.Bulk.RawUnsafeDocsPerSec))
-
 	// The node.
 	url := cfg.Addr
 	if url == "" {
@@ -251,14 +229,34 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	if err := h.create(ctx, mappingJSON); err != nil {
 		return nil, err
 	}
-	if d, err = h.load(ctx, docs, cfg.BatchSize, cfg.Concurrency); err != nil {
+
+	// Raw bleve twice (bleve's default batches, and unsafe_batch as the
+	// node's index uses; that one is kept for the queries) and the node,
+	// loaded in lockstep so that all three see the same machine load.
+	rawSafe, err := openRaw(filepath.Join(work, "raw-default"), esMapping.BleveMapping(), false)
+	if err != nil {
 		return nil, err
 	}
-	res.Bulk.HTTPDocsPerSec = float64(len(docs)) / d.Seconds()
+	raw, err := openRaw(filepath.Join(work, "raw-unsafe"), esMapping.BleveMapping(), true)
+	if err != nil {
+		rawSafe.Close()
+		return nil, err
+	}
+	defer raw.Close()
+	bt, err := loadInterleaved(ctx, docs, cfg, rawSafe, raw, h)
+	rawSafe.Close()
+	if err != nil {
+		return nil, err
+	}
+	n := float64(len(docs))
+	res.Bulk.RawDocsPerSec = n / bt.rawSafe.Seconds()
+	res.Bulk.RawUnsafeDocsPerSec = n / bt.rawUnsafe.Seconds()
+	res.Bulk.HTTPDocsPerSec = n / bt.http.Seconds()
 	res.Bulk.Ratio = res.Bulk.HTTPDocsPerSec / res.Bulk.RawDocsPerSec
 	res.Bulk.RatioUnsafe = res.Bulk.HTTPDocsPerSec / res.Bulk.RawUnsafeDocsPerSec
 	res.Bulk.TargetMet = res.Bulk.Ratio >= 0.8
-	logger.Info("enginebench: HTTP bulk", "elapsed", d, "docs_per_s", int(res.Bulk.HTTPDocsPerSec))
+	logger.Info("enginebench: bulk", "raw_docs_per_s", int(res.Bulk.RawDocsPerSec),
+		"raw_unsafe_docs_per_s", int(res.Bulk.RawUnsafeDocsPerSec), "http_docs_per_s", int(res.Bulk.HTTPDocsPerSec))
 
 	// Queries, interleaved with empty round trips (GET / on the node) so
 	// that all three see the same machine; then a bare handler for reference.
@@ -280,6 +278,42 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	}
 	res.LoadAvgEnd = loadAvg()
 	return res, nil
+}
+
+// bulkTimes are the summed indexing times of the three sides.
+type bulkTimes struct{ rawSafe, rawUnsafe, http time.Duration }
+
+// loadInterleaved indexes docs into all three sides in rounds of
+// BatchSize×Concurrency documents: each round is indexed by raw bleve with
+// default batches, then raw bleve with unsafe_batch (batches of BatchSize,
+// one at a time), then the node (requests of BatchSize, Concurrency in
+// flight). Each side's time is the sum of its rounds; the node's includes
+// the final _refresh.
+func loadInterleaved(ctx context.Context, docs []Doc, cfg Config, rawSafe, rawUnsafe *rawIndex, h *httpIndex) (bulkTimes, error) {
+	var t bulkTimes
+	round := cfg.BatchSize * cfg.Concurrency
+	for lo := 0; lo < len(docs); lo += round {
+		chunk := docs[lo:min(lo+round, len(docs))]
+		d, err := rawSafe.load(ctx, chunk, cfg.BatchSize)
+		if err != nil {
+			return t, err
+		}
+		t.rawSafe += d
+		if d, err = rawUnsafe.load(ctx, chunk, cfg.BatchSize); err != nil {
+			return t, err
+		}
+		t.rawUnsafe += d
+		if d, err = h.bulk(ctx, chunk, cfg.BatchSize, cfg.Concurrency); err != nil {
+			return t, err
+		}
+		t.http += d
+	}
+	d, err := h.refresh(ctx)
+	if err != nil {
+		return t, err
+	}
+	t.http += d
+	return t, nil
 }
 
 // timeRounds runs rounds of ops, each op once per round in order, and

@@ -143,10 +143,9 @@ func (h *httpIndex) create(ctx context.Context, mappingJSON []byte) error {
 	return h.c.CreateIndex(ctx, h.name, body)
 }
 
-// load sends docs through searchctl's bulk loader (batches of batchSize,
-// concurrency requests in flight), then refreshes, and returns the elapsed
-// time including the refresh.
-func (h *httpIndex) load(ctx context.Context, docs []Doc, batchSize, concurrency int) (time.Duration, error) {
+// bulk sends docs through searchctl's bulk loader (requests of batchSize
+// documents, concurrency in flight) and returns the elapsed time.
+func (h *httpIndex) bulk(ctx context.Context, docs []Doc, batchSize, concurrency int) (time.Duration, error) {
 	var in bytes.Buffer
 	for _, d := range docs {
 		in.Write(d.Source)
@@ -157,20 +156,26 @@ func (h *httpIndex) load(ctx context.Context, docs []Doc, batchSize, concurrency
 		Index: h.name, Format: ctl.FormatLines, IDField: "id",
 		BatchDocs: batchSize, BatchBytes: 1 << 30, Concurrency: concurrency,
 	})
+	elapsed := time.Since(start)
 	if err != nil {
 		for _, f := range res.Failures {
-			err = fmt.Errorf("%w\n  line %d %q: %d %s: %s", err, f.Line, f.ID, f.Status, f.Type, f.Reason)
+			err = fmt.Errorf("%w\n  %q: %d %s: %s", err, f.ID, f.Status, f.Type, f.Reason)
 		}
 		return 0, fmt.Errorf("HTTP bulk: %w", err)
 	}
-	if err := h.c.Refresh(ctx, h.name); err != nil {
-		return 0, err
-	}
-	elapsed := time.Since(start)
 	if res.Docs != int64(len(docs)) {
 		return 0, fmt.Errorf("HTTP bulk: node acknowledged %d of %d documents", res.Docs, len(docs))
 	}
 	return elapsed, nil
+}
+
+// refresh makes everything indexed searchable and returns the time it took.
+func (h *httpIndex) refresh(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	if err := h.c.Refresh(ctx, h.name); err != nil {
+		return 0, fmt.Errorf("HTTP refresh: %w", err)
+	}
+	return time.Since(start), nil
 }
 
 // search runs q and returns the time from sending the request to having
