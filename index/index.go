@@ -123,21 +123,23 @@ func Create(dir string, m *Mapping) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: create %s: %w", dir, err)
 	}
-	return newIndex(dir, m, bl)
+	return newIndex(dir, m, bl, false)
 }
 
 // Open opens the index in dir with mapping m (the mapping persisted by the
-// caller; it replaces the one bleve stored at creation).
+// caller; it replaces the one bleve stored at creation). The index starts in
+// log-replay mode: the caller applies the operations logged after
+// AppliedSeq, then calls EndReplay.
 func Open(dir string, m *Mapping) (*Index, error) {
 	registerIndexType()
 	bl, err := bleve.OpenUsing(dir, bleveConfig())
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
-	return newIndex(dir, m, bl)
+	return newIndex(dir, m, bl, true)
 }
 
-func newIndex(dir string, m *Mapping, bl bleve.Index) (*Index, error) {
+func newIndex(dir string, m *Mapping, bl bleve.Index, replaying bool) (*Index, error) {
 	an, err := newAnalyzerSet()
 	if err != nil {
 		_ = bl.Close()
@@ -148,7 +150,10 @@ func newIndex(dir string, m *Mapping, bl bleve.Index) (*Index, error) {
 		_ = bl.Close()
 		return nil, fmt.Errorf("index: %s: unexpected bleve mapping type %T", dir, bl.Mapping())
 	}
-	i := &Index{dir: dir, m: m, an: an, bl: bl, im: im, lens: map[string]uint64{}, replayed: map[string]struct{}{}}
+	i := &Index{dir: dir, m: m, an: an, bl: bl, im: im, lens: map[string]uint64{}}
+	if replaying {
+		i.replayed = map[string]struct{}{}
+	}
 	adv, err := bl.Advanced()
 	if err != nil {
 		_ = bl.Close()
@@ -420,7 +425,9 @@ func (i *Index) fieldLength(field string) uint64 {
 	return i.lens[field]
 }
 
-// EndReplay tells the index that log replay after Open is complete.
+// EndReplay tells the index that log replay after Open is complete. Until
+// then it remembers every id applied (to keep field-length totals exact for
+// documents persisted ahead of the state record).
 func (i *Index) EndReplay() {
 	i.applyMu.Lock()
 	defer i.applyMu.Unlock()

@@ -132,6 +132,9 @@ func (a *aggSpec) fieldOf(p object, t *translator) error {
 	if err != nil {
 		return err
 	}
+	if err := checkMetaField(f, a.where()); err != nil {
+		return err
+	}
 	a.field, a.ftype = f, t.fieldType(f)
 	if a.ftype == "text" {
 		return argErr("Fielddata is disabled on [%s]: text fields are not optimised for aggregations; aggregate on a keyword field instead ([%s.keyword] if it exists)", f, f)

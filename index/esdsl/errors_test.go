@@ -76,6 +76,8 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "bad _source", body: `{"_source":5}`, typ: "x_content_parse_exception", reason: "_source"},
 		{name: "analyzer unknown", body: `{"query":{"match":{"title":{"query":"x","analyzer":"klingon"}}}}`, typ: "illegal_argument_exception", reason: "klingon"},
 		{name: "exists on object", body: `{"query":{"exists":{"field":"user"}}}`, typ: "illegal_argument_exception", reason: "leaf"},
+		{name: "terms agg on _index", body: `{"aggs":{"i":{"terms":{"field":"_index"}}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
+		{name: "match on _index", body: `{"query":{"match":{"_index":"x"}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
 		{name: "negative boost", body: `{"query":{"match_all":{"boost":-1}}}`, typ: "illegal_argument_exception", reason: "boost"},
 	}
 	for _, tt := range tests {

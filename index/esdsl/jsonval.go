@@ -221,10 +221,27 @@ func fieldAndParams(o object, queryName string, allowedExtra ...string) (string,
 	if field == "" {
 		return "", nil, nil, parsingErr("[%s] query needs a field name, e.g. {\"%s\": {\"FIELD\": ...}}", queryName, queryName)
 	}
+	if err := checkMetaField(field, queryName); err != nil {
+		return "", nil, nil, err
+	}
 	return field, value, extra, nil
 }
 
 // unknownKey reports a key that a query or request object does not support.
 func unknownKey(where, key string) *Error {
 	return parsingErr("[%s] query does not support [%s]", where, key)
+}
+
+// metaFields are Elasticsearch metadata fields that have no bleve field
+// behind them; _id is not among them (bleve indexes it).
+var metaFields = map[string]bool{
+	"_index": true, "_routing": true, "_source": true, "_seq_no": true, "_version": true,
+	"_primary_term": true, "_ignored": true, "_field_names": true, "_tier": true, "_doc_count": true,
+}
+
+func checkMetaField(field, where string) error {
+	if metaFields[field] {
+		return argErr("[%s] on the metadata field [%s] is not supported; choose indices in the URL, or use a mapped field", where, field)
+	}
+	return nil
 }

@@ -257,6 +257,8 @@ func parseFuzziness(s string) (int, bool, error) {
 func (t *translator) buildMatch(field string, m matchOpts) (query.Query, error) {
 	ft := t.fieldType(field)
 	switch {
+	case field == "_id":
+		return setBoost(query.NewDocIDQuery([]string{m.text}), m.boost), nil
 	case isNumeric(ft) || ft == "date" || ft == "boolean":
 		if m.hasFuzziness && (m.fuzziness > 0 || m.autoFuzzy) && !m.lenient {
 			return nil, argErr("can only use fuzzy queries on keyword and text fields, not on [%s] which is of type [%s]", field, ft)
@@ -1137,6 +1139,9 @@ func (t *translator) exists(body json.RawMessage) (query.Query, error) {
 	}
 	if field == "" {
 		return nil, parsingErr("[exists] needs [field]")
+	}
+	if err := checkMetaField(field, "exists"); err != nil {
+		return nil, err
 	}
 	q, err := t.existsField(field)
 	if err != nil {

@@ -40,6 +40,8 @@ func TestQueriesAgainstIndex(t *testing.T) {
 		{name: "term on boolean", body: `{"query":{"term":{"active":false}}}`, want: []string{"2", "5"}},
 		{name: "term on date", body: `{"query":{"term":{"published":"2024-03-10"}}}`, want: []string{"5"}},
 		{name: "term on _id", body: `{"query":{"term":{"_id":"3"}}}`, want: []string{"3"}},
+		{name: "match on _id", body: `{"query":{"match":{"_id":"4"}}}`, want: []string{"4"}},
+		{name: "prefix on _id", body: `{"query":{"prefix":{"_id":"5"}}}`, want: []string{"5"}},
 		{name: "terms", body: `{"query":{"terms":{"tags":["news","slow"]}}}`, want: []string{"2", "4"}},
 		{name: "terms numeric", body: `{"query":{"terms":{"views":[10,300]}}}`, want: []string{"3", "4"}},
 		{name: "range numeric gte lt", body: `{"query":{"range":{"views":{"gte":50,"lt":100}}}}`, want: []string{"2", "5"}},
