@@ -677,6 +677,9 @@ func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {
 		}
 		return setBoost(q, n.boost), nil
 	}
+	if err := checkMetaField(n.field, "query_string"); err != nil {
+		return nil, err
+	}
 	if n.exists {
 		return t.existsField(n.field)
 	}
