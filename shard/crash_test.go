@@ -80,14 +80,14 @@ func TestKillAfterAcknowledgedBulkLosesNothing(t *testing.T) {
 		if n, ok := strings.CutPrefix(line, "ACK "); ok {
 			acked, err = strconv.Atoi(n)
 			require.NoError(t, err)
-			if acked >= 600 {
+			if acked >= 300 {
 				break
 			}
 		}
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	require.GreaterOrEqual(t, acked, 600)
+	require.GreaterOrEqual(t, acked, 300)
 
 	m := openManager(t, dir)
 	defer m.Close()

@@ -325,6 +325,7 @@ func TestSearchFeatures(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, m.CreateIndex(ctx, "s", IndexSettings{NumberOfShards: 3}, sampleMapping(t)))
 	ids, sources := sampleDocs(t)
+	ids, sources = ids[:150], sources[:150]
 	bulkIndex(t, m, "s", ids, sources)
 
 	q := bleve.NewMatchQuery("linux")
