@@ -66,8 +66,8 @@ exit "$rc"
 		exit 1
 	fi
 	"${ctl[@]}" --timeout 2s health >/dev/null 2>&1 && break
-	if ((i >= 300)); then
-		log "searchnode did not answer ${url}/_cluster/health within 30 s"
+	if ((i >= 1200)); then
+		log "searchnode did not answer ${url}/_cluster/health within 120 s"
 		kill -TERM "$node" 2>/dev/null || true
 		rc=0
 wait "$node" || rc=$?
