@@ -112,6 +112,16 @@ func (r LoadResult) DocsPerSecond() float64 {
 	return float64(r.Docs) / r.Elapsed.Seconds()
 }
 
+// succeeded reports whether the node accepted the item. As in
+// Elasticsearch, deleting a missing document (404, result "not_found", no
+// error) is not a failure.
+func (it BulkItem) succeeded() bool {
+	if it.Error != nil {
+		return false
+	}
+	return (it.Status >= 200 && it.Status <= 299) || (it.Action == "delete" && it.Status == 404)
+}
+
 type batch struct {
 	body  []byte
 	lines []int // input line of each item, in order
@@ -168,7 +178,7 @@ func Load(ctx context.Context, c *Client, r io.Reader, opts LoadOptions) (LoadRe
 				mu.Lock()
 				res.Requests++
 				for i, it := range resp.Items {
-					if it.Status >= 200 && it.Status <= 299 {
+					if it.succeeded() {
 						res.Docs++
 						continue
 					}

@@ -86,6 +86,10 @@ func (f *fakeNode) bulk(w http.ResponseWriter, body []byte) {
 				sc.Scan()
 			}
 			ids = append(ids, a.ID)
+			if name == "delete" && a.ID == "missing" {
+				items = append(items, `{"delete":{"_index":"mail","_id":"missing","status":404,"result":"not_found"}}`)
+				continue
+			}
 			if strings.HasPrefix(a.ID, "bad") {
 				errs = true
 				items = append(items, fmt.Sprintf(`{%q:{"_index":"mail","_id":%q,"status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [n] of type [long]"}}}`, name, a.ID))
@@ -249,6 +253,11 @@ func TestBulk(t *testing.T) {
 		{
 			name: "failures beyond the shown ones are counted", input: jsonLines(40, 1), args: []string{"--index", "mail"},
 			code: ExitFailed, stdout: []string{"40 failed", "… and 30 more"},
+		},
+		{
+			name:   "deleting a missing document is not a failure",
+			input:  `{"delete":{"_index":"mail","_id":"missing"}}` + "\n",
+			stdout: []string{"indexed 1 documents", "0 failed"},
 		},
 		{name: "json lines without index", input: jsonLines(2, 0), code: ExitUsage, stderr: []string{"needs --index"}},
 		{name: "not json", input: `{"id":"1"}` + "\nnot json\n", args: []string{"--index", "m"}, code: ExitUsage, stderr: []string{"line 2: want one JSON object per line"}},
