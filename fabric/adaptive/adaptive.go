@@ -55,10 +55,15 @@ type Config struct {
 	// (fabric.ErrTooLarge above); striped calls may exceed what one path
 	// accepts in a frame. It cannot exceed fabric.MaxMessageSize.
 	MaxMessageSize int
-	// StripeThreshold: calls whose request is at least this long are
-	// striped over every healthy path; replies at least this long come back
-	// striped too.
+	// StripeThreshold: calls whose request is at least this long may be
+	// striped over every healthy path (see Stripe); replies at least this
+	// long to calls that are not sent whole on one path come back striped.
 	StripeThreshold int
+	// Stripe says when calls at or above StripeThreshold are striped:
+	// StripeAuto measures both ways per size bucket and takes the faster
+	// (with the same margin as path switches), StripeAlways and StripeNever
+	// force it.
+	Stripe StripeMode
 	// ChunkSize is the stripe chunk per transport name ("tcp", "rdma",
 	// "mem"); transports not named use DefaultChunkSize.
 	ChunkSize        map[string]int
@@ -87,6 +92,16 @@ type Config struct {
 	// dropped.
 	SessionTTL time.Duration
 }
+
+// StripeMode is Config.Stripe.
+type StripeMode int
+
+// Striping modes.
+const (
+	StripeAuto StripeMode = iota
+	StripeAlways
+	StripeNever
+)
 
 // DefaultConfig returns production settings.
 func DefaultConfig() Config {
@@ -162,6 +177,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("adaptive: Config.MaxMessageSize %d is outside [1, %d]", c.MaxMessageSize, fabric.MaxMessageSize)
 	case c.StripeThreshold < 1<<10 || c.StripeThreshold > fabric.MaxMessageSize:
 		return fmt.Errorf("adaptive: Config.StripeThreshold %d is outside [1024, %d]", c.StripeThreshold, fabric.MaxMessageSize)
+	case c.Stripe < StripeAuto || c.Stripe > StripeNever:
+		return fmt.Errorf("adaptive: Config.Stripe %d is not StripeAuto, StripeAlways or StripeNever", c.Stripe)
 	case c.DefaultChunkSize < 4<<10 || c.DefaultChunkSize > 64<<20:
 		return fmt.Errorf("adaptive: Config.DefaultChunkSize %d is outside [4096, %d]", c.DefaultChunkSize, 64<<20)
 	case c.StripeWindow < 1 || c.StripeWindow > 64:

@@ -232,7 +232,7 @@ func TestFinishedCallReSentGetsCachedReplyAndPathReturns(t *testing.T) {
 
 func TestStripedCallSurvivesPathFailure(t *testing.T) {
 	h := newCounter(false)
-	n, c, addrs := setup(t, h)
+	n, c, addrs := setup(t, h) // StripeAuto tries striping first
 	var broke atomic.Bool
 	// Break the path that carries the third 256 KiB chunk request.
 	var chunks atomic.Int32
@@ -266,6 +266,7 @@ func tcpPaths(t testing.TB, h fabric.Handler) *adaptive.Conn {
 	require.NoError(t, err)
 	acfg := testConfig(t)
 	acfg.ChunkSize = map[string]int{"tcp": 1 << 20}
+	acfg.Stripe = adaptive.StripeAlways
 	srv, err := adaptive.New(acfg, ts)
 	require.NoError(t, err)
 	cli, err := adaptive.New(acfg, tc)
@@ -292,7 +293,9 @@ func TestStriping64MiBOverTwoTCPPaths(t *testing.T) {
 	require.True(t, bytes.Equal(p, reply), "64 MiB echo arrived corrupted")
 	require.Equal(t, map[uint64]int{64: 1}, h.executions())
 	ps := c.Paths()
-	require.Len(t, ps, 2)
+	require.Len(t, ps, 3, "two paths and the striping row")
+	require.Equal(t, "stripe", ps[2].Transport)
+	ps = ps[:2]
 	for _, path := range ps {
 		t.Logf("%s: sent %d B, received %d B, %.0f MB/s", path.Path, path.BytesSent, path.BytesReceived, path.StripeMBps)
 		require.Greater(t, path.BytesSent, uint64(4<<20), "path %s carried too little of the request", path.Path)
@@ -324,4 +327,32 @@ func TestConformanceOverTCPPaths(t *testing.T) {
 			MaxMessageSize: 80 << 20, MaxInFlight: 32,
 		}
 	})
+}
+
+// TestStripeAutoPicksFasterWay: under StripeAuto a large bucket tries both
+// ways and keeps the faster. Here one mem path is slow, so sending whole on
+// the fast path beats striping (which waits for the slow path's chunks).
+func TestStripeAutoPicksFasterWay(t *testing.T) {
+	h := newCounter(false)
+	n, c, addrs := setup(t, h)
+	defer n.SetDelay("*", addrs[1], 40*time.Millisecond)()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const calls = 30 // enough for the path choice of this bucket to settle too
+	for i := range calls {
+		p := keyed(uint64(i), 1<<20+4096)
+		reply, err := c.Call(ctx, mWork, p)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(p, reply))
+	}
+	ps := c.Paths()
+	stripe := ps[len(ps)-1]
+	b := 0
+	for stripe.Buckets[b].MaxSize < 1<<20+4096 {
+		b++
+	}
+	require.Positive(t, stripe.Buckets[b].Samples, "striping was tried")
+	require.False(t, stripe.Buckets[b].Chosen, "whole on the fast path must win: %+v", stripe.Buckets[b])
+	require.True(t, ps[0].Buckets[b].Chosen, "the fast path carries the bucket")
+	require.Len(t, h.executions(), calls)
 }

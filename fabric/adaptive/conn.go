@@ -48,17 +48,21 @@ type Conn struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu           sync.Mutex
-	closed       bool
-	choice       [nBuckets]int
-	streak       [nBuckets]int
-	lastExplore  [nBuckets]time.Time
-	sinceExplore [nBuckets]int
-	streakStart  [nBuckets]time.Time
-	confirm      [nBuckets]int // path to sample before switching, or -1
-	nextID       uint64
-	outstanding  map[uint64]struct{}
-	low          uint64
+	mu             sync.Mutex
+	closed         bool
+	choice         [nBuckets]int
+	streak         [nBuckets]int
+	lastExplore    [nBuckets]time.Time
+	sinceExplore   [nBuckets]int
+	streakStart    [nBuckets]time.Time
+	stripeOn       [nBuckets]bool // StripeAuto's current choice
+	stripeSince    [nBuckets]int
+	stripeExplored [nBuckets]time.Time
+	stripeStats    [nBuckets]bucketStat // striped round trips
+	confirm        [nBuckets]int        // path to sample before switching, or -1
+	nextID         uint64
+	outstanding    map[uint64]struct{}
+	low            uint64
 
 	inFlight                                     atomic.Int64
 	calls, callErrs, sends, bytesSent, bytesRecv atomic.Uint64
@@ -319,7 +323,7 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 	st.last = now
 	st.lastRTT = float64(d)
 	cur := c.paths[c.choice[b]]
-	best := c.bestLocked(b, true)
+	best := c.bestLocked(b, false)
 	if best < 0 || best == cur.idx || cur.conn == nil || cur.stats[b].n == 0 {
 		c.streak[b], c.confirm[b] = 0, -1
 		return
@@ -327,8 +331,13 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 	curEst, _ := cur.estimate(b)
 	alt := c.paths[best]
 	bar := curEst * (1 - c.cfg.SwitchMargin)
-	if alt.stats[b].rtt >= bar {
+	if altEst, _ := alt.estimate(b); altEst >= bar {
 		c.streak[b], c.confirm[b] = 0, -1
+		return
+	}
+	if alt.stats[b].n == 0 {
+		// Only the probe model says alt is better: measure it first.
+		c.confirm[b] = best
 		return
 	}
 	if c.streak[b] == 0 {
@@ -344,6 +353,61 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 		return
 	}
 	c.confirm[b] = best // the next call of b samples alt
+}
+
+// preferStripe decides whether a call of large bucket b is striped. Under
+// StripeAuto both ways are tried, the faster is kept with SwitchMargin of
+// hysteresis, and the other is re-tried at the explore rate. Striping needs
+// two healthy paths.
+func (c *Conn) preferStripe(b int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	healthy := 0
+	for _, p := range c.paths {
+		if p.conn != nil {
+			healthy++
+		}
+	}
+	switch {
+	case c.cfg.Stripe == StripeNever || healthy < 2:
+		return false
+	case c.cfg.Stripe == StripeAlways:
+		return true
+	}
+	single := &c.paths[c.choice[b]].stats[b]
+	striped := &c.stripeStats[b]
+	switch {
+	case striped.n == 0:
+		return true
+	case single.n == 0:
+		return false
+	}
+	if c.stripeOn[b] && single.rtt < striped.rtt*(1-c.cfg.SwitchMargin) {
+		c.stripeOn[b] = false
+	} else if !c.stripeOn[b] && striped.rtt < single.rtt*(1-c.cfg.SwitchMargin) {
+		c.stripeOn[b] = true
+	}
+	now := time.Now()
+	c.stripeSince[b]++
+	if c.cfg.ExploreInterval > 0 && c.stripeSince[b] >= exploreEvery && now.Sub(c.stripeExplored[b]) > c.cfg.ExploreInterval {
+		c.stripeExplored[b], c.stripeSince[b] = now, 0
+		return !c.stripeOn[b]
+	}
+	return c.stripeOn[b]
+}
+
+func (c *Conn) observeStripe(b int, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &c.stripeStats[b]
+	if st.n == 0 {
+		st.rtt = float64(d)
+	} else {
+		st.rtt += c.cfg.EWMAAlpha * (float64(d) - st.rtt)
+	}
+	st.n++
+	st.last = time.Now()
+	st.lastRTT = float64(d)
 }
 
 // fence makes sure every one-way message sent on a path other than target
@@ -454,14 +518,24 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	defer c.end(id)
 	c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
-	if len(payload) >= c.cfg.StripeThreshold {
-		return c.striped(ctx, id, method, payload)
+	b := bucketOf(len(payload))
+	large := len(payload) >= c.cfg.StripeThreshold
+	if large && c.preferStripe(b) {
+		t0 := time.Now()
+		reply, err := c.striped(ctx, id, method, payload)
+		if err == nil {
+			c.observeStripe(b, time.Since(t0))
+		}
+		return reply, err
 	}
 	buf := c.bufs.get(headerSize + len(payload))
 	h := c.header(kindCall, method, id)
+	if large {
+		h.Length = inlineReply
+	}
 	h.put(buf)
 	copy(buf[headerSize:], payload)
-	resp, err := c.roundTrip(ctx, id, bucketOf(len(payload)), buf)
+	resp, err := c.roundTrip(ctx, id, b, buf)
 	c.bufs.put(buf)
 	return c.reply(ctx, id, resp, err)
 }
@@ -657,6 +731,22 @@ func (c *Conn) Paths() []PathStats {
 			if !math.IsInf(est, 0) {
 				bs.RTTns = int64(est)
 				bs.MBps = float64(bucketSize(b)) / est * 1e3
+			}
+			ps.Buckets = append(ps.Buckets, bs)
+		}
+		out = append(out, ps)
+	}
+	if c.cfg.Stripe != StripeNever {
+		ps := PathStats{Path: "stripe:*", Transport: "stripe", Addr: "all healthy paths"}
+		ps.Healthy = true
+		for b := range nBuckets {
+			bs := BucketStats{MaxSize: bucketSize(b), Samples: c.stripeStats[b].n}
+			if bucketSize(b) >= c.cfg.StripeThreshold {
+				bs.Chosen = c.cfg.Stripe == StripeAlways || c.stripeOn[b] || c.stripeStats[b].n == 0
+			}
+			if st := c.stripeStats[b]; st.n > 0 {
+				bs.RTTns = int64(st.rtt)
+				bs.MBps = float64(bucketSize(b)) / st.rtt * 1e3
 			}
 			ps.Buckets = append(ps.Buckets, bs)
 		}

@@ -253,7 +253,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		reply = slices.Clone(reply)
 	}
 	resp := reply
-	if err == nil && len(reply) >= s.cfg.StripeThreshold {
+	if err == nil && len(reply) >= s.cfg.StripeThreshold && !(h.Kind == kindCall && h.Length == inlineReply) {
 		resp, err = nil, stripedReply(len(reply))
 	} else {
 		reply = nil

@@ -33,6 +33,10 @@ const (
 	headerSize = 1 + 1 + 2 + 8 + 8 + 8 + 8 + 8 + 4
 )
 
+// inlineReply in the Length field of a kindCall asks for the reply in one
+// piece whatever its size (the caller chose one path for this size).
+const inlineReply = 1
+
 // codeStripedReply marks a reply too large to return in one piece: the
 // call succeeded, and its reply (whose length is the error's message, in
 // decimal) waits on the server to be fetched in chunks. It is a fabric code
