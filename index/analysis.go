@@ -148,3 +148,59 @@ func dateParsers(format string) ([]dateParser, error) {
 	}
 	return out, nil
 }
+
+// BleveAnalyzerName maps an Elasticsearch analyzer name to the name of the
+// bleve analyzer that every mapping built by this package defines; false for
+// names Weft does not support.
+func BleveAnalyzerName(esName string) (string, bool) {
+	n, ok := esAnalyzers[esName]
+	return n, ok
+}
+
+// Analyze runs an analyzer over text and returns the terms in order. The
+// analyzer is the named ES analyzer if analyzer is not empty, else the
+// search analyzer of the field at path (keyword fields: the whole value;
+// unmapped fields: standard).
+func (m *Mapping) Analyze(path, analyzer, text string) ([]string, error) {
+	m.anOnce.Do(func() { m.an, m.anErr = newAnalyzerSet() })
+	if m.anErr != nil {
+		return nil, m.anErr
+	}
+	name := analyzer
+	if name == "" {
+		name = "standard"
+		if f := m.Field(path); f != nil {
+			switch f.Type {
+			case TypeText:
+				name = f.Analyzer
+				if f.SearchAnalyzer != "" {
+					name = f.SearchAnalyzer
+				}
+				if name == "" {
+					name = "standard"
+				}
+			default:
+				name = "keyword"
+			}
+		}
+	}
+	a, ok := m.an[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: analyzer [%s] is not supported; supported: %s", ErrInvalidMapping, name, strings.Join(analyzerNames(), ", "))
+	}
+	tokens := a.Analyze([]byte(text))
+	out := make([]string, len(tokens))
+	for k, t := range tokens {
+		out[k] = string(t.Term)
+	}
+	return out, nil
+}
+
+// DateFormat returns the format of the date field at path ("" for the
+// default strict_date_optional_time||epoch_millis or an unmapped path).
+func (m *Mapping) DateFormat(path string) string {
+	if f := m.Field(path); f != nil {
+		return f.Format
+	}
+	return ""
+}

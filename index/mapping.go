@@ -65,6 +65,10 @@ type Mapping struct {
 	dynamic string
 	props   map[string]*Field
 	version uint64 // incremented on every change
+
+	anOnce sync.Once // analyzers for Analyze, built on first use
+	an     analyzerSet
+	anErr  error
 }
 
 // NewDynamicMapping returns an empty mapping with dynamic=true.

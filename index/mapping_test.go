@@ -199,3 +199,37 @@ func TestDynamicSettings(t *testing.T) {
 		})
 	}
 }
+
+func TestMappingAnalyze(t *testing.T) {
+	m, err := ParseMapping([]byte(`{"properties":{"t":{"type":"text"},"e":{"type":"text","analyzer":"english"},
+		"s":{"type":"text","analyzer":"english","search_analyzer":"whitespace"},"k":{"type":"keyword"},"d":{"type":"date","format":"epoch_second"}}}`))
+	require.NoError(t, err)
+	tests := []struct {
+		path, analyzer, text string
+		want                 []string
+	}{
+		{"t", "", "The Quick fox", []string{"the", "quick", "fox"}},
+		{"e", "", "The running dogs", []string{"run", "dog"}},
+		{"s", "", "The Dogs", []string{"The", "Dogs"}},
+		{"k", "", "New York", []string{"New York"}},
+		{"unmapped", "", "A b", []string{"a", "b"}},
+		{"t", "keyword", "A b", []string{"A b"}},
+		{"t", "simple", "x1y", []string{"x", "y"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path+"/"+tc.analyzer, func(t *testing.T) {
+			got, err := m.Analyze(tc.path, tc.analyzer, tc.text)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+	_, err = m.Analyze("t", "klingon", "x")
+	require.ErrorIs(t, err, ErrInvalidMapping)
+	require.Equal(t, "epoch_second", m.DateFormat("d"))
+	require.Equal(t, "", m.DateFormat("t"))
+	n, ok := BleveAnalyzerName("standard")
+	require.True(t, ok)
+	require.Equal(t, bleveStandard, n)
+	_, ok = BleveAnalyzerName("klingon")
+	require.False(t, ok)
+}

@@ -107,6 +107,41 @@ func (f FieldTypes) FieldType(p string) string {
 	return ""
 }
 
+// mappingFor returns the first mapping that maps p.
+func (f FieldTypes) mappingFor(p string) *index.Mapping {
+	for _, m := range f {
+		if m.FieldType(p) != "" {
+			return m
+		}
+	}
+	return nil
+}
+
+// AnalyzeField runs the named analyzer, or the search analyzer of the field
+// at path, over text and returns the terms in order.
+func (f FieldTypes) AnalyzeField(p, analyzer, text string) ([]string, error) {
+	m := f.mappingFor(p)
+	if m == nil {
+		m = index.NewDynamicMapping() // unmapped: standard analyzer
+	}
+	return m.Analyze(p, analyzer, text)
+}
+
+// BleveAnalyzer maps an ES analyzer name to the bleve analyzer every index
+// mapping defines; false for names Weft does not support.
+func (f FieldTypes) BleveAnalyzer(name string) (string, bool) {
+	return index.BleveAnalyzerName(name)
+}
+
+// DateFormat returns the mapping format of the date field at path ("" for
+// the default).
+func (f FieldTypes) DateFormat(p string) string {
+	if m := f.mappingFor(p); m != nil {
+		return m.DateFormat(p)
+	}
+	return ""
+}
+
 // Paths returns every mapped leaf path with its type.
 func (f FieldTypes) Paths() map[string]string {
 	out := map[string]string{}

@@ -221,6 +221,22 @@ func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
 	require.Equal(t, "keyword", f.FieldType("msg.keyword"))
 	require.Equal(t, "date", f.FieldType("when"))
 	require.Equal(t, "long", f.FieldType("n"))
+	terms, err := f.AnalyzeField("msg", "", "Hello World")
+	require.NoError(t, err)
+	require.Equal(t, []string{"hello", "world"}, terms)
+	terms, err = f.AnalyzeField("msg.keyword", "", "Hello World")
+	require.NoError(t, err)
+	require.Equal(t, []string{"Hello World"}, terms)
+	bn, ok := f.BleveAnalyzer("standard")
+	require.True(t, ok)
+	mq := bleve.NewMatchQuery("HELLO")
+	mq.SetField("msg")
+	mq.Analyzer = bn
+	sr0, err := m.Search(ctx, []string{"auto"}, bleve.NewSearchRequest(mq))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), sr0.Total, "a query-chosen analyzer resolves in the index mapping")
+	require.Equal(t, "", f.DateFormat("when"))
+	require.Contains(t, f.Paths(), "msg.keyword")
 
 	d, err := m.Get(ctx, "auto", res[0].ID, "")
 	require.NoError(t, err)
@@ -233,7 +249,7 @@ func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
 	st := m.Stats().Indices["auto"]
 	require.Equal(t, uint64(1), st.Docs)
 	require.Equal(t, uint64(1), st.IndexTotal)
-	require.Equal(t, uint64(1), st.SearchTotal)
+	require.Equal(t, uint64(2), st.SearchTotal)
 }
 
 func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {

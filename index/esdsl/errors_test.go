@@ -78,6 +78,7 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "exists on object", body: `{"query":{"exists":{"field":"user"}}}`, typ: "illegal_argument_exception", reason: "leaf"},
 		{name: "terms agg on _index", body: `{"aggs":{"i":{"terms":{"field":"_index"}}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
 		{name: "match on _index", body: `{"query":{"match":{"_index":"x"}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
+		{name: "stored_fields list", body: `{"stored_fields":["title"]}`, typ: "illegal_argument_exception", reason: "stored_fields"},
 		{name: "negative boost", body: `{"query":{"match_all":{"boost":-1}}}`, typ: "illegal_argument_exception", reason: "boost"},
 	}
 	for _, tt := range tests {

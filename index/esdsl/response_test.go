@@ -93,6 +93,7 @@ func TestSourceFiltering(t *testing.T) {
 	}{
 		{name: "whole source", body: `{}`, want: mustJSON(t, testDocs[0].src)},
 		{name: "disabled", body: `{"_source":false}`, want: nil},
+		{name: "stored_fields _none_", body: `{"stored_fields":"_none_"}`, want: nil},
 		{name: "includes with wildcard", body: `{"_source":["ti*","user.name"]}`, want: map[string]any{"title": "The Quick Brown Fox", "user": map[string]any{"name": "Alice Smith"}}},
 		{name: "object includes excludes", body: `{"_source":{"includes":["user","views"],"excludes":["user.*"]}}`, want: map[string]any{"views": 100.0, "user": map[string]any{}}},
 		{name: "URL excludes", body: `{}`, params: url.Values{"_source_excludes": {"body,tags,user,published,active,price"}}, want: map[string]any{"title": "The Quick Brown Fox", "views": 100.0}},

@@ -88,11 +88,12 @@ var searchBodyKeys = map[string]bool{
 	"query": true, "from": true, "size": true, "sort": true, "_source": true, "highlight": true,
 	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
 	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
+	"stored_fields": true,
 }
 
 var unsupportedBodyKeys = map[string]string{
 	"post_filter": "", "min_score": "", "terminate_after": "", "collapse": "", "rescore": "",
-	"suggest": "", "stored_fields": "", "docvalue_fields": "", "fields": "", "script_fields": "",
+	"suggest": "", "docvalue_fields": "", "fields": "", "script_fields": "",
 	"indices_boost": "", "pit": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
 	"slice": "", "stats": "", "ext": "", "sub_searches": "",
 }
@@ -314,6 +315,18 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 
 	if s.source, err = parseSourceFilter(o["_source"], params); err != nil {
 		return nil, err
+	}
+	// stored_fields: only "_none_" (no _source, ids only) is supported:
+	// fields are not stored apart from _source.
+	if raw, ok := o["stored_fields"]; ok {
+		list, err := stringList(raw, "stored_fields")
+		if err != nil {
+			return nil, err
+		}
+		if len(list) != 1 || list[0] != "_none_" {
+			return nil, argErr("[stored_fields] %v is not supported: fields are not stored apart from _source; use _source filtering, or \"_none_\"", list)
+		}
+		s.source = sourceFilter{disabled: true}
 	}
 	if raw, ok := o["highlight"]; ok {
 		if s.highlight, err = parseHighlight(raw); err != nil {
