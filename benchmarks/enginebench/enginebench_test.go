@@ -102,7 +102,7 @@ func TestMakeQueriesIsDeterministic(t *testing.T) {
 // query finds documents: the queries are built from the corpus, so a query
 // that finds nothing would mean the two disagree about tokens.
 func TestRawSideAnswersTheQueries(t *testing.T) {
-	docs, err := LoadDocs(sampleCorpus, 0)
+	docs, err := LoadDocs(sampleCorpus, 150)
 	require.NoError(t, err)
 	raw, err := os.ReadFile(sampleMapping)
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestRawSideAnswersTheQueries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(len(docs)), n)
 
-	qs, err := MakeQueries(docs, 30, 1)
+	qs, err := MakeQueries(docs, 20, 1)
 	require.NoError(t, err)
 	for _, kind := range []QueryKind{KindTerm, KindPhrase} {
 		for _, q := range qs[kind] {
