@@ -83,7 +83,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestMakeQueriesIsDeterministic(t *testing.T) {
-	docs, err := LoadDocs(sampleCorpus, 0)
+	docs, err := LoadDocs(sampleCorpus, 150)
 	require.NoError(t, err)
 	a, err := MakeQueries(docs, 20, 7)
 	require.NoError(t, err)
