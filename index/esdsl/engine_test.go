@@ -3,7 +3,6 @@ package esdsl_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
 )
 
 // These tests run translated requests against the index package's own
@@ -37,42 +37,14 @@ var engineDocs = map[string]string{
 	"4": `{"title":"Fox News Today","body":"news about a fox and a hound","tags":["news","animal"],"views":10,"price":0.5,"published":"2023-12-31T23:00:00Z","active":true,"user":{"name":"Dave"}}`,
 }
 
-// engineFields adapts an index.Mapping to esdsl.Fields and FieldLister, as
-// the shard layer does.
-type engineFields struct{ m *index.Mapping }
-
-func (f engineFields) FieldType(p string) string { return f.m.FieldType(p) }
-func (f engineFields) Paths() map[string]string  { return f.m.FieldPaths() }
-
-// AnalyzeField runs the field's analyzer from the index's bleve mapping.
-func (f engineFields) AnalyzeField(path, analyzer, text string) ([]string, error) {
-	bm := f.m.BleveMapping()
-	if analyzer == "" {
-		analyzer = bm.AnalyzerNameForPath(path)
-	}
-	a := bm.AnalyzerNamed(analyzer)
-	if a == nil {
-		return nil, fmt.Errorf("no analyzer %q", analyzer)
-	}
-	var out []string
-	for _, tok := range a.Analyze([]byte(text)) {
-		out = append(out, string(tok.Term))
-	}
-	return out, nil
-}
-
-// DateFormat returns the mapping's format of a date field.
-func (f engineFields) DateFormat(p string) string {
-	if fl := f.m.Field(p); fl != nil {
-		return fl.Format
-	}
-	return ""
-}
-
+// The shard layer's merged mapping view is what the HTTP layer passes as
+// Fields; it has every optional ability.
 var (
-	_ esdsl.DateFormatter = engineFields{}
-	_ esdsl.FieldLister   = engineFields{}
-	_ esdsl.Analyzer      = engineFields{}
+	_ esdsl.Fields           = shard.FieldTypes(nil)
+	_ esdsl.Analyzer         = shard.FieldTypes(nil)
+	_ esdsl.AnalyzerResolver = shard.FieldTypes(nil)
+	_ esdsl.FieldLister      = shard.FieldTypes(nil)
+	_ esdsl.DateFormatter    = shard.FieldTypes(nil)
 )
 
 func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
@@ -87,7 +59,7 @@ func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
 		ops = append(ops, index.Op{ID: id, Source: []byte(engineDocs[id]), SeqNo: uint64(len(ops) + 1), Version: 1, PrimaryTerm: 1})
 	}
 	require.NoError(t, idx.Apply(context.Background(), ops))
-	return idx, engineFields{m}
+	return idx, shard.FieldTypes{m}
 }
 
 func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body string, params url.Values) map[string]any {
@@ -127,6 +99,7 @@ func TestAgainstIndexPackage(t *testing.T) {
 				require.Equal(t, "1704067200", b[0].(map[string]any)["key_as_string"])
 				require.Equal(t, "1706745600", b[1].(map[string]any)["key_as_string"])
 			}},
+		{name: "analyzer named in the query", body: `{"query":{"match":{"title":{"query":"LAZY","analyzer":"standard"}}}}`, check: wantIDs("2")},
 		{name: "nested object field", body: `{"query":{"match":{"user.name":"smith"}}}`, check: wantIDs("1", "3")},
 		{name: "q over all fields", params: url.Values{"q": {"hound OR bread"}}, check: wantIDs("3", "4")},
 		{name: "exists", body: `{"query":{"bool":{"must_not":{"exists":{"field":"price"}}}}}`, check: wantIDs()},
