@@ -170,6 +170,9 @@ type NodeStats struct {
 	Indices map[string]IndexNodeStats
 }
 
+// deletedPrefix marks an index directory being removed.
+const deletedPrefix = ".deleted-"
+
 type indexMeta struct {
 	Name         string          `json:"name"`
 	UUID         string          `json:"uuid"`
@@ -229,9 +232,21 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Manager, error) {
 			continue
 		}
 		idir := filepath.Join(root, e.Name())
+		if strings.HasPrefix(e.Name(), deletedPrefix) {
+			// A deletion that did not finish: finish it.
+			if err := os.RemoveAll(idir); err != nil {
+				logger.Warn("could not remove a deleted index's files", "dir", idir, "err", err)
+			}
+			continue
+		}
 		raw, err := os.ReadFile(filepath.Join(idir, "meta.json"))
 		if errors.Is(err, os.ErrNotExist) {
-			continue // a creation that never completed
+			// A creation that never completed (meta.json is written last).
+			logger.Warn("removing an index directory without a definition", "dir", idir)
+			if err := os.RemoveAll(idir); err != nil {
+				logger.Warn("could not remove an incomplete index", "dir", idir, "err", err)
+			}
+			continue
 		}
 		if err != nil {
 			_ = m.Close()
@@ -458,8 +473,13 @@ func (m *Manager) DeleteIndex(ctx context.Context, name string) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.RemoveAll(ei.dir); err != nil {
+	// Rename first, so that a crash mid-removal leaves no half index that
+	// the next Open would try to load.
+	gone := filepath.Join(filepath.Dir(ei.dir), deletedPrefix+filepath.Base(ei.dir))
+	if err := os.Rename(ei.dir, gone); err != nil {
 		errs = append(errs, fmt.Errorf("shard: remove %s: %w", ei.dir, err))
+	} else if err := os.RemoveAll(gone); err != nil {
+		errs = append(errs, fmt.Errorf("shard: remove %s: %w", gone, err))
 	}
 	m.logger.Info("index deleted", "index", name)
 	return errors.Join(errs...)

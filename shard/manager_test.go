@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -466,4 +467,57 @@ func TestShardLogTrimmedOncePersisted(t *testing.T) {
 	var replayed int
 	require.NoError(t, sh.log.Replay(0, func(*LogRecord) error { replayed++; return nil }))
 	require.Less(t, replayed, 100)
+}
+
+func TestOpenCleansUpAndReportsCorruptDefinitions(t *testing.T) {
+	dir := t.TempDir()
+	m := openManager(t, dir)
+	require.NoError(t, m.CreateIndex(context.Background(), "keep", IndexSettings{}, nil))
+	require.NoError(t, m.Close())
+	root := filepath.Join(dir, "indices")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, deletedPrefix+"abc", "0"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "half-created", "0"), 0o755))
+
+	m = openManager(t, dir)
+	names := []string{}
+	for _, i := range m.Indices() {
+		names = append(names, i.Name)
+	}
+	require.Equal(t, []string{"keep"}, names)
+	require.NoError(t, m.Close())
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "leftovers of deletions and failed creations are removed")
+
+	bad := filepath.Join(root, "bad")
+	require.NoError(t, os.MkdirAll(bad, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "meta.json"), []byte("{not json"), 0o644))
+	_, err = Open(dir, testConfig(), testLogger(t))
+	require.ErrorContains(t, err, "meta.json is corrupt")
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		err  string
+	}{
+		{"default", func(*Config) {}, ""},
+		{"tiny segments", func(c *Config) { c.LogSegmentBytes = 10 }, "LogSegmentBytes 10"},
+		{"no shards", func(c *Config) { c.MaxShards = 0 }, "MaxShards 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mod(&c)
+			err := c.Validate()
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+			_, err = Open(t.TempDir(), c, nil)
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
 }
