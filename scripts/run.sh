@@ -25,8 +25,10 @@ log "building bin/searchnode and bin/searchctl"
 mkdir -p bin
 "$GO" build -o bin/ ./cmd/searchnode ./cmd/searchctl
 
-if curl -s -o /dev/null --max-time 2 "$url/"; then
-	log "something already answers at ${url}; stop it, or set WEFT_HTTP_ADDR to another address"
+host="${http_addr%:*}"
+port="${http_addr##*:}"
+if (exec 3<>"/dev/tcp/${host:-127.0.0.1}/${port}") 2>/dev/null; then
+	log "something already listens on ${http_addr}; stop it, or set WEFT_HTTP_ADDR to another address"
 	exit 1
 fi
 
@@ -78,8 +80,8 @@ exit "$rc"
 done
 
 want=$(grep -c . "$corpus")
-have=$(curl -s "$url/$index/_count" | sed -n 's/.*"count":\([0-9]*\).*/\1/p')
-if [[ "${have:-0}" -ge "$want" ]]; then
+have=$("${ctl[@]}" count "$index" 2>/dev/null || echo 0)
+if [[ "$have" -ge "$want" ]]; then
 	log "index ${index} already holds ${have} documents; not loading again"
 else
 	if ! "${ctl[@]}" index get "$index" >/dev/null 2>&1; then

@@ -231,12 +231,17 @@ func (c *Client) Refresh(ctx context.Context, name string) error {
 	return err
 }
 
-// Count returns the number of documents in name.
-func (c *Client) Count(ctx context.Context, name string) (int64, error) {
+// Count returns the number of documents in name, or of those matching the
+// query string q when q is not empty.
+func (c *Client) Count(ctx context.Context, name, q string) (int64, error) {
 	var r struct {
 		Count int64 `json:"count"`
 	}
-	if err := c.getJSON(ctx, "/"+url.PathEscape(name)+"/_count", nil, &r); err != nil {
+	var params url.Values
+	if q != "" {
+		params = url.Values{"q": {q}}
+	}
+	if err := c.getJSON(ctx, "/"+url.PathEscape(name)+"/_count", params, &r); err != nil {
 		return 0, err
 	}
 	return r.Count, nil

@@ -118,7 +118,7 @@ func NewCommand(stdio IO) *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", time.Minute, "limit for each HTTP request")
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 
-	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio))
+	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio), countCommand(g, stdio))
 	return root
 }
 
@@ -442,6 +442,35 @@ func searchCommand(g *globals, stdio IO) *cobra.Command {
 	cmd.Flags().StringSliceVar(&fields, "fields", nil, "source fields to show (default: the first four of the first hit)")
 	cmd.Flags().IntVar(&width, "width", 40, "cut each shown field value to this many characters")
 	return cmd
+}
+
+func countCommand(g *globals, stdio IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "count INDEX [QUERY]",
+		Short: "Print the number of documents in INDEX, or of those matching a query string",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("want INDEX and an optional QUERY, got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			q := ""
+			if len(args) == 2 {
+				q = args[1]
+			}
+			n, err := c.Count(cmd.Context(), args[0], q)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(stdio.Stdout, n)
+			return err
+		},
+	}
 }
 
 // printHits writes a table of id, score and the chosen source fields.

@@ -54,6 +54,12 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"mail":{"mappings":{"properties":{"subject":{"type":"text"}}}}}`)
 	case strings.HasSuffix(r.URL.Path, "/_bulk"):
 		f.bulk(w, body.Bytes())
+	case strings.HasSuffix(r.URL.Path, "/_count"):
+		if r.URL.Query().Get("q") != "" {
+			fmt.Fprint(w, `{"count":7}`)
+			return
+		}
+		fmt.Fprint(w, `{"count":400}`)
 	case strings.HasSuffix(r.URL.Path, "/_refresh"):
 		fmt.Fprint(w, `{"_shards":{"total":1,"successful":1,"failed":0}}`)
 	case strings.HasSuffix(r.URL.Path, "/_search"):
@@ -160,6 +166,9 @@ func TestCommands(t *testing.T) {
 			sentBody: `{"query":{"query_string":{"query":"panic"}},"size":2}`, stdout: []string{"m1  1.5000  ann@e…  Linux…"}},
 		{name: "search escapes the index name once", args: []string{"search", "logs-*,a b", "x"}, sent: "POST /logs-*,a b/_search"},
 		{name: "search json", args: []string{"search", "mail", "x", "-o", "json"}, stdout: []string{`"_id": "m1"`}},
+		{name: "count", args: []string{"count", "mail"}, stdout: []string{"400\n"}, sent: "GET /mail/_count"},
+		{name: "count with a query", args: []string{"count", "mail", "label:spam"}, stdout: []string{"7\n"}},
+		{name: "count without index", args: []string{"count"}, code: ExitUsage},
 		{name: "bad output format", args: []string{"health", "-o", "yaml"}, code: ExitUsage, stderr: []string{`"yaml" is not table or json`}},
 		{name: "missing arguments", args: []string{"search", "mail"}, code: ExitUsage, stderr: []string{"want INDEX and QUERY"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: ExitUsage},
