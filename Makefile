@@ -40,9 +40,15 @@ run:
 
 # sample-data fetches and converts the SpamAssassin corpus into the cache
 # (scripts/sample-data.sh prints the NDJSON file's path).
-.PHONY: sample-data
+.PHONY: sample-data bench-engine
 sample-data:
 	GO=$(GO) scripts/sample-data.sh
+
+# bench-engine: the node's HTTP API vs raw bleve in one run (bulk docs/s; term,
+# boolean, phrase p50/p99; empty round trip) on the full sample corpus.
+# More flags: make bench-engine BENCHFLAGS='-docs 20000 -json bench.json'.
+bench-engine:
+	$(GO) run ./benchmarks/cmd/enginebench -corpus "$$(GO=$(GO) scripts/sample-data.sh)" $(BENCHFLAGS)
 
 clean:
 	rm -rf $(BIN) build
