@@ -679,7 +679,9 @@ func (m *Manager) Bulk(ctx context.Context, ops []Op, refresh RefreshPolicy) ([]
 		wg.Add(1)
 		go func(kk key, items []item) {
 			defer wg.Done()
-			_ = kk.ei.shards[kk.n].write(items)
+			sh := kk.ei.shards[kk.n]
+			sh.prepare(items)
+			_ = sh.write(items)
 			for _, it := range items {
 				switch {
 				case it.res.Err != nil:

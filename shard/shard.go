@@ -41,9 +41,28 @@ type localShard struct {
 
 // item is one op routed to a shard with its result slot.
 type item struct {
-	op     *Op
-	res    *OpResult
-	autoID bool
+	op       *Op
+	res      *OpResult
+	autoID   bool
+	prepared *index.Op // OpIndex/OpCreate: parsed before the leader lock
+}
+
+// prepare parses the documents of index and create items (their source does
+// not depend on the stored document), outside the leader lock so that
+// concurrent requests parse in parallel. Items that fail are marked failed.
+func (s *localShard) prepare(items []item) {
+	for k := range items {
+		it := &items[k]
+		if it.op.Type != OpIndex && it.op.Type != OpCreate {
+			continue
+		}
+		iop := &index.Op{ID: it.op.ID, Source: it.op.Source, PrimaryTerm: s.term}
+		if err := s.idx.Prepare(iop); err != nil {
+			fail(it.res, http.StatusBadRequest, err)
+			continue
+		}
+		it.prepared = iop
+	}
 }
 
 type writeReq struct {
@@ -163,6 +182,9 @@ func (s *localShard) commit(group []*writeReq) error {
 	for _, r := range group {
 		for _, it := range r.items {
 			op, res := it.op, it.res
+			if res.Err != nil {
+				continue // failed in prepare
+			}
 			var prevIdx *index.Prev
 			cur := pending[op.ID]
 			if cur == nil {
@@ -229,10 +251,16 @@ func (s *localShard) commit(group []*writeReq) error {
 				fail(res, http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
 				continue
 			}
-			iop := index.Op{Delete: del, ID: op.ID, Source: source, Prev: prevIdx, PrimaryTerm: s.term}
-			if err := s.idx.Prepare(&iop); err != nil {
-				fail(res, http.StatusBadRequest, err)
-				continue
+			var iop index.Op
+			if it.prepared != nil {
+				iop = *it.prepared
+				iop.Prev = prevIdx
+			} else {
+				iop = index.Op{Delete: del, ID: op.ID, Source: source, Prev: prevIdx, PrimaryTerm: s.term}
+				if err := s.idx.Prepare(&iop); err != nil {
+					fail(res, http.StatusBadRequest, err)
+					continue
+				}
 			}
 			iop.SeqNo = s.nextSeq
 			s.nextSeq++
