@@ -22,20 +22,27 @@ import (
 //
 // bleve's own "global scoring" (IndexAlias preSearch) sums doc counts and
 // per-segment dictionary sizes across shards, but a term's document frequency
-// stays per shard and the "average field length" depends on segment layout,
-// so N shards do not score like one index. Weft instead runs two phases:
+// stays per shard, the "average field length" depends on segment layout, and
+// multi-term queries (prefix, wildcard, regexp, fuzzy, ranges) expand against
+// each shard's own dictionary, so N shards do not score like one index.
+// Weft instead runs two phases:
 //
 //  1. TermStats on every shard: builds the query's searchers without running
 //     them and records the local document frequency of every (field, term)
-//     they open, the shard's doc count and its total field lengths (tokens
-//     indexed per field, kept by Apply).
+//     they open and every dictionary expansion they make, with the shard's
+//     doc count and total field lengths (tokens indexed per field, kept by
+//     Apply).
 //  2. The sums go into the search context (WithGlobalStats); every shard then
-//     scores with the global doc count, the global document frequency of each
-//     term, and avgdl = ceil(total tokens / doc count).
+//     expands multi-term queries to the union of all shards' terms and scores
+//     with the global doc count, each term's global document frequency, and
+//     avgdl = ceil(total tokens / doc count).
 //
 // Both phases see the index through weftScorch, a scorch index whose readers
-// consult the context in TermFieldReader. A single shard takes the same path,
-// so one shard and N shards give identical scores.
+// carry the statistics (set by globalQuery, the wrapper Index.Search puts
+// around the query). A search of one shard skips phase 1: its reader reports
+// the same field-length total as FieldCardinality, so bleve's own BM25 code
+// computes the same avgdl, and local counts are the global ones. One shard
+// and N shards therefore give identical totals, hits and scores.
 
 // IndexType is the bleve index type name this package registers and uses.
 const IndexType = "weft_scorch"

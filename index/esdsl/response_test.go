@@ -35,6 +35,8 @@ func TestSortAndPaging(t *testing.T) {
 		{name: "URL sort and size", params: url.Values{"sort": {"price:desc"}, "size": {"2"}}, wantIDs: []string{"6", "2"}},
 		{name: "search_after numeric", body: `{"sort":[{"price":"asc"}],"search_after":[9.99],"size":2}`, wantIDs: []string{"5", "2"}},
 		{name: "search_after date and id", body: `{"sort":[{"published":"desc"},{"_id":"asc"}],"search_after":[1708417800000,"2"]}`, wantIDs: []string{"3", "1", "4"}},
+		{name: "search_after past the hits without the field", body: `{"sort":[{"views":"asc"},"_id"],"search_after":[300,"3"]}`, wantIDs: []string{"6"}},
+		{name: "search_after from a hit without the field", body: `{"sort":[{"views":{"order":"desc","missing":"_first"}},"_id"],"search_after":[null,"6"],"size":2}`, wantIDs: []string{"3", "1"}},
 		{name: "search_after keyword", body: `{"sort":[{"title.keyword":"asc"}],"search_after":["Lazy Dogs Sleep"]}`, wantIDs: []string{"6", "5", "1"}},
 	}
 	for _, tt := range tests {
@@ -286,4 +288,38 @@ func TestCount(t *testing.T) {
 	}
 	_, err := ParseCount([]byte(`{"size":1}`), nil, ti.fields)
 	requireStatus(t, err, 400, "size")
+}
+
+func TestSearchAfterPagesThroughEverything(t *testing.T) {
+	ti := newTestIndex(t)
+	for _, sortSpec := range []string{
+		`[{"views":"asc"},"_id"]`,
+		`[{"views":{"order":"desc","missing":"_first"}},{"_id":"desc"}]`,
+		`[{"published":"desc"},"_id"]`,
+		`[{"active":"asc"},{"price":"desc"},"_id"]`,
+		`[{"title.keyword":"desc"},"_id"]`,
+		`["_score",{"_id":"asc"}]`,
+	} {
+		t.Run(sortSpec, func(t *testing.T) {
+			var got []string
+			after := ""
+			for page := 0; page < 10; page++ {
+				body := `{"size":2,"sort":` + sortSpec
+				if after != "" {
+					body += `,"search_after":` + after
+				}
+				hits := hitList(ti.search(t, body+`}`, nil))
+				if len(hits) == 0 {
+					break
+				}
+				for _, h := range hits {
+					got = append(got, h["_id"].(string))
+				}
+				raw, err := json.Marshal(hits[len(hits)-1]["sort"])
+				require.NoError(t, err)
+				after = string(raw)
+			}
+			require.ElementsMatch(t, []string{"1", "2", "3", "4", "5", "6"}, got)
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/numeric"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -521,18 +522,33 @@ func (s *Search) parseSearchAfter(raw json.RawMessage, from int) error {
 	}
 	after := make([]string, len(vals))
 	for i, v := range vals {
-		if after[i], err = s.sorts[i].afterValue(v); err != nil {
+		sf, _ := s.Request.Sort[i].(*search.SortField)
+		if after[i], err = s.sorts[i].afterKey(v, sf); err != nil {
 			return err
+		}
+		if sf != nil {
+			// afterKey returns bleve's raw sort key (prefix-coded numbers,
+			// the missing-value marker); compare it as it is.
+			sf.Type = search.SortFieldAuto
 		}
 	}
 	s.Request.SetSearchAfter(after)
 	return nil
 }
 
-// afterValue turns one search_after value (as returned in a hit's "sort")
-// into the string bleve compares.
-func (sp sortSpec) afterValue(v json.RawMessage) (string, error) {
+// afterKey turns one search_after value (as returned in a hit's "sort")
+// into the raw key bleve's collector compares: the prefix-coded term for
+// numbers and dates, "T"/"F" for booleans, and for null (a hit without the
+// field) the marker bleve sorts missing values with.
+func (sp sortSpec) afterKey(v json.RawMessage, sf *search.SortField) (string, error) {
 	k := kind(v)
+	if k == 'z' && sf != nil {
+		last := sf.Missing == search.SortFieldMissingLast
+		if last != sf.Desc {
+			return search.HighTerm, nil
+		}
+		return search.LowTerm, nil
+	}
 	if k != 's' && k != 'n' && k != 'b' {
 		return "", argErr("search_after value for [%s] must be a string, number or boolean, got %s", sp.name(), kindName(k))
 	}
@@ -541,22 +557,29 @@ func (sp sortSpec) afterValue(v json.RawMessage) (string, error) {
 		return "", err
 	}
 	switch sp.kind {
-	case sortScore, sortNumber:
+	case sortScore:
+		f, err := strconv.ParseFloat(str, 64)
+		if err != nil || math.IsNaN(f) {
+			return "", argErr("search_after value %q for [_score] must be a number", str)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), nil
+	case sortNumber:
 		f, err := strconv.ParseFloat(str, 64)
 		if err != nil || math.IsNaN(f) {
 			return "", argErr("search_after value %q for [%s] must be a number", str, sp.name())
 		}
-		return strconv.FormatFloat(f, 'g', -1, 64), nil
+		return string(numeric.MustNewPrefixCodedInt64(numeric.Float64ToInt64(f), 0)), nil
 	case sortDate:
+		var tm time.Time
 		if ms, err := strconv.ParseInt(str, 10, 64); err == nil {
-			return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), nil
+			tm = time.UnixMilli(ms)
+		} else {
+			dp, _ := newDateParser("", "", time.Time{})
+			if tm, err = dp.parseAbsolute(str, false); err != nil {
+				return "", argErr("search_after value %q for date field [%s] must be epoch milliseconds", str, sp.name())
+			}
 		}
-		dp, _ := newDateParser("", "", time.Time{})
-		tm, err := dp.parseAbsolute(str, false)
-		if err != nil {
-			return "", argErr("search_after value %q for date field [%s] must be epoch milliseconds", str, sp.name())
-		}
-		return tm.UTC().Format(time.RFC3339Nano), nil
+		return string(numeric.MustNewPrefixCodedInt64(tm.UnixNano(), 0)), nil
 	case sortBool:
 		switch str {
 		case "true", "1", "T":
