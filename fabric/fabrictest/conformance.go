@@ -71,6 +71,7 @@ func RunConformance(t *testing.T, f Factory) {
 		{"Deadline", testDeadline},
 		{"RemoteErrorCodes", testRemoteErrors},
 		{"UnknownMethod", testUnknownMethod},
+		{"HandlerPanicIsAnError", testHandlerPanic},
 		{"PeerKilledMidCall", testPeerKilled},
 		{"ListenerCloseInFlight", testListenerClose},
 		{"SlowReceiverBoundedWindow", testSlowReceiver},
@@ -369,6 +370,20 @@ func testUnknownMethod(t *testing.T, s Setup) {
 	_, c := start(t, s, &fabric.Mux{})
 	_, err := c.Call(testCtx(t), fabric.MethodUserBase+999, []byte("?"))
 	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod})
+}
+
+func testHandlerPanic(t *testing.T, s Setup) {
+	var m fabric.Mux
+	m.HandleFunc(mFail, func(context.Context, *fabric.Request) ([]byte, error) { panic("bad input") })
+	m.HandleFunc(mEcho, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	_, c := start(t, s, &m)
+	ctx := testCtx(t)
+	_, err := c.Call(ctx, mFail, nil)
+	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeInternal}, "a panicking handler fails its call")
+	require.ErrorContains(t, err, "bad input")
+	reply, err := c.Call(ctx, mEcho, []byte("alive"))
+	require.NoError(t, err, "the server survives a panicking handler")
+	require.Equal(t, "alive", string(reply))
 }
 
 // failAll starts n blocking calls, runs stop once the handlers hold them,

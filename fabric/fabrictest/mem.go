@@ -305,7 +305,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 	}
 	n.conns[c] = struct{}{}
 	n.mu.Unlock()
-	c.d = dispatch.New(context.Background(), l.h, t.node, c.respond)
+	c.d = dispatch.New(context.Background(), l.h, t.node, c.respond, nil)
 	return c, nil
 }
 

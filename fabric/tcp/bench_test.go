@@ -179,8 +179,18 @@ func BenchmarkRatioToRaw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	for _, size := range []int{64, 1 << 10, 16 << 10, 1 << 20, 16 << 20} {
-		b.Run(fmt.Sprint(size), func(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		method fabric.Method
+		size   int
+	}{
+		{"ping/64", fabric.MethodPing, 64}, {"echo/64", fabric.MethodUserBase, 64},
+		{"ping/1024", fabric.MethodPing, 1 << 10}, {"echo/1024", fabric.MethodUserBase, 1 << 10},
+		{"ping/16384", fabric.MethodPing, 16 << 10}, {"echo/16384", fabric.MethodUserBase, 16 << 10},
+		{"echo/1048576", fabric.MethodUserBase, 1 << 20}, {"echo/16777216", fabric.MethodUserBase, 16 << 20},
+	} {
+		size := bc.size
+		b.Run(bc.name, func(b *testing.B) {
 			nc, err := net.Dial("tcp", addr)
 			if err != nil {
 				b.Fatal(err)
@@ -209,7 +219,7 @@ func BenchmarkRatioToRaw(b *testing.B) {
 				}
 			}
 			fab := func() {
-				if _, err := c.Call(ctx, fabric.MethodUserBase, payload); err != nil {
+				if _, err := c.Call(ctx, bc.method, payload); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -70,6 +70,7 @@ type link struct {
 	err      error // why the link failed; set before done is closed
 	onFail   func(err error)
 	wg       sync.WaitGroup // writer and keepalive goroutines
+	writes   atomic.Uint64  // write system calls (writev or TLS flush), for tests
 }
 
 func newLink(cfg *Config, log *slog.Logger, nc net.Conn, raw *net.TCPConn, remote string) *link {
@@ -199,11 +200,28 @@ func (l *link) unqueue(f *frame) bool {
 	return false
 }
 
-// post sends a fire-and-forget control frame.
+// post queues a fire-and-forget control frame for the writer goroutine.
+// It never writes itself, so reader goroutines that post never block on a
+// full socket: each side keeps reading, and the peers cannot deadlock
+// writing to each other.
 func (l *link) post(typ uint8, id uint64) {
 	f := &frame{}
 	putHeader(&f.hdr, typ, 0, id, nil, l.crc)
-	_, _ = l.send(f)
+	l.wmu.Lock()
+	if l.werr != nil {
+		l.wmu.Unlock()
+		return
+	}
+	l.wq = append(l.wq, f)
+	kick := !l.wbusy
+	l.wbusy = true
+	l.wmu.Unlock()
+	if kick {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (l *link) writeLoop() {
@@ -254,6 +272,7 @@ func (l *link) writeFrames(fs []*frame) error {
 			n += len(f.payload)
 		}
 		l.sent.Add(uint64(n))
+		l.writes.Add(1)
 		return l.bw.Flush()
 	}
 	bufs := l.wfill[:0]
@@ -266,6 +285,7 @@ func (l *link) writeFrames(fs []*frame) error {
 	}
 	l.wfill = bufs
 	l.wbufs = bufs
+	l.writes.Add(1)
 	_, err := l.wbufs.WriteTo(l.nc)
 	clear(bufs) // drop references to callers' payloads
 	l.sent.Add(uint64(n))

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"net"
@@ -46,28 +47,31 @@ func newTransport(t testing.TB, cfg Config) *Transport {
 	return tr
 }
 
-func factory(mutate func(t *testing.T, server, client *Config)) fabrictest.Factory {
+// factory builds the conformance Setup; limit is both sides'
+// MaxMessageSize, so only one variant pays for the 64 MiB payload.
+func factory(limit int, mutate func(t *testing.T, server, client *Config)) fabrictest.Factory {
 	return func(t *testing.T) fabrictest.Setup {
 		scfg, ccfg := testConfig(t), testConfig(t)
+		scfg.MaxMessageSize, ccfg.MaxMessageSize = limit, limit
 		if mutate != nil {
 			mutate(t, &scfg, &ccfg)
 		}
 		return fabrictest.Setup{
 			Client: newTransport(t, ccfg), Server: newTransport(t, scfg), Addr: "127.0.0.1:0",
 			Kill:           func(l fabric.Listener) { l.(*Listener).kill() },
-			MaxMessageSize: testLimit, MaxInFlight: 32,
+			MaxMessageSize: limit, MaxInFlight: 32,
 		}
 	}
 }
 
-func TestConformanceTCP(t *testing.T) { fabrictest.RunConformance(t, factory(nil)) }
+func TestConformanceTCP(t *testing.T) { fabrictest.RunConformance(t, factory(testLimit, nil)) }
 
 func TestConformanceTCPChecksum(t *testing.T) {
-	fabrictest.RunConformance(t, factory(func(_ *testing.T, _, c *Config) { c.Checksum = true }))
+	fabrictest.RunConformance(t, factory(20<<20, func(_ *testing.T, _, c *Config) { c.Checksum = true }))
 }
 
 func TestConformanceTLS(t *testing.T) {
-	fabrictest.RunConformance(t, factory(func(t *testing.T, s, c *Config) {
+	fabrictest.RunConformance(t, factory(20<<20, func(t *testing.T, s, c *Config) {
 		s.ServerTLS, c.ClientTLS = tlsConfigs(t)
 	}))
 }
@@ -225,4 +229,45 @@ func TestGarbageFromPeerClosesConnection(t *testing.T) {
 	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
 	_, err = nc.Read(make([]byte, 1))
 	require.Error(t, err, "the server must hang up on a peer that does not speak the protocol")
+}
+
+func TestSmallFramesCoalesceIntoOneWrite(t *testing.T) {
+	ctx := context.Background()
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	l, err := newTransport(t, testConfig(t)).Listen(ctx, "127.0.0.1:0", &m)
+	require.NoError(t, err)
+	defer l.Close()
+	fc, err := newTransport(t, testConfig(t)).Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	defer fc.Close()
+	c := fc.(*Conn)
+
+	// Hold the writer as a long write would, let calls pile up, then let go.
+	c.wmu.Lock()
+	c.wbusy = true
+	c.wmu.Unlock()
+	const n = 24
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			p := []byte{byte(i)}
+			reply, err := c.Call(ctx, fabric.MethodUserBase, p)
+			if err == nil && (len(reply) != 1 || reply[0] != byte(i)) {
+				err = fmt.Errorf("call %d got reply %v", i, reply)
+			}
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		return len(c.wq) == n
+	}, 20*time.Second, time.Millisecond, "calls must queue behind a busy writer")
+	before := c.writes.Load()
+	c.kick <- struct{}{}
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, before+1, c.writes.Load(), "%d queued frames must go out in one writev", n)
 }

@@ -30,6 +30,7 @@ type Dispatcher struct {
 	h       fabric.Handler
 	peer    string
 	respond RespondFunc
+	release func(*[]byte)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -44,27 +45,28 @@ type Dispatcher struct {
 }
 
 // New returns a Dispatcher for requests from peer. Handler contexts derive
-// from parent and end when Close is called.
-func New(parent context.Context, h fabric.Handler, peer string, respond RespondFunc) *Dispatcher {
+// from parent and end when Close is called. release, if not nil, gets each
+// request's buffer back once the request is answered.
+func New(parent context.Context, h fabric.Handler, peer string, respond RespondFunc, release func(*[]byte)) *Dispatcher {
 	ctx, cancel := context.WithCancel(parent)
 	return &Dispatcher{
 		h:       h,
 		peer:    peer,
 		respond: respond,
+		release: release,
 		ctx:     ctx,
 		cancel:  cancel,
 		running: make(map[uint64]context.CancelFunc),
 	}
 }
 
-// Dispatch starts serving one request. payload must stay valid until
-// release is called (after respond has returned); release may be nil.
+// Dispatch starts serving one request. payload must stay valid until the
+// request is answered; then buf (if not nil; normally the buffer holding
+// payload) goes to the release function given to New.
 // It does not block on the handler. After Close it drops the request.
-func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, release func()) {
+func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
 	if d.ctx.Err() != nil { // closed: the connection is going away
-		if release != nil {
-			release()
-		}
+		d.done(buf)
 		return
 	}
 	ctx, cancel := context.WithCancel(d.ctx)
@@ -73,9 +75,7 @@ func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, o
 		d.mu.Unlock()
 		cancel()
 		d.respond(id, oneWay, nil, fabric.Errorf(fabric.CodeBadRequest, "request id %d is already running on this connection", id))
-		if release != nil {
-			release()
-		}
+		d.done(buf)
 		return
 	}
 	d.running[id] = cancel
@@ -95,11 +95,11 @@ func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, o
 	}
 	d.wg.Add(1)
 	d.mu.Unlock()
-	go d.serve(ctx, id, method, payload, oneWay, release, wait, done)
+	go d.serve(ctx, id, method, payload, oneWay, buf, wait, done)
 }
 
 func (d *Dispatcher) serve(ctx context.Context, id uint64, method fabric.Method, payload []byte, oneWay bool,
-	release func(), wait, done chan struct{}) {
+	buf *[]byte, wait, done chan struct{}) {
 	defer d.wg.Done()
 	if wait != nil {
 		select {
@@ -119,8 +119,12 @@ func (d *Dispatcher) serve(ctx context.Context, id uint64, method fabric.Method,
 		cancel()
 	}
 	d.respond(id, oneWay, reply, err)
-	if release != nil {
-		release()
+	d.done(buf)
+}
+
+func (d *Dispatcher) done(buf *[]byte) {
+	if buf != nil && d.release != nil {
+		d.release(buf)
 	}
 }
 
