@@ -131,3 +131,18 @@ func fmtDur(ns int64) string {
 		return fmt.Sprintf("%.2fs", d.Seconds())
 	}
 }
+
+// ReadJSON reads results written by WriteJSON, one object per line.
+func ReadJSON(r io.Reader) ([]Result, error) {
+	var out []Result
+	dec := json.NewDecoder(r)
+	for {
+		var res Result
+		if err := dec.Decode(&res); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, fmt.Errorf("fabricbench: result %d: %w", len(out)+1, err)
+		}
+		out = append(out, res)
+	}
+}

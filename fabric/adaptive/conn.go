@@ -57,6 +57,7 @@ type Conn struct {
 	streakStart    [nBuckets]time.Time
 	stripeOn       [nBuckets]bool // StripeAuto's current choice
 	stripeSince    [nBuckets]int
+	stripeTrial    [nBuckets]bool // a striped call of the bucket is in flight
 	stripeExplored [nBuckets]time.Time
 	stripeStats    [nBuckets]bucketStat // striped round trips
 	confirm        [nBuckets]int        // path to sample before switching, or -1
@@ -381,9 +382,20 @@ func (c *Conn) preferStripe(b int) bool {
 	}
 	single := &c.paths[c.choice[b]].stats[b]
 	striped := &c.stripeStats[b]
+	// One trial of the other way at a time: with many calls in flight,
+	// exploring must not send them all the slow way.
+	trial := func(stripe bool) bool {
+		if c.stripeTrial[b] {
+			return !stripe
+		}
+		if stripe {
+			c.stripeTrial[b] = true
+		}
+		return stripe
+	}
 	switch {
 	case striped.n == 0:
-		return true
+		return trial(true)
 	case single.n == 0:
 		return false
 	}
@@ -396,14 +408,23 @@ func (c *Conn) preferStripe(b int) bool {
 	c.stripeSince[b]++
 	if c.cfg.ExploreInterval > 0 && c.stripeSince[b] >= exploreEvery && now.Sub(c.stripeExplored[b]) > c.cfg.ExploreInterval {
 		c.stripeExplored[b], c.stripeSince[b] = now, 0
-		return !c.stripeOn[b]
+		if !c.stripeOn[b] {
+			return trial(true)
+		}
+		return false
 	}
 	return c.stripeOn[b]
 }
 
+// observeStripe ends a striped call of bucket b; d is its round trip, or
+// 0 when it failed.
 func (c *Conn) observeStripe(b int, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stripeTrial[b] = false
+	if d <= 0 {
+		return
+	}
 	st := &c.stripeStats[b]
 	if st.n == 0 {
 		st.rtt = float64(d)
@@ -528,9 +549,11 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	if large && c.preferStripe(b) {
 		t0 := time.Now()
 		reply, err := c.striped(ctx, id, method, payload)
-		if err == nil {
-			c.observeStripe(b, time.Since(t0))
+		d := time.Since(t0)
+		if err != nil {
+			d = 0
 		}
+		c.observeStripe(b, d)
 		return reply, err
 	}
 	buf := c.bufs.get(headerSize + len(payload))

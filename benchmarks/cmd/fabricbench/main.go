@@ -34,6 +34,7 @@ func run() error {
 		minCalls   = flag.Int("min-calls", 2, "calls per worker per point at least, whatever -duration says")
 		asJSON     = flag.Bool("json", false, "print one JSON object per point instead of a table")
 		plotFile   = flag.String("plot", "", "draw latency and bandwidth against size into this PNG")
+		from       = flag.String("from", "", "read results (JSON lines from -json) from this file instead of measuring; prints the table and -plot")
 		opts       = fabricbench.DefaultOptions()
 	)
 	flag.StringVar(&opts.TCPAddr, "tcp-addr", opts.TCPAddr, "where the tcp peer listens")
@@ -61,8 +62,19 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	results, err := fabricbench.Run(ctx, cfg, opts.NewPeer, fabricbench.Emitter(os.Stdout, *asJSON))
-	if err != nil {
+	var results []fabricbench.Result
+	if *from != "" {
+		f, err := os.Open(*from)
+		if err != nil {
+			return err
+		}
+		results, err = fabricbench.ReadJSON(f)
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
+		*asJSON = false
+	} else if results, err = fabricbench.Run(ctx, cfg, opts.NewPeer, fabricbench.Emitter(os.Stdout, *asJSON)); err != nil {
 		return err
 	}
 	if !*asJSON {
