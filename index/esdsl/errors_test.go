@@ -51,6 +51,7 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "wildcard on long", body: `{"query":{"wildcard":{"views":"1*"}}}`, typ: "illegal_argument_exception", reason: "[views]"},
 		{name: "prefix on date", body: `{"query":{"prefix":{"published":"2024"}}}`, typ: "illegal_argument_exception", reason: "[published]"},
 		{name: "query_string syntax", body: `{"query":{"query_string":{"query":"a AND (b"}}}`, typ: "query_shard_exception", reason: "missing ')'"},
+		{name: "query_string field without value", params: url.Values{"q": {"0:"}}, typ: "query_shard_exception", reason: "no value"},
 		{name: "negative from", body: `{"from":-1}`, typ: "illegal_argument_exception", reason: "[from]"},
 		{name: "result window", body: `{"from":9995,"size":10}`, typ: "illegal_argument_exception", reason: "Result window is too large"},
 		{name: "sort on text", body: `{"sort":["title"]}`, typ: "illegal_argument_exception", reason: "title.keyword"},

@@ -467,6 +467,9 @@ func (p *qsParser) readNumber() string {
 }
 
 func (p *qsParser) parseValue(depth int, defaultAnd bool, field string) (qsNode, error) {
+	if p.pos >= len(p.in) {
+		return qsNode{}, p.errf("field [%s] has no value after ':'", field)
+	}
 	r := p.in[p.pos]
 	switch {
 	case r == '(':
