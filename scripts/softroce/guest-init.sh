@@ -14,7 +14,7 @@
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp
 
-say() { echo "guest: $*"; }
+say() { echo "guest: [$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 halt() {
 	sync
 	poweroff -f
@@ -125,14 +125,16 @@ perf() {
 	args="-d $RXE -i 1 -x $GID -F -s $size -n $iters -p $port"
 	out=/out/perftest/$tool-$size
 	# shellcheck disable=SC2086 # args is a word list on purpose
-	timeout 120 /usr/bin/$tool $args >"$out.server.txt" 2>&1 &
+	# Each end pinned to its own CPU: the guest's TSCs are not synchronized,
+	# and perftest converts cycle counts to time.
+	timeout 120 taskset -c 0 /usr/bin/$tool $args >"$out.server.txt" 2>&1 &
 	spid=$!
 	try=0
 	while :; do
 		sleep 0.5
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		# shellcheck disable=SC2086
-		timeout 120 /usr/bin/$tool $args "$GUEST_IP" >"$out.txt" 2>&1
+		timeout 120 taskset -c 1 /usr/bin/$tool $args "$GUEST_IP" >"$out.txt" 2>&1
 		rc=$?
 		echo "$t0 $(cut -d' ' -f1 /proc/uptime)" | awk '{ print $2 - $1 }' >"$out.wall"
 		try=$((try + 1))

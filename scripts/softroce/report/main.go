@@ -93,7 +93,7 @@ func collect(dir, device, accel string, warn io.Writer) ([]result, error) {
 		}
 		r, err := readPerftest(f, tool)
 		if errors.Is(err, errNoResult) {
-			fmt.Fprintf(warn, "report: %s has no result (the run failed; see the file); left out\n", f)
+			fmt.Fprintf(warn, "report: %s: %v; left out\n", f, err)
 			continue
 		}
 		if err != nil {

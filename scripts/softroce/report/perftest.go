@@ -49,8 +49,9 @@ var perftestTransports = map[string]string{
 }
 
 // errNoResult is returned when a perftest output holds no result line
-// (the run failed; its text says why).
-var errNoResult = errors.New("no result line")
+// (the run failed; its text says why), or one with inf or nan in it (perftest
+// could not convert its cycle counts, seen under TCG on a loaded host).
+var errNoResult = errors.New("no valid result line")
 
 // parsePerftest reads the client output of one perftest run of tool
 // (ib_send_lat, ib_write_lat or ib_write_bw) and returns its row, without
@@ -101,7 +102,10 @@ func fillRow(row *Row, tool string, header, vals []string) error {
 			return 0, fmt.Errorf("%d columns, want at least %d", len(vals), i+1)
 		}
 		f, err := strconv.ParseFloat(vals[i], 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return 0, fmt.Errorf("column %d is %q: %w", i+1, vals[i], errNoResult)
+		}
+		if err != nil || f < 0 {
 			return 0, fmt.Errorf("column %d is %q, not a number", i+1, vals[i])
 		}
 		return f, nil

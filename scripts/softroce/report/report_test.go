@@ -69,7 +69,12 @@ func TestParsePerftestRejects(t *testing.T) {
 		{
 			name: "a failed run has no result line", tool: "ib_send_lat",
 			input:   " Couldn't connect to 10.77.0.1:18515\nUnable to open file descriptor for socket connection",
-			wantErr: "no result line",
+			wantErr: "no valid result line",
+		},
+		{
+			name: "inf from perftest's cycle conversion is no valid result", tool: "ib_send_lat",
+			input:   " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n 1048576 50          inf            inf          inf      \t       inf         \t-nan   \t\tinf     \t\tinf\n",
+			wantErr: `column 5 is "inf": no valid result line`,
 		},
 		{
 			name: "an unknown tool", tool: "ib_read_lat", input: "",
@@ -116,7 +121,7 @@ func TestRunWritesLabelledRowsAndTable(t *testing.T) {
 	jsonPath, tablePath := filepath.Join(dir, "results.json"), filepath.Join(dir, "results.txt")
 	var warn bytes.Buffer
 	require.NoError(t, run(dir, "rxe0", "tcg", jsonPath, tablePath, &warn))
-	require.Contains(t, warn.String(), "ib_write_lat-64.txt has no result")
+	require.Contains(t, warn.String(), "ib_write_lat-64.txt: ib_write_lat: no valid result line; left out")
 
 	js, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
