@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// proc is a searchnode process started by a test.
+type proc struct {
+	cmd *exec.Cmd
+	url string
+}
+
+var readyLine = regexp.MustCompile(`^searchnode ready: (http://\S+) `)
+
+// startProc runs the binary on a free loopback port over dataDir and waits
+// for its ready line, which carries the URL.
+func startProc(t *testing.T, bin, dataDir string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--node-name", "crash-test", "--log-level", "warn")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = testWriter{t}
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
+				lines <- m[1]
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case url, ok := <-lines:
+		require.True(t, ok, "searchnode exited before it was ready")
+		p.url = url
+	case <-time.After(60 * time.Second):
+		t.Fatal("searchnode printed no ready line within 60s")
+	}
+	return p
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second}
+
+func httpDo(t *testing.T, method, url, ctype, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+// TestKillAfterAcknowledgedBulk is the durability acceptance test: a real
+// searchnode process acknowledges a _bulk with refresh=false, is killed
+// with SIGKILL at once, and after a restart on the same data directory every
+// acknowledged document is there, by GET and by search.
+func TestKillAfterAcknowledgedBulk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the searchnode binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "searchnode")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	data := filepath.Join(dir, "data")
+
+	p := startProc(t, bin, data)
+	status, body := httpDo(t, "PUT", p.url+"/durable", "application/json", `{"settings":{"number_of_shards":3,"number_of_replicas":0}}`)
+	require.Equal(t, 200, status, "%s", body)
+
+	const docs = 500
+	var ids []string
+	for batch := 0; batch < 5; batch++ {
+		var b strings.Builder
+		for i := 0; i < docs/5; i++ {
+			id := fmt.Sprintf("doc-%d-%d", batch, i)
+			ids = append(ids, id)
+			fmt.Fprintf(&b, "{\"index\":{\"_index\":\"durable\",\"_id\":%q}}\n{\"n\":%d,\"text\":\"acknowledged document %s\"}\n", id, batch*1000+i, id)
+		}
+		status, body = httpDo(t, "POST", p.url+"/_bulk?refresh=false", "application/x-ndjson", b.String())
+		require.Equal(t, 200, status, "%s", body)
+		var reply struct {
+			Errors bool `json:"errors"`
+			Items  []map[string]struct {
+				Status int `json:"status"`
+			} `json:"items"`
+		}
+		require.NoError(t, json.Unmarshal(body, &reply))
+		require.False(t, reply.Errors, "%s", body)
+		require.Len(t, reply.Items, docs/5)
+	}
+	// Kill immediately after the last acknowledgement: no flush, no close.
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	_ = p.cmd.Wait()
+
+	p = startProc(t, bin, data)
+	for _, id := range ids {
+		status, body := httpDo(t, "GET", p.url+"/durable/_doc/"+id, "", "")
+		require.Equal(t, 200, status, "acknowledged document %s lost: %s", id, body)
+	}
+	status, body = httpDo(t, "POST", p.url+"/durable/_search", "application/json", `{"query":{"match":{"text":"acknowledged"}},"size":0}`)
+	require.Equal(t, 200, status, "%s", body)
+	var res struct {
+		Hits struct {
+			Total struct {
+				Value int `json:"value"`
+			} `json:"total"`
+		} `json:"hits"`
+	}
+	require.NoError(t, json.Unmarshal(body, &res))
+	require.Equal(t, docs, res.Hits.Total.Value)
+
+	// A graceful stop (SIGTERM) exits 0.
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Wait())
+}

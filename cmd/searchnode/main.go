@@ -1,0 +1,188 @@
+// Command searchnode runs one Weft node: it reads flags (each with a WEFT_*
+// environment variable; a flag wins over the environment, which wins over
+// the default), then hands the configuration to node.Run and stops cleanly
+// on SIGINT or SIGTERM. Started with no flags it is a single-node cluster
+// with its data in ./data, serving http://127.0.0.1:9200.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/weftsearch/weft/node"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// options is everything the command line sets.
+type options struct {
+	node      node.Config
+	logLevel  slog.Level
+	logFormat string
+}
+
+// run is main without the process exit, for tests.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	opts, err := parseOptions(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "searchnode: %v\n", err)
+		return 2
+	}
+	logger := newLogger(stderr, opts.logLevel, opts.logFormat)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err = node.Run(ctx, opts.node, logger, func(url string) {
+		fmt.Fprintf(stdout, "searchnode ready: %s (cluster %q, node %q, data in %s)\n", url, opts.node.ClusterName, opts.node.NodeName, opts.node.DataDir)
+	})
+	if err != nil {
+		logger.Error("searchnode failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// parseOptions maps flags and WEFT_* variables onto the node configuration.
+func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	cfg := node.DefaultConfig()
+	opts := options{logLevel: slog.LevelInfo, logFormat: "text"}
+	fs := flag.NewFlagSet("searchnode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: searchnode [flags]\n\nRuns one Weft search node. Every flag can also be set with the environment\nvariable shown; a flag wins over the environment.\n\n")
+		fs.PrintDefaults()
+	}
+	maxBody := byteSize(cfg.MaxBodyBytes)
+	level := levelFlag{&opts.logLevel}
+	format := formatFlag{&opts.logFormat}
+	vars := []struct {
+		name, env string
+		set       func()
+	}{
+		{"data-dir", "WEFT_DATA_DIR", func() {
+			fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory holding this node's indexes (WEFT_DATA_DIR)")
+		}},
+		{"http-addr", "WEFT_HTTP_ADDR", func() {
+			fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "host:port of the REST API; port 0 picks a free port (WEFT_HTTP_ADDR)")
+		}},
+		{"node-name", "WEFT_NODE_NAME", func() { fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of this node (WEFT_NODE_NAME)") }},
+		{"cluster-name", "WEFT_CLUSTER_NAME", func() {
+			fs.StringVar(&cfg.ClusterName, "cluster-name", cfg.ClusterName, "name of the cluster (WEFT_CLUSTER_NAME)")
+		}},
+		{"max-body-bytes", "WEFT_MAX_BODY_BYTES", func() {
+			fs.Var(&maxBody, "max-body-bytes", "largest request body accepted, in bytes or with a unit (kb, mb, gb); larger bodies get 413 (WEFT_MAX_BODY_BYTES)")
+		}},
+		{"pprof", "WEFT_PPROF", func() {
+			fs.BoolVar(&cfg.EnablePprof, "pprof", cfg.EnablePprof, "serve Go profiling under /debug/pprof/ (WEFT_PPROF)")
+		}},
+		{"shutdown-timeout", "WEFT_SHUTDOWN_TIMEOUT", func() {
+			fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a stopping node waits for in-flight requests and the flush (WEFT_SHUTDOWN_TIMEOUT)")
+		}},
+		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info, warn or error (WEFT_LOG_LEVEL)") }},
+		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text or json (WEFT_LOG_FORMAT)") }},
+	}
+	for _, v := range vars {
+		v.set()
+	}
+	for _, v := range vars {
+		if val := getenv(v.env); val != "" {
+			if err := fs.Set(v.name, val); err != nil {
+				return opts, fmt.Errorf("environment variable %s=%q: %v", v.env, val, err)
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected arguments %q; searchnode takes only flags (see -h)", fs.Args())
+	}
+	cfg.MaxBodyBytes = int64(maxBody)
+	if err := cfg.Validate(); err != nil {
+		return opts, err
+	}
+	opts.node = cfg
+	return opts, nil
+}
+
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	ho := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// byteSize is a flag value of bytes: a plain number or one with a unit
+// b, kb, mb or gb (powers of 1024, as in Elasticsearch).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	v := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"b", 1}} {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q is not a byte size; use e.g. 104857600, 100mb or 1gb", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+type levelFlag struct{ l *slog.Level }
+
+func (f levelFlag) String() string {
+	if f.l == nil {
+		return "info"
+	}
+	return strings.ToLower(f.l.String())
+}
+
+func (f levelFlag) Set(s string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("unknown log level %q; use debug, info, warn or error", s)
+	}
+	*f.l = l
+	return nil
+}
+
+type formatFlag struct{ f *string }
+
+func (f formatFlag) String() string {
+	if f.f == nil {
+		return "text"
+	}
+	return *f.f
+}
+
+func (f formatFlag) Set(s string) error {
+	if s != "text" && s != "json" {
+		return fmt.Errorf("unknown log format %q; use text or json", s)
+	}
+	*f.f = s
+	return nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, o options)
+	}{
+		{
+			name: "defaults",
+			check: func(t *testing.T, o options) {
+				require.Equal(t, "./data", o.node.DataDir)
+				require.Equal(t, "127.0.0.1:9200", o.node.HTTPAddr)
+				require.Equal(t, "weft", o.node.ClusterName)
+				require.EqualValues(t, 100<<20, o.node.MaxBodyBytes)
+				require.False(t, o.node.EnablePprof)
+				require.Equal(t, slog.LevelInfo, o.logLevel)
+				require.Equal(t, "text", o.logFormat)
+			},
+		},
+		{
+			name: "environment over defaults",
+			env: map[string]string{"WEFT_DATA_DIR": "/srv/weft", "WEFT_HTTP_ADDR": ":9201", "WEFT_NODE_NAME": "n-env",
+				"WEFT_CLUSTER_NAME": "c-env", "WEFT_MAX_BODY_BYTES": "2mb", "WEFT_PPROF": "true", "WEFT_LOG_LEVEL": "debug",
+				"WEFT_LOG_FORMAT": "json", "WEFT_SHUTDOWN_TIMEOUT": "5s"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, "/srv/weft", o.node.DataDir)
+				require.Equal(t, ":9201", o.node.HTTPAddr)
+				require.Equal(t, "n-env", o.node.NodeName)
+				require.Equal(t, "c-env", o.node.ClusterName)
+				require.EqualValues(t, 2<<20, o.node.MaxBodyBytes)
+				require.True(t, o.node.EnablePprof)
+				require.Equal(t, slog.LevelDebug, o.logLevel)
+				require.Equal(t, "json", o.logFormat)
+				require.Equal(t, 5*time.Second, o.node.ShutdownTimeout)
+			},
+		},
+		{
+			name: "flags over environment",
+			args: []string{"--data-dir", "/flag", "--http-addr=127.0.0.1:0", "--max-body-bytes", "4096", "--pprof=false", "--log-level", "warn", "--node-name", "n-flag"},
+			env:  map[string]string{"WEFT_DATA_DIR": "/env", "WEFT_PPROF": "true", "WEFT_NODE_NAME": "n-env", "WEFT_LOG_LEVEL": "debug"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, "/flag", o.node.DataDir)
+				require.Equal(t, "127.0.0.1:0", o.node.HTTPAddr)
+				require.EqualValues(t, 4096, o.node.MaxBodyBytes)
+				require.False(t, o.node.EnablePprof)
+				require.Equal(t, slog.LevelWarn, o.logLevel)
+				require.Equal(t, "n-flag", o.node.NodeName)
+			},
+		},
+		{name: "bad env value names the variable", env: map[string]string{"WEFT_MAX_BODY_BYTES": "lots"}, wantErr: "WEFT_MAX_BODY_BYTES"},
+		{name: "bad log format", args: []string{"--log-format", "xml"}, wantErr: "unknown log format"},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "unknown log level"},
+		{name: "invalid config", args: []string{"--http-addr", "nohostport"}, wantErr: "HTTPAddr"},
+		{name: "body limit too small", args: []string{"--max-body-bytes", "1b"}, wantErr: "MaxBodyBytes"},
+		{name: "unknown flag", args: []string{"--colour"}, wantErr: "colour"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseOptions(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, o)
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"100mb", 100 << 20, true}, {"1GB", 1 << 30, true}, {"2 kb", 2048, true}, {"7b", 7, true},
+		{"-1", 0, false}, {"ten", 0, false}, {"", 0, false}, {"9999999999gb", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			var b byteSize
+			err := b.Set(tc.in)
+			if !tc.ok {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.EqualValues(t, tc.want, b)
+		})
+	}
+}

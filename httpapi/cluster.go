@@ -1,0 +1,351 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weftsearch/weft/shard"
+)
+
+// health is the cluster's (or some indexes') shard allocation summary. A
+// single node holds every primary and no replica, so an index with replicas
+// is yellow, as in Elasticsearch.
+type health struct {
+	ClusterName                 string  `json:"cluster_name"`
+	Status                      string  `json:"status"`
+	TimedOut                    bool    `json:"timed_out"`
+	NumberOfNodes               int     `json:"number_of_nodes"`
+	NumberOfDataNodes           int     `json:"number_of_data_nodes"`
+	ActivePrimaryShards         int     `json:"active_primary_shards"`
+	ActiveShards                int     `json:"active_shards"`
+	RelocatingShards            int     `json:"relocating_shards"`
+	InitializingShards          int     `json:"initializing_shards"`
+	UnassignedShards            int     `json:"unassigned_shards"`
+	UnassignedPrimaryShards     int     `json:"unassigned_primary_shards"`
+	DelayedUnassignedShards     int     `json:"delayed_unassigned_shards"`
+	NumberOfPendingTasks        int     `json:"number_of_pending_tasks"`
+	NumberOfInFlightFetch       int     `json:"number_of_in_flight_fetch"`
+	TaskMaxWaitingInQueueMillis int     `json:"task_max_waiting_in_queue_millis"`
+	ActiveShardsPercentAsNumber float64 `json:"active_shards_percent_as_number"`
+}
+
+var statusRank = map[string]int{"red": 0, "yellow": 1, "green": 2}
+
+func (s *Server) health(expr string) (health, error) {
+	h := health{ClusterName: s.cfg.ClusterName, Status: "green", NumberOfNodes: 1, NumberOfDataNodes: 1, ActiveShardsPercentAsNumber: 100}
+	infos, err := s.infos(expr)
+	if err != nil {
+		return h, err
+	}
+	for _, info := range infos {
+		h.ActivePrimaryShards += info.Settings.NumberOfShards
+		h.ActiveShards += info.Settings.NumberOfShards
+		h.UnassignedShards += info.Settings.NumberOfShards * info.Settings.NumberOfReplicas
+		if info.Health != "" && statusRank[info.Health] < statusRank[h.Status] {
+			h.Status = info.Health
+		}
+	}
+	if h.UnassignedShards > 0 && h.Status == "green" {
+		h.Status = "yellow"
+	}
+	if total := h.ActiveShards + h.UnassignedShards; total > 0 {
+		h.ActiveShardsPercentAsNumber = 100 * float64(h.ActiveShards) / float64(total)
+	}
+	return h, nil
+}
+
+// handleClusterHealth serves GET /_cluster/health[/{index}]. A single node's
+// health cannot change by waiting, so wait_for_status answers at once: 200
+// when the status is reached, else 408 with timed_out, as Elasticsearch
+// answers when its wait runs out.
+func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.health(r.PathValue("index"))
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if want := r.URL.Query().Get("wait_for_status"); want != "" {
+		rank, ok := statusRank[want]
+		if !ok {
+			return illegalArgument("unknown cluster health status [%s]; use green, yellow or red", want)
+		}
+		if statusRank[h.Status] < rank {
+			h.TimedOut, status = true, http.StatusRequestTimeout
+		}
+	}
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		if _, err := parseTimeValue(v); err != nil {
+			return err
+		}
+	}
+	s.writeJSON(w, r, status, h)
+	return nil
+}
+
+// parseTimeValue parses an Elasticsearch time value such as 30s, 1m, 500ms.
+func parseTimeValue(v string) (time.Duration, error) {
+	units := []struct {
+		suffix string
+		unit   time.Duration
+	}{{"nanos", time.Nanosecond}, {"micros", time.Microsecond}, {"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 {
+				return time.Duration(n) * u.unit, nil
+			}
+		}
+	}
+	return 0, illegalArgument("failed to parse time value [%s]; use a number with a unit such as 30s, 1m or 500ms", v)
+}
+
+// catTable is the reply of a _cat endpoint: named columns of string cells.
+type catTable struct {
+	cols []string
+	rows [][]string
+}
+
+// write answers in the format asked: aligned text (header line with ?v) or
+// format=json (an array of objects with string values); ?h picks columns,
+// ?s sorts (col or col:desc), ?help lists the columns.
+func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) error {
+	q := r.URL.Query()
+	if flagParam(r, "help") {
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		var b strings.Builder
+		for _, c := range t.cols {
+			fmt.Fprintf(&b, "%s\n", c)
+		}
+		_, _ = w.Write([]byte(b.String()))
+		return nil
+	}
+	colIdx := map[string]int{}
+	for i, c := range t.cols {
+		colIdx[c] = i
+	}
+	sel := make([]int, 0, len(t.cols))
+	if h := q.Get("h"); h != "" {
+		for c := range strings.SplitSeq(h, ",") {
+			i, ok := colIdx[strings.TrimSpace(c)]
+			if !ok {
+				return illegalArgument("unknown column [%s] in h; see ?help for the columns", c)
+			}
+			sel = append(sel, i)
+		}
+	} else {
+		for i := range t.cols {
+			sel = append(sel, i)
+		}
+	}
+	if sortSpec := q.Get("s"); sortSpec != "" {
+		type key struct {
+			col  int
+			desc bool
+		}
+		var keys []key
+		for part := range strings.SplitSeq(sortSpec, ",") {
+			name, dir, _ := strings.Cut(strings.TrimSpace(part), ":")
+			i, ok := colIdx[name]
+			if !ok {
+				return illegalArgument("unable to sort by unknown column [%s]", name)
+			}
+			keys = append(keys, key{i, dir == "desc"})
+		}
+		sort.SliceStable(t.rows, func(a, b int) bool {
+			for _, k := range keys {
+				x, y := t.rows[a][k.col], t.rows[b][k.col]
+				if x == y {
+					continue
+				}
+				less := x < y
+				if fx, err1 := strconv.ParseFloat(x, 64); err1 == nil {
+					if fy, err2 := strconv.ParseFloat(y, 64); err2 == nil {
+						less = fx < fy
+					}
+				}
+				return less != k.desc
+			}
+			return false
+		})
+	}
+	switch format := q.Get("format"); format {
+	case "json":
+		out := make([]map[string]string, len(t.rows))
+		for i, row := range t.rows {
+			obj := make(map[string]string, len(sel))
+			for _, c := range sel {
+				obj[t.cols[c]] = row[c]
+			}
+			out[i] = obj
+		}
+		s.writeJSON(w, r, http.StatusOK, out)
+		return nil
+	case "", "text", "txt":
+	default:
+		return illegalArgument("unsupported _cat format [%s]; use text or json", format)
+	}
+	widths := make([]int, len(t.cols))
+	verbose := flagParam(r, "v")
+	for _, c := range sel {
+		if verbose {
+			widths[c] = len(t.cols[c])
+		}
+		for _, row := range t.rows {
+			widths[c] = max(widths[c], len(row[c]))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		for j, c := range sel {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			if j == len(sel)-1 {
+				b.WriteString(cells[c])
+			} else {
+				fmt.Fprintf(&b, "%-*s", widths[c], cells[c])
+			}
+		}
+		b.WriteByte('\n')
+	}
+	if verbose {
+		line(t.cols)
+	}
+	for _, row := range t.rows {
+		line(row)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	_, _ = w.Write([]byte(b.String()))
+	return nil
+}
+
+// byteSize formats n as _cat does: with ?bytes=b|kb|mb|gb|tb a whole number in
+// that unit, otherwise a human value such as 225b or 4.5kb.
+func byteSize(n int64, unit string) (string, error) {
+	units := []string{"b", "kb", "mb", "gb", "tb", "pb"}
+	if unit != "" {
+		for i, u := range units {
+			if u == unit {
+				return strconv.FormatInt(n/int64(math.Pow(1024, float64(i))), 10), nil
+			}
+		}
+		return "", illegalArgument("unknown bytes unit [%s]; use one of %v", unit, units)
+	}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	s := strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+	return s + units[i], nil
+}
+
+func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error {
+	infos, err := s.infos(r.PathValue("index"))
+	if err != nil {
+		return err
+	}
+	unit := r.URL.Query().Get("bytes")
+	t := catTable{cols: []string{"health", "status", "index", "uuid", "pri", "rep", "docs.count", "docs.deleted", "store.size", "pri.store.size", "dataset.size"}}
+	for _, info := range infos {
+		size, err := byteSize(info.StoreSizeBytes, unit)
+		if err != nil {
+			return err
+		}
+		healthStr := info.Health
+		if healthStr == "" {
+			healthStr = "green"
+			if info.Settings.NumberOfReplicas > 0 {
+				healthStr = "yellow"
+			}
+		}
+		t.rows = append(t.rows, []string{healthStr, "open", info.Name, info.UUID,
+			strconv.Itoa(info.Settings.NumberOfShards), strconv.Itoa(info.Settings.NumberOfReplicas),
+			strconv.FormatUint(info.DocsCount, 10), "0", size, size, size})
+	}
+	return s.writeCat(w, r, t)
+}
+
+func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.health("")
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	t := catTable{
+		cols: []string{"epoch", "timestamp", "cluster", "status", "node.total", "node.data", "shards", "pri", "relo", "init", "unassign", "unassign.pri", "pending_tasks", "max_task_wait_time", "active_shards_percent"},
+		rows: [][]string{{
+			strconv.FormatInt(now.Unix(), 10), now.UTC().Format("15:04:05"), h.ClusterName, h.Status,
+			"1", "1", strconv.Itoa(h.ActiveShards), strconv.Itoa(h.ActivePrimaryShards), "0", "0",
+			strconv.Itoa(h.UnassignedShards), "0", "0", "-",
+			strconv.FormatFloat(h.ActiveShardsPercentAsNumber, 'f', 1, 64) + "%",
+		}},
+	}
+	return s.writeCat(w, r, t)
+}
+
+// handleNodesStats serves the basics of GET /_nodes/stats: this node's
+// document and store totals and the engine's indexing and search counters.
+func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error {
+	var docs uint64
+	var store int64
+	for _, info := range s.eng.Indices() {
+		docs += info.DocsCount
+		store += info.StoreSizeBytes
+	}
+	st := s.eng.Stats()
+	host, _ := os.Hostname()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	node := map[string]any{
+		"name":              s.cfg.NodeName,
+		"host":              host,
+		"roles":             []string{"data", "ingest", "master"},
+		"timestamp":         s.now().UnixMilli(),
+		"indices":           nodeIndicesStats(docs, store, st),
+		"process":           map[string]any{"timestamp": s.now().UnixMilli()},
+		"runtime":           map[string]any{"goroutines": runtime.NumGoroutine(), "heap_alloc_in_bytes": mem.HeapAlloc, "sys_in_bytes": mem.Sys},
+		"cluster_name":      s.cfg.ClusterName,
+		"transport_address": "",
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{
+		"_nodes":       map[string]int{"total": 1, "successful": 1, "failed": 0},
+		"cluster_name": s.cfg.ClusterName,
+		"nodes":        map[string]any{s.cfg.NodeID: node},
+	})
+	return nil
+}
+
+// nodeIndicesStats is the "indices" section of a node in _nodes/stats.
+func nodeIndicesStats(docs uint64, store int64, st shard.NodeStats) map[string]any {
+	var sum shard.IndexNodeStats
+	for _, s := range st.Indices {
+		sum.IndexTotal += s.IndexTotal
+		sum.IndexTimeNanos += s.IndexTimeNanos
+		sum.DeleteTotal += s.DeleteTotal
+		sum.SearchTotal += s.SearchTotal
+		sum.SearchNanos += s.SearchNanos
+		sum.LogFsyncs += s.LogFsyncs
+	}
+	return map[string]any{
+		"docs":  map[string]any{"count": docs, "deleted": 0},
+		"store": map[string]any{"size_in_bytes": store},
+		"indexing": map[string]any{
+			"index_total":          sum.IndexTotal,
+			"index_time_in_millis": sum.IndexTimeNanos / 1e6,
+			"delete_total":         sum.DeleteTotal,
+		},
+		"search": map[string]any{
+			"query_total":          sum.SearchTotal,
+			"query_time_in_millis": sum.SearchNanos / 1e6,
+		},
+		"translog": map[string]any{"fsyncs": sum.LogFsyncs},
+	}
+}

@@ -1,0 +1,318 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weftsearch/weft/shard"
+)
+
+// writeResult is the reply to a single-document write and one item of a
+// _bulk reply, in Elasticsearch's shape.
+type writeResult struct {
+	Index       string        `json:"_index"`
+	ID          string        `json:"_id"`
+	Version     int64         `json:"_version,omitempty"`
+	Result      string        `json:"result,omitempty"`
+	Shards      *shardsHeader `json:"_shards,omitempty"`
+	SeqNo       *uint64       `json:"_seq_no,omitempty"`
+	PrimaryTerm uint64        `json:"_primary_term,omitempty"`
+	Status      int           `json:"status,omitempty"`
+	Error       *esErrorCause `json:"error,omitempty"`
+}
+
+// itemResult converts one engine result.
+func (s *Server) itemResult(res shard.OpResult, withStatus bool) writeResult {
+	out := writeResult{Index: res.Index, ID: res.ID}
+	if res.Result == "not_found" {
+		res.Err = nil // a delete of a missing document is a result, not an error
+	}
+	if withStatus {
+		out.Status = res.Status
+	}
+	if res.Err != nil {
+		ae := translate(res.Err)
+		if ae.Index == "" {
+			ae.Index = res.Index
+		}
+		c := ae.cause()
+		out.Error = &c
+		if out.Status == 0 && withStatus {
+			out.Status = ae.Status
+		}
+		return out
+	}
+	seq := res.SeqNo
+	out.Version, out.Result, out.SeqNo, out.PrimaryTerm = res.Version, res.Result, &seq, res.PrimaryTerm
+	h := s.copiesOf([]string{res.Index})
+	if h.Total == 0 {
+		h = shardsHeader{Total: 1, Successful: 1}
+	} else {
+		h.Total, h.Successful = h.Total/max(1, h.Successful), 1 // copies of one shard
+	}
+	if res.Result == "noop" {
+		h = shardsHeader{}
+	}
+	out.Shards = &h
+	return out
+}
+
+// writeOne runs one write through the engine and replies as Elasticsearch
+// does for single-document endpoints.
+func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) error {
+	refresh, err := refreshParam(r)
+	if err != nil {
+		return err
+	}
+	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, refresh)
+	if err != nil {
+		return err
+	}
+	if len(results) != 1 {
+		return errors.New("httpapi: engine returned no result for a single write")
+	}
+	res := results[0]
+	if res.Err != nil && !(op.Type == shard.OpDelete && res.Result == "not_found") {
+		ae := translate(res.Err)
+		if res.Status >= 400 && res.Status != ae.Status {
+			ae = &apiError{Status: res.Status, Type: ae.Type, Reason: ae.Reason, Index: ae.Index}
+		}
+		if ae.Index == "" {
+			ae.Index = op.Index
+		}
+		return ae
+	}
+	res.Err = nil
+	status := res.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.writeJSON(w, r, status, s.itemResult(res, false))
+	return nil
+}
+
+// handleIndexDoc serves PUT|POST /{index}/_doc/{id}, POST /{index}/_doc and
+// PUT|POST /{index}/_create/{id}.
+func (s *Server) handleIndexDoc(w http.ResponseWriter, r *http.Request) error {
+	op := shard.Op{Type: shard.OpIndex, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
+	switch opType := r.URL.Query().Get("op_type"); opType {
+	case "", "index":
+	case "create":
+		op.Type = shard.OpCreate
+	default:
+		return illegalArgument("opType must be 'create' or 'index', found: [%s]", opType)
+	}
+	if r.Pattern == "PUT /{index}/_create/{id}" || r.Pattern == "POST /{index}/_create/{id}" {
+		op.Type = shard.OpCreate
+	}
+	if r.Method == http.MethodPut && op.ID == "" {
+		return illegalArgument("PUT needs a document id; use POST /%s/_doc to have one generated", op.Index)
+	}
+	if r.PathValue("id") == "" && r.Pattern != "POST /{index}/_doc" {
+		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: id is missing;"}
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if err := checkObject(body); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Type: "document_parsing_exception", Reason: "failed to parse the document: " + err.Error(), Index: op.Index}
+	}
+	op.Source = body
+	return s.writeOne(w, r, op)
+}
+
+// getResult is the reply of GET /{index}/_doc/{id}.
+type getResult struct {
+	Index       string          `json:"_index"`
+	ID          string          `json:"_id"`
+	Version     int64           `json:"_version,omitempty"`
+	SeqNo       *uint64         `json:"_seq_no,omitempty"`
+	PrimaryTerm uint64          `json:"_primary_term,omitempty"`
+	Found       bool            `json:"found"`
+	Source      json.RawMessage `json:"_source,omitempty"`
+}
+
+// wantSource reads the _source parameter of the get endpoints. Filtering
+// by field lists is not implemented and is rejected by name.
+func wantSource(r *http.Request) (bool, error) {
+	q := r.URL.Query()
+	for _, p := range []string{"_source_includes", "_source_excludes", "stored_fields"} {
+		if q.Has(p) {
+			return false, illegalArgument("parameter [%s] is not supported on document gets by Weft; filter _source in a _search request instead", p)
+		}
+	}
+	if !q.Has("_source") {
+		return true, nil
+	}
+	switch v := q.Get("_source"); v {
+	case "", "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, illegalArgument("_source filtering by field list [%s] is not supported on document gets; use _source=true|false or a _search request", v)
+	}
+}
+
+func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
+	name, id := r.PathValue("index"), r.PathValue("id")
+	withSource, err := wantSource(r)
+	if err != nil {
+		return err
+	}
+	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
+	if errors.Is(err, shard.ErrDocumentNotFound) {
+		s.writeJSON(w, r, http.StatusNotFound, getResult{Index: name, ID: id})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	seq := doc.SeqNo
+	out := getResult{Index: name, ID: doc.ID, Version: doc.Version, SeqNo: &seq, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
+	if withSource {
+		out.Source = doc.Source
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
+	name, id := r.PathValue("index"), r.PathValue("id")
+	if _, err := wantSource(r); err != nil {
+		return err
+	}
+	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
+	if errors.Is(err, shard.ErrDocumentNotFound) {
+		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Document not found [" + name + "]/[" + id + "]"}
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(doc.Source)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(doc.Source)
+	}
+	return nil
+}
+
+func (s *Server) handleDeleteDoc(w http.ResponseWriter, r *http.Request) error {
+	op := shard.Op{Type: shard.OpDelete, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
+	if _, err := s.eng.Index(op.Index); err != nil {
+		return err // deleting from a missing index is 404 index_not_found, not an auto-create
+	}
+	return s.writeOne(w, r, op)
+}
+
+func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
+	a := bulkAction{Action: actionUpdate, Index: r.PathValue("index"), ID: r.PathValue("id")}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if aerr := a.setSource(body); aerr != nil {
+		return aerr
+	}
+	op := shard.Op{Type: shard.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
+		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}}
+	return s.writeOne(w, r, op)
+}
+
+// bulkReply is the reply of _bulk.
+type bulkReply struct {
+	Took   int64                    `json:"took"`
+	Errors bool                     `json:"errors"`
+	Items  []map[string]writeResult `json:"items"`
+}
+
+// handleBulk serves _bulk: the body is parsed whole (a line that cannot be
+// an action rejects the request), items that failed parsing are answered
+// without reaching the engine, and the rest go to the engine in one call so
+// that they share one log sync.
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	refresh, err := refreshParam(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"))
+	if err != nil {
+		return err
+	}
+	ops := make([]shard.Op, 0, len(actions))
+	for _, a := range actions {
+		if a.Err != nil {
+			continue
+		}
+		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing}
+		switch a.Action {
+		case actionIndex:
+			op.Type, op.Source = shard.OpIndex, a.Source
+		case actionCreate:
+			op.Type, op.Source = shard.OpCreate, a.Source
+		case actionUpdate:
+			op.Type, op.Update = shard.OpUpdate, &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}
+		case actionDelete:
+			op.Type = shard.OpDelete
+		}
+		ops = append(ops, op)
+	}
+	var results []shard.OpResult
+	if len(ops) > 0 {
+		if results, err = s.eng.Bulk(r.Context(), ops, refresh); err != nil {
+			return err
+		}
+		if len(results) != len(ops) {
+			return errors.New("httpapi: engine returned a different number of bulk results than operations")
+		}
+	}
+	reply := bulkReply{Items: make([]map[string]writeResult, len(actions))}
+	var ok, failed float64
+	next := 0
+	for i, a := range actions {
+		var item writeResult
+		if a.Err != nil {
+			c := a.Err.cause()
+			if c.Index == "" {
+				c.Index = a.Index
+			}
+			item = writeResult{Index: a.Index, ID: a.ID, Status: a.Err.Status, Error: &c}
+		} else {
+			item = s.itemResult(results[next], true)
+			next++
+		}
+		if item.Error != nil {
+			reply.Errors = true
+			failed++
+		} else {
+			ok++
+		}
+		reply.Items[i] = map[string]writeResult{a.Action: item}
+	}
+	s.metrics.bulkDocs.WithLabelValues("ok").Add(ok)
+	s.metrics.bulkDocs.WithLabelValues("failed").Add(failed)
+	reply.Took = time.Since(start).Milliseconds()
+	s.writeJSON(w, r, http.StatusOK, reply)
+	return nil
+}
+
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) error {
+	names, err := s.resolve(r.PathValue("index"))
+	if err != nil {
+		return err
+	}
+	if err := s.eng.Refresh(r.Context(), names); err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"_shards": s.copiesOf(names)})
+	return nil
+}

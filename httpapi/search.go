@@ -1,0 +1,240 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/weftsearch/weft/index/esdsl"
+)
+
+// handleSearch serves GET|POST /_search and /{index}/_search (bodies on GET
+// too). With ?scroll= the reply carries a _scroll_id to continue with.
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	resp, err := s.search(r, r.PathValue("index"), body, r.URL.Query())
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, resp)
+	return nil
+}
+
+// search runs one search request over the index expression expr.
+func (s *Server) search(r *http.Request, expr string, body []byte, params url.Values) (*esdsl.SearchResponse, error) {
+	start := time.Now()
+	names, err := s.resolve(expr)
+	if err != nil {
+		return nil, err
+	}
+	srch, err := esdsl.ParseSearch(body, params, s.eng.Fields(names))
+	if err != nil {
+		return nil, err
+	}
+	return s.runSearch(r, names, srch, start)
+}
+
+func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time) (*esdsl.SearchResponse, error) {
+	res, err := s.eng.Search(r.Context(), names, srch.Request)
+	if err != nil {
+		return nil, err
+	}
+	resp := srch.Response(res, time.Since(start))
+	id, err := srch.ScrollID(names, res, s.now())
+	if err != nil {
+		return nil, err
+	}
+	resp.ScrollID = id
+	return resp, nil
+}
+
+func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	names, err := s.resolve(r.PathValue("index"))
+	if err != nil {
+		return err
+	}
+	req, err := esdsl.ParseCount(body, r.URL.Query(), s.eng.Fields(names))
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.Search(r.Context(), names, req)
+	if err != nil {
+		return err
+	}
+	h := shardsHeader{Total: 0}
+	for _, n := range names {
+		if info, err := s.eng.Index(n); err == nil {
+			h.Total += info.Settings.NumberOfShards
+		}
+	}
+	h.Failed = len(res.Status.Errors)
+	h.Successful = h.Total - h.Failed
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"count": res.Total, "_shards": h})
+	return nil
+}
+
+// msearchItemReply is one element of _msearch's "responses": a search reply
+// with its status, or an error.
+type msearchItemReply struct {
+	*esdsl.SearchResponse
+	Error  *esErrorBody `json:"error,omitempty"`
+	Status int          `json:"status"`
+}
+
+// handleMsearch runs each header/body pair of an _msearch body in turn; a
+// failing search fails only its own entry of "responses".
+func (s *Server) handleMsearch(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	items, err := esdsl.ParseMsearch(body)
+	if err != nil {
+		return err
+	}
+	replies := make([]msearchItemReply, len(items))
+	for i, it := range items {
+		expr := it.Index
+		if expr == "" {
+			expr = r.PathValue("index")
+		}
+		resp, err := s.search(r, expr, it.Body, it.Params)
+		if err != nil {
+			if r.Context().Err() != nil {
+				return r.Context().Err()
+			}
+			ae := translate(err)
+			if ae.Status >= 500 {
+				s.log.Error("httpapi: msearch item failed", "item", i, "err", err)
+			}
+			eb := ae.response().Error
+			replies[i] = msearchItemReply{Error: &eb, Status: ae.Status}
+			continue
+		}
+		replies[i] = msearchItemReply{SearchResponse: resp, Status: http.StatusOK}
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"took": time.Since(start).Milliseconds(), "responses": replies})
+	return nil
+}
+
+// scrollBody is the body of the scroll endpoints.
+type scrollBody struct {
+	Scroll   string          `json:"scroll"`
+	ScrollID json.RawMessage `json:"scroll_id"`
+}
+
+// scrollIDs reads scroll ids from the path, ?scroll_id= and the body, which
+// may hold one id or (for clearing) a list.
+func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, err error) {
+	keepAlive = r.URL.Query().Get("scroll")
+	if id := r.PathValue("scroll_id"); id != "" {
+		ids = append(ids, id)
+	}
+	if id := r.URL.Query().Get("scroll_id"); id != "" {
+		ids = append(ids, id)
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		var b scrollBody
+		if err := decodeStrict(body, &b); err != nil {
+			return nil, "", badRequest("x_content_parse_exception", "failed to parse the scroll body: %v", err)
+		}
+		if b.Scroll != "" {
+			keepAlive = b.Scroll
+		}
+		if len(b.ScrollID) > 0 {
+			var one string
+			var many []string
+			switch {
+			case json.Unmarshal(b.ScrollID, &one) == nil:
+				ids = append(ids, one)
+			case json.Unmarshal(b.ScrollID, &many) == nil:
+				ids = append(ids, many...)
+			default:
+				return nil, "", badRequest("x_content_parse_exception", "scroll_id must be a string or a list of strings")
+			}
+		}
+	}
+	return ids, keepAlive, nil
+}
+
+// handleScroll continues a scroll. Scroll ids are stateless (they carry the
+// request and where the last page ended), so nothing on the node expires.
+func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	ids, keepAlive, err := scrollIDs(r, body)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: scrollId is missing; send exactly one scroll_id;"}
+	}
+	all, err := s.resolve("_all")
+	if err != nil {
+		return err
+	}
+	names, srch, err := esdsl.ParseScroll(ids[0], keepAlive, s.eng.Fields(all), s.now())
+	if err != nil {
+		return err
+	}
+	resp, err := s.runSearch(r, names, srch, start)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, resp)
+	return nil
+}
+
+// handleClearScroll acknowledges clearing scrolls. Nothing is held for a
+// scroll on the node, so clearing frees nothing; ids that do not parse are
+// not counted, and a request whose ids are all invalid gets 404 as in
+// Elasticsearch.
+func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	ids, _, err := scrollIDs(r, body)
+	if err != nil {
+		return err
+	}
+	all, err := s.resolve("_all")
+	if err != nil {
+		return err
+	}
+	freed := 0
+	for _, id := range ids {
+		if id == "_all" {
+			freed++
+			continue
+		}
+		_, _, perr := esdsl.ParseScroll(id, "", s.eng.Fields(all), s.now())
+		var de *esdsl.Error
+		switch {
+		case perr == nil:
+			freed++
+		case !errors.As(perr, &de):
+			return perr
+		}
+	}
+	status := http.StatusOK
+	if freed == 0 && len(ids) > 0 {
+		status = http.StatusNotFound
+	}
+	s.writeJSON(w, r, status, map[string]any{"succeeded": true, "num_freed": freed})
+	return nil
+}

@@ -1,0 +1,398 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard"
+)
+
+// Engine is what the API needs from the shard layer; *shard.Manager
+// implements it (the node package checks that at compile time). Every method
+// may be called concurrently.
+//
+// bleve is named here only for the two search types that pass through
+// untouched from index/esdsl to the engine and back; httpapi never builds or
+// inspects a bleve value itself.
+type Engine interface {
+	CreateIndex(ctx context.Context, name string, s shard.IndexSettings, mp *index.Mapping) error
+	DeleteIndex(ctx context.Context, name string) error
+	Index(name string) (shard.IndexInfo, error)
+	Indices() []shard.IndexInfo
+	ResolveIndices(expr string) ([]string, error)
+	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
+	UpdateSettings(ctx context.Context, name string, replicas int) error
+	Bulk(ctx context.Context, ops []shard.Op, refresh shard.RefreshPolicy) ([]shard.OpResult, error)
+	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
+	Refresh(ctx context.Context, names []string) error
+	Fields(names []string) shard.FieldTypes
+	Search(ctx context.Context, names []string, req *bleve.SearchRequest) (*bleve.SearchResult, error)
+	Stats() shard.NodeStats
+}
+
+// Config describes the node the API speaks for.
+type Config struct {
+	ClusterName string
+	ClusterUUID string
+	NodeName    string
+	NodeID      string
+	// MaxBodyBytes is the largest request body read; larger bodies get 413.
+	MaxBodyBytes int64
+	// EnablePprof serves net/http/pprof under /debug/pprof/.
+	EnablePprof bool
+}
+
+// Version is the Elasticsearch version Weft reports in GET /: the 8.x REST
+// API is what it implements, and the official 8.x clients require an 8.x
+// version (and the X-Elastic-Product header) before they send anything else.
+const Version = "8.19.0"
+
+// Server is the REST API as an http.Handler. Create it with New; it holds no
+// goroutines and needs no Close.
+type Server struct {
+	cfg     Config
+	eng     Engine
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+	gather  prometheus.Gatherer
+	now     func() time.Time
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds the API over eng. Its metrics are registered on reg, which
+// /metrics also serves (the caller may register more collectors on it).
+func New(cfg Config, eng Engine, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+	if eng == nil || logger == nil || reg == nil {
+		return nil, errors.New("httpapi: New needs an engine, a logger and a registry")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		return nil, fmt.Errorf("httpapi: MaxBodyBytes %d must be positive", cfg.MaxBodyBytes)
+	}
+	m, err := newMetrics(reg, func() map[string]uint64 {
+		out := map[string]uint64{}
+		for _, info := range eng.Indices() {
+			out[info.Name] = info.DocsCount
+		}
+		return out
+	})
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
+	s := &Server{cfg: cfg, eng: eng, log: logger, metrics: m, mux: http.NewServeMux(), gather: reg, now: time.Now}
+	s.routes()
+	return s, nil
+}
+
+// handlerFunc is an API handler: it writes its success reply itself and
+// returns an error for everything else, which serve translates and writes.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle registers h under pattern (Go 1.22 method and wildcard syntax).
+// params lists the query parameters the endpoint accepts besides the ones
+// every endpoint accepts; any other parameter is a 400, as in Elasticsearch.
+// A nil params list means the handler checks parameters itself.
+func (s *Server) handle(pattern string, h handlerFunc, params ...string) {
+	allowed := map[string]bool{"pretty": true, "human": true, "error_trace": true, "filter_path": true}
+	for _, p := range params {
+		allowed[p] = true
+	}
+	checkParams := params != nil
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if checkParams {
+			for p := range r.URL.Query() {
+				if !allowed[p] {
+					s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
+					return
+				}
+			}
+		}
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// noParams is the params list of endpoints that take none beyond the common ones.
+var noParams = []string{}
+
+// ServeHTTP serves one request: it sets the Elasticsearch product header,
+// checks media types, counts the request in the metrics and turns a panic
+// into a logged 500 (a last line of defence, not a way of handling input).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	s.metrics.inFlight.Inc()
+	defer func() {
+		s.metrics.inFlight.Dec()
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if !rec.wrote {
+				s.fail(rec, r, &apiError{Status: http.StatusInternalServerError, Type: "internal_server_error", Reason: "internal error; the node logged the details"})
+			}
+		}
+		endpoint := r.Pattern
+		if endpoint == "" {
+			endpoint = "unmatched"
+		}
+		s.metrics.latency.WithLabelValues(endpoint, strconv.Itoa(rec.status())).Observe(time.Since(start).Seconds())
+	}()
+	h := rec.Header()
+	h.Set("X-Elastic-Product", "Elasticsearch")
+	n, aerr := negotiate(r)
+	h.Set("Content-Type", n.responseType())
+	if aerr != nil {
+		s.fail(rec, r, aerr)
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// statusRecorder remembers the status written, for metrics and the panic path.
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.code, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusRecorder) status() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// fail writes err in Elasticsearch's error shape. Errors that translate to
+// 5xx are logged: they are the node's fault, not the client's.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := translate(err)
+	if ae.Status >= 500 {
+		s.log.Error("httpapi: request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
+	}
+	s.writeJSON(w, r, ae.Status, ae.response())
+}
+
+// writeJSON writes v as the reply (indented when ?pretty is set; HTML
+// characters left as they are, since highlights carry tags).
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if flagParam(r, "pretty") {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		s.log.Error("httpapi: encoding reply", "path", r.URL.Path, "err", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"type":"internal_server_error","reason":"encoding the reply failed"},"status":500}` + "\n")
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// readBody reads the whole request body, bounded by MaxBodyBytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, errContentTooLong(limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errContentTooLong(limit)
+		}
+		return nil, badRequest("parse_exception", "reading the request body failed: %v", err)
+	}
+	return b, nil
+}
+
+// flagParam reports whether a boolean flag parameter is set: present with an
+// empty value, or "true".
+func flagParam(r *http.Request, name string) bool {
+	q := r.URL.Query()
+	if !q.Has(name) {
+		return false
+	}
+	v := q.Get(name)
+	return v == "" || v == "true"
+}
+
+// boolParam parses an Elasticsearch boolean parameter ("true", "false", or
+// empty meaning true); anything else is a 400 naming the parameter.
+func boolParam(r *http.Request, name string, def bool) (bool, error) {
+	q := r.URL.Query()
+	if !q.Has(name) {
+		return def, nil
+	}
+	switch v := q.Get(name); v {
+	case "", "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, illegalArgument("Failed to parse value [%s] as only [true] or [false] are allowed for parameter [%s]", v, name)
+	}
+}
+
+// refreshParam parses ?refresh=true|false|wait_for ("" means true).
+func refreshParam(r *http.Request) (shard.RefreshPolicy, error) {
+	q := r.URL.Query()
+	if !q.Has("refresh") {
+		return shard.RefreshFalse, nil
+	}
+	switch v := q.Get("refresh"); v {
+	case "", "true":
+		return shard.RefreshTrue, nil
+	case "false":
+		return shard.RefreshFalse, nil
+	case "wait_for":
+		return shard.RefreshWaitFor, nil
+	default:
+		return shard.RefreshFalse, illegalArgument("Unknown value for refresh: [%s]; use true, false or wait_for", v)
+	}
+}
+
+// routes registers every endpoint. Keep docs/http-api.md in step.
+func (s *Server) routes() {
+	s.handle("GET /{$}", s.handleInfo, noParams...)
+
+	s.handle("PUT /{index}", s.handleCreateIndex, "wait_for_active_shards", "timeout", "master_timeout")
+	s.handle("GET /{index}", s.handleGetIndex, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "flat_settings", "include_defaults", "local", "master_timeout")
+	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+
+	s.handle("GET /_mapping", s.handleGetMapping, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "local", "master_timeout")
+	s.handle("GET /{index}/_mapping", s.handleGetMapping, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "local", "master_timeout")
+	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout", "write_index_only")
+	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout", "write_index_only")
+	s.handle("GET /_settings", s.handleGetSettings, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "flat_settings", "local", "master_timeout", "include_defaults")
+	s.handle("GET /{index}/_settings", s.handleGetSettings, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "flat_settings", "local", "master_timeout", "include_defaults")
+	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing")
+
+	docParams := []string{"refresh", "routing", "timeout", "wait_for_active_shards", "op_type", "require_alias"}
+	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
+	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
+	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
+	s.handle("PUT /{index}/_create/{id}", s.handleIndexDoc, docParams...)
+	s.handle("POST /{index}/_create/{id}", s.handleIndexDoc, docParams...)
+	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
+	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
+	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
+	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "wait_for_active_shards", "retry_on_conflict", "require_alias")
+
+	bulkParams := []string{"refresh", "routing", "timeout", "wait_for_active_shards", "require_alias"}
+	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
+	s.handle("PUT /_bulk", s.handleBulk, bulkParams...)
+	s.handle("POST /{index}/_bulk", s.handleBulk, bulkParams...)
+	s.handle("PUT /{index}/_bulk", s.handleBulk, bulkParams...)
+
+	refreshParams := []string{"ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("POST /_refresh", s.handleRefresh, refreshParams...)
+	s.handle("GET /_refresh", s.handleRefresh, refreshParams...)
+	s.handle("POST /{index}/_refresh", s.handleRefresh, refreshParams...)
+	s.handle("GET /{index}/_refresh", s.handleRefresh, refreshParams...)
+
+	// Search endpoints hand their parameters to the DSL translator, which
+	// rejects the ones it does not know.
+	s.handle("GET /_search", s.handleSearch)
+	s.handle("POST /_search", s.handleSearch)
+	s.handle("GET /{index}/_search", s.handleSearch)
+	s.handle("POST /{index}/_search", s.handleSearch)
+	s.handle("GET /_count", s.handleCount)
+	s.handle("POST /_count", s.handleCount)
+	s.handle("GET /{index}/_count", s.handleCount)
+	s.handle("POST /{index}/_count", s.handleCount)
+	msearchParams := []string{"max_concurrent_searches", "rest_total_hits_as_int", "typed_keys", "search_type", "ccs_minimize_roundtrips", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("GET /_msearch", s.handleMsearch, msearchParams...)
+	s.handle("POST /_msearch", s.handleMsearch, msearchParams...)
+	s.handle("GET /{index}/_msearch", s.handleMsearch, msearchParams...)
+	s.handle("POST /{index}/_msearch", s.handleMsearch, msearchParams...)
+	scrollParams := []string{"scroll", "scroll_id", "rest_total_hits_as_int"}
+	s.handle("GET /_search/scroll", s.handleScroll, scrollParams...)
+	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
+	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
+	s.handle("POST /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
+	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
+	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
+
+	healthParams := []string{"wait_for_status", "timeout", "master_timeout", "level", "local", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_active_shards", "wait_for_nodes", "wait_for_events", "expand_wildcards"}
+	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
+	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
+	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout", "health", "pri", "expand_wildcards", "time", "ts"}
+	s.handle("GET /_cat/indices", s.handleCatIndices, catParams...)
+	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, catParams...)
+	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
+	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout", "level", "types", "groups", "fields")
+	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout", "level", "types", "groups", "fields")
+
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}))
+	if s.cfg.EnablePprof {
+		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	s.mux.HandleFunc("/", s.handleNoRoute)
+}
+
+// handleNoRoute answers paths no endpoint serves (400, as Elasticsearch
+// does) and known paths asked with the wrong method (405 with the methods
+// that would work).
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(context.Background())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		s.fail(w, r, &apiError{Status: http.StatusMethodNotAllowed, Type: "method_not_allowed",
+			Reason: fmt.Sprintf("Incorrect HTTP method for uri [%s] and method [%s], allowed: %v", r.URL.Path, r.Method, allowed)})
+		return
+	}
+	s.fail(w, r, badRequest("no_handler_found", "no handler found for uri [%s] and method [%s]", r.URL.Path, r.Method))
+}

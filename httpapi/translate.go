@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
+)
+
+// translate turns any error a handler meets into the status and
+// Elasticsearch error type the client sees. It is the one place where
+// sentinel errors of the lower layers become HTTP statuses.
+func translate(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var de *esdsl.Error
+	if errors.As(err, &de) {
+		status := de.Status
+		if status < 400 || status > 599 {
+			status = http.StatusBadRequest
+		}
+		return &apiError{Status: status, Type: de.Type, Reason: de.Reason}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errContentTooLong(mbe.Limit)
+	}
+	reason := err.Error()
+	for _, t := range []struct {
+		sentinel error
+		status   int
+		typ      string
+	}{
+		{shard.ErrIndexNotFound, http.StatusNotFound, "index_not_found_exception"},
+		{shard.ErrIndexExists, http.StatusBadRequest, "resource_already_exists_exception"},
+		{shard.ErrInvalidIndexName, http.StatusBadRequest, "invalid_index_name_exception"},
+		{shard.ErrDocumentNotFound, http.StatusNotFound, "document_missing_exception"},
+		{shard.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
+		{index.ErrInvalidMapping, http.StatusBadRequest, "mapper_parsing_exception"},
+		{index.ErrMappingConflict, http.StatusBadRequest, "illegal_argument_exception"},
+		{index.ErrStrictDynamic, http.StatusBadRequest, "strict_dynamic_mapping_exception"},
+		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
+		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
+		{shard.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
+		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
+	} {
+		if errors.Is(err, t.sentinel) {
+			return &apiError{Status: t.status, Type: t.typ, Reason: reason}
+		}
+	}
+	if ce := contextError(err); ce != nil {
+		return ce
+	}
+	return &apiError{Status: http.StatusInternalServerError, Type: "internal_server_error", Reason: reason}
+}

@@ -1,0 +1,238 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"encoding/json"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/weftsearch/weft/node"
+)
+
+func TestMain(m *testing.M) {
+	// bleve starts its analysis workers once per process, in an init function.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}
+
+// client keeps no idle connections, so no goroutine outlives a test.
+var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testConfig is a small, fast configuration on a free loopback port.
+func testConfig(dir string) node.Config {
+	cfg := node.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.NodeName = "test-node"
+	cfg.ShutdownTimeout = 10 * time.Second
+	return cfg
+}
+
+func startNode(t *testing.T, cfg node.Config) *node.Node {
+	t.Helper()
+	n, err := node.New(cfg, testLogger(t))
+	require.NoError(t, err)
+	require.NoError(t, n.Start(context.Background()))
+	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
+	return n
+}
+
+func call(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var v map[string]any
+	if len(b) > 0 && b[0] == '{' {
+		require.NoError(t, json.Unmarshal(b, &v), "%s", b)
+	}
+	return resp.StatusCode, v
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*node.Config)
+		wantErr string
+	}{
+		{"defaults are valid", func(*node.Config) {}, ""},
+		{"empty data dir", func(c *node.Config) { c.DataDir = "" }, "DataDir"},
+		{"address without port", func(c *node.Config) { c.HTTPAddr = "localhost" }, "HTTPAddr"},
+		{"empty port", func(c *node.Config) { c.HTTPAddr = "127.0.0.1:" }, "no port"},
+		{"empty node name", func(c *node.Config) { c.NodeName = "" }, "NodeName"},
+		{"empty cluster name", func(c *node.Config) { c.ClusterName = "" }, "ClusterName"},
+		{"tiny body limit", func(c *node.Config) { c.MaxBodyBytes = 10 }, "MaxBodyBytes 10"},
+		{"no shutdown time", func(c *node.Config) { c.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := node.DefaultConfig()
+			tc.mutate(&cfg)
+			err := cfg.Validate()
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+	d := node.DefaultConfig()
+	require.Equal(t, "./data", d.DataDir)
+	require.Equal(t, "127.0.0.1:9200", d.HTTPAddr)
+	require.Equal(t, "weft", d.ClusterName)
+	require.EqualValues(t, 100<<20, d.MaxBodyBytes)
+	require.NotEmpty(t, d.NodeName)
+}
+
+func TestIndexesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, testConfig(dir))
+	url := n.URL()
+	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"))
+	status, info := call(t, "GET", url+"/", "")
+	require.Equal(t, 200, status)
+	uuid := info["cluster_uuid"].(string)
+	require.NotEmpty(t, uuid)
+
+	status, _ = call(t, "PUT", url+"/kept", `{"settings":{"number_of_shards":3,"number_of_replicas":0},"mappings":{"properties":{"title":{"type":"text"},"n":{"type":"integer"}}}}`)
+	require.Equal(t, 200, status)
+	status, _ = call(t, "PUT", url+"/kept/_doc/1", `{"title":"kept across restarts","n":7,"dyn":"new field"}`)
+	require.Equal(t, 201, status)
+
+	// A second node on the same directory is refused while the first runs.
+	_, err := node.New(testConfig(dir), testLogger(t))
+	require.ErrorContains(t, err, "in use by another node")
+
+	require.NoError(t, n.Shutdown(context.Background()))
+	require.NoError(t, n.Shutdown(context.Background()), "Shutdown is idempotent")
+
+	n = startNode(t, testConfig(dir))
+	url = n.URL()
+	status, info = call(t, "GET", url+"/", "")
+	require.Equal(t, 200, status)
+	require.Equal(t, uuid, info["cluster_uuid"], "the cluster keeps its identity")
+	status, got := call(t, "GET", url+"/kept", "")
+	require.Equal(t, 200, status)
+	idx := got["kept"].(map[string]any)
+	settings := idx["settings"].(map[string]any)["index"].(map[string]any)
+	require.Equal(t, "3", settings["number_of_shards"])
+	require.Equal(t, "0", settings["number_of_replicas"])
+	props := idx["mappings"].(map[string]any)["properties"].(map[string]any)
+	require.Equal(t, "integer", props["n"].(map[string]any)["type"])
+	require.Equal(t, "text", props["dyn"].(map[string]any)["type"], "dynamically added fields are kept")
+	status, doc := call(t, "GET", url+"/kept/_doc/1", "")
+	require.Equal(t, 200, status)
+	require.Equal(t, "kept across restarts", doc["_source"].(map[string]any)["title"])
+	status, res := call(t, "POST", url+"/kept/_search", `{"query":{"match":{"title":"restarts"}}}`)
+	require.Equal(t, 200, status)
+	require.EqualValues(t, 1, res["hits"].(map[string]any)["total"].(map[string]any)["value"])
+}
+
+// TestShutdownFinishesInFlightRequest starts a bulk request, begins the
+// shutdown while its body is still arriving, then sends the rest: the
+// request must complete and its documents must be there after a restart.
+func TestShutdownFinishesInFlightRequest(t *testing.T) {
+	dir := t.TempDir()
+	n, err := node.New(testConfig(dir), testLogger(t))
+	require.NoError(t, err)
+	require.NoError(t, n.Start(context.Background()))
+	addr := n.HTTPAddr()
+
+	body := "{\"index\":{\"_index\":\"inflight\",\"_id\":\"1\"}}\n{\"a\":1}\n{\"index\":{\"_index\":\"inflight\",\"_id\":\"2\"}}\n{\"a\":2}\n"
+	half := len(body) / 2
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /_bulk HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body[:half])
+	require.NoError(t, err)
+
+	// Wait until the server is inside the handler: the in-flight gauge then
+	// counts the bulk and the scrape asking for it.
+	require.Eventually(t, func() bool { return inFlight(t, "http://"+addr) >= 2 }, 10*time.Second, 10*time.Millisecond)
+
+	done := make(chan error, 1)
+	go func() { done <- n.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) while a request was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	_, err = io.WriteString(conn, body[half:])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	reply, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, "%s", reply)
+	require.Contains(t, string(reply), `"errors":false`)
+	require.NoError(t, <-done)
+
+	n2 := startNode(t, testConfig(dir))
+	for _, id := range []string{"1", "2"} {
+		status, _ := call(t, "GET", n2.URL()+"/inflight/_doc/"+id, "")
+		require.Equal(t, 200, status, "document %s", id)
+	}
+}
+
+func inFlight(t *testing.T, url string) float64 {
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "weft_http_requests_in_flight "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx, testConfig(t.TempDir()), testLogger(t), func(u string) { urls <- u }) }()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatalf("Run returned early: %v", err)
+	}
+	status, _ := call(t, "GET", url+"/_cluster/health", "")
+	require.Equal(t, 200, status)
+	cancel()
+	require.NoError(t, <-done)
+}
