@@ -60,6 +60,12 @@ type Op struct {
 	Routing string
 	Source  json.RawMessage
 	Update  *UpdateSpec
+
+	// IfSeqNo and IfPrimaryTerm, when set (ES if_seq_no/if_primary_term),
+	// make the op fail with 409 ErrVersionConflict unless the stored
+	// document has exactly this seq no and primary term.
+	IfSeqNo       *uint64
+	IfPrimaryTerm *uint64
 }
 
 // UpdateSpec is a partial-document update: Doc is merged into _source

@@ -176,13 +176,28 @@ func TestBulkItemSemantics(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n":2,"o":{"a":"x","b":"y"}}`, string(d.Source))
 	require.Equal(t, int64(3), d.Version)
+
+	// Optimistic concurrency control (if_seq_no / if_primary_term).
+	stale, term := d.SeqNo-1, d.PrimaryTerm
+	res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, RefreshFalse)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusConflict, res[0].Status)
+	require.ErrorIs(t, res[0].Err, ErrVersionConflict)
+	cur := d.SeqNo
+	res, err = m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, RefreshFalse)
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	require.Equal(t, int64(4), res[0].Version)
+	res, err = m.Bulk(ctx, []Op{{Type: OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, RefreshFalse)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusConflict, res[0].Status, "a condition on a missing document is a conflict")
 	_, err = m.Get(ctx, "i", "2", "")
 	require.ErrorIs(t, err, ErrDocumentNotFound)
 	_, err = m.Get(ctx, "nope", "2", "")
 	require.ErrorIs(t, err, ErrIndexNotFound)
 
 	// One request mixing good and bad items; results stay in op order.
-	res, err := m.Bulk(ctx, []Op{
+	res, err = m.Bulk(ctx, []Op{
 		{Type: OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":1}`)},
 		{Type: OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
 		{Type: OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},

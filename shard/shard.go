@@ -201,6 +201,13 @@ func (s *localShard) commit(group []*writeReq) error {
 					cur = &pendingDoc{exists: p.Exists, version: p.Version, seq: p.SeqNo, term: p.PrimaryTerm, source: p.Source()}
 				}
 			}
+			if op.IfSeqNo != nil || op.IfPrimaryTerm != nil {
+				if !cur.exists || (op.IfSeqNo != nil && *op.IfSeqNo != cur.seq) || (op.IfPrimaryTerm != nil && *op.IfPrimaryTerm != cur.term) {
+					fail(res, http.StatusConflict, fmt.Errorf("%w: [%s]: required seqNo [%s], primary term [%s]; current document has seqNo [%d] and primary term [%d]",
+						ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term))
+					continue
+				}
+			}
 			var source []byte
 			del := false
 			switch op.Type {
@@ -308,6 +315,13 @@ func (s *localShard) commit(group []*writeReq) error {
 		}
 	}
 	return nil
+}
+
+func optU64(v *uint64) string {
+	if v == nil {
+		return "any"
+	}
+	return fmt.Sprint(*v)
 }
 
 func fail(res *OpResult, status int, err error) {
