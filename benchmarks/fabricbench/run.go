@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -16,6 +17,11 @@ type Config struct {
 	Duration   time.Duration
 	// MinCalls per worker per point, whatever Duration says.
 	MinCalls int
+	// Reps measures each point this many times, the transports taking
+	// turns, and reports the median of each figure (calls are summed): on
+	// a shared machine one run of one point is at the mercy of the
+	// neighbours. 0 means 1.
+	Reps int
 }
 
 // PeerFactory builds the named peer; NewPeer is the standard one.
@@ -54,25 +60,68 @@ func Run(ctx context.Context, cfg Config, newPeer PeerFactory, emit func(Result)
 		}
 		peers[name] = p
 	}
+	runs := make(map[string][]Result)
 	for _, size := range cfg.Sizes {
 		for _, inflight := range cfg.InFlight {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
 			for _, name := range cfg.Transports {
-				if err := ctx.Err(); err != nil {
-					return out, err
-				}
 				if err := startErr[name]; err != nil {
 					add(Result{Transport: name, Size: size, InFlight: inflight, Error: err.Error()})
 					continue
 				}
-				r, err := Measure(ctx, peers[name], Point{Size: size, InFlight: inflight, Duration: cfg.Duration, MinCalls: cfg.MinCalls})
-				if err != nil {
-					r.Error = err.Error()
+				runs[name] = nil
+			}
+			for rep := 0; rep < max(cfg.Reps, 1); rep++ {
+				for k := range cfg.Transports {
+					name := cfg.Transports[(k+rep)%len(cfg.Transports)]
+					if startErr[name] != nil || (len(runs[name]) > 0 && runs[name][0].Error != "") {
+						continue
+					}
+					r, err := Measure(ctx, peers[name], Point{Size: size, InFlight: inflight, Duration: cfg.Duration, MinCalls: cfg.MinCalls})
+					if err != nil {
+						r.Error = err.Error()
+						runs[name] = []Result{r}
+						continue
+					}
+					runs[name] = append(runs[name], r)
 				}
-				add(r)
+			}
+			for _, name := range cfg.Transports {
+				if startErr[name] == nil {
+					add(median(runs[name]))
+				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// median combines repeated measurements of one point: the median of each
+// figure, the sum of calls.
+func median(rs []Result) Result {
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	out := rs[0]
+	pick := func(get func(Result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	out.Calls = 0
+	for _, r := range rs {
+		out.Calls += r.Calls
+	}
+	out.RTTP50ns = int64(pick(func(r Result) float64 { return float64(r.RTTP50ns) }))
+	out.RTTP99ns = int64(pick(func(r Result) float64 { return float64(r.RTTP99ns) }))
+	out.MBPerS = pick(func(r Result) float64 { return r.MBPerS })
+	out.CPUSPerGB = pick(func(r Result) float64 { return r.CPUSPerGB })
+	return out
 }
 
 // Emitter returns an emit function for Run that writes JSON lines to w, or

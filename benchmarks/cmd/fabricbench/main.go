@@ -32,6 +32,7 @@ func run() error {
 		inflight   = flag.String("inflight", "1,16", "comma list of calls in flight")
 		duration   = flag.Duration("duration", 500*time.Millisecond, "time per point")
 		minCalls   = flag.Int("min-calls", 2, "calls per worker per point at least, whatever -duration says")
+		reps       = flag.Int("reps", 1, "measure each point this many times, transports taking turns, and report medians")
 		asJSON     = flag.Bool("json", false, "print one JSON object per point instead of a table")
 		plotFile   = flag.String("plot", "", "draw latency and bandwidth against size into this PNG")
 		from       = flag.String("from", "", "read results (JSON lines from -json) from this file instead of measuring; prints the table and -plot")
@@ -59,6 +60,7 @@ func run() error {
 		InFlight:   infl,
 		Duration:   *duration,
 		MinCalls:   *minCalls,
+		Reps:       *reps,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
