@@ -536,3 +536,53 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentBulksShareFsyncs: while one bulk's fsync is in progress,
+// eight more bulks to the same shard queue up; the next commit takes them
+// all, so nine acknowledged bulks cost two fsyncs.
+func TestConcurrentBulksShareFsyncs(t *testing.T) {
+	m := openManager(t, t.TempDir())
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.CreateIndex(ctx, "g", IndexSettings{NumberOfShards: 1}, nil))
+	sh := m.indices["g"].shards[0]
+	const followers = 8
+	release := make(chan struct{})
+	var once sync.Once
+	sh.log.beforeSync = func() { once.Do(func() { <-release }) }
+	before := sh.log.Fsyncs()
+	bulk := func(id string) error {
+		res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "g", ID: id, Source: json.RawMessage(`{"a":1}`)}}, RefreshFalse)
+		if err != nil {
+			return err
+		}
+		return res[0].Err
+	}
+	errs := make(chan error, followers+1)
+	go func() { errs <- bulk("leader") }()
+	// Wait until the leader is inside its fsync (it holds the commit lock).
+	for sh.leader.TryLock() {
+		sh.leader.Unlock()
+		runtime.Gosched()
+	}
+	for k := range followers {
+		go func() { errs <- bulk(fmt.Sprint("f", k)) }()
+	}
+	for {
+		sh.qmu.Lock()
+		n := len(sh.queue)
+		sh.qmu.Unlock()
+		if n == followers {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	for range followers + 1 {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, uint64(2), sh.log.Fsyncs()-before)
+	inf, err := m.Index("g")
+	require.NoError(t, err)
+	require.Equal(t, uint64(followers+1), inf.DocsCount)
+}
