@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/weftsearch/weft/fabric"
 )
 
 // headerSize is the size of the header in front of every message on the QP.
@@ -41,9 +43,26 @@ type Config struct {
 	// rendezvous (RDMA READ by the receiver). It must not exceed
 	// EagerSize - headerSize.
 	RendezvousThreshold int
+	// RendezvousMode is how a large message moves: "write" (the receiver
+	// allocates a registered region and the sender RDMA WRITEs into it, then
+	// SENDs a done message) or "read" (the sender exposes its copy and the
+	// receiver RDMA READs it). Either side accepts both.
+	RendezvousMode string
+	// ReadChunk is the size of one RDMA READ or WRITE of a rendezvous
+	// (capped by the port's largest message), and ReadsInFlight how many of
+	// them one transfer keeps outstanding. Soft-RoCE drops READ responses when many
+	// large READs are outstanding (16 MiB as 16 × 1 MiB READs took 7 s,
+	// against 0.05 s per lone 1 MiB READ, under QEMU TCG), so the default
+	// pipeline is short.
+	ReadChunk     int
+	ReadsInFlight int
 	// RendezvousCacheBytes bounds the registered rendezvous regions kept per
 	// connection for reuse; regions beyond it are deregistered after use.
 	RendezvousCacheBytes int
+	// MaxMessageSize is the largest payload accepted in one message, at
+	// most fabric.MaxMessageSize; larger Calls and Sends fail with
+	// fabric.ErrTooLarge, and a peer that announces more is cut off.
+	MaxMessageSize int
 	// MaxInFlight is the per-connection window: calls and one-way messages
 	// sent whose handler has not yet finished at the peer. Call and Send
 	// block (until their context ends) while it is full.
@@ -73,7 +92,11 @@ func DefaultConfig() Config {
 		SendQueueDepth:       128,
 		MaxInline:            256,
 		RendezvousThreshold:  8192 - headerSize,
+		RendezvousMode:       "write",
+		ReadChunk:            1 << 20,
+		ReadsInFlight:        2,
 		RendezvousCacheBytes: 64 << 20,
+		MaxMessageSize:       fabric.MaxMessageSize,
 		MaxInFlight:          256,
 		SpinPolls:            2000,
 		HandshakeTimeout:     10 * time.Second,
@@ -85,7 +108,7 @@ func DefaultConfig() Config {
 // TestConfig is small and quick to give up on a dead peer, for tests.
 func TestConfig() Config {
 	c := DefaultConfig()
-	c.RecvBuffers = 1024
+	c.RecvBuffers = 256
 	c.Credits = 16
 	c.SendQueueDepth = 64
 	c.MaxInFlight = 64
@@ -119,8 +142,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("rdma: config MaxInline %d out of range [0,4096]", c.MaxInline)
 	case c.RendezvousThreshold < 1 || c.RendezvousThreshold > c.EagerSize-headerSize:
 		return fmt.Errorf("rdma: config RendezvousThreshold %d out of range [1,EagerSize-%d=%d]", c.RendezvousThreshold, headerSize, c.EagerSize-headerSize)
+	case c.RendezvousMode != "write" && c.RendezvousMode != "read":
+		return fmt.Errorf("rdma: config RendezvousMode %q must be \"write\" or \"read\"", c.RendezvousMode)
+	case c.ReadChunk < 4096 || c.ReadChunk > 1<<30:
+		return fmt.Errorf("rdma: config ReadChunk %d out of range [4096,1GiB]", c.ReadChunk)
+	case c.ReadsInFlight < 1 || c.ReadsInFlight > c.SendQueueDepth/2:
+		return fmt.Errorf("rdma: config ReadsInFlight %d out of range [1,SendQueueDepth/2=%d]", c.ReadsInFlight, c.SendQueueDepth/2)
 	case c.RendezvousCacheBytes < 0:
 		return fmt.Errorf("rdma: config RendezvousCacheBytes %d is negative", c.RendezvousCacheBytes)
+	case c.MaxMessageSize < 1 || c.MaxMessageSize > fabric.MaxMessageSize:
+		return fmt.Errorf("rdma: config MaxMessageSize %d out of range [1,%d]", c.MaxMessageSize, fabric.MaxMessageSize)
 	case c.MaxInFlight < 1 || c.MaxInFlight > 1<<16:
 		return fmt.Errorf("rdma: config MaxInFlight %d out of range [1,65536]", c.MaxInFlight)
 	case c.SpinPolls < 0:
@@ -144,7 +175,7 @@ type DeviceInfo struct {
 // PortInfo describes one port of a device.
 type PortInfo struct {
 	Port      int       `json:"port"`
-	State     string    `json:"state"`
+	State     string    `json:"state"` // DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER
 	ActiveMTU int       `json:"active_mtu"`
 	MaxMTU    int       `json:"max_mtu"`
 	LinkLayer string    `json:"link_layer"`

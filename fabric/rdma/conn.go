@@ -59,7 +59,8 @@ type conn struct {
 	pending     []wr
 	spare       []wr
 	posting     bool
-	reads       map[uint64]chan error // signaled READ seq → waiter
+	reads       map[uint64]chan error // signaled READ/WRITE seq → waiter
+	rzW         map[uint64]*pendingWrite // write-mode rendezvous awaiting msgDone, by the sender's rz
 	calls       map[uint64]chan result
 	sendsOut    map[uint64]struct{} // one-way messages not yet acknowledged
 	rzOut       map[uint64]*region
@@ -72,6 +73,7 @@ type conn struct {
 	disp   *dispatch.Dispatcher
 	rxMu   sync.Mutex
 	rxq    []*rxReq
+	rzIn   map[*[]byte]*region // request payloads held in rendezvous regions
 	window chan struct{} // one token per call or one-way message in flight
 
 	nextCall atomic.Uint64
@@ -91,13 +93,19 @@ type result struct {
 	err  error
 }
 
+// pendingWrite is a region this side gave a peer to WRITE a message into.
+type pendingWrite struct {
+	reg *region
+	h   header // the RTW
+	r   *rxReq // nil for replies
+}
+
 // rxReq is a received request waiting for its turn with the dispatcher.
 type rxReq struct {
 	id        uint64
 	method    fabric.Method
 	oneWay    bool
-	payload   []byte
-	release   func()
+	buf       *[]byte // the payload, from bufpool or a rendezvous region
 	ready     bool // payload is in
 	cancelled bool // the caller cancelled before it was dispatched
 	failed    bool // the pull failed; drop it
@@ -110,7 +118,7 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 		depth:  uint64(t.cfg.SendQueueDepth),
 		wakeCh: make(chan struct{}),
 		reads: map[uint64]chan error{}, calls: map[uint64]chan result{}, sendsOut: map[uint64]struct{}{},
-		rzOut: map[uint64]*region{}, closed: make(chan struct{}), window: make(chan struct{}, t.cfg.MaxInFlight),
+		rzOut: map[uint64]*region{}, rzW: map[uint64]*pendingWrite{}, rzIn: map[*[]byte]*region{}, closed: make(chan struct{}), window: make(chan struct{}, t.cfg.MaxInFlight),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if h == nil {
@@ -118,9 +126,15 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 			return nil, fabric.Errorf(fabric.CodeUnknownMethod, "the dialling side of an rdma connection serves no methods (method %d)", r.Method)
 		})
 	}
-	c.disp = dispatch.New(c.ctx, h, peer, c.respond)
-	c.out = rzCache{pd: t.pd, access: accessRemote, limit: t.cfg.RendezvousCacheBytes}
-	c.in = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes}
+	c.disp = dispatch.New(c.ctx, h, peer, c.respond, c.releaseRequest)
+	// Only the memory a peer must reach is registered for remote access:
+	// the sender's copies in read mode, the receiver's targets otherwise.
+	c.out = rzCache{pd: t.pd, access: accessRemoteRead, limit: t.cfg.RendezvousCacheBytes}
+	c.in = rzCache{pd: t.pd, access: accessRemoteWrite, limit: t.cfg.RendezvousCacheBytes}
+	if t.cfg.RendezvousMode == "write" {
+		c.out.access = accessLocal
+	}
+	c.out.breakRegistration, c.in.breakRegistration = t.breakOut, t.breakIn
 	var gotInline, gotSQ C.uint32_t
 	c.qp = C.wf_create_qp(t.pd, t.cq, t.srq, C.uint32_t(t.cfg.SendQueueDepth), C.uint32_t(t.cfg.MaxInline), &gotInline, &gotSQ)
 	if c.qp == nil {
@@ -171,7 +185,9 @@ func (c *conn) connect(local hello, gid GIDInfo, peer hello) error {
 
 // handshake runs the control-connection exchange. The dialler sends its
 // hello first and helloReady last; the listener answers with its hello.
-func (t *Transport) handshake(ctx context.Context, ctl net.Conn, dialed bool, peer string, h fabric.Handler) (*conn, error) {
+// track, when set, is told of the conn as soon as it can receive (before
+// the handshake's last step), so its owner can fail it at any time after.
+func (t *Transport) handshake(ctx context.Context, ctl net.Conn, dialed bool, peer string, h fabric.Handler, track func(*conn) error) (*conn, error) {
 	dl, ok := ctx.Deadline()
 	if !ok || time.Until(dl) > t.cfg.HandshakeTimeout {
 		dl = time.Now().Add(t.cfg.HandshakeTimeout)
@@ -193,9 +209,14 @@ func (t *Transport) handshake(ctx context.Context, ctl net.Conn, dialed bool, pe
 		}
 		return parseHello(buf)
 	}
+	registered := false
 	fail := func(err error) (*conn, error) {
-		t.unregister(c)
-		c.destroy()
+		if registered {
+			c.fail("handshake failed")
+			_ = c.Close()
+		} else {
+			c.destroy()
+		}
 		return nil, err
 	}
 	if dialed {
@@ -212,6 +233,7 @@ func (t *Transport) handshake(ctx context.Context, ctl net.Conn, dialed bool, pe
 		if err := t.register(c); err != nil {
 			return fail(err)
 		}
+		registered = true
 		if _, err := ctl.Write([]byte{helloReady}); err != nil {
 			return fail(fmt.Errorf("rdma: completing the handshake with %s: %w", peer, err))
 		}
@@ -225,6 +247,12 @@ func (t *Transport) handshake(ctx context.Context, ctl net.Conn, dialed bool, pe
 		}
 		if err := t.register(c); err != nil {
 			return fail(err)
+		}
+		registered = true
+		if track != nil {
+			if err := track(c); err != nil {
+				return fail(err)
+			}
 		}
 		if _, err := ctl.Write(local.marshal()); err != nil {
 			return fail(fmt.Errorf("rdma: answering the handshake of %s: %w", peer, err))
@@ -361,12 +389,21 @@ func (c *conn) sendMessage(ctx context.Context, typ uint8, method fabric.Method,
 	return nil
 }
 
-// sendControl sends a header-only message that takes a credit (cancel, FIN).
+// sendControl sends a header-only message about id (cancel, ack) or
+// rendezvous id (FIN, done); it takes a credit like any message.
 func (c *conn) sendControl(ctx context.Context, typ uint8, id uint64) error {
+	h := header{typ: typ, id: id}
+	if typ == msgFIN || typ == msgDone {
+		h = header{typ: typ, rz: id}
+	}
+	return c.sendHeader(ctx, h)
+}
+
+// sendHeader sends a header-only message.
+func (c *conn) sendHeader(ctx context.Context, h header) error {
 	if err := c.reserve(ctx, 1, true); err != nil {
 		return err
 	}
-	h := header{typ: typ, id: id}
 	c.queueSendLocked(&h, nil)
 	c.flushLocked()
 	c.mu.Unlock()
@@ -389,6 +426,9 @@ func (c *conn) sendRendezvous(ctx context.Context, typ uint8, method fabric.Meth
 	rz := c.nextRz
 	c.rzOut[rz] = reg
 	h := header{typ: msgRTS, inner: typ, method: method, id: id, length: uint32(len(payload)), aux: reg.rkey(), addr: reg.addr, rz: rz}
+	if c.cfg.RendezvousMode == "write" {
+		h = header{typ: msgRTW, inner: typ, method: method, id: id, length: uint32(len(payload)), rz: rz}
+	}
 	c.queueSendLocked(&h, nil)
 	c.flushLocked()
 	c.mu.Unlock()
@@ -396,21 +436,16 @@ func (c *conn) sendRendezvous(ctx context.Context, typ uint8, method fabric.Meth
 	return nil
 }
 
-// pull READs a peer's announced region into a local registered region, in
-// waves of at most half the send queue, and sends FIN. The returned region
-// belongs to the caller (put it back into c.in).
-func (c *conn) pull(h header) (*region, error) {
-	n := int(h.length)
-	reg, err := c.in.get(n)
-	if err != nil {
-		return nil, err
-	}
-	chunk := c.t.maxMsg
+// transfer moves n bytes between local region reg and the peer's
+// (raddr, rkey) with RDMA READs or WRITEs (op), in waves of
+// cfg.ReadsInFlight work requests of cfg.ReadChunk bytes, the last of each
+// wave signaled; it returns when all have completed.
+func (c *conn) transfer(op C.uint32_t, reg *region, raddr uint64, rkey uint32, n int) error {
+	chunk := min(c.t.maxMsg, c.cfg.ReadChunk)
 	for off := 0; off < n; {
-		k := min((n-off+chunk-1)/chunk, int(c.depth/2))
+		k := min((n-off+chunk-1)/chunk, c.cfg.ReadsInFlight)
 		if err := c.reserve(c.ctx, uint64(k), false); err != nil {
-			c.in.put(reg)
-			return nil, err
+			return err
 		}
 		done := make(chan error, 1)
 		for i := 0; i < k; i++ {
@@ -423,23 +458,127 @@ func (c *conn) pull(h header) (*region, error) {
 				c.reads[seq] = done
 			}
 			c.pending = append(c.pending, wr{wr_id: C.uint64_t(sendID(c.id, seq)), laddr: C.uint64_t(reg.addr + uint64(off)),
-				raddr: C.uint64_t(h.addr + uint64(off)), len: C.uint32_t(l), lkey: C.uint32_t(reg.lkey()), rkey: C.uint32_t(h.aux),
-				opcode: opRead, flags: flags})
+				raddr: C.uint64_t(raddr + uint64(off)), len: C.uint32_t(l), lkey: C.uint32_t(reg.lkey()), rkey: C.uint32_t(rkey),
+				opcode: op, flags: flags})
 			off += l
 		}
 		c.flushLocked()
 		c.mu.Unlock()
 		if err := <-done; err != nil {
-			c.in.put(reg)
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// pull READs a peer's announced region (read mode) into a local registered
+// region and sends FIN. The returned region belongs to the caller (put it
+// back into c.in).
+func (c *conn) pull(h header) (*region, error) {
+	n := int(h.length)
+	start := time.Now()
+	reg, err := c.in.get(n)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.transfer(opRead, reg, h.addr, h.aux, n); err != nil {
+		c.in.put(reg)
+		return nil, err
+	}
 	c.bytesRecv.Add(uint64(n))
+	c.t.log.Debug("rdma: rendezvous pulled", "bytes", n, "took", time.Since(start))
 	if err := c.sendControl(c.ctx, msgFIN, h.rz); err != nil {
 		c.in.put(reg)
 		return nil, err
 	}
 	return reg, nil
+}
+
+// onRTW (poller) answers a write-mode announcement: a region is allocated
+// off the poller and offered with CTS; msgDone completes it.
+func (c *conn) onRTW(h header) {
+	p := &pendingWrite{h: h}
+	if h.inner == msgCall || h.inner == msgOneWay {
+		p.r = &rxReq{id: h.id, method: h.method, oneWay: h.inner == msgOneWay}
+		c.arrive(p.r)
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		reg, err := c.in.get(int(h.length))
+		if err == nil {
+			p.reg = reg
+			c.mu.Lock()
+			c.rzW[h.rz] = p
+			c.mu.Unlock()
+			err = c.sendHeader(c.ctx, header{typ: msgCTS, rz: h.rz, addr: reg.addr, aux: reg.rkey(), length: h.length})
+		}
+		if err != nil {
+			c.fail("rendezvous of " + fmt.Sprint(h.length) + " bytes: " + err.Error())
+		}
+	}()
+}
+
+// onCTS (poller): the peer offers a region for rendezvous rz; WRITE the
+// copy there off the poller, then send msgDone and release the copy.
+func (c *conn) onCTS(h header) {
+	c.mu.Lock()
+	reg := c.rzOut[h.rz]
+	delete(c.rzOut, h.rz)
+	c.mu.Unlock()
+	if reg == nil {
+		c.fail(fmt.Sprintf("peer offered a region for unknown rendezvous %d", h.rz))
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		start := time.Now()
+		n := int(h.length)
+		if n > len(reg.mem) {
+			c.out.put(reg)
+			c.fail(fmt.Sprintf("peer asked for %d bytes of a %d-byte rendezvous", n, len(reg.mem)))
+			return
+		}
+		err := c.transfer(opWrite, reg, h.addr, h.aux, n)
+		if err == nil {
+			err = c.sendControl(c.ctx, msgDone, h.rz)
+		}
+		c.out.put(reg)
+		if err == nil {
+			c.t.log.Debug("rdma: rendezvous written", "bytes", n, "took", time.Since(start))
+		}
+	}()
+}
+
+// onDone (poller): the peer has written rendezvous rz into our region.
+func (c *conn) onDone(h header) {
+	c.mu.Lock()
+	p := c.rzW[h.rz]
+	delete(c.rzW, h.rz)
+	c.mu.Unlock()
+	if p == nil {
+		c.fail(fmt.Sprintf("peer finished unknown rendezvous %d", h.rz))
+		return
+	}
+	n := int(p.h.length)
+	c.bytesRecv.Add(uint64(n))
+	if p.r == nil {
+		c.bg.Add(1)
+		go func() { // the copy out of a large reply stays off the poller
+			defer c.bg.Done()
+			c.deliverReply(p.h, p.reg.mem[:n])
+			c.in.put(p.reg)
+		}()
+		return
+	}
+	c.rxMu.Lock()
+	b := p.reg.mem[:n]
+	p.r.buf = &b
+	c.rzIn[p.r.buf] = p.reg
+	p.r.ready = true
+	c.drainRxLocked()
+	c.rxMu.Unlock()
 }
 
 // onSendComplete runs on the poller for a signaled (or failed) send-side
@@ -457,6 +596,7 @@ func (c *conn) onSendComplete(seq32 uint32, status, opcode, vendor uint32) {
 	if status != wcSuccess {
 		if status != wcFlushErr {
 			c.errs.Add(1)
+			c.t.wcErrors.Add(1)
 		}
 		c.failLocked(fmt.Sprintf("work completion error on QP %d: %s (vendor error %#x)", c.qpn, wcStatusString(status), vendor))
 	} else if ch, ok := c.reads[seq]; ok {
@@ -525,6 +665,11 @@ func (c *conn) onRecv(b []byte) bool {
 	if h.typ == msgCredit {
 		return false
 	}
+	if (h.typ == msgRTS || h.typ == msgRTW) && int(h.length) > c.cfg.MaxMessageSize {
+		c.errs.Add(1)
+		c.fail(fmt.Sprintf("peer announced a %d-byte message, above this side's MaxMessageSize %d", h.length, c.cfg.MaxMessageSize))
+		return true
+	}
 	c.msgsRecv.Add(1)
 	c.bytesRecv.Add(uint64(len(b)))
 	if failed {
@@ -534,7 +679,7 @@ func (c *conn) onRecv(b []byte) bool {
 	case msgCall, msgOneWay:
 		bp := bufpool.Get(len(body))
 		copy(*bp, body)
-		c.arrive(&rxReq{id: h.id, method: h.method, oneWay: h.typ == msgOneWay, payload: *bp, release: func() { bufpool.Put(bp) }, ready: true})
+		c.arrive(&rxReq{id: h.id, method: h.method, oneWay: h.typ == msgOneWay, buf: bp, ready: true})
 	case msgReply, msgError:
 		c.deliverReply(h, body)
 	case msgAck:
@@ -557,6 +702,12 @@ func (c *conn) onRecv(b []byte) bool {
 		}
 	case msgRTS:
 		c.onRTS(h)
+	case msgRTW:
+		c.onRTW(h)
+	case msgCTS:
+		c.onCTS(h)
+	case msgDone:
+		c.onDone(h)
 	}
 	return true
 }
@@ -584,8 +735,9 @@ func (c *conn) onRTS(h header) {
 		if err != nil {
 			r.failed = true
 		} else {
-			r.payload = reg.mem[:h.length]
-			r.release = func() { c.in.put(reg) }
+			b := reg.mem[:h.length]
+			r.buf = &b
+			c.rzIn[r.buf] = reg
 		}
 		r.ready = true
 		c.drainRxLocked()
@@ -610,7 +762,7 @@ func (c *conn) drainRxLocked() {
 		if r.failed {
 			continue
 		}
-		c.disp.Dispatch(r.id, r.method, r.payload, r.oneWay, r.release)
+		c.disp.Dispatch(r.id, r.method, *r.buf, r.oneWay, r.buf)
 		if r.cancelled {
 			c.disp.Cancel(r.id)
 		}
@@ -629,6 +781,19 @@ func (c *conn) cancelRequest(id uint64) {
 	c.disp.Cancel(id)
 }
 
+// releaseRequest takes back a request payload once it has been answered.
+func (c *conn) releaseRequest(bp *[]byte) {
+	c.rxMu.Lock()
+	reg, ok := c.rzIn[bp]
+	delete(c.rzIn, bp)
+	c.rxMu.Unlock()
+	if ok {
+		c.in.put(reg)
+		return
+	}
+	bufpool.Put(bp)
+}
+
 // deliverReply hands a reply (copied: the caller owns it) to its call.
 func (c *conn) deliverReply(h header, body []byte) {
 	c.mu.Lock()
@@ -639,7 +804,7 @@ func (c *conn) deliverReply(h header, body []byte) {
 		return // the caller gave up
 	}
 	inner := h.typ
-	if inner == msgRTS {
+	if inner == msgRTS || inner == msgRTW {
 		inner = h.inner
 	}
 	if inner == msgError {
@@ -666,8 +831,8 @@ func (c *conn) respond(id uint64, oneWay bool, reply []byte, err error) {
 			msg = msg[:c.threshold-1]
 		}
 		err = c.sendMessage(c.ctx, msgError, 0, id, uint32(re.Code), []byte(msg))
-	case len(reply) > fabric.MaxMessageSize:
-		msg := fmt.Sprintf("reply of %d bytes exceeds the %d-byte limit", len(reply), fabric.MaxMessageSize)
+	case len(reply) > c.cfg.MaxMessageSize:
+		msg := fmt.Sprintf("reply of %d bytes exceeds the %d-byte limit", len(reply), c.cfg.MaxMessageSize)
 		err = c.sendMessage(c.ctx, msgError, 0, id, uint32(fabric.CodeInternal), []byte(msg))
 	default:
 		err = c.sendMessage(c.ctx, msgReply, 0, id, 0, reply)
@@ -693,8 +858,8 @@ func (c *conn) acquire(ctx context.Context) error {
 
 // Call implements fabric.Conn.
 func (c *conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
-	if len(payload) > fabric.MaxMessageSize {
-		return nil, fmt.Errorf("rdma: call payload of %d bytes exceeds %d: %w", len(payload), fabric.MaxMessageSize, fabric.ErrTooLarge)
+	if len(payload) > c.cfg.MaxMessageSize {
+		return nil, fmt.Errorf("rdma: call payload of %d bytes exceeds %d: %w", len(payload), c.cfg.MaxMessageSize, fabric.ErrTooLarge)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -751,8 +916,8 @@ func (c *conn) forget(id uint64) bool {
 
 // Send implements fabric.Conn.
 func (c *conn) Send(ctx context.Context, method fabric.Method, payload []byte) error {
-	if len(payload) > fabric.MaxMessageSize {
-		return fmt.Errorf("rdma: send payload of %d bytes exceeds %d: %w", len(payload), fabric.MaxMessageSize, fabric.ErrTooLarge)
+	if len(payload) > c.cfg.MaxMessageSize {
+		return fmt.Errorf("rdma: send payload of %d bytes exceeds %d: %w", len(payload), c.cfg.MaxMessageSize, fabric.ErrTooLarge)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -893,6 +1058,10 @@ func (c *conn) drain() {
 func (c *conn) destroy() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.failed = true
+	if c.failReason == "" {
+		c.failReason = "closed"
+	}
 	c.cancel()
 	if c.qp != nil {
 		C.ibv_destroy_qp(c.qp)

@@ -72,20 +72,28 @@ func (l *listener) serve(nc net.Conn) {
 	defer l.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := l.t.handshake(ctx, nc, false, nc.RemoteAddr().String(), l.h)
+	var tracked *conn
+	track := func(c *conn) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.closed {
+			return fmt.Errorf("rdma: listener %s closed: %w", l.Addr(), fabric.ErrClosed)
+		}
+		l.conns[c] = struct{}{}
+		tracked = c
+		return nil
+	}
+	c, err := l.t.handshake(ctx, nc, false, nc.RemoteAddr().String(), l.h, track)
 	if err != nil {
 		_ = nc.Close()
+		if tracked != nil {
+			l.mu.Lock()
+			delete(l.conns, tracked)
+			l.mu.Unlock()
+		}
 		l.t.log.Warn("rdma: refused a connection", "peer", nc.RemoteAddr().String(), "err", err)
 		return
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		_ = c.Close()
-		return
-	}
-	l.conns[c] = struct{}{}
-	l.mu.Unlock()
 	<-c.ctx.Done() // the conn failed: peer gone, QP error or listener closing
 	_ = c.Close()
 	l.mu.Lock()
@@ -99,6 +107,7 @@ func (l *listener) serve(nc net.Conn) {
 func (l *listener) kill() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.t.log.Debug("rdma: killing the connections of a listener", "addr", l.Addr(), "conns", len(l.conns))
 	for c := range l.conns {
 		if tc, ok := c.ctl.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
@@ -139,7 +148,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 	if err != nil {
 		return nil, fmt.Errorf("rdma: dialling the control connection to %s: %w", addr, err)
 	}
-	c, err := t.handshake(ctx, nc, true, addr, nil)
+	c, err := t.handshake(ctx, nc, true, addr, nil, nil)
 	if err != nil {
 		_ = nc.Close()
 		return nil, err

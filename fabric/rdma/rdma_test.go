@@ -79,71 +79,89 @@ func newTestTransport(t *testing.T, env testEnv, mod func(*Config)) *Transport {
 	return tr
 }
 
+// guestMaxMessage is the message limit the conformance run configures. Under
+// QEMU TCG, Soft-RoCE moves 6–14 MB/s (see docs/rdma.md), so the suite's
+// 64 MiB echo (128 MiB on the wire plus four copies) does not fit its 20 s
+// guard; 32 MiB still exercises multi-wave rendezvous both ways.
+const guestMaxMessage = 32 << 20
+
 func TestConformance(t *testing.T) {
 	env := rdmaEnv(t)
 	fabrictest.RunConformance(t, func(t *testing.T) fabrictest.Setup {
-		client := newTestTransport(t, env, nil)
-		server := newTestTransport(t, env, nil)
+		mod := func(c *Config) { c.MaxMessageSize = guestMaxMessage }
+		client := newTestTransport(t, env, mod)
+		server := newTestTransport(t, env, mod)
 		return fabrictest.Setup{
 			Client: client, Server: server,
-			Addr:        net.JoinHostPort(env.addr, "0"),
-			Kill:        func(l fabric.Listener) { l.(*listener).kill() },
-			MaxInFlight: TestConfig().MaxInFlight,
+			Addr:           net.JoinHostPort(env.addr, "0"),
+			Kill:           func(l fabric.Listener) { l.(*listener).kill() },
+			MaxMessageSize: guestMaxMessage,
+			MaxInFlight:    TestConfig().MaxInFlight,
 		}
 	})
 }
 
-// A work completion with an error status (here: a READ of a region whose
-// registration the peer dropped mid-call) fails the connection and its
-// in-flight calls with ErrClosed promptly, and the handler never runs.
+// A work completion with an error status, driven mid-call by dropping the
+// registration of the memory the peer is to reach (the sender's copy in
+// read mode, the receiver's target in write mode), fails the connection and
+// its in-flight call with ErrClosed promptly, and the handler never runs.
 func TestQPErrorFailsInFlightCalls(t *testing.T) {
 	env := rdmaEnv(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	client := newTestTransport(t, env, nil)
-	server := newTestTransport(t, env, nil)
-	var ran atomic.Int64
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(context.Context, *fabric.Request) ([]byte, error) {
-		ran.Add(1)
-		return []byte("ok"), nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-	require.NoError(t, err)
-	defer l.Close()
-	fc, err := client.Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	defer fc.Close()
-	c := fc.(*conn)
-
-	// Break every rendezvous region the client announces before the server
-	// can read it: the server's RDMA READ completes with a remote access
-	// error.
-	c.out.breakRegistration = true
-	start := time.Now()
-	_, err = c.Call(ctx, fabric.MethodUserBase, make([]byte, 1<<20))
-	require.ErrorIs(t, err, fabric.ErrClosed)
-	t.Logf("call failed after %v: %v", time.Since(start), err)
-	require.Zero(t, ran.Load(), "the handler must not run for a message that never arrived")
-	require.Eventually(t, func() bool {
-		for _, ci := range server.Conns() {
-			if ci.Errors > 0 {
-				return true
+	for _, mode := range []string{"write", "read"} {
+		t.Run(mode, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+			mod := func(c *Config) { c.RendezvousMode = mode }
+			client := newTestTransport(t, env, mod)
+			server := newTestTransport(t, env, mod)
+			if mode == "read" {
+				client.breakOut = true // the server's READ of the request fails
+			} else {
+				server.breakIn = true // the client's WRITE of the request fails
 			}
-		}
-		return false
-	}, 10*time.Second, 10*time.Millisecond, "the server side saw no error completion")
-	_, err = c.Call(ctx, fabric.MethodUserBase, []byte("again"))
-	require.ErrorIs(t, err, fabric.ErrClosed)
+			var ran atomic.Int64
+			var m fabric.Mux
+			m.HandleFunc(fabric.MethodUserBase, func(context.Context, *fabric.Request) ([]byte, error) {
+				ran.Add(1)
+				return []byte("ok"), nil
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
+			require.NoError(t, err)
+			defer l.Close()
+			c, err := client.Dial(ctx, l.Addr())
+			require.NoError(t, err)
+			defer c.Close()
+
+			start := time.Now()
+			_, err = c.Call(ctx, fabric.MethodUserBase, make([]byte, 1<<20))
+			require.ErrorIs(t, err, fabric.ErrClosed)
+			t.Logf("call failed after %v: %v", time.Since(start), err)
+			require.Zero(t, ran.Load(), "the handler must not run for a message that never arrived")
+			require.Positive(t, client.wcErrors.Load()+server.wcErrors.Load(), "no work completion with an error status")
+			_, err = c.Call(ctx, fabric.MethodUserBase, []byte("again"))
+			require.ErrorIs(t, err, fabric.ErrClosed)
+		})
+	}
 }
 
 // Many callers with payloads on both sides of the rendezvous threshold keep
 // within the credits (no receiver-not-ready) and get their own replies.
 func TestMixedSizesUnderCreditPressure(t *testing.T) {
 	env := rdmaEnv(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	mod := func(c *Config) { c.Credits = 4; c.RecvBuffers = 64; c.SendQueueDepth = 16; c.RendezvousThreshold = 1024 }
+	for _, mode := range []string{"write", "read"} {
+		t.Run(mode, func(t *testing.T) { testMixedSizes(t, env, mode) })
+	}
+}
+
+func testMixedSizes(t *testing.T, env testEnv, mode string) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	mod := func(c *Config) {
+		c.Credits, c.RecvBuffers, c.SendQueueDepth = 4, 64, 16
+		c.RendezvousThreshold, c.RendezvousMode, c.ReadChunk = 1024, mode, 16<<10
+	}
 	client := newTestTransport(t, env, mod)
 	server := newTestTransport(t, env, mod)
 	var m fabric.Mux
@@ -153,10 +171,11 @@ func TestMixedSizesUnderCreditPressure(t *testing.T) {
 	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
 	require.NoError(t, err)
 	defer l.Close()
-	c, err := client.Dial(ctx, l.Addr())
+	fc, err := client.Dial(ctx, l.Addr())
 	require.NoError(t, err)
-	defer c.Close()
-	sizes := []int{0, 100, 1023, 1024, 5000, 70000}
+	defer fc.Close()
+	c := fc
+	sizes := []int{0, 100, 1023, 1024, 5000, 70000, 300000}
 	errs := make(chan error, 16)
 	for g := range 16 {
 		go func() {
@@ -187,6 +206,12 @@ func TestMixedSizesUnderCreditPressure(t *testing.T) {
 	require.Equal(t, "RTS", infos[0].QPState)
 	require.Positive(t, infos[0].Rendezvous)
 	require.Zero(t, infos[0].Errors)
+	require.Eventually(t, func() bool {
+		c := fc.(*conn)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.rzOut) == 0 && len(c.rzW) == 0
+	}, 10*time.Second, 10*time.Millisecond, "rendezvous regions still held after every call returned")
 }
 
 func TestDevicesListsTheTestDevice(t *testing.T) {
@@ -200,7 +225,7 @@ func TestDevicesListsTheTestDevice(t *testing.T) {
 		}
 		found = true
 		require.NotEmpty(t, d.Ports)
-		require.Equal(t, "PORT_ACTIVE", d.Ports[0].State)
+		require.Equal(t, "ACTIVE", d.Ports[0].State)
 		_, err := chooseGID(d.Ports[0].GIDs, -1, net.ParseIP(env.addr), d.Ports[0].LinkLayer)
 		require.NoError(t, err, "a RoCE v2 GID for %s", env.addr)
 	}

@@ -74,6 +74,10 @@ type Transport struct {
 	listeners map[*listener]struct{}
 	closed    bool
 
+	wcErrors   atomic.Uint64 // work completions with an error status (not flushes)
+	// breakOut, breakIn (tests only): deregister every rendezvous region of
+	// new connections right after allocating it, to drive QPs into error.
+	breakOut, breakIn bool
 	pollerDone chan struct{}
 	stop       atomic.Bool
 	closeOnce  sync.Once
@@ -175,8 +179,8 @@ func (t *Transport) open() error {
 		return fmt.Errorf("%w: %w", err, fabric.ErrNotSupported)
 	}
 	t.maxMsg = int(pattr.max_msg_sz)
-	if t.maxMsg <= 0 || t.maxMsg > 1<<20 {
-		t.maxMsg = 1 << 20
+	if t.maxMsg <= 0 || t.maxMsg > 1<<30 {
+		t.maxMsg = 1 << 30
 	}
 	t.rdAtomic = min(int(dattr.max_qp_rd_atom), 16)
 	if t.rdAtomic < 1 {

@@ -23,6 +23,7 @@ const maxBatch = C.WF_MAX_BATCH
 const (
 	opSend     = C.IBV_WR_SEND
 	opRead     = C.IBV_WR_RDMA_READ
+	opWrite    = C.IBV_WR_RDMA_WRITE
 	flagSignal = C.IBV_SEND_SIGNALED
 	flagInline = C.IBV_SEND_INLINE
 )
@@ -60,7 +61,19 @@ func mtuEnum(bytes int) C.enum_ibv_mtu {
 }
 
 func portStateString(s C.enum_ibv_port_state) string {
-	return C.GoString(C.ibv_port_state_str(s))
+	switch s {
+	case C.IBV_PORT_DOWN:
+		return "DOWN"
+	case C.IBV_PORT_INIT:
+		return "INIT"
+	case C.IBV_PORT_ARMED:
+		return "ARMED"
+	case C.IBV_PORT_ACTIVE:
+		return "ACTIVE"
+	case C.IBV_PORT_ACTIVE_DEFER:
+		return "ACTIVE_DEFER"
+	}
+	return "NOP"
 }
 
 var qpStateNames = map[int]string{
@@ -123,6 +136,7 @@ func (r *region) free() {
 }
 
 const (
-	accessLocal  = C.IBV_ACCESS_LOCAL_WRITE
-	accessRemote = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_READ
+	accessLocal       = C.IBV_ACCESS_LOCAL_WRITE
+	accessRemoteRead  = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_READ
+	accessRemoteWrite = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE
 )

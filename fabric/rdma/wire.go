@@ -20,6 +20,9 @@ const (
 	msgRTS    uint8 = 7 // rendezvous: inner is the carried type, addr/rkey/length the region to READ, rz its id
 	msgFIN    uint8 = 8 // rendezvous rz has been read; the sender may release it
 	msgAck    uint8 = 9 // the handler of one-way message id has returned
+	msgRTW    uint8 = 10 // rendezvous by WRITE: inner/method/id/length announced, rz the sender's id
+	msgCTS    uint8 = 11 // answer to RTW: write rz into addr with rkey aux
+	msgDone   uint8 = 12 // rz has been written (the WRITEs precede this SEND on the QP)
 )
 
 // header is the fixed 40-byte header of every QP message.
@@ -80,12 +83,12 @@ func parseMessage(b []byte) (header, []byte, error) {
 			return h, nil, fmt.Errorf("rdma: message type %d says %d payload bytes but carries %d", h.typ, h.length, len(body))
 		}
 		return h, body, nil
-	case msgCancel, msgCredit, msgFIN, msgAck:
+	case msgCancel, msgCredit, msgFIN, msgAck, msgCTS, msgDone:
 		if len(body) != 0 {
 			return h, nil, fmt.Errorf("rdma: control message type %d carries %d unexpected bytes", h.typ, len(body))
 		}
 		return h, nil, nil
-	case msgRTS:
+	case msgRTS, msgRTW:
 		switch h.inner {
 		case msgCall, msgOneWay, msgReply, msgError:
 		default:
