@@ -59,7 +59,7 @@ type conn struct {
 	pending     []wr
 	spare       []wr
 	posting     bool
-	reads       map[uint64]chan error // signaled READ/WRITE seq → waiter
+	reads       map[uint64]chan error    // signaled READ/WRITE seq → waiter
 	rzW         map[uint64]*pendingWrite // write-mode rendezvous awaiting msgDone, by the sender's rz
 	calls       map[uint64]chan result
 	sendsOut    map[uint64]struct{} // one-way messages not yet acknowledged
@@ -74,7 +74,7 @@ type conn struct {
 	rxMu   sync.Mutex
 	rxq    []*rxReq
 	rzIn   map[*[]byte]*region // request payloads held in rendezvous regions
-	window chan struct{} // one token per call or one-way message in flight
+	window chan struct{}       // one token per call or one-way message in flight
 
 	nextCall atomic.Uint64
 	out, in  rzCache
@@ -83,7 +83,7 @@ type conn struct {
 	closed   chan struct{}
 
 	calls_, callErrs, sends, msgsSent, msgsRecv, bytesSent, bytesRecv, rendezvous, errs atomic.Uint64
-	inflight                                                                             atomic.Int64
+	inflight                                                                            atomic.Int64
 }
 
 var _ fabric.Conn = (*conn)(nil)
@@ -106,9 +106,9 @@ type rxReq struct {
 	method    fabric.Method
 	oneWay    bool
 	buf       *[]byte // the payload, from bufpool or a rendezvous region
-	ready     bool // payload is in
-	cancelled bool // the caller cancelled before it was dispatched
-	failed    bool // the pull failed; drop it
+	ready     bool    // payload is in
+	cancelled bool    // the caller cancelled before it was dispatched
+	failed    bool    // the pull failed; drop it
 }
 
 // setup creates the QP and moves it to INIT.
@@ -117,7 +117,7 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 		t: t, cfg: t.cfg, dialed: dialed, peer: peer, ctl: ctl, handler: h,
 		depth:  uint64(t.cfg.SendQueueDepth),
 		wakeCh: make(chan struct{}),
-		reads: map[uint64]chan error{}, calls: map[uint64]chan result{}, sendsOut: map[uint64]struct{}{},
+		reads:  map[uint64]chan error{}, calls: map[uint64]chan result{}, sendsOut: map[uint64]struct{}{},
 		rzOut: map[uint64]*region{}, rzW: map[uint64]*pendingWrite{}, rzIn: map[*[]byte]*region{}, closed: make(chan struct{}), window: make(chan struct{}, t.cfg.MaxInFlight),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -1156,4 +1156,3 @@ func (z *rzCache) close() {
 	}
 	z.free, z.cached = nil, 0
 }
-

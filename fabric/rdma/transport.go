@@ -74,13 +74,13 @@ type Transport struct {
 	listeners map[*listener]struct{}
 	closed    bool
 
-	wcErrors   atomic.Uint64 // work completions with an error status (not flushes)
+	wcErrors atomic.Uint64 // work completions with an error status (not flushes)
 	// breakOut, breakIn (tests only): deregister every rendezvous region of
 	// new connections right after allocating it, to drive QPs into error.
 	breakOut, breakIn bool
-	pollerDone chan struct{}
-	stop       atomic.Bool
-	closeOnce  sync.Once
+	pollerDone        chan struct{}
+	stop              atomic.Bool
+	closeOnce         sync.Once
 }
 
 var _ fabric.Transport = (*Transport)(nil)

@@ -11,15 +11,15 @@ import (
 
 // Message types on the QP. Every message starts with a header.
 const (
-	msgCall   uint8 = 1 // request; id is the call id
-	msgOneWay uint8 = 2 // Conn.Send
-	msgReply  uint8 = 3 // successful reply to call id
-	msgError  uint8 = 4 // error reply: aux is the code, payload the text
-	msgCancel uint8 = 5 // the caller gave up on call id
-	msgCredit uint8 = 6 // returns credits only; consumes none
-	msgRTS    uint8 = 7 // rendezvous: inner is the carried type, addr/rkey/length the region to READ, rz its id
-	msgFIN    uint8 = 8 // rendezvous rz has been read; the sender may release it
-	msgAck    uint8 = 9 // the handler of one-way message id has returned
+	msgCall   uint8 = 1  // request; id is the call id
+	msgOneWay uint8 = 2  // Conn.Send
+	msgReply  uint8 = 3  // successful reply to call id
+	msgError  uint8 = 4  // error reply: aux is the code, payload the text
+	msgCancel uint8 = 5  // the caller gave up on call id
+	msgCredit uint8 = 6  // returns credits only; consumes none
+	msgRTS    uint8 = 7  // rendezvous: inner is the carried type, addr/rkey/length the region to READ, rz its id
+	msgFIN    uint8 = 8  // rendezvous rz has been read; the sender may release it
+	msgAck    uint8 = 9  // the handler of one-way message id has returned
 	msgRTW    uint8 = 10 // rendezvous by WRITE: inner/method/id/length announced, rz the sender's id
 	msgCTS    uint8 = 11 // answer to RTW: write rz into addr with rkey aux
 	msgDone   uint8 = 12 // rz has been written (the WRITEs precede this SEND on the QP)
