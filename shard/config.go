@@ -27,6 +27,9 @@ var (
 	ErrVersionConflict  = errors.New("version conflict")
 	ErrClosed           = errors.New("shard manager closed")
 	ErrInvalidRequest   = errors.New("invalid request")
+	// ErrAllShardsFailed: no shard of a search answered; it wraps the first
+	// shard's error too (a malformed query fails this way on every shard).
+	ErrAllShardsFailed = errors.New("all shards failed")
 )
 
 // Config tunes the Manager.

@@ -824,7 +824,10 @@ func (m *Manager) Search(ctx context.Context, names []string, req *bleve.SearchR
 // SearchShards searches the given shards with global statistics: phase 1
 // gathers every shard's TermStats, phase 2 searches the shards that answered
 // through a bleve IndexAlias under the summed statistics. A single shard is
-// searched directly (its statistics are the global ones).
+// searched directly (its statistics are the global ones). Failing shards
+// give partial results (Status.Failed, Status.Errors); if none answers, the
+// error wraps ErrAllShardsFailed and the first shard's error (a malformed
+// query fails this way).
 func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	if req == nil || req.Query == nil {
 		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
@@ -840,8 +843,7 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{},
-				Status: &bleve.SearchStatus{Total: 1, Failed: 1, Errors: map[string]error{s.Name(): err}}}, nil
+			return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, s.Name(), err)
 		}
 		if res.Status == nil {
 			res.Status = &bleve.SearchStatus{}
@@ -873,8 +875,14 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		total.Add(stats[k])
 		live = append(live, aliasChild{s})
 	}
+	if len(live) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, searchers[0].Name(), errs[0])
+	}
 	var res *bleve.SearchResult
-	if len(live) > 0 {
+	{
 		alias := bleve.NewIndexAlias(live...)
 		var err error
 		res, err = alias.SearchInContext(index.WithGlobalStats(ctx, total), req)
@@ -882,10 +890,7 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			for _, l := range live {
-				failed[l.Name()] = err
-			}
-			res = nil
+			return nil, fmt.Errorf("%w: %w", ErrAllShardsFailed, err)
 		}
 	}
 	if res == nil {

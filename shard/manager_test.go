@@ -343,10 +343,17 @@ func TestSearchWithFailingShardGivesPartialResults(t *testing.T) {
 	require.Equal(t, 2, res.Status.Successful)
 	require.Contains(t, res.Status.Errors, "i/9")
 
-	res, err = SearchShards(ctx, []ShardSearcher{failingSearcher{"a"}, failingSearcher{"b"}}, bleve.NewSearchRequest(bleve.NewMatchAllQuery()))
-	require.NoError(t, err)
-	require.Equal(t, 2, res.Status.Failed)
-	require.Zero(t, res.Total)
+	_, err = SearchShards(ctx, []ShardSearcher{failingSearcher{"a"}, failingSearcher{"b"}}, bleve.NewSearchRequest(bleve.NewMatchAllQuery()))
+	require.ErrorIs(t, err, ErrAllShardsFailed)
+	require.ErrorContains(t, err, "shard unreachable")
+
+	// A malformed query fails on every shard: an error, not partial results.
+	bad := bleve.NewQueryStringQuery("body:\"unclosed")
+	_, err = m.Search(ctx, []string{"i"}, bleve.NewSearchRequest(bad))
+	require.ErrorIs(t, err, ErrAllShardsFailed)
+	require.NoError(t, m.CreateIndex(ctx, "one", IndexSettings{}, nil))
+	_, err = m.Search(ctx, []string{"one"}, bleve.NewSearchRequest(bleve.NewQueryStringQuery("body:\"unclosed")))
+	require.ErrorIs(t, err, ErrAllShardsFailed)
 }
 
 // TestSearchFeatures checks what the DSL layer builds on: highlighting of
