@@ -24,8 +24,34 @@ type writeResult struct {
 	Error       *esErrorCause `json:"error,omitempty"`
 }
 
+// shardsCache answers the "_shards" header of write replies, looking each
+// index up once per request: the lookup reads index statistics, which is
+// too slow to repeat for every item of a bulk.
+type shardsCache struct {
+	s    *Server
+	seen map[string]shardsHeader
+}
+
+func (s *Server) newShardsCache() *shardsCache {
+	return &shardsCache{s: s, seen: map[string]shardsHeader{}}
+}
+
+// forWrite is the _shards header of one write to name: every copy of the
+// document's shard counts in total, the primary succeeds.
+func (c *shardsCache) forWrite(name string) shardsHeader {
+	if h, ok := c.seen[name]; ok {
+		return h
+	}
+	h := shardsHeader{Total: 1, Successful: 1}
+	if info, err := c.s.eng.Index(name); err == nil {
+		h.Total = 1 + info.Settings.NumberOfReplicas
+	}
+	c.seen[name] = h
+	return h
+}
+
 // itemResult converts one engine result.
-func (s *Server) itemResult(res shard.OpResult, withStatus bool) writeResult {
+func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeResult {
 	out := writeResult{Index: res.Index, ID: res.ID}
 	if res.Result == "not_found" {
 		res.Err = nil // a delete of a missing document is a result, not an error
@@ -47,12 +73,7 @@ func (s *Server) itemResult(res shard.OpResult, withStatus bool) writeResult {
 	}
 	seq := res.SeqNo
 	out.Version, out.Result, out.SeqNo, out.PrimaryTerm = res.Version, res.Result, &seq, res.PrimaryTerm
-	h := s.copiesOf([]string{res.Index})
-	if h.Total == 0 {
-		h = shardsHeader{Total: 1, Successful: 1}
-	} else {
-		h.Total, h.Successful = h.Total/max(1, h.Successful), 1 // copies of one shard
-	}
+	h := shards.forWrite(res.Index)
 	if res.Result == "noop" {
 		h = shardsHeader{}
 	}
@@ -90,7 +111,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) e
 	if status == 0 {
 		status = http.StatusOK
 	}
-	s.writeJSON(w, r, status, s.itemResult(res, false))
+	s.writeJSON(w, r, status, itemResult(res, false, s.newShardsCache()))
 	return nil
 }
 
@@ -276,6 +297,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	reply := bulkReply{Items: make([]map[string]writeResult, len(actions))}
+	shards := s.newShardsCache()
 	var ok, failed float64
 	next := 0
 	for i, a := range actions {
@@ -287,7 +309,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 			}
 			item = writeResult{Index: a.Index, ID: a.ID, Status: a.Err.Status, Error: &c}
 		} else {
-			item = s.itemResult(results[next], true)
+			item = itemResult(results[next], true, shards)
 			next++
 		}
 		if item.Error != nil {

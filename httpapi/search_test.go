@@ -35,6 +35,17 @@ func hitIDs(t *testing.T, body map[string]any) []string {
 	return ids
 }
 
+func TestSearchWithoutIndexes(t *testing.T) {
+	a := newTestAPI(t, apiConfig())
+	for _, p := range []string{"/_search", "/nothing-*/_search", "/_all/_search"} {
+		r := a.must(200, "POST", p, `{"query":{"match_all":{}}}`)
+		require.EqualValues(t, 0, path(t, r, "hits", "total", "value"), p)
+	}
+	require.EqualValues(t, 0, a.must(200, "GET", "/_count", "")["count"])
+	require.Empty(t, a.must(200, "GET", "/nothing-*", ""))
+	require.Equal(t, 404, a.do("HEAD", "/nothing-*", "").Status)
+}
+
 func TestSearch(t *testing.T) {
 	a := newTestAPI(t, apiConfig())
 	loadBooks(t, a)
@@ -49,9 +60,15 @@ func TestSearch(t *testing.T) {
 	r = a.must(200, "GET", "/books-a,books-b/_search?q=title:fox&size=0", "")
 	require.EqualValues(t, 12, path(t, r, "hits", "total", "value"))
 	r = a.must(200, "POST", "/_search", `{"query":{"range":{"year":{"gte":2010}}},"sort":[{"year":"asc"}]}`)
+	require.Nil(t, path(t, r, "hits", "max_score"))
 	require.Equal(t, []string{"10", "11"}, hitIDs(t, r))
 	require.Equal(t, "books-a", path(t, r, "hits", "hits", 0, "_index"))
 	require.EqualValues(t, 2010, path(t, r, "hits", "hits", 0, "_source", "year"))
+
+	// Highlight tags reach the client unescaped.
+	hl := a.do("POST", "/books-b/_search", `{"query":{"match":{"title":"quick"}},"highlight":{"fields":{"title":{}}},"size":1}`)
+	require.Equal(t, 200, hl.Status, "%s", hl.Body)
+	require.Contains(t, string(hl.Body), "<em>quick</em>")
 
 	// search_after pages through a sort.
 	r = a.must(200, "POST", "/books-*/_search", `{"sort":[{"year":"desc"}],"size":5}`)
@@ -67,10 +84,17 @@ func TestSearch(t *testing.T) {
 	c = a.must(200, "GET", "/_count", "")
 	require.EqualValues(t, 12, c["count"])
 
+	// The common parameters work on search endpoints too.
+	for _, p := range []string{"/books-a/_search?pretty", "/books-a/_search?pretty=true&human=true&error_trace=false", "/books-a/_count?pretty"} {
+		a.must(200, "GET", p, "")
+	}
+
 	errs := []struct {
 		name, method, path, body string
 		status                   int
 	}{
+		{"unknown parameter", "GET", "/books-a/_search?colour=red", "", 400},
+		{"unknown count parameter", "GET", "/books-a/_count?colour=red", "", 400},
 		{"unknown query", "POST", "/books-a/_search", `{"query":{"nope":{}}}`, 400},
 		{"malformed body", "POST", "/books-a/_search", `{"query":`, 400},
 		{"unknown top-level key", "POST", "/books-a/_search", `{"querry":{}}`, 400},
