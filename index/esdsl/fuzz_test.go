@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -110,5 +111,33 @@ func FuzzParseScroll(f *testing.F) {
 		}
 		require.NotNil(t, s)
 		require.NotNil(t, indices)
+	})
+}
+
+// FuzzQueryString drives the Lucene query-string parser directly, in both
+// query_string and simple_query_string modes, and runs what it builds.
+func FuzzQueryString(f *testing.F) {
+	for _, s := range []string{
+		`title:(quick OR brown) AND -tags:news`, `views:[10 TO 100} OR published:>=2024-01-01`,
+		`"lazy dog"~0 +fox^2 NOT hound`, `/qu.*k/ OR b?own* OR hund~1`, `_exists_:views && !tags:food`,
+		`fox -lazy | (bread + "whole wheat")`, `a\:b \(c\) "unterminated`, `((((a))))`, `*:*`, `*`,
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	ti := newTestIndex(f)
+	f.Fuzz(func(t *testing.T, text string, simple bool) {
+		tr := &translator{fields: ti.fields, now: fixedNow}
+		q, err := tr.parseQueryString(text, qsOptions{simple: simple, match: matchOpts{boost: 1}, allowLeading: true})
+		if err != nil {
+			requireClientError(t, err)
+			return
+		}
+		req := bleve.NewSearchRequest(q)
+		if err := req.Validate(); err != nil {
+			return // ParseSearch turns this into a 400
+		}
+		_, err = ti.idx.Search(req)
+		require.NoError(t, err, "query %q simple=%v", text, simple)
 	})
 }

@@ -207,6 +207,9 @@ func (t *translator) parseQueryString(text string, opts qsOptions) (query.Query,
 	if len(text) > 32768 {
 		return nil, argErr("query string is %d bytes, more than the 32768 allowed", len(text))
 	}
+	// Terms become regexps and dictionary keys: keep them valid UTF-8 (a
+	// q= URL parameter can carry any bytes).
+	text = strings.ToValidUTF8(text, "\uFFFD")
 	p := &qsParser{in: []rune(text), simple: opts.simple}
 	clauses, err := p.parseClauses(0, opts.match.operatorAnd)
 	if err != nil {
@@ -275,6 +278,10 @@ func (p *qsParser) parseClauses(depth int, defaultAnd bool) ([]qsClause, error) 
 		}
 		if p.in[p.pos] == ')' {
 			if depth == 0 {
+				if p.simple {
+					p.pos++ // simple_query_string ignores a stray ')'
+					continue
+				}
 				return nil, p.errf("unbalanced ')' at position %d", p.pos)
 			}
 			break
