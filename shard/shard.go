@@ -22,11 +22,12 @@ const replayChunk = 2000
 
 // localShard is one shard copy on this node: a bleve index and its log.
 type localShard struct {
-	num  int
-	name string // "index/num", unique per node
-	idx  *index.Index
-	log  *Log
-	term uint64
+	num    int
+	name   string // "index/num", unique per node
+	idx    *index.Index
+	log    *Log
+	term   uint64
+	logger *slog.Logger
 
 	// beforeLog is called, with the group's ops prepared, before they are
 	// logged: it persists a mapping that dynamic fields changed.
@@ -91,7 +92,7 @@ func openLocalShard(dir, esName string, num int, m *index.Mapping, create bool, 
 		_ = idx.Close()
 		return nil, err
 	}
-	s := &localShard{num: num, name: fmt.Sprintf("%s/%d", esName, num), idx: idx, log: lg, term: 1}
+	s := &localShard{num: num, name: fmt.Sprintf("%s/%d", esName, num), idx: idx, log: lg, term: 1, logger: logger}
 	if err := s.replay(logger); err != nil {
 		_ = lg.Close()
 		_ = idx.Close()
@@ -311,7 +312,9 @@ func (s *localShard) commit(group []*writeReq) error {
 	}
 	if p := s.idx.PersistedSeq(); s.log.Segments() > 1 {
 		if err := s.log.Trim(p); err != nil {
-			return fault(err)
+			// The writes are durable and applied; a segment left behind
+			// only costs disk and is retried on the next commit.
+			s.logger.Warn("shard log trim failed", "shard", s.name, "persisted_seq", p, "err", err)
 		}
 	}
 	return nil
