@@ -12,10 +12,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/shard"
 )
+
+func TestMain(m *testing.M) {
+	// bleve starts its analysis workers once per process, in an init function.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}
 
 // tWriter sends log output to the test's log, so passing tests are quiet.
 type tWriter struct{ t testing.TB }

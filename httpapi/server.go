@@ -155,10 +155,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if endpoint == "" {
 			endpoint = "unmatched"
 		}
-		s.metrics.latency.WithLabelValues(endpoint, strconv.Itoa(rec.status())).Observe(time.Since(start).Seconds())
+		took := time.Since(start)
+		s.metrics.latency.WithLabelValues(endpoint, strconv.Itoa(rec.status())).Observe(took.Seconds())
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "endpoint", endpoint, "status", rec.status(), "took", took)
+		}
 	}()
 	h := rec.Header()
 	h.Set("X-Elastic-Product", "Elasticsearch")
+	if id := r.Header.Get("X-Opaque-Id"); id != "" {
+		h.Set("X-Opaque-Id", id) // echoed, as Elasticsearch does, to tie replies to requests
+	}
 	n, aerr := negotiate(r)
 	h.Set("Content-Type", n.responseType())
 	if aerr != nil {

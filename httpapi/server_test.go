@@ -11,9 +11,10 @@ import (
 
 func TestInfo(t *testing.T) {
 	a := newTestAPI(t, apiConfig())
-	r := a.do("GET", "/", "")
+	r := a.do("GET", "/", "", "X-Opaque-Id", "req-42")
 	require.Equal(t, 200, r.Status)
 	require.Equal(t, "Elasticsearch", r.Header.Get("X-Elastic-Product"))
+	require.Equal(t, "req-42", r.Header.Get("X-Opaque-Id"))
 	require.Equal(t, "application/json", r.Header.Get("Content-Type"))
 	body := r.JSON(t)
 	require.Equal(t, "node-1", body["name"])

@@ -45,6 +45,10 @@ func translate(err error) *apiError {
 		{index.ErrStrictDynamic, http.StatusBadRequest, "strict_dynamic_mapping_exception"},
 		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
 		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
+		// No shard answered: ES's search_phase_execution_exception. The
+		// cause is in the reason; client errors were caught before the
+		// engine ran (esdsl validates queries), so this is the node's side.
+		{shard.ErrAllShardsFailed, http.StatusServiceUnavailable, "search_phase_execution_exception"},
 		{shard.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 	} {
