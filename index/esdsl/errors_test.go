@@ -2,6 +2,7 @@ package esdsl
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,6 +81,7 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "terms agg on _index", body: `{"aggs":{"i":{"terms":{"field":"_index"}}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
 		{name: "match on _index", body: `{"query":{"match":{"_index":"x"}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
 		{name: "stored_fields list", body: `{"stored_fields":["title"]}`, typ: "illegal_argument_exception", reason: "stored_fields"},
+		{name: "nesting too deep", body: `{"query":` + strings.Repeat(`{"bool":{"must":`, 31) + `{"match_all":{}}` + strings.Repeat(`}}`, 31) + `}`, typ: "illegal_argument_exception", reason: "nested deeper"},
 		{name: "negative boost", body: `{"query":{"match_all":{"boost":-1}}}`, typ: "illegal_argument_exception", reason: "boost"},
 	}
 	for _, tt := range tests {

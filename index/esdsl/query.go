@@ -17,7 +17,12 @@ import (
 type translator struct {
 	fields Fields
 	now    time.Time
+	depth  int // nesting of compound queries
 }
+
+// maxQueryDepth bounds the nesting of compound queries, as Elasticsearch's
+// indices.query.bool.max_nested_depth does.
+const maxQueryDepth = 30
 
 func (t *translator) fieldType(path string) string {
 	if t.fields == nil {
@@ -35,6 +40,11 @@ func (t *translator) query(raw json.RawMessage, where string) (query.Query, erro
 	name, body, err := o.single(where)
 	if err != nil {
 		return nil, err
+	}
+	t.depth++
+	defer func() { t.depth-- }()
+	if t.depth > maxQueryDepth {
+		return nil, argErr("query nested deeper than %d levels at [%s]; flatten the bool queries", maxQueryDepth, where)
 	}
 	switch name {
 	case "match":
