@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -110,6 +111,9 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) e
 	status := res.Status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	if status == http.StatusCreated {
+		w.Header().Set("Location", "/"+url.PathEscape(res.Index)+"/_doc/"+url.PathEscape(res.ID))
 	}
 	s.writeJSON(w, r, status, itemResult(res, false, s.newShardsCache()))
 	return nil

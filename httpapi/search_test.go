@@ -78,6 +78,14 @@ func TestSearch(t *testing.T) {
 	r = a.must(200, "POST", "/books-*/_search", fmt.Sprintf(`{"sort":[{"year":"desc"}],"size":5,"search_after":%s}`, after))
 	require.Equal(t, []string{"6", "5", "4", "3", "2"}, hitIDs(t, r))
 
+	// Refresh.
+	ref := a.must(200, "POST", "/books-a/_refresh", "")
+	require.EqualValues(t, 2, path(t, ref, "_shards", "total"))
+	require.EqualValues(t, 2, path(t, ref, "_shards", "successful"))
+	ref = a.must(200, "GET", "/_refresh", "")
+	require.EqualValues(t, 3, path(t, ref, "_shards", "successful"))
+	require.Equal(t, 404, a.do("POST", "/missing/_refresh", "").Status)
+
 	// Count.
 	c := a.must(200, "POST", "/books-a/_count", `{"query":{"term":{"tag":"t0"}}}`)
 	require.EqualValues(t, 4, c["count"])

@@ -168,9 +168,11 @@ func TestDocuments(t *testing.T) {
 	require.Equal(t, "updated", r["result"])
 	require.EqualValues(t, 2, r["_version"])
 
-	r = a.must(201, "POST", "/docs/_doc?refresh=wait_for", `{"title":"generated"}`)
-	genID := r["_id"].(string)
+	gen := a.do("POST", "/docs/_doc?refresh=wait_for", `{"title":"generated"}`)
+	require.Equal(t, 201, gen.Status, "%s", gen.Body)
+	genID := gen.JSON(t)["_id"].(string)
 	require.NotEmpty(t, genID)
+	require.Equal(t, "/docs/_doc/"+genID, gen.Header.Get("Location"))
 
 	got := a.must(200, "GET", "/docs/_doc/1", "")
 	require.Equal(t, true, got["found"])
