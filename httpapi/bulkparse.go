@@ -77,6 +77,8 @@ func (m *bulkMeta) unsupported() string {
 		return "_source"
 	case m.DynamicTmpl != nil:
 		return "dynamic_templates"
+	case m.RequireAlias != nil:
+		return "require_alias"
 	}
 	return ""
 }

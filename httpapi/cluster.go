@@ -254,6 +254,10 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 	}
 	unit := r.URL.Query().Get("bytes")
 	t := catTable{cols: []string{"health", "status", "index", "uuid", "pri", "rep", "docs.count", "docs.deleted", "store.size", "pri.store.size", "dataset.size"}}
+	wantHealth := r.URL.Query().Get("health")
+	if _, ok := statusRank[wantHealth]; wantHealth != "" && !ok {
+		return illegalArgument("unknown health [%s]; use green, yellow or red", wantHealth)
+	}
 	for _, info := range infos {
 		size, err := byteSize(info.StoreSizeBytes, unit)
 		if err != nil {
@@ -265,6 +269,9 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 			if info.Settings.NumberOfReplicas > 0 {
 				healthStr = "yellow"
 			}
+		}
+		if wantHealth != "" && healthStr != wantHealth {
+			continue
 		}
 		t.rows = append(t.rows, []string{healthStr, "open", info.Name, info.UUID,
 			strconv.Itoa(info.Settings.NumberOfShards), strconv.Itoa(info.Settings.NumberOfReplicas),

@@ -211,6 +211,11 @@ func TestClusterEndpoints(t *testing.T) {
 	require.Equal(t, "4", rows[0]["docs.count"])
 	require.Equal(t, "books-b", rows[0]["index"])
 
+	js = a.do("GET", "/_cat/indices?format=json&health=yellow", "")
+	require.NoError(t, json.Unmarshal(js.Body, &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, "replicated", rows[0]["index"])
+
 	js = a.do("GET", "/_cat/health?format=json", "")
 	require.NoError(t, json.Unmarshal(js.Body, &rows))
 	require.Equal(t, "yellow", rows[0]["status"])

@@ -312,23 +312,26 @@ func refreshParam(r *http.Request) (shard.RefreshPolicy, error) {
 	}
 }
 
-// routes registers every endpoint. Keep docs/http-api.md in step.
+// routes registers every endpoint. Keep docs/http-api.md in step. Each
+// endpoint accepts only the parameters it honours (timeouts and
+// master_timeout are accepted and have nothing to wait for on one node);
+// anything else is refused by name rather than silently ignored.
 func (s *Server) routes() {
 	s.handle("GET /{$}", s.handleInfo, noParams...)
 
 	s.handle("PUT /{index}", s.handleCreateIndex, "wait_for_active_shards", "timeout", "master_timeout")
-	s.handle("GET /{index}", s.handleGetIndex, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "flat_settings", "include_defaults", "local", "master_timeout")
-	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout")
+	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout")
 
-	s.handle("GET /_mapping", s.handleGetMapping, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "local", "master_timeout")
-	s.handle("GET /{index}/_mapping", s.handleGetMapping, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "local", "master_timeout")
-	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout", "write_index_only")
-	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout", "write_index_only")
-	s.handle("GET /_settings", s.handleGetSettings, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "flat_settings", "local", "master_timeout", "include_defaults")
-	s.handle("GET /{index}/_settings", s.handleGetSettings, "ignore_unavailable", "allow_no_indices", "expand_wildcards", "flat_settings", "local", "master_timeout", "include_defaults")
-	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing")
+	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout")
+	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout")
+	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
+	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
+	s.handle("GET /_settings", s.handleGetSettings, "local", "master_timeout")
+	s.handle("GET /{index}/_settings", s.handleGetSettings, "local", "master_timeout")
+	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout")
 
-	docParams := []string{"refresh", "routing", "timeout", "wait_for_active_shards", "op_type", "require_alias"}
+	docParams := []string{"refresh", "routing", "timeout", "op_type"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
@@ -337,16 +340,16 @@ func (s *Server) routes() {
 	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
-	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "wait_for_active_shards", "retry_on_conflict", "require_alias")
+	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict")
 
-	bulkParams := []string{"refresh", "routing", "timeout", "wait_for_active_shards", "require_alias"}
+	bulkParams := []string{"refresh", "routing", "timeout"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
 	s.handle("PUT /_bulk", s.handleBulk, bulkParams...)
 	s.handle("POST /{index}/_bulk", s.handleBulk, bulkParams...)
 	s.handle("PUT /{index}/_bulk", s.handleBulk, bulkParams...)
 
-	refreshParams := []string{"ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	refreshParams := noParams
 	s.handle("POST /_refresh", s.handleRefresh, refreshParams...)
 	s.handle("GET /_refresh", s.handleRefresh, refreshParams...)
 	s.handle("POST /{index}/_refresh", s.handleRefresh, refreshParams...)
@@ -362,12 +365,12 @@ func (s *Server) routes() {
 	s.handle("POST /_count", s.handleCount)
 	s.handle("GET /{index}/_count", s.handleCount)
 	s.handle("POST /{index}/_count", s.handleCount)
-	msearchParams := []string{"max_concurrent_searches", "rest_total_hits_as_int", "typed_keys", "search_type", "ccs_minimize_roundtrips", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips"}
 	s.handle("GET /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("GET /{index}/_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /{index}/_msearch", s.handleMsearch, msearchParams...)
-	scrollParams := []string{"scroll", "scroll_id", "rest_total_hits_as_int"}
+	scrollParams := []string{"scroll", "scroll_id"}
 	s.handle("GET /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
@@ -375,15 +378,15 @@ func (s *Server) routes() {
 	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
 	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
 
-	healthParams := []string{"wait_for_status", "timeout", "master_timeout", "level", "local", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_active_shards", "wait_for_nodes", "wait_for_events", "expand_wildcards"}
+	healthParams := []string{"wait_for_status", "timeout", "master_timeout", "local", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events"}
 	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
 	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
-	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout", "health", "pri", "expand_wildcards", "time", "ts"}
-	s.handle("GET /_cat/indices", s.handleCatIndices, catParams...)
-	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, catParams...)
+	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}
+	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health")...)
+	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health")...)
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
-	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout", "level", "types", "groups", "fields")
-	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout", "level", "types", "groups", "fields")
+	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
+	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
 
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}))
 	if s.cfg.EnablePprof {
