@@ -44,6 +44,7 @@ type Config struct {
 	Concurrency int           // bulk requests in flight on the HTTP side
 	Size        int           // hits per query
 	Seed        uint64        // query choice
+	Kinds       []QueryKind   // query kinds to time; default term, boolean, phrase
 	Searchnode  string        // searchnode binary; "" builds ./cmd/searchnode
 	Addr        string        // use the node at this URL instead of starting one
 	WorkDir     string        // scratch directory; "" makes a temporary one (removed at the end)
@@ -67,19 +68,24 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Corpus == "":
-		return fmt.Errorf("enginebench: Corpus is empty; pass -corpus FILE (JSON lines)")
+		return fmt.Errorf("Corpus is empty; pass -corpus FILE (JSON lines)")
 	case c.MappingFile == "":
-		return fmt.Errorf("enginebench: MappingFile is empty; pass -mapping FILE")
+		return fmt.Errorf("MappingFile is empty; pass -mapping FILE")
 	case c.Queries < 1:
-		return fmt.Errorf("enginebench: Queries %d must be at least 1", c.Queries)
+		return fmt.Errorf("Queries %d must be at least 1", c.Queries)
 	case c.Duration <= 0:
-		return fmt.Errorf("enginebench: Duration %v must be positive", c.Duration)
+		return fmt.Errorf("Duration %v must be positive", c.Duration)
 	case c.BatchSize < 1:
-		return fmt.Errorf("enginebench: BatchSize %d must be at least 1", c.BatchSize)
+		return fmt.Errorf("BatchSize %d must be at least 1", c.BatchSize)
 	case c.Concurrency < 1:
-		return fmt.Errorf("enginebench: Concurrency %d must be at least 1", c.Concurrency)
+		return fmt.Errorf("Concurrency %d must be at least 1", c.Concurrency)
 	case c.Size < 1:
-		return fmt.Errorf("enginebench: Size %d must be at least 1", c.Size)
+		return fmt.Errorf("Size %d must be at least 1", c.Size)
+	}
+	for _, k := range c.Kinds {
+		if k != KindTerm && k != KindBoolean && k != KindPhrase {
+			return fmt.Errorf("query kind %q is not term, boolean or phrase", k)
+		}
 	}
 	return nil
 }
@@ -168,11 +174,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	}
 	mappingJSON, err := os.ReadFile(cfg.MappingFile)
 	if err != nil {
-		return nil, fmt.Errorf("enginebench: mapping: %w", err)
+		return nil, fmt.Errorf("mapping: %w", err)
 	}
 	esMapping, err := index.ParseMapping(mappingJSON)
 	if err != nil {
-		return nil, fmt.Errorf("enginebench: mapping %s: %w", cfg.MappingFile, err)
+		return nil, fmt.Errorf("mapping %s: %w", cfg.MappingFile, err)
 	}
 	docs, err := LoadDocs(cfg.Corpus, cfg.Docs)
 	if err != nil {
@@ -261,7 +267,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	// Queries, interleaved with empty round trips (GET / on the node) so
 	// that all three see the same machine; then a bare handler for reference.
 	var empties []time.Duration
-	for _, kind := range []QueryKind{KindTerm, KindBoolean, KindPhrase} {
+	kinds := cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = []QueryKind{KindTerm, KindBoolean, KindPhrase}
+	}
+	for _, kind := range kinds {
 		qr, empty, err := compareQueries(ctx, cfg, raw, h, queries[kind])
 		if err != nil {
 			return nil, err
@@ -375,7 +385,7 @@ func bareRoundTrip(ctx context.Context, cfg Config) (Latency, error) {
 		return time.Since(start), err
 	})
 	if err != nil {
-		return Latency{}, fmt.Errorf("enginebench: bare round trip: %w", err)
+		return Latency{}, fmt.Errorf("bare round trip: %w", err)
 	}
 	return summarize(times[0]), nil
 }

@@ -65,7 +65,7 @@ func WriteJSONFile(path string, r *Result) error {
 		return err
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("enginebench: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

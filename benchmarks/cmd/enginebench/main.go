@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/weftsearch/weft/benchmarks/enginebench"
@@ -33,12 +34,17 @@ func main() {
 	flag.StringVar(&cfg.Searchnode, "searchnode", "", "searchnode binary to start (default: go build ./cmd/searchnode)")
 	flag.StringVar(&cfg.Addr, "addr", "", "benchmark the node at this URL instead of starting one (its index \"enginebench\" is replaced)")
 	flag.StringVar(&cfg.WorkDir, "workdir", "", "scratch directory (default: a temporary one, removed afterwards)")
+	kinds := flag.String("kinds", "term,boolean,phrase", "query kinds to time, comma-separated")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	verbose := flag.Bool("v", false, "log progress to standard error")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "enginebench: unexpected argument %q; every input is a flag (see -h)\n", flag.Arg(0))
 		os.Exit(2)
+	}
+
+	for k := range strings.SplitSeq(*kinds, ",") {
+		cfg.Kinds = append(cfg.Kinds, enginebench.QueryKind(strings.TrimSpace(k)))
 	}
 
 	level := slog.LevelWarn
