@@ -257,6 +257,15 @@ func TestScrollErrors(t *testing.T) {
 		})
 	}
 
+	// Date math keeps the first page's now.
+	dm, err := parseSearchAt([]byte(`{"size":1,"query":{"range":{"published":{"lt":"now-10y"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now)
+	require.NoError(t, err)
+	dmID, err := dm.ScrollID([]string{"test"}, nil, now)
+	require.NoError(t, err)
+	_, dmNext, err := ParseScroll(dmID, "", ti.fields, now.Add(50*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, queryJSON(t, dm.Request.Query), queryJSON(t, dmNext.Request.Query))
+
 	plain, err := ParseSearch([]byte(`{}`), nil, ti.fields)
 	require.NoError(t, err)
 	none, err := plain.ScrollID([]string{"test"}, res, now)

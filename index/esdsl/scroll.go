@@ -40,6 +40,7 @@ type scrollState struct {
 	Expires   int64      `json:"e"`
 	KeepAlive int64      `json:"k"`
 	Page      int        `json:"n"`
+	Now       int64      `json:"t"` // first page's now, Unix nanoseconds
 }
 
 // ensureTiebreak makes the sort of a scroll search total: the user's sort
@@ -75,7 +76,7 @@ func (s *Search) ScrollID(indices []string, res *bleve.SearchResult, now time.Ti
 	st := scrollState{
 		V: scrollVersion, Indices: indices, Body: string(s.body), Params: s.params,
 		After: s.after, Expires: now.Add(s.Scroll).UnixMilli(), KeepAlive: s.Scroll.Milliseconds(),
-		Page: s.scrollPage + 1,
+		Page: s.scrollPage + 1, Now: s.now.UnixNano(),
 	}
 	if res != nil && len(res.Hits) > 0 {
 		last := res.Hits[len(res.Hits)-1]
@@ -147,7 +148,9 @@ func ParseScroll(scrollID string, keepAlive string, fields Fields, now time.Time
 		return nil, nil, &Error{Status: http.StatusNotFound, Type: "search_context_missing_exception",
 			Reason: "No search context found for id [" + scrollID[:min(len(scrollID), 32)] + "...]: the scroll expired; start a new scroll"}
 	}
-	s, err := parseSearchAt([]byte(st.Body), st.Params, fields, now)
+	// Date math resolves against the first page's now, so every page runs
+	// the same query.
+	s, err := parseSearchAt([]byte(st.Body), st.Params, fields, time.Unix(0, st.Now).UTC())
 	if err != nil {
 		return nil, nil, err
 	}

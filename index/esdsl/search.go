@@ -58,6 +58,9 @@ type Search struct {
 	hiddenSorts []sortSpec
 	// after is the raw search_after of a scroll continuation.
 	after [][]byte
+	// now is the instant date math ("now-1d") was resolved against; scroll
+	// pages keep the first page's.
+	now time.Time
 }
 
 type sortKind int
@@ -132,7 +135,7 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		}
 	}
 	t := &translator{fields: fields, now: now}
-	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params}
+	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now}
 
 	// Query: URL q overrides the body's query, as in Elasticsearch.
 	var q query.Query = query.NewMatchAllQuery()
