@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/fabrictest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // tlog sends a test's logs to t.Log, so passing tests are quiet.
 type tlog struct{ t testing.TB }

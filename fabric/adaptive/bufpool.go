@@ -5,21 +5,24 @@ import (
 	"sync"
 )
 
-// Envelope buffers are pooled by power-of-two size class, from 64 B to
-// 8 MiB; larger ones are allocated and dropped.
+// Envelope buffers are pooled by size class: class c holds buffers of
+// 1<<c + headerSize bytes, so a power-of-two payload and its header share
+// a class with nothing wasted. Classes run from 64 B to 64 MiB of payload;
+// larger buffers are allocated and dropped.
 const (
 	minClass = 6
-	maxClass = 23
+	maxClass = 26
 )
 
 // bufPool holds one sync.Pool per size class. One per Transport.
 type bufPool [maxClass + 1]sync.Pool
 
 func sizeClass(n int) int {
-	if n <= 1<<minClass {
+	payload := n - headerSize
+	if payload <= 1<<minClass {
 		return minClass
 	}
-	return bits.Len(uint(n - 1))
+	return bits.Len(uint(payload - 1))
 }
 
 // get returns a buffer of length n; its contents are undefined.
@@ -31,14 +34,14 @@ func (bp *bufPool) get(n int) []byte {
 	if b, ok := bp[c].Get().(*[]byte); ok {
 		return (*b)[:n]
 	}
-	return make([]byte, n, 1<<c)
+	return make([]byte, n, 1<<c+headerSize)
 }
 
 // put returns b to its pool. The caller must not use b afterwards; only
 // buffers from get that no transport still holds may be put.
 func (bp *bufPool) put(b []byte) {
 	c := sizeClass(cap(b))
-	if c > maxClass || cap(b) != 1<<c {
+	if c > maxClass || cap(b) != 1<<c+headerSize {
 		return
 	}
 	b = b[:cap(b)]

@@ -165,7 +165,7 @@ func (s *server) ServeFabric(ctx context.Context, req *fabric.Request) ([]byte, 
 	case kindChunk:
 		return nil, sess.addChunk(h, body)
 	case kindFetch:
-		return sess.fetch(h)
+		return sess.fetch(ctx, h)
 	case kindCancel:
 		sess.cancelCall(h.ID)
 		return nil, nil
@@ -382,14 +382,18 @@ func (sess *session) takeAssembly(h header) ([]byte, error) {
 	return a.buf, nil
 }
 
-func (sess *session) fetch(h header) ([]byte, error) {
+func (sess *session) fetch(ctx context.Context, h header) ([]byte, error) {
 	sess.mu.Lock()
 	e := sess.entries[h.ID]
 	sess.mu.Unlock()
 	if e == nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: no reply for request %d: it was released or expired", h.ID)
 	}
-	<-e.done // fetches follow the exec that finished it
+	select {
+	case <-e.done: // fetches follow the exec that finished it
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	sess.mu.Lock()
 	reply := e.reply
 	sess.mu.Unlock()
