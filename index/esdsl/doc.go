@@ -34,7 +34,8 @@
 // which documents match:
 //   - bleve normalises query weights, so absolute scores differ from
 //     Elasticsearch's (a lone boost does not show in the score) and
-//     multi_match best_fields sums field scores (bleve has no dis_max);
+//     multi_match best_fields and dis_max sum clause scores (bleve has no
+//     dis_max scorer);
 //   - highlights are cut from _source around the matched terms' offsets
 //     (bleve's term locations), so they need term vectors on the field;
 //   - scroll pages are search_after pages under a total sort (the request's

@@ -83,8 +83,10 @@ func (t *translator) query(raw json.RawMessage, where string) (query.Query, erro
 		return t.matchNone(body)
 	case "constant_score":
 		return t.constantScore(body)
+	case "dis_max":
+		return t.disMax(body)
 	}
-	return nil, parsingErr("unknown query [%s]; supported: bool, constant_score, exists, fuzzy, ids, match, match_all, match_none, match_phrase, multi_match, prefix, query_string, range, regexp, simple_query_string, term, terms, wildcard", name)
+	return nil, parsingErr("unknown query [%s]; supported: bool, constant_score, dis_max, exists, fuzzy, ids, match, match_all, match_none, match_phrase, multi_match, prefix, query_string, range, regexp, simple_query_string, term, terms, wildcard", name)
 }
 
 // common handles the parameters every query accepts; it reports whether key
@@ -1401,4 +1403,49 @@ func (t *translator) textOnly(field, queryName string) error {
 		return argErr("can only use %s queries on keyword and text fields, not on [%s] which is of type [%s]", queryName, field, ft)
 	}
 	return nil
+}
+
+// disMax matches what any of its queries matches. bleve has no dis_max
+// scorer, so the clause scores are summed (tie_breaker 1); the hits are the
+// same as Elasticsearch's, their order may differ.
+func (t *translator) disMax(body json.RawMessage) (query.Query, error) {
+	o, err := asObject(body, "dis_max")
+	if err != nil {
+		return nil, err
+	}
+	boost := 1.0
+	var clauses []query.Query
+	for _, k := range o.sortedKeys() {
+		v := o[k]
+		if ok, err := common(k, v, &boost, "dis_max"); ok {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch k {
+		case "queries":
+			arr, err := asArray(v, "dis_max.queries", true)
+			if err != nil {
+				return nil, err
+			}
+			for i, e := range arr {
+				q, err := t.query(e, "dis_max.queries["+strconv.Itoa(i)+"]")
+				if err != nil {
+					return nil, err
+				}
+				clauses = append(clauses, q)
+			}
+		case "tie_breaker":
+			if _, err := asFloat(v, "dis_max.tie_breaker"); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, unknownKey("dis_max", k)
+		}
+	}
+	if len(clauses) == 0 {
+		return nil, parsingErr("[dis_max] requires 'queries' field with at least one clause")
+	}
+	return setBoost(query.NewDisjunctionQuery(clauses), boost), nil
 }

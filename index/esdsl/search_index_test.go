@@ -87,6 +87,7 @@ func TestQueriesAgainstIndex(t *testing.T) {
 		{name: "exists unmapped", body: `{"query":{"exists":{"field":"nope"}}}`, want: []string{}},
 		{name: "ids", body: `{"query":{"ids":{"values":["2","5","99"]}}}`, want: []string{"2", "5"}},
 		{name: "match_none", body: `{"query":{"match_none":{}}}`, want: []string{}},
+		{name: "dis_max", body: `{"query":{"dis_max":{"queries":[{"match":{"title":"fox"}},{"match":{"body":"bread"}}],"tie_breaker":0.7}}}`, want: []string{"1", "3", "4"}},
 		{name: "constant_score", body: `{"query":{"constant_score":{"filter":{"term":{"tags":"food"}},"boost":3}}}`, want: []string{"3", "5"}},
 	}
 	for _, tt := range tests {
