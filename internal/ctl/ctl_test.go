@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // fakeNode is a small stand-in for the node's HTTP API, enough to check
@@ -347,5 +348,35 @@ func TestProgressPrinter(t *testing.T) {
 			p.done()
 			require.Equal(t, tt.want, buf.String())
 		})
+	}
+}
+
+// TestLoadLeavesNoGoroutines checks that Load waits for every goroutine it
+// starts, on success and when the node fails mid-load.
+func TestLoadLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, status := range []int{http.StatusOK, http.StatusServiceUnavailable} {
+		f := newFake()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if status != http.StatusOK {
+				w.WriteHeader(status)
+				fmt.Fprint(w, `{"error":{"type":"unavailable","reason":"try later"},"status":503}`)
+				return
+			}
+			f.ServeHTTP(w, r)
+		}))
+		c, err := NewClient(srv.URL, nil)
+		require.NoError(t, err)
+		res, err := Load(context.Background(), c, strings.NewReader(jsonLines(50, 0)), LoadOptions{Index: "m", IDField: "id", BatchDocs: 5, Concurrency: 4})
+		if status == http.StatusOK {
+			require.NoError(t, err)
+			require.Equal(t, int64(50), res.Docs)
+		} else {
+			var ae *APIError
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, status, ae.Status)
+		}
+		c.hc.CloseIdleConnections()
+		srv.Close()
 	}
 }
