@@ -1,0 +1,91 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/shard"
+)
+
+// FuzzAPI sends arbitrary requests to the API over a real engine: none may
+// panic or be answered with a 5xx, and every error reply has
+// Elasticsearch's error shape.
+func FuzzAPI(f *testing.F) {
+	seeds := []struct{ method, path, body string }{
+		{"PUT", "/f", `{"settings":{"number_of_shards":2},"mappings":{"properties":{"t":{"type":"text"},"n":{"type":"long"},"d":{"type":"date"}}}}`},
+		{"POST", "/_bulk", "{\"index\":{\"_index\":\"f\",\"_id\":\"1\"}}\n{\"t\":\"hello world\",\"n\":1,\"d\":\"2024-01-01\"}\n"},
+		{"POST", "/f/_bulk?refresh=true", "{\"update\":{\"_id\":\"1\"}}\n{\"doc\":{\"n\":2}}\n{\"delete\":{\"_id\":\"2\"}}\n"},
+		{"PUT", "/f/_doc/2?refresh=wait_for", `{"t":"second","n":"x"}`},
+		{"POST", "/f/_update/1", `{"doc":{"t":{"nested":true}}}`},
+		{"GET", "/f/_doc/1", ""},
+		{"GET", "/f/_source/1", ""},
+		{"POST", "/f/_search", `{"query":{"bool":{"must":[{"match":{"t":"hello"}}],"filter":[{"range":{"n":{"gte":1}}}]}},"aggs":{"n":{"terms":{"field":"n"}}}}`},
+		{"POST", "/f/_search?scroll=1m", `{"size":1,"sort":["_doc"]}`},
+		{"POST", "/_search/scroll", `{"scroll_id":"AAAA"}`},
+		{"POST", "/f/_count", `{"query":{"term":{"n":1}}}`},
+		{"POST", "/_msearch", "{\"index\":\"f\"}\n{\"query\":{\"match_all\":{}}}\n"},
+		{"PUT", "/f/_mapping", `{"properties":{"x":{"type":"keyword"}}}`},
+		{"PUT", "/f/_settings", `{"number_of_replicas":"2"}`},
+		{"GET", "/_cat/indices?v&s=index:desc&h=index,docs.count", ""},
+		{"GET", "/_cluster/health/f?wait_for_status=green", ""},
+		{"DELETE", "/f", ""},
+		{"GET", "/_nodes/stats", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, s.path, s.body)
+	}
+	// The fuzz target may not log through f; failures carry the reply instead.
+	logger := slog.New(slog.DiscardHandler)
+	eng, err := shard.Open(f.TempDir(), shard.DefaultConfig(), logger)
+	require.NoError(f, err)
+	f.Cleanup(func() { _ = eng.Close() })
+	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())
+	require.NoError(f, err)
+
+	methods := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true}
+	f.Fuzz(func(t *testing.T, method, path, body string) {
+		u, err := url.ParseRequestURI(path)
+		if err != nil || !methods[method] || u.Host != "" || !strings.HasPrefix(path, "/") {
+			return
+		}
+		req := &http.Request{Method: method, URL: u, RequestURI: path, Header: http.Header{}, Body: http.NoBody, Host: "localhost", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+		if body != "" {
+			req.Body = httpBody(body)
+			req.ContentLength = int64(len(body))
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		require.Less(t, rec.Code, 500, "%s %s %q: %d %s", method, path, body, rec.Code, rec.Body)
+		require.Equal(t, "Elasticsearch", rec.Header().Get("X-Elastic-Product"))
+		if rec.Code < 400 || method == "HEAD" || strings.HasPrefix(rec.Header().Get("Content-Type"), "text/") {
+			return
+		}
+		var e map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e), "%s", rec.Body)
+		if _, ok := e["error"]; !ok {
+			// 404 replies that are results, not errors: a missing document
+			// (found:false, result:not_found), a cleared scroll, a health wait.
+			_, found := e["found"]
+			_, result := e["result"]
+			_, freed := e["num_freed"]
+			_, timedOut := e["timed_out"]
+			require.True(t, found || result || freed || timedOut, "%d reply without an error: %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+type bodyReader struct{ *strings.Reader }
+
+func (bodyReader) Close() error { return nil }
+
+func httpBody(s string) bodyReader { return bodyReader{strings.NewReader(s)} }
