@@ -91,8 +91,8 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		{"shutdown-timeout", "WEFT_SHUTDOWN_TIMEOUT", func() {
 			fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a stopping node waits for in-flight requests and the flush (WEFT_SHUTDOWN_TIMEOUT)")
 		}},
-		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info, warn or error (WEFT_LOG_LEVEL)") }},
-		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text or json (WEFT_LOG_FORMAT)") }},
+		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
+		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},
 	}
 	for _, v := range vars {
 		v.set()
