@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -53,6 +54,11 @@ func translate(err error) *apiError {
 		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 	} {
 		if errors.Is(err, t.sentinel) {
+			// The type already says what the sentinel says; keep the detail
+			// ("no such index [x]"), as Elasticsearch's reasons read.
+			if detail, ok := strings.CutPrefix(reason, t.sentinel.Error()+": "); ok && detail != "" {
+				reason = detail
+			}
 			return &apiError{Status: t.status, Type: t.typ, Reason: reason}
 		}
 	}
