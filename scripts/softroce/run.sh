@@ -212,13 +212,17 @@ mapfile -t need < <(missing_host_pkgs)
 if [[ ${#need[@]} -gt 0 ]]; then
 	apt_update || warn "apt-get update failed (see $OUT/apt-update.log); trying with the package lists present"
 	log "installing ${need[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" \
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o DPkg::Lock::Timeout=300 "${need[@]}" \
 		>"$OUT/apt-install.log" 2>&1 || die "apt-get install ${need[*]} failed; see $OUT/apt-install.log"
 fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found after installing qemu-system-x86"
 
 #### fetch: guest packages, cached outside git ##############################
 phase fetch "guest packages into $DEBS"
+# The cache is shared by every tree on this machine: one writer at a time.
+exec 8>"$CACHE/.lock"
+flock 8
 KPKG=$(kernel_pkg || true)
 if [[ -z $KPKG ]]; then
 	apt_update || true
@@ -260,6 +264,7 @@ fi
 KVER=$(ls "$KDIR/lib/modules")
 VMLINUZ=$KDIR/boot/vmlinuz-$KVER
 [[ -f $VMLINUZ ]] || die "no kernel image at $VMLINUZ"
+flock -u 8
 
 #### build: the binaries the guest runs ######################################
 phase build "go test -c / go build with -tags rdma"
