@@ -156,7 +156,7 @@ if [ "$MODE" != tests ]; then
 		if [ "$s" -le 4096 ]; then n=1000; elif [ "$s" -le 65536 ]; then n=300; else n=50; fi
 		perf ib_send_lat "$s" "$n" $p
 		perf ib_write_lat "$s" "$n" $((p + 1))
-		if [ "$s" -le 65536 ]; then n=2000; else n=200; fi
+		if [ "$s" -le 4096 ]; then n=2000; elif [ "$s" -le 65536 ]; then n=500; else n=100; fi
 		perf ib_write_bw "$s" "$n" $((p + 2))
 		p=$((p + 3))
 	done
