@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -173,4 +176,26 @@ func FuzzParseBulk(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkParseBulk measures the parser alone on the sample corpus, per
+// document (compare with the engine's per-document indexing cost).
+func BenchmarkParseBulk(b *testing.B) {
+	src, err := os.ReadFile("../testdata/sample/emails.ndjson")
+	require.NoError(b, err)
+	var body bytes.Buffer
+	n := 0
+	for line := range bytes.SplitSeq(bytes.TrimSpace(src), []byte("\n")) {
+		fmt.Fprintf(&body, "{\"index\":{\"_index\":\"emails\",\"_id\":\"%d\"}}\n%s\n", n, line)
+		n++
+	}
+	b.SetBytes(int64(body.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		as, err := parseBulk(body.Bytes(), "", "")
+		if err != nil || len(as) != n {
+			b.Fatalf("parsed %d of %d: %v", len(as), n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
 }
