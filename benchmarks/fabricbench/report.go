@@ -146,3 +146,62 @@ func ReadJSON(r io.Reader) ([]Result, error) {
 		out = append(out, res)
 	}
 }
+
+// WriteTargets prints, per size and in-flight count, the ratios the
+// fabric issue sets targets for: tcp RTT p50 against raw (target ≤ 1.15
+// for 64 B–16 KiB) and against grpc (≤ 0.85 everywhere), tcp bandwidth
+// against raw (≥ 0.9 from 1 MiB), and adaptive's RTT p50 and bandwidth
+// against the best single path measured (tcp, and rdma when present;
+// target within 1.1×). Missing transports leave their columns empty.
+func WriteTargets(w io.Writer, rs []Result) error {
+	type key struct {
+		t          string
+		size, infl int
+	}
+	m := make(map[key]Result)
+	var points []key
+	for _, r := range rs {
+		if r.Error != "" {
+			continue
+		}
+		k := key{r.Transport, r.Size, r.InFlight}
+		if _, ok := m[key{"", r.Size, r.InFlight}]; !ok {
+			m[key{"", r.Size, r.InFlight}] = Result{}
+			points = append(points, key{"", r.Size, r.InFlight})
+		}
+		m[k] = r
+	}
+	ratio := func(a, b float64, ok bool) string {
+		if !ok || b == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "size\tinflight\ttcp/raw p50\ttcp/grpc p50\ttcp/raw MB/s\tadaptive/best p50\tadaptive/best MB/s\t")
+	for _, p := range points {
+		get := func(t string) (Result, bool) { r, ok := m[key{t, p.size, p.infl}]; return r, ok }
+		tcp, okT := get("tcp")
+		raw, okR := get("raw")
+		grpc, okG := get("grpc")
+		ad, okA := get("adaptive")
+		best, okB := tcp, okT
+		if rd, ok := get("rdma"); ok && (!okB || rd.RTTP50ns < best.RTTP50ns) {
+			best, okB = rd, true
+		}
+		bestBW := best.MBPerS
+		if rd, ok := get("rdma"); ok && rd.MBPerS > bestBW {
+			bestBW = rd.MBPerS
+		}
+		if okT && tcp.MBPerS > bestBW {
+			bestBW = tcp.MBPerS
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", FormatSize(p.size), p.infl,
+			ratio(float64(tcp.RTTP50ns), float64(raw.RTTP50ns), okT && okR),
+			ratio(float64(tcp.RTTP50ns), float64(grpc.RTTP50ns), okT && okG),
+			ratio(tcp.MBPerS, raw.MBPerS, okT && okR),
+			ratio(float64(ad.RTTP50ns), float64(best.RTTP50ns), okA && okB),
+			ratio(ad.MBPerS, bestBW, okA && okB))
+	}
+	return tw.Flush()
+}

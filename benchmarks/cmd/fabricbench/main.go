@@ -83,6 +83,10 @@ func run() error {
 		if err := fabricbench.WriteTable(os.Stdout, results); err != nil {
 			return err
 		}
+		fmt.Println()
+		if err := fabricbench.WriteTargets(os.Stdout, results); err != nil {
+			return err
+		}
 	}
 	if *plotFile != "" {
 		return fabricbench.Plot(*plotFile, results)
