@@ -53,7 +53,7 @@ func serve(b *testing.B, h http.Handler, method, path, body string, status int) 
 	}
 }
 
-const benchQuery = `{"query":{"match":{"body":"money"}},"size":10}`
+const benchQuery = `{"query":{"term":{"body":"money"}},"size":10}`
 
 // BenchmarkSearchHandler measures a search through the API's handler,
 // in-process: what the API adds to the engine is the difference from

@@ -223,29 +223,47 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 var replyJSON = jsoniter.Config{EscapeHTML: false, SortMapKeys: true, ValidateJsonRawMessage: false}.Froze()
 
 // writeJSON writes v as the reply (indented when ?pretty is set; HTML
-// characters left as they are, since highlights carry tags).
+// characters left as they are, since highlights carry tags). The encoding
+// buffer comes from replyJSON's pool, so a reply of a given size costs no
+// buffer growth once the pool is warm.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	var buf bytes.Buffer
-	var err error
+	var out []byte
 	if flagParam(r, "pretty") {
+		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(v)
+		if err := enc.Encode(v); err != nil {
+			s.writeEncodeError(w, r, err)
+			return
+		}
+		out = buf.Bytes()
 	} else {
-		enc := replyJSON.NewEncoder(&buf)
-		err = enc.Encode(v)
+		stream := replyJSON.BorrowStream(nil)
+		defer replyJSON.ReturnStream(stream)
+		stream.WriteVal(v)
+		stream.WriteRaw("\n")
+		if stream.Error != nil {
+			s.writeEncodeError(w, r, stream.Error)
+			return
+		}
+		out = stream.Buffer()
 	}
-	if err != nil {
-		s.log.Error("httpapi: encoding reply", "path", r.URL.Path, "err", err)
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"type":"internal_server_error","reason":"encoding the reply failed"},"status":500}` + "\n")
-	}
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(out)
+	}
+}
+
+// writeEncodeError answers a reply that could not be encoded: a bug, logged.
+func (s *Server) writeEncodeError(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("httpapi: encoding reply", "path", r.URL.Path, "err", err)
+	const body = `{"error":{"root_cause":[{"type":"internal_server_error","reason":"encoding the reply failed"}],"type":"internal_server_error","reason":"encoding the reply failed"},"status":500}` + "\n"
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusInternalServerError)
+	if r.Method != http.MethodHead {
+		_, _ = io.WriteString(w, body)
 	}
 }
 
