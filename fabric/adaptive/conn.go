@@ -405,8 +405,10 @@ func (c *Conn) preferStripe(b int) bool {
 		c.stripeOn[b] = true
 	}
 	now := time.Now()
+	// A trial of the losing way costs a whole large call, so it is made
+	// four times less often than a path explore.
 	c.stripeSince[b]++
-	if c.cfg.ExploreInterval > 0 && c.stripeSince[b] >= exploreEvery && now.Sub(c.stripeExplored[b]) > c.cfg.ExploreInterval {
+	if c.cfg.ExploreInterval > 0 && c.stripeSince[b] >= 4*exploreEvery && now.Sub(c.stripeExplored[b]) > 4*c.cfg.ExploreInterval {
 		c.stripeExplored[b], c.stripeSince[b] = now, 0
 		if !c.stripeOn[b] {
 			return trial(true)
