@@ -134,7 +134,7 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 	if t.cfg.RendezvousMode == "write" {
 		c.out.access = accessLocal
 	}
-	c.out.breakRegistration, c.in.breakRegistration = t.breakOut, t.breakIn
+	c.out.breakRegistration, c.in.breakRegistration = &t.breakOut, &t.breakIn
 	var gotInline, gotSQ C.uint32_t
 	c.qp = C.wf_create_qp(t.pd, t.cq, t.srq, C.uint32_t(t.cfg.SendQueueDepth), C.uint32_t(t.cfg.MaxInline), &gotInline, &gotSQ)
 	if c.qp == nil {
@@ -672,6 +672,9 @@ func (c *conn) onRecv(b []byte) bool {
 	}
 	c.msgsRecv.Add(1)
 	c.bytesRecv.Add(uint64(len(b)))
+	if (h.typ == msgCall || ((h.typ == msgRTS || h.typ == msgRTW) && h.inner == msgCall)) && h.method != fabric.MethodPing {
+		c.t.callsIn.Add(1)
+	}
 	if failed {
 		return true
 	}
@@ -1092,9 +1095,9 @@ type rzCache struct {
 	cached int
 	closed bool
 
-	// breakRegistration (tests only) deregisters each region right after
-	// handing it out, so a peer's RDMA access to it fails.
-	breakRegistration bool
+	// breakRegistration (tests only): while it is set, each new region is
+	// deregistered right after allocation, so a peer's RDMA access fails.
+	breakRegistration *atomic.Bool
 }
 
 func sizeClass(n int) int {
@@ -1112,14 +1115,14 @@ func (z *rzCache) get(n int) (*region, error) {
 		z.mu.Unlock()
 		return nil, fmt.Errorf("rdma: connection closed: %w", fabric.ErrClosed)
 	}
-	if l := z.free[cl]; len(l) > 0 {
+	if l := z.free[cl]; len(l) > 0 && (z.breakRegistration == nil || !z.breakRegistration.Load()) {
 		r := l[len(l)-1]
 		z.free[cl] = l[:len(l)-1]
 		z.cached -= cl
 		z.mu.Unlock()
 		return r, nil
 	}
-	brk := z.breakRegistration
+	brk := z.breakRegistration != nil && z.breakRegistration.Load()
 	z.mu.Unlock()
 	r, err := newRegion(z.pd, cl, z.access)
 	if err == nil && brk {
@@ -1132,7 +1135,7 @@ func (z *rzCache) get(n int) (*region, error) {
 func (z *rzCache) put(r *region) {
 	cl := len(r.mem)
 	z.mu.Lock()
-	if !z.closed && z.cached+cl <= z.limit {
+	if !z.closed && r.mr != nil && z.cached+cl <= z.limit {
 		if z.free == nil {
 			z.free = map[int][]*region{}
 		}

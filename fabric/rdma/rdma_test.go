@@ -115,9 +115,9 @@ func TestQPErrorFailsInFlightCalls(t *testing.T) {
 			client := newTestTransport(t, env, mod)
 			server := newTestTransport(t, env, mod)
 			if mode == "read" {
-				client.breakOut = true // the server's READ of the request fails
+				client.breakOut.Store(true) // the server's READ of the request fails
 			} else {
-				server.breakIn = true // the client's WRITE of the request fails
+				server.breakIn.Store(true) // the client's WRITE of the request fails
 			}
 			var ran atomic.Int64
 			var m fabric.Mux

@@ -75,9 +75,11 @@ type Transport struct {
 	closed    bool
 
 	wcErrors atomic.Uint64 // work completions with an error status (not flushes)
-	// breakOut, breakIn (tests only): deregister every rendezvous region of
-	// new connections right after allocating it, to drive QPs into error.
-	breakOut, breakIn bool
+	callsIn  atomic.Uint64 // calls other than pings that arrived, for tests
+	// breakOut, breakIn (tests only): while set, every rendezvous region
+	// handed out (sender copies, receiver targets) is deregistered right
+	// after allocation, so the peer's RDMA access fails: a QP error mid-call.
+	breakOut, breakIn atomic.Bool
 	pollerDone        chan struct{}
 	stop              atomic.Bool
 	closeOnce         sync.Once
