@@ -25,6 +25,16 @@
 // no path has carried the call for Config.ResendGrace. One-way messages
 // (Conn.Send) are delivered at most once and are not re-sent.
 //
+// Memory: a finished call's reply stays on the server until every lower
+// request id of the session has finished too (the watermark), or until the
+// session has been idle for Config.SessionTTL; one long call holds back the
+// replies of the calls after it.
+//
+// # Plain peers
+//
+// Messages other than MethodEnvelope pass straight to the handler, so a
+// peer with only one of the path transports can dial that path directly.
+//
 // # Ordering
 //
 // Conn.Send's rule (messages from one goroutine reach the handler in order)

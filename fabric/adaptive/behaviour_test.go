@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -355,4 +356,21 @@ func TestStripeAutoPicksFasterWay(t *testing.T) {
 	require.False(t, stripe.Buckets[b].Chosen, "whole on the fast path must win: %+v", stripe.Buckets[b])
 	require.True(t, ps[0].Buckets[b].Chosen, "the fast path carries the bucket")
 	require.Len(t, h.executions(), calls)
+}
+
+func TestPathsTableIsJSON(t *testing.T) {
+	_, c, _ := setup(t, newCounter(false))
+	callN(t, c, 5)
+	b, err := json.Marshal(c.Paths())
+	require.NoError(t, err)
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal(b, &rows))
+	require.Len(t, rows, 3, "two paths and the striping row")
+	for _, k := range []string{"path", "transport", "healthy", "calls", "bytes_sent", "buckets"} {
+		require.Contains(t, rows[0], k)
+	}
+	bucket := rows[0]["buckets"].([]any)[0].(map[string]any)
+	for _, k := range []string{"max_size", "rtt_ns", "mb_per_s", "samples", "chosen", "switches"} {
+		require.Contains(t, bucket, k)
+	}
 }
