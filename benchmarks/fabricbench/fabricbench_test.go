@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/rdma"
 )
 
 func TestParseSize(t *testing.T) {
@@ -52,11 +55,12 @@ func TestRunMeasuresPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var lines bytes.Buffer
-	cfg := Config{Transports: []string{"raw", "grpc", "nope"}, Sizes: []int{64, 64 << 10}, InFlight: []int{1, 4},
-		Duration: 20 * time.Millisecond}
+	cfg := Config{Transports: []string{"raw", "grpc", "tcp", "adaptive", "rdma", "nope"}, Sizes: []int{64, 64 << 10}, InFlight: []int{1, 4},
+		Duration: 20 * time.Millisecond, Reps: 2}
 	rs, err := Run(ctx, cfg, NewPeer, Emitter(&lines, true))
+	jsonCopy := bytes.Clone(lines.Bytes())
 	require.NoError(t, err)
-	require.Len(t, rs, 12)
+	require.Len(t, rs, 24)
 	dec := json.NewDecoder(&lines)
 	for _, r := range rs {
 		var got map[string]any
@@ -68,8 +72,12 @@ func TestRunMeasuresPeers(t *testing.T) {
 			require.Contains(t, r.Error, "unknown transport")
 			continue
 		}
+		if r.Transport == "rdma" && !rdma.Available {
+			require.Contains(t, r.Error, fabric.ErrNotSupported.Error())
+			continue
+		}
 		require.Empty(t, r.Error)
-		require.GreaterOrEqual(t, r.Calls, 2*r.InFlight)
+		require.GreaterOrEqual(t, r.Calls, 2*2*r.InFlight, "%s: two reps of at least two calls per worker", r.Transport)
 		require.Positive(t, r.RTTP50ns)
 		require.GreaterOrEqual(t, r.RTTP99ns, r.RTTP50ns)
 		require.Positive(t, r.MBPerS)
@@ -77,5 +85,10 @@ func TestRunMeasuresPeers(t *testing.T) {
 	var table bytes.Buffer
 	require.NoError(t, WriteTable(&table, rs))
 	require.Contains(t, table.String(), "grpc")
+	require.NoError(t, WriteTargets(&table, rs))
+	require.Contains(t, table.String(), "adaptive/best p50")
+	back, err := ReadJSON(bytes.NewReader(jsonCopy))
+	require.NoError(t, err)
+	require.Equal(t, rs, back, "JSON lines read back as written")
 	require.NoError(t, Plot(filepath.Join(t.TempDir(), "p.png"), rs))
 }
