@@ -93,7 +93,7 @@ func collect(dir, device, accel string, warn io.Writer) ([]result, error) {
 		}
 		r, err := readPerftest(f, tool)
 		if errors.Is(err, errNoResult) {
-			fmt.Fprintf(warn, "report: %s: %v; left out\n", f, err)
+			fmt.Fprintf(warn, "report: %v; left out\n", err)
 			continue
 		}
 		if err != nil {

@@ -121,7 +121,7 @@ func TestRunWritesLabelledRowsAndTable(t *testing.T) {
 	jsonPath, tablePath := filepath.Join(dir, "results.json"), filepath.Join(dir, "results.txt")
 	var warn bytes.Buffer
 	require.NoError(t, run(dir, "rxe0", "tcg", jsonPath, tablePath, &warn))
-	require.Contains(t, warn.String(), "ib_write_lat-64.txt: ib_write_lat: no valid result line; left out")
+	require.Contains(t, warn.String(), "perftest/ib_write_lat-64.txt: ib_write_lat: no valid result line; left out")
 
 	js, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
