@@ -90,14 +90,11 @@ func (l *Listener) acceptLoop() {
 	}
 }
 
-// inlinePingMax is the largest MethodPing payload the reader answers
-// itself; larger pings go through the dispatcher so the reader keeps
-// reading while the reply is written.
-const inlinePingMax = 64 << 10
-
 // session is the server side of one connection.
 type session struct {
 	*link
+	l   *Listener
+	hb  [headerSize]byte // the header being read, by whichever goroutine reads
 	d   *dispatch.Dispatcher
 	sem chan struct{} // bounds running handlers to the window
 }
@@ -136,7 +133,7 @@ func (l *Listener) serve(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	s := &session{link: ln, sem: make(chan struct{}, ln.window)}
+	s := &session{link: ln, l: l, sem: make(chan struct{}, ln.window)}
 	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, bufpool.Put)
 	ln.onFail = func(error) { s.d.Close() }
 	l.mu.Lock()
@@ -149,11 +146,28 @@ func (l *Listener) serve(nc net.Conn) {
 	l.mu.Unlock()
 
 	s.start()
-	s.fail(s.readLoop())
+	s.readAndFinish()
+}
+
+// reading is the body of every reader goroutine after the first.
+func (s *session) reading() {
+	defer s.l.wg.Done()
+	s.readAndFinish()
+}
+
+// readAndFinish reads until the connection fails, then cleans up; or, when
+// it handed reading to another goroutine and served a request, just returns.
+func (s *session) readAndFinish() {
+	handedOff, err := s.readLoop()
+	if handedOff {
+		return
+	}
+	s.fail(err)
 	s.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), l.t.cfg.DrainTimeout)
-	err := s.d.Wait(ctx)
+	ctx, cancel := context.WithTimeout(context.Background(), s.l.t.cfg.DrainTimeout)
+	err = s.d.Wait(ctx)
 	cancel()
+	l := s.l
 	l.mu.Lock()
 	delete(l.sessions, s)
 	if err != nil {
@@ -162,16 +176,38 @@ func (l *Listener) serve(nc net.Conn) {
 	l.mu.Unlock()
 }
 
-func (s *session) readLoop() error {
-	var hb [headerSize]byte
+// readLoop reads frames until the connection fails (handedOff false, with
+// the reason). A request whose frame is the last one buffered is served on
+// this goroutine, which is already running, so the handler starts without
+// a scheduler round trip: a new goroutine takes over reading and readLoop
+// returns handedOff true. Requests with more frames buffered behind them
+// get their own goroutine while this one reads on. Exactly one goroutine
+// reads at any time.
+func (s *session) readLoop() (handedOff bool, err error) {
 	for {
-		h, err := s.readHeader(&hb)
+		h, err := s.readHeader(&s.hb)
 		if err != nil {
-			return err
+			return false, err
 		}
 		switch h.typ {
 		case typeRequest, typeOneWay:
-			err = s.request(&hb, h)
+			t, ok, err := s.request(&s.hb, h)
+			if err != nil {
+				return false, err
+			}
+			switch {
+			case !ok:
+			case s.br.Buffered() > 0:
+				// More frames are waiting: keep reading them.
+				go t.Run()
+			default:
+				// Nothing more to read yet: serve this request now and
+				// let a fresh goroutine wait on the socket.
+				s.l.wg.Add(1)
+				go s.reading()
+				t.Run()
+				return true, nil
+			}
 		case typeCancel:
 			if err = noPayload(h); err == nil {
 				s.d.Cancel(h.id)
@@ -186,32 +222,25 @@ func (s *session) readLoop() error {
 			err = fmt.Errorf("%w: unexpected frame type %d from a client", ErrProtocol, h.typ)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 }
 
-func (s *session) request(hb *[headerSize]byte, h header) error {
+// request reads a request's payload and accepts it; ok says the returned
+// task must be run.
+func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok bool, err error) {
 	var payload []byte
 	var bp *[]byte
 	if h.length > 0 {
 		bp = bufpool.Get(int(h.length))
 		if err := s.readPayload(hb, h, *bp); err != nil {
 			bufpool.Put(bp)
-			return err
+			return t, false, err
 		}
 		payload = *bp
 	} else if err := checkCRC(hb, h, nil); err != nil {
-		return err
-	}
-	if h.typ == typeRequest && h.method == fabric.MethodPing && h.length <= inlinePingMax {
-		// Small probes are answered here, without a goroutine or a
-		// handler, so they measure the path rather than the scheduler.
-		s.reply(h.id, false, payload, nil)
-		if bp != nil {
-			bufpool.Put(bp)
-		}
-		return nil
+		return t, false, err
 	}
 	// A client that respects the window never waits here; one that does
 	// not is slowed down by TCP flow control instead of exhausting memory.
@@ -221,21 +250,16 @@ func (s *session) request(hb *[headerSize]byte, h header) error {
 		if bp != nil {
 			bufpool.Put(bp)
 		}
-		return s.err
+		return t, false, s.err
 	}
-	s.d.Dispatch(h.id, h.method, payload, h.typ == typeOneWay, bp)
-	return nil
+	t, ok = s.d.Accept(h.id, h.method, payload, h.typ == typeOneWay, bp)
+	return t, ok, nil
 }
 
-// respond sends a handler's outcome and frees its window slot.
+// respond sends a handler's outcome and frees its window slot; it returns
+// once the transport is done reading reply.
 func (s *session) respond(id uint64, oneWay bool, reply []byte, err error) {
 	<-s.sem
-	s.reply(id, oneWay, reply, err)
-}
-
-// reply sends the outcome of request id; it returns once the transport is
-// done reading reply.
-func (s *session) reply(id uint64, oneWay bool, reply []byte, err error) {
 	f := getFrame()
 	switch {
 	case oneWay:

@@ -60,14 +60,37 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 	}
 }
 
-// Dispatch starts serving one request. payload must stay valid until the
-// request is answered; then buf (if not nil; normally the buffer holding
-// payload) goes to the release function given to New.
+// Dispatch starts serving one request on a new goroutine. payload must
+// stay valid until the request is answered; then buf (if not nil; normally
+// the buffer holding payload) goes to the release function given to New.
 // It does not block on the handler. After Close it drops the request.
 func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
+	if t, ok := d.Accept(id, method, payload, oneWay, buf); ok {
+		go t.Run()
+	}
+}
+
+// Task is an accepted request waiting to be served by Run.
+type Task struct {
+	d       *Dispatcher
+	ctx     context.Context
+	id      uint64
+	method  fabric.Method
+	payload []byte
+	oneWay  bool
+	buf     *[]byte
+	wait    chan struct{} // the previous one-way request's done, or nil
+	done    chan struct{} // closed when this one-way request is served
+}
+
+// Accept registers a request like Dispatch but leaves running it to the
+// caller: when ok, the caller must call t.Run exactly once, on any
+// goroutine (a transport's reader may run it itself after handing reading
+// to a fresh goroutine). When !ok the request was dropped or answered.
+func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) (t Task, ok bool) {
 	if d.ctx.Err() != nil { // closed: the connection is going away
 		d.done(buf)
-		return
+		return Task{}, false
 	}
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.mu.Lock()
@@ -76,7 +99,7 @@ func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, o
 		cancel()
 		d.respond(id, oneWay, nil, fabric.Errorf(fabric.CodeBadRequest, "request id %d is already running on this connection", id))
 		d.done(buf)
-		return
+		return Task{}, false
 	}
 	d.running[id] = cancel
 	wait := d.barrier
@@ -95,31 +118,33 @@ func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, o
 	}
 	d.wg.Add(1)
 	d.mu.Unlock()
-	go d.serve(ctx, id, method, payload, oneWay, buf, wait, done)
+	return Task{d: d, ctx: ctx, id: id, method: method, payload: payload, oneWay: oneWay, buf: buf, wait: wait, done: done}, true
 }
 
-func (d *Dispatcher) serve(ctx context.Context, id uint64, method fabric.Method, payload []byte, oneWay bool,
-	buf *[]byte, wait, done chan struct{}) {
+// Run serves the task: it waits for earlier one-way requests, calls the
+// handler and responds.
+func (t Task) Run() {
+	d := t.d
 	defer d.wg.Done()
-	if wait != nil {
+	if t.wait != nil {
 		select {
-		case <-wait:
-		case <-ctx.Done():
+		case <-t.wait:
+		case <-t.ctx.Done():
 		}
 	}
-	reply, err := d.call(ctx, method, payload, oneWay)
-	if done != nil {
-		close(done)
+	reply, err := d.call(t.ctx, t.method, t.payload, t.oneWay)
+	if t.done != nil {
+		close(t.done)
 	}
 	d.mu.Lock()
-	cancel := d.running[id]
-	delete(d.running, id)
+	cancel := d.running[t.id]
+	delete(d.running, t.id)
 	d.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	d.respond(id, oneWay, reply, err)
-	d.done(buf)
+	d.respond(t.id, t.oneWay, reply, err)
+	d.done(t.buf)
 }
 
 func (d *Dispatcher) done(buf *[]byte) {
