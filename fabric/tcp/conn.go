@@ -139,7 +139,10 @@ func (c *Conn) checkSize(n int) error {
 
 // Call sends payload to the peer's handler for method and waits for the
 // reply, which the caller owns. payload is the caller's again once Call
-// returns. It blocks while the window is full.
+// returns. It blocks while the window is full. When ctx ends, Call returns
+// ctx.Err() at once unless its frame is being written at that moment: the
+// write is finished first (a frame is never cut), which a dead peer bounds
+// by Config.IdleTimeout.
 func (c *Conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
 	c.calls.Add(1)
 	reply, err := c.call(ctx, method, payload)

@@ -1,0 +1,147 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type outcome struct {
+	id     uint64
+	oneWay bool
+	reply  string
+	err    error
+}
+
+type recorder struct {
+	ch       chan outcome
+	mu       sync.Mutex
+	released int
+}
+
+func newRecorder() *recorder { return &recorder{ch: make(chan outcome, 64)} }
+
+func (r *recorder) respond(id uint64, oneWay bool, reply []byte, err error) {
+	r.ch <- outcome{id: id, oneWay: oneWay, reply: string(reply), err: err}
+}
+
+func (r *recorder) release(*[]byte) {
+	r.mu.Lock()
+	r.released++
+	r.mu.Unlock()
+}
+
+func (r *recorder) next(t *testing.T) outcome {
+	t.Helper()
+	select {
+	case o := <-r.ch:
+		return o
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "no response")
+		return outcome{}
+	}
+}
+
+func TestDispatcher(t *testing.T) {
+	blockEntered := make(chan struct{}, 8)
+	release := make(chan struct{})
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) {
+		return append([]byte("echo:"), r.Payload...), nil
+	})
+	m.HandleFunc(fabric.MethodUserBase+1, func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
+		blockEntered <- struct{}{}
+		select {
+		case <-release:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	m.HandleFunc(fabric.MethodUserBase+2, func(context.Context, *fabric.Request) ([]byte, error) { panic("boom") })
+
+	tests := []struct {
+		name string
+		run  func(t *testing.T, d *Dispatcher, r *recorder)
+	}{
+		{"ping is answered without a handler", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(1, fabric.MethodPing, []byte("p"), false, new([]byte))
+			o := r.next(t)
+			require.Equal(t, outcome{id: 1, reply: "p"}, o)
+		}},
+		{"handler reply", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(2, fabric.MethodUserBase, []byte("x"), false, nil)
+			require.Equal(t, "echo:x", r.next(t).reply)
+		}},
+		{"panic becomes CodeInternal", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(3, fabric.MethodUserBase+2, nil, false, nil)
+			o := r.next(t)
+			require.ErrorIs(t, o.err, &fabric.RemoteError{Code: fabric.CodeInternal})
+			require.ErrorContains(t, o.err, "boom")
+		}},
+		{"cancel ends the handler's context", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(4, fabric.MethodUserBase+1, nil, false, nil)
+			<-blockEntered
+			d.Cancel(4)
+			require.ErrorIs(t, r.next(t).err, context.Canceled)
+		}},
+		{"duplicate id is refused", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(5, fabric.MethodUserBase+1, nil, false, nil)
+			<-blockEntered
+			d.Dispatch(5, fabric.MethodUserBase, nil, false, nil)
+			require.ErrorIs(t, r.next(t).err, &fabric.RemoteError{Code: fabric.CodeBadRequest})
+			d.Cancel(5)
+			r.next(t)
+		}},
+		{"a request after a one-way waits for it", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(6, fabric.MethodUserBase+1, nil, true, nil)
+			<-blockEntered
+			d.Dispatch(7, fabric.MethodUserBase, []byte("later"), false, nil)
+			require.Equal(t, 2, d.Running())
+			select {
+			case o := <-r.ch:
+				require.FailNow(t, "served before the one-way message before it", "%+v", o)
+			default:
+			}
+			d.Cancel(6)
+			first, second := r.next(t), r.next(t)
+			require.Equal(t, uint64(6), first.id)
+			require.True(t, first.oneWay)
+			require.Equal(t, "echo:later", second.reply)
+		}},
+		{"closed dispatcher drops requests and releases their buffers", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Close()
+			_, ok := d.Accept(8, fabric.MethodUserBase, nil, false, new([]byte))
+			require.False(t, ok)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			require.Equal(t, 1, r.released)
+		}},
+		{"wait gives up at its deadline naming the stragglers", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(9, fabric.MethodUserBase+1, nil, false, nil)
+			<-blockEntered
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			require.ErrorContains(t, d.Wait(ctx), "1 handlers from peer still running")
+			d.Cancel(9)
+			r.next(t)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorder()
+			d := New(context.Background(), &m, "peer", r.respond, r.release)
+			tc.run(t, d, r)
+			d.Close()
+			require.NoError(t, d.Wait(context.Background()))
+		})
+	}
+}
