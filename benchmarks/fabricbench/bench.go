@@ -97,10 +97,10 @@ func Measure(ctx context.Context, p Peer, pt Point) (Result, error) {
 		payload[i] = byte(i*7 + 1)
 	}
 	// Warm up every transport alike: connections, buffers, and what the
-	// adaptive transport learns per size: at least 3 calls, and calls for
+	// adaptive transport learns per size: at least 8 calls, and calls for
 	// a fifth of Duration, at most 32.
 	warmEnd := time.Now().Add(pt.Duration / 5)
-	for i := 0; i < 3 || i < 32 && time.Now().Before(warmEnd); i++ {
+	for i := 0; i < 8 || i < 32 && time.Now().Before(warmEnd); i++ {
 		if err := callOnce(ctx, callers[i%len(callers)], payload); err != nil {
 			return res, err
 		}

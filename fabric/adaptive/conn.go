@@ -267,6 +267,10 @@ func (c *Conn) bestLocked(b int, measured bool) int {
 // exploreEvery is the fewest calls of a bucket between two explores.
 const exploreEvery = 8
 
+// stripeWarmup is how many samples StripeAuto takes of each way before it
+// compares them.
+const stripeWarmup = 3
+
 // choose picks the path for one message of bucket b: the bucket's current
 // choice, or now and then another healthy path so its estimate stays
 // fresh (explore). It returns nil when no path is healthy.
@@ -393,10 +397,12 @@ func (c *Conn) preferStripe(b int) bool {
 		}
 		return stripe
 	}
+	// Both ways get stripeWarmup samples before either is preferred: one
+	// noisy first sample must not decide for the life of the connection.
 	switch {
-	case striped.n == 0:
+	case striped.n < stripeWarmup && (single.n >= striped.n || c.stripeTrial[b]):
 		return trial(true)
-	case single.n == 0:
+	case single.n < stripeWarmup:
 		return false
 	}
 	if c.stripeOn[b] && single.rtt < striped.rtt*(1-c.cfg.SwitchMargin) {
