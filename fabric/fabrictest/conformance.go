@@ -337,16 +337,55 @@ func testCancellation(t *testing.T, s Setup) {
 	require.Equal(t, "after", string(reply))
 }
 
+// expiringCtx is a context whose deadline the test fires by hand, so a
+// deadline test does not depend on how fast the machine is.
+type expiringCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newExpiringCtx(parent context.Context) *expiringCtx {
+	return &expiringCtx{Context: parent, done: make(chan struct{})}
+}
+
+func (c *expiringCtx) Deadline() (time.Time, bool) { return time.Now().Add(time.Hour), true }
+func (c *expiringCtx) Done() <-chan struct{}       { return c.done }
+func (c *expiringCtx) expire()                     { c.once.Do(func() { close(c.done) }) }
+
+func (c *expiringCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 func testDeadline(t *testing.T, s Setup) {
 	srv := newServer()
 	_, c := start(t, s, srv.mux())
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := c.Call(ctx, mBlock, nil)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	ctx := newExpiringCtx(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, mBlock, nil)
+		done <- err
+	}()
+	srv.waitEntered(t, 1)
+	ctx.expire()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(guard):
+		require.FailNow(t, "Call did not return after its deadline passed")
+	}
 	require.Error(t, srv.waitEnded(t), "the handler's context must end")
-	_, err = c.Call(ctx, mEcho, nil)
+	_, err := c.Call(ctx, mEcho, nil)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a Call with an expired context")
+	short, cancel := context.WithTimeout(testCtx(t), 20*time.Millisecond)
+	defer cancel()
+	_, err = c.Call(short, mBlock, nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a real timer deadline")
 }
 
 func testRemoteErrors(t *testing.T, s Setup) {
@@ -430,36 +469,35 @@ func testListenerClose(t *testing.T, s Setup) {
 func testSlowReceiver(t *testing.T, s Setup) {
 	srv := newServer()
 	_, c := start(t, s, srv.mux())
-	// One-way messages to a handler that never returns: without a window
-	// they would pile up without bound; with one, Send blocks once the
-	// window is full and gives up when its context ends.
-	sent := 0
-	var last error
-	for sent <= 4*s.MaxInFlight+16 {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		last = c.Send(ctx, mBlock, nil)
-		cancel()
-		if last != nil {
-			break
-		}
-		sent++
+	// One-way messages to a handler that does not return: without a window
+	// they would pile up without bound. A full window's worth goes through;
+	// the next Send blocks until its context ends.
+	ctx := testCtx(t)
+	for i := range s.MaxInFlight {
+		require.NoError(t, c.Send(ctx, mBlock, nil), "Send %d of a %d-message window", i, s.MaxInFlight)
 	}
-	require.ErrorIs(t, last, context.DeadlineExceeded, "Send must block on a full window (sent %d)", sent)
-	require.Positive(t, sent)
-	require.LessOrEqual(t, sent, s.MaxInFlight, "more one-way messages were queued than the window allows")
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := c.Send(short, mBlock, nil)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Send must block once %d messages are unfinished", s.MaxInFlight)
+	require.LessOrEqual(t, c.Stats().InFlight, s.MaxInFlight)
 	close(srv.released) // one-way messages are served one at a time, in order
-	srv.waitEntered(t, sent)
-	for range sent {
+	srv.waitEntered(t, s.MaxInFlight)
+	for range s.MaxInFlight {
 		require.NoError(t, srv.waitEnded(t))
 	}
 	// The window frees up once the handlers return: a full window's worth
-	// of sends goes through again.
-	ctx := testCtx(t)
+	// of sends goes through again, and the refused message never arrived.
 	for i := range s.MaxInFlight {
 		require.NoError(t, c.Send(ctx, mEcho, nil), "Send %d after the handlers returned", i)
 	}
-	_, err := c.Call(ctx, mEcho, []byte("drained"))
+	_, err = c.Call(ctx, mEcho, []byte("drained"))
 	require.NoError(t, err)
+	select {
+	case <-srv.entered:
+		require.Fail(t, "the Send that timed out reached the handler")
+	default:
+	}
 }
 
 func testConnClose(t *testing.T, s Setup) {
