@@ -88,7 +88,7 @@ done
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OUT=$ROOT/build/softroce
-CACHE=${WEFT_CACHE:-$HOME/.cache/weft}/softroce
+CACHE=${WEFT_CACHE:-${HOME:?neither WEFT_CACHE nor HOME is set: say where the package cache goes}/.cache/weft}/softroce
 DEBS=$CACHE/debs
 SIZES=${SOFTROCE_SIZES:-64,4096,65536,1048576}
 DURATION=${SOFTROCE_DURATION:-1s}
