@@ -1062,6 +1062,11 @@ func (c *conn) destroy() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failed = true
+	for c.posting { // a poster outside the lock may still be in ibv_post_send
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		c.mu.Lock()
+	}
 	if c.failReason == "" {
 		c.failReason = "closed"
 	}

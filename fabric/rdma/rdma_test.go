@@ -166,7 +166,7 @@ func testMixedSizes(t *testing.T, env testEnv, mode string) {
 	server := newTestTransport(t, env, mod)
 	var m fabric.Mux
 	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second) // a guard for -race under TCG
 	defer cancel()
 	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func testMixedSizes(t *testing.T, env testEnv, mode string) {
 	errs := make(chan error, 16)
 	for g := range 16 {
 		go func() {
-			for i := range 20 {
+			for i := range 10 {
 				n := sizes[(g+i)%len(sizes)]
 				p := make([]byte, n)
 				for j := range p {
