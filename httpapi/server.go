@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/blevesearch/bleve/v2"
 	jsoniter "github.com/json-iterator/go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,7 +41,7 @@ type Engine interface {
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shard.FieldTypes
-	Search(ctx context.Context, names []string, req *bleve.SearchRequest) (*bleve.SearchResult, error)
+	Search(ctx context.Context, names []string, req *index.SearchRequest) (*index.SearchResult, error)
 	Stats() shard.NodeStats
 }
 
