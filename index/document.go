@@ -25,8 +25,12 @@ const (
 	metaField = "_weft_meta"
 )
 
+// Text fields are indexed with term vectors (phrase queries, highlighting)
+// but not stored: every value is already in the stored _source, and a hit
+// loads its stored fields as a whole, so storing them again would double
+// the bytes each returned hit decodes and copies.
 const (
-	textOpts    = bindex.IndexField | bindex.StoreField | bindex.IncludeTermVectors
+	textOpts    = bindex.IndexField | bindex.IncludeTermVectors
 	keywordOpts = bindex.IndexField | bindex.DocValues
 	valueOpts   = bindex.IndexField | bindex.DocValues
 )
@@ -242,16 +246,15 @@ func (b *docBuilder) parseErr(f *Field, path string, val any, why string) error 
 func (b *docBuilder) leaf(f *Field, path string, val any, ap []uint64) error {
 	switch f.Type {
 	case TypeText:
-		s := stringify(val)
-		opts := textOpts
 		if f.NoIndex {
-			opts = bindex.StoreField
+			return nil // neither indexed nor stored apart from _source
 		}
+		s := stringify(val)
 		an := b.an[f.Analyzer]
 		if an == nil {
 			an = b.an["standard"]
 		}
-		b.doc.AddField(document.NewTextFieldCustom(path, ap, []byte(s), opts, an))
+		b.doc.AddField(document.NewTextFieldCustom(path, ap, []byte(s), textOpts, an))
 	case TypeKeyword:
 		s := stringify(val)
 		if f.NoIndex || (f.IgnoreAbove > 0 && utf8.RuneCountInString(s) > f.IgnoreAbove) {

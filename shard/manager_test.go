@@ -356,8 +356,10 @@ func TestSearchWithFailingShardGivesPartialResults(t *testing.T) {
 	require.ErrorIs(t, err, ErrAllShardsFailed)
 }
 
-// TestSearchFeatures checks what the DSL layer builds on: highlighting of
-// text fields, facets and sorting on keyword/date doc values, _source.
+// TestSearchFeatures checks what the DSL layer builds on: term locations
+// in text fields (its highlighter cuts fragments from them and _source;
+// text fields are not stored apart from _source), facets and sorting on
+// keyword/date doc values, _source.
 func TestSearchFeatures(t *testing.T) {
 	m := openManager(t, t.TempDir())
 	defer m.Close()
@@ -370,14 +372,13 @@ func TestSearchFeatures(t *testing.T) {
 	q := bleve.NewMatchQuery("linux")
 	q.SetField("body")
 	req := bleve.NewSearchRequestOptions(q, 5, 0, false)
-	req.Highlight = bleve.NewHighlight()
-	req.Highlight.AddField("body")
+	req.IncludeLocations = true
 	req.Fields = []string{index.SourceField}
 	req.AddFacet("labels", bleve.NewFacetRequest("label", 5))
 	res, err := m.Search(ctx, []string{"s"}, req)
 	require.NoError(t, err)
 	require.Positive(t, res.Total)
-	require.Contains(t, res.Hits[0].Fragments["body"][0], "<mark>")
+	require.NotEmpty(t, res.Hits[0].Locations["body"]["linux"])
 	require.NotEmpty(t, res.Facets["labels"].Terms.Terms())
 	var facetTotal int
 	for _, tf := range res.Facets["labels"].Terms.Terms() {
