@@ -13,8 +13,10 @@ import (
 	"runtime/debug"
 	"strconv"
 	"time"
+	"unsafe"
 
 	jsoniter "github.com/json-iterator/go"
+	"github.com/modern-go/reflect2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -219,7 +221,40 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // instead of re-compacting them, which took most of a search reply's
 // encoding time. Every RawMessage a reply holds was validated as JSON when
 // it was written.
-var replyJSON = jsoniter.Config{EscapeHTML: false, SortMapKeys: true, ValidateJsonRawMessage: false}.Froze()
+var replyJSON = newReplyJSON()
+
+func newReplyJSON() jsoniter.API {
+	api := jsoniter.Config{EscapeHTML: false, SortMapKeys: true, ValidateJsonRawMessage: false}.Froze()
+	api.RegisterExtension(&rawMessageExtension{})
+	return api
+}
+
+// rawMessageExtension encodes json.RawMessage by appending its bytes to the
+// stream; jsoniter's own codec first converts them to a string, one more
+// copy of every hit's _source per reply.
+type rawMessageExtension struct{ jsoniter.DummyExtension }
+
+var rawMessageType = reflect2.TypeOf(json.RawMessage(nil))
+
+func (*rawMessageExtension) CreateEncoder(typ reflect2.Type) jsoniter.ValEncoder {
+	if typ == rawMessageType {
+		return rawMessageEncoder{}
+	}
+	return nil
+}
+
+type rawMessageEncoder struct{}
+
+func (rawMessageEncoder) IsEmpty(ptr unsafe.Pointer) bool { return len(*(*json.RawMessage)(ptr)) == 0 }
+
+func (rawMessageEncoder) Encode(ptr unsafe.Pointer, stream *jsoniter.Stream) {
+	m := *(*json.RawMessage)(ptr)
+	if m == nil {
+		stream.WriteNil()
+		return
+	}
+	_, _ = stream.Write(m) // appends to the stream's buffer; the stream has no writer
+}
 
 // writeJSON writes v as the reply (indented when ?pretty is set; HTML
 // characters left as they are, since highlights carry tags). The encoding
