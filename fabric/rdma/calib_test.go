@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,6 +57,40 @@ func TestRendezvousCalibration(t *testing.T) {
 				d := time.Since(start)
 				t.Logf("CALIB mode=%s chunk=%dK inflight=%d run=%d: 16 MiB in %v = %.1f MB/s", tc.mode, tc.chunk>>10, tc.inflight, i, d, float64(size)/d.Seconds()/1e6)
 			}
+		})
+	}
+}
+
+// TestLatencyCalibration times 64-byte calls under several SpinPolls values
+// and logs the median; it checks only that the replies are right.
+func TestLatencyCalibration(t *testing.T) {
+	env := rdmaEnv(t)
+	for _, spin := range []int{0, 200, 2000, 20000} {
+		t.Run(fmt.Sprintf("spin-%d", spin), func(t *testing.T) {
+			mod := func(c *Config) { c.SpinPolls = spin }
+			client := newTestTransport(t, env, mod)
+			server := newTestTransport(t, env, mod)
+			var m fabric.Mux
+			m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
+			require.NoError(t, err)
+			defer l.Close()
+			c, err := client.Dial(ctx, l.Addr())
+			require.NoError(t, err)
+			defer c.Close()
+			p := make([]byte, 64)
+			var ds []time.Duration
+			for range 2000 {
+				start := time.Now()
+				r, err := c.Call(ctx, fabric.MethodUserBase, p)
+				require.NoError(t, err)
+				require.Len(t, r, 64)
+				ds = append(ds, time.Since(start))
+			}
+			slices.Sort(ds)
+			t.Logf("CALIB spin=%d 64 B call RTT p50=%v p10=%v p90=%v", spin, ds[len(ds)/2], ds[len(ds)/10], ds[len(ds)*9/10])
 		})
 	}
 }
