@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/registry"
@@ -108,6 +110,37 @@ func (r *statsReader) FieldCardinality(field string) (int, error) {
 		return r.IndexSnapshot.FieldCardinality(field)
 	}
 	return int(r.fieldLength(field)), nil
+}
+
+// Document is the snapshot's document with its text fields' Text sharing
+// the field's bytes: bleve loads a hit's stored fields (the _source) with
+// Document and converts each with Text, a second copy of every returned
+// source otherwise. The document owns those bytes (scorch copies them out
+// of the segment) and nothing modifies them.
+func (r *statsReader) Document(id string) (bindex.Document, error) {
+	d, err := r.IndexSnapshot.Document(id)
+	if err != nil || d == nil {
+		return d, err
+	}
+	if doc, ok := d.(*document.Document); ok {
+		for k, f := range doc.Fields {
+			if tf, ok := f.(*document.TextField); ok {
+				doc.Fields[k] = sharedText{tf}
+			}
+		}
+	}
+	return d, nil
+}
+
+// sharedText is a stored text field whose Text aliases its value.
+type sharedText struct{ *document.TextField }
+
+func (t sharedText) Text() string {
+	v := t.Value()
+	if len(v) == 0 {
+		return ""
+	}
+	return unsafe.String(&v[0], len(v))
 }
 
 type ctxKey int

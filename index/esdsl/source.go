@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"unsafe"
 )
 
 // sourceFilter is the _source part of a request: disabled, or includes and
@@ -107,13 +108,18 @@ func splitList(v string) []string {
 }
 
 // apply filters one document's JSON source. It returns nil when the source
-// is disabled; malformed stored JSON is returned unchanged.
+// is disabled; malformed stored JSON is returned unchanged. Unfiltered, the
+// result shares src's bytes (no copy of every hit's source per reply), so
+// it must only be read, never modified.
 func (f sourceFilter) apply(src string) json.RawMessage {
 	if f.disabled {
 		return nil
 	}
 	if f.passthrough() {
-		return json.RawMessage(src)
+		if src == "" {
+			return json.RawMessage{}
+		}
+		return unsafe.Slice(unsafe.StringData(src), len(src))
 	}
 	dec := json.NewDecoder(strings.NewReader(src))
 	dec.UseNumber()
