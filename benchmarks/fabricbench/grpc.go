@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// GRPCPeer is gRPC-Go unary over loopback with a codec that passes raw
+// GRPCPeer is gRPC-Go unary over TCP with a codec that passes raw
 // bytes (no protobuf), with message limits raised to fabric.MaxMessageSize
 // and every other setting left at gRPC's defaults.
 type GRPCPeer struct {
@@ -83,9 +83,15 @@ func NewGRPCPeer(addr string) (*GRPCPeer, error) {
 func (p *GRPCPeer) Name() string { return "grpc" }
 func (p *GRPCPeer) Shared() bool { return true }
 
+// Addr is the address the server listens on, with the real port.
+func (p *GRPCPeer) Addr() string { return p.addr }
+
 // Dial makes one ClientConn; its calls are multiplexed over HTTP/2.
-func (p *GRPCPeer) Dial(context.Context) (Caller, error) {
-	cc, err := grpc.NewClient(p.addr,
+func (p *GRPCPeer) Dial(context.Context) (Caller, error) { return dialGRPC(p.addr) }
+
+// dialGRPC makes one ClientConn to the echo service at addr.
+func dialGRPC(addr string) (Caller, error) {
+	cc, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(
 			grpc.ForceCodec(rawCodec{}),
@@ -94,7 +100,7 @@ func (p *GRPCPeer) Dial(context.Context) (Caller, error) {
 		),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("fabricbench: grpc dial %s: %w", p.addr, err)
+		return nil, fmt.Errorf("fabricbench: grpc dial %s: %w", addr, err)
 	}
 	return grpcCaller{cc: cc}, nil
 }

@@ -1,6 +1,7 @@
 package fabricbench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,12 @@ import (
 // them by default.
 var PeerNames = []string{"raw", "grpc", "tcp", "adaptive", "rdma"}
 
-// Options says where the fabric peers listen.
+// Options says where the peers listen and how their transports are set up.
 type Options struct {
+	// RawAddr and GRPCAddr are where the raw and grpc peers listen; empty
+	// means "127.0.0.1:0".
+	RawAddr  string
+	GRPCAddr string
 	// TCPAddr is where the tcp peer listens ("127.0.0.1:0").
 	TCPAddr string
 	// RDMAAddr is the rdma peer's control address: an address of the
@@ -27,6 +32,9 @@ type Options struct {
 	// AdaptivePaths is the adaptive peer's path list
 	// ("tcp:127.0.0.1:0,tcp:127.0.0.2:0", or with an "rdma:" path).
 	AdaptivePaths string
+	// RDMA configures every rdma transport (the rdma peer's and an
+	// adaptive peer's rdma path); the zero Config means rdma.DefaultConfig.
+	RDMA rdma.Config
 	// Adaptive tunes the adaptive peer; zero fields take its defaults.
 	Adaptive adaptive.Config
 	// Logger gets the transports' logs; nil discards.
@@ -35,7 +43,10 @@ type Options struct {
 
 // DefaultOptions: everything on loopback, adaptive over two TCP paths.
 func DefaultOptions() Options {
-	return Options{TCPAddr: "127.0.0.1:0", RDMAAddr: "127.0.0.1:0", AdaptivePaths: "tcp:127.0.0.1:0,tcp:127.0.0.2:0"}
+	return Options{
+		RawAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RDMAAddr: "127.0.0.1:0",
+		AdaptivePaths: "tcp:127.0.0.1:0,tcp:127.0.0.2:0", RDMA: rdma.DefaultConfig(),
+	}
 }
 
 // NewPeer builds a peer with DefaultOptions.
@@ -47,15 +58,12 @@ func NewPeer(ctx context.Context, name string) (Peer, error) {
 // "rdma" (which fails with fabric.ErrNotSupported where this build or
 // machine has no RDMA).
 func (o Options) NewPeer(ctx context.Context, name string) (Peer, error) {
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := o.logger()
 	switch name {
 	case "raw":
-		return NewRawPeer("127.0.0.1:0")
+		return NewRawPeer(cmp.Or(o.RawAddr, "127.0.0.1:0"))
 	case "grpc":
-		return NewGRPCPeer("127.0.0.1:0")
+		return NewGRPCPeer(cmp.Or(o.GRPCAddr, "127.0.0.1:0"))
 	case "tcp":
 		tr, err := o.tcp(logger)
 		if err != nil {
@@ -63,7 +71,7 @@ func (o Options) NewPeer(ctx context.Context, name string) (Peer, error) {
 		}
 		return NewTransportPeer(ctx, tr, o.TCPAddr)
 	case "rdma":
-		tr, err := rdma.New(rdma.DefaultConfig(), logger)
+		tr, err := rdma.New(o.rdmaConfig(), logger)
 		if err != nil {
 			return nil, err
 		}
@@ -87,15 +95,45 @@ func (o Options) tcp(logger *slog.Logger) (*tcp.Transport, error) {
 	return tcp.New(cfg)
 }
 
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+func (o Options) rdmaConfig() rdma.Config {
+	if o.RDMA == (rdma.Config{}) {
+		return rdma.DefaultConfig()
+	}
+	return o.RDMA
+}
+
 func (o Options) adaptive(ctx context.Context, logger *slog.Logger) (Peer, error) {
-	paths, err := adaptive.ParseAddr(o.AdaptivePaths)
+	tr, closers, err := o.adaptiveTransport(logger, o.AdaptivePaths)
 	if err != nil {
 		return nil, err
+	}
+	p, err := NewTransportPeer(ctx, tr, o.AdaptivePaths)
+	if err != nil {
+		return nil, errors.Join(append([]error{err}, runAll(closers)...)...)
+	}
+	p.closers = closers
+	return p, nil
+}
+
+// adaptiveTransport builds an adaptive transport over one transport per
+// kind named in the path list paths. The closers release those transports;
+// the caller runs them when done.
+func (o Options) adaptiveTransport(logger *slog.Logger, paths string) (*adaptive.Transport, []func() error, error) {
+	ps, err := adaptive.ParseAddr(paths)
+	if err != nil {
+		return nil, nil, err
 	}
 	var trs []fabric.Transport
 	var closers []func() error
 	seen := make(map[string]bool)
-	for _, p := range paths {
+	for _, p := range ps {
 		if seen[p.Transport] {
 			continue
 		}
@@ -104,32 +142,27 @@ func (o Options) adaptive(ctx context.Context, logger *slog.Logger) (Peer, error
 		case "tcp":
 			tr, err := o.tcp(logger)
 			if err != nil {
-				return nil, err
+				return nil, nil, errors.Join(append([]error{err}, runAll(closers)...)...)
 			}
 			trs = append(trs, tr)
 		case "rdma":
-			tr, err := rdma.New(rdma.DefaultConfig(), logger)
+			tr, err := rdma.New(o.rdmaConfig(), logger)
 			if err != nil {
-				return nil, errors.Join(append([]error{err}, runAll(closers)...)...)
+				return nil, nil, errors.Join(append([]error{err}, runAll(closers)...)...)
 			}
 			trs = append(trs, tr)
 			closers = append(closers, tr.Close)
 		default:
-			return nil, fmt.Errorf("fabricbench: adaptive path transport %q: want tcp or rdma (%s)", p.Transport, strings.TrimSpace(o.AdaptivePaths))
+			return nil, nil, errors.Join(append([]error{fmt.Errorf("fabricbench: adaptive path transport %q: want tcp or rdma (%s)", p.Transport, strings.TrimSpace(paths))}, runAll(closers)...)...)
 		}
 	}
 	cfg := o.Adaptive
 	cfg.Logger = logger
 	tr, err := adaptive.New(cfg, trs...)
 	if err != nil {
-		return nil, errors.Join(append([]error{err}, runAll(closers)...)...)
+		return nil, nil, errors.Join(append([]error{err}, runAll(closers)...)...)
 	}
-	p, err := NewTransportPeer(ctx, tr, o.AdaptivePaths)
-	if err != nil {
-		return nil, errors.Join(append([]error{err}, runAll(closers)...)...)
-	}
-	p.closers = closers
-	return p, nil
+	return tr, closers, nil
 }
 
 func runAll(fs []func() error) []error {

@@ -76,12 +76,20 @@ func (p *RawPeer) accept() {
 	}
 }
 
+// Addr is the address the server listens on, with the real port.
+func (p *RawPeer) Addr() string { return p.ln.Addr().String() }
+
 // Dial opens one connection.
 func (p *RawPeer) Dial(ctx context.Context) (Caller, error) {
+	return dialRaw(ctx, p.ln.Addr().String())
+}
+
+// dialRaw opens one connection to a raw echo server at addr.
+func dialRaw(ctx context.Context, addr string) (Caller, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", p.ln.Addr().String())
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("fabricbench: raw dial: %w", err)
+		return nil, fmt.Errorf("fabricbench: raw dial %s: %w", addr, err)
 	}
 	return &rawCaller{c: c}, nil
 }

@@ -43,6 +43,9 @@ func NewTransportPeer(ctx context.Context, tr fabric.Transport, addr string) (*T
 func (p *TransportPeer) Name() string { return p.tr.Name() }
 func (p *TransportPeer) Shared() bool { return true }
 
+// Addr is the listener's address (the transport's form, real port).
+func (p *TransportPeer) Addr() string { return p.ln.Addr() }
+
 // Dial connects to the listener.
 func (p *TransportPeer) Dial(ctx context.Context) (Caller, error) {
 	c, err := p.tr.Dial(ctx, p.ln.Addr())

@@ -3,6 +3,13 @@
 // for each payload size and calls-in-flight count.
 //
 //	go run ./benchmarks/cmd/fabricbench -transports raw,grpc,tcp,adaptive -sizes 64,1KiB,1MiB -duration 1s -json
+//
+// Between two hosts, host A serves echo peers until interrupted and prints
+// the -connect argument for host B, which measures them (see
+// docs/benchmarks-fabric.md, "Two hosts"):
+//
+//	hostA$ fabricbench -serve -transports tcp,adaptive -tcp-addr 10.0.0.1:7400 -adaptive-paths tcp:10.0.0.1:7401
+//	hostB$ fabricbench -connect 'tcp=10.0.0.1:7400;adaptive=tcp:10.0.0.1:7401' -json
 package main
 
 import (
@@ -13,6 +20,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/weftsearch/weft/benchmarks/fabricbench"
@@ -36,12 +44,41 @@ func run() error {
 		asJSON     = flag.Bool("json", false, "print one JSON object per point instead of a table")
 		plotFile   = flag.String("plot", "", "draw latency and bandwidth against size into this PNG")
 		from       = flag.String("from", "", "read results (JSON lines from -json) from this file instead of measuring; prints the table and -plot")
+		serve      = flag.Bool("serve", false, "two hosts, serving side: serve echo peers for -transports at the -*-addr addresses until interrupted, and print the -connect argument for the measuring host")
+		connect    = flag.String("connect", "", "two hosts, measuring side: measure the peers served by -serve on another host, as it printed them: 'tcp=HOST:PORT;adaptive=rdma:HOST:PORT,tcp:HOST:PORT;...' (-transports defaults to the names given)")
 		opts       = fabricbench.DefaultOptions()
 	)
+	flag.StringVar(&opts.RawAddr, "raw-addr", opts.RawAddr, "where the raw peer listens")
+	flag.StringVar(&opts.GRPCAddr, "grpc-addr", opts.GRPCAddr, "where the grpc peer listens")
 	flag.StringVar(&opts.TCPAddr, "tcp-addr", opts.TCPAddr, "where the tcp peer listens")
 	flag.StringVar(&opts.RDMAAddr, "rdma-addr", opts.RDMAAddr, "control address of the rdma peer: an IP of the RDMA device's netdev, port 0")
 	flag.StringVar(&opts.AdaptivePaths, "adaptive-paths", opts.AdaptivePaths, "path list of the adaptive peer")
+	flag.StringVar(&opts.RDMA.Device, "rdma-device", opts.RDMA.Device, "verbs device for rdma (e.g. mlx5_0); empty picks the first with an active port")
+	flag.IntVar(&opts.RDMA.GIDIndex, "rdma-gid-index", opts.RDMA.GIDIndex, "RoCE source GID index; -1 picks the RoCE v2 IPv4 GID of the address in use")
 	flag.Parse()
+	set := make(map[string]bool)
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *serve && (*connect != "" || *from != "") || *connect != "" && *from != "" {
+		return fmt.Errorf("-serve, -connect and -from exclude each other; give one")
+	}
+	if *serve {
+		return serveUntilInterrupted(strings.Split(*transports, ","), opts)
+	}
+	newPeer := opts.NewPeer
+	if *connect != "" {
+		eps, err := fabricbench.ParseEndpoints(*connect)
+		if err != nil {
+			return fmt.Errorf("-connect: %w", err)
+		}
+		if !set["transports"] {
+			var names []string
+			for _, e := range eps {
+				names = append(names, e.Transport)
+			}
+			*transports = strings.Join(names, ",")
+		}
+		newPeer = opts.Remote(eps)
+	}
 	sz, err := fabricbench.ParseSizes(*sizes)
 	if err != nil {
 		return err
@@ -76,7 +113,7 @@ func run() error {
 			return err
 		}
 		*asJSON = false
-	} else if results, err = fabricbench.Run(ctx, cfg, opts.NewPeer, fabricbench.Emitter(os.Stdout, *asJSON)); err != nil {
+	} else if results, err = fabricbench.Run(ctx, cfg, newPeer, fabricbench.Emitter(os.Stdout, *asJSON)); err != nil {
 		return err
 	}
 	if !*asJSON {
@@ -91,5 +128,39 @@ func run() error {
 	if *plotFile != "" {
 		return fabricbench.Plot(*plotFile, results)
 	}
+	return nil
+}
+
+// serveUntilInterrupted serves the named peers until SIGINT or SIGTERM,
+// printing where they listen and the -connect argument for the other host,
+// then closes them and prints the CPU time they used.
+func serveUntilInterrupted(names []string, opts fabricbench.Options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := opts.Serve(ctx, names)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	eps := srv.Endpoints()
+	fmt.Println("fabricbench: serving until interrupted (Ctrl-C or SIGTERM):")
+	for _, e := range eps {
+		fmt.Printf("  %-9s %s\n", e.Transport, e.Addr)
+	}
+	if un := fabricbench.Unspecified(eps); len(un) > 0 {
+		fmt.Printf("fabricbench: %s listen on an unspecified address; replace 0.0.0.0 or :: below with an address of this host that the measuring host reaches\n",
+			fabricbench.FormatEndpoints(un))
+	}
+	var names2 []string
+	for _, e := range eps {
+		names2 = append(names2, e.Transport)
+	}
+	fmt.Printf("on the measuring host run:\n  fabricbench -connect '%s' -transports %s -json\n", fabricbench.FormatEndpoints(eps), strings.Join(names2, ","))
+	<-ctx.Done()
+	cpu := srv.CPU()
+	if err := srv.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("fabricbench: served for %v; this process used %.2f s of CPU (user+system)\n", time.Since(start).Round(time.Millisecond), cpu.Seconds())
 	return nil
 }
