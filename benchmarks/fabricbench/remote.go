@@ -122,6 +122,9 @@ func (o Options) Serve(ctx context.Context, names []string) (*Server, error) {
 	s := &Server{cpu0: cpuTime()}
 	for _, name := range names {
 		name = strings.TrimSpace(name)
+		if !slices.Contains(PeerNames, name) {
+			return nil, errors.Join(fmt.Errorf("fabricbench: serve: unknown transport %q; known: %v", name, PeerNames), s.Close())
+		}
 		if slices.ContainsFunc(s.eps, func(e Endpoint) bool { return e.Transport == name }) {
 			continue
 		}

@@ -28,7 +28,11 @@ import (
 
 func main() {
 	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "fabricbench:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "fabricbench: ") {
+			msg = "fabricbench: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
@@ -68,7 +72,7 @@ func run() error {
 	if *connect != "" {
 		eps, err := fabricbench.ParseEndpoints(*connect)
 		if err != nil {
-			return fmt.Errorf("-connect: %w", err)
+			return err
 		}
 		if !set["transports"] {
 			var names []string
