@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/benchmarks/fabricbench"
+	"github.com/weftsearch/weft/fabric/rdma"
 )
 
 // The test binary runs the command itself when this variable is set, so
@@ -40,14 +42,40 @@ func command(ctx context.Context, args ...string) *exec.Cmd {
 var connectArg = regexp.MustCompile(`-connect '([^']+)'`)
 
 // TestTwoProcesses runs -serve in one process and -connect in another over
-// loopback sockets: the serving process prints the -connect argument, the
-// measuring one gets rows for tcp and adaptive from it, and the server stops
-// cleanly on SIGINT.
+// real sockets: the serving process prints the -connect argument, the
+// measuring one gets rows for every served transport from it, and the
+// server stops cleanly on SIGINT. The rdma case needs an RDMA device and
+// WEFT_RDMA_ADDR (an IPv4 address of its netdev), as fabric/rdma's tests do:
+// it skips without them, except in the Soft-RoCE guest (WEFT_RDMA_GUEST=1),
+// where it fails.
 func TestTwoProcesses(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	rdmaAddr := os.Getenv("WEFT_RDMA_ADDR")
+	tests := []struct {
+		name  string
+		rdma  bool
+		serve []string
+	}{
+		{"tcp and adaptive on loopback", false, []string{"-transports", "tcp,adaptive", "-tcp-addr", "127.0.0.1:0",
+			"-adaptive-paths", "tcp:127.0.0.1:0,tcp:127.0.0.2:0"}},
+		{"rdma", true, []string{"-transports", "tcp,rdma,adaptive", "-tcp-addr", rdmaAddr + ":0", "-rdma-addr", rdmaAddr + ":0",
+			"-adaptive-paths", "rdma:" + rdmaAddr + ":0,tcp:" + rdmaAddr + ":0",
+			"-rdma-device", os.Getenv("WEFT_RDMA_DEVICE"), "-rdma-gid-index", cmp.Or(os.Getenv("WEFT_RDMA_GID_INDEX"), "-1")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.rdma && (!rdma.Available || rdmaAddr == "") {
+				require.NotEqual(t, "1", os.Getenv("WEFT_RDMA_GUEST"), "in the Soft-RoCE guest: rdma.Available=%v, WEFT_RDMA_ADDR=%q", rdma.Available, rdmaAddr)
+				t.Skipf("needs an RDMA build (-tags rdma) and WEFT_RDMA_ADDR; rdma.Available=%v, WEFT_RDMA_ADDR=%q", rdma.Available, rdmaAddr)
+			}
+			twoProcesses(t, tt.serve)
+		})
+	}
+}
+
+func twoProcesses(t *testing.T, serveArgs []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv := command(ctx, "-serve", "-transports", "tcp,adaptive", "-tcp-addr", "127.0.0.1:0",
-		"-adaptive-paths", "tcp:127.0.0.1:0,tcp:127.0.0.2:0")
+	srv := command(ctx, append([]string{"-serve"}, serveArgs...)...)
 	out, err := srv.StdoutPipe()
 	require.NoError(t, err)
 	// A file, not a buffer: it is read while the process may still write.
@@ -73,17 +101,28 @@ func TestTwoProcesses(t *testing.T) {
 	t.Logf("serve printed:\n%s", printed.String())
 	eps, err := fabricbench.ParseEndpoints(spec)
 	require.NoError(t, err)
-	require.Len(t, eps, 2)
 	require.Empty(t, fabricbench.Unspecified(eps))
 
-	cl := command(ctx, "-connect", spec, "-json", "-sizes", "64,64KiB", "-inflight", "1,4", "-duration", "20ms")
-	var clErr bytes.Buffer
-	cl.Stderr = &clErr
+	// The measuring side gets the same RDMA flags (device, GID index).
+	args := []string{"-connect", spec, "-json", "-sizes", "64,64KiB", "-inflight", "1,4", "-duration", "20ms"}
+	for i, a := range serveArgs {
+		if a == "-rdma-device" || a == "-rdma-gid-index" {
+			args = append(args, a, serveArgs[i+1])
+		}
+	}
+	cl := command(ctx, args...)
+	clErr, err := os.Create(filepath.Join(t.TempDir(), "connect.stderr"))
+	require.NoError(t, err)
+	defer clErr.Close()
+	cl.Stderr = clErr
 	lines, err := cl.Output()
-	require.NoError(t, err, "connect side: %s", clErr.String())
+	if err != nil {
+		b, _ := os.ReadFile(clErr.Name())
+		require.NoError(t, err, "connect side: %s", b)
+	}
 	rs, err := fabricbench.ReadJSON(bytes.NewReader(lines))
 	require.NoError(t, err)
-	require.Len(t, rs, 8)
+	require.Len(t, rs, 4*len(eps))
 	seen := make(map[string]int)
 	for _, r := range rs {
 		require.Empty(t, r.Error, r.Transport)
@@ -91,7 +130,11 @@ func TestTwoProcesses(t *testing.T) {
 		require.Positive(t, r.RTTP50ns, r.Transport)
 		seen[r.Transport]++
 	}
-	require.Equal(t, map[string]int{"tcp": 4, "adaptive": 4}, seen)
+	want := make(map[string]int)
+	for _, e := range eps {
+		want[e.Transport] = 4
+	}
+	require.Equal(t, want, seen)
 
 	require.NoError(t, srv.Process.Signal(syscall.SIGINT))
 	rest, err := io.ReadAll(out)
