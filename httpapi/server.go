@@ -57,6 +57,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// EnablePprof serves net/http/pprof under /debug/pprof/.
 	EnablePprof bool
+	// Fabric serves GET /_weft/fabric/devices and /_weft/fabric/conns;
+	// nil answers them with 404.
+	Fabric FabricDiagnostics
 }
 
 // Version is the Elasticsearch version Weft reports in GET /: the 8.x REST
@@ -370,6 +373,8 @@ func refreshParam(r *http.Request) (shard.RefreshPolicy, error) {
 // anything else is refused by name rather than silently ignored.
 func (s *Server) routes() {
 	s.handle("GET /{$}", s.handleInfo, noParams...)
+	s.handle("GET /_weft/fabric/devices", s.handleFabricDevices, noParams...)
+	s.handle("GET /_weft/fabric/conns", s.handleFabricConns, noParams...)
 
 	s.handle("PUT /{index}", s.handleCreateIndex, "wait_for_active_shards", "timeout", "master_timeout")
 	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout")

@@ -29,6 +29,13 @@ type Config struct {
 	// ShutdownTimeout bounds how long Run waits for in-flight requests and
 	// for the shards to flush when its context ends.
 	ShutdownTimeout time.Duration
+	// FabricAddr is the host:port where the node serves the node-to-node
+	// fabric (TCP path; an RDMA path, when on, listens on the same host with
+	// a port the kernel picks). "" (the default) leaves the fabric off.
+	FabricAddr string
+	// FabricRDMA is FabricRDMAAuto (the default), FabricRDMAOn or
+	// FabricRDMAOff; it matters only when FabricAddr is set.
+	FabricRDMA string
 }
 
 // Defaults shared by DefaultConfig and the searchnode flags.
@@ -54,6 +61,7 @@ func DefaultConfig() Config {
 		ClusterName:     DefaultClusterName,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		ShutdownTimeout: DefaultShutdownTimeout,
+		FabricRDMA:      FabricRDMAAuto,
 	}
 }
 
@@ -79,6 +87,18 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("node: ShutdownTimeout %v must be positive", c.ShutdownTimeout))
+	}
+	if c.FabricAddr != "" {
+		if _, port, err := net.SplitHostPort(c.FabricAddr); err != nil {
+			errs = append(errs, fmt.Errorf("node: FabricAddr %q is not host:port (e.g. 127.0.0.1:9300, or port 0 to pick one): %v; set --fabric-addr (WEFT_FABRIC_ADDR)", c.FabricAddr, err))
+		} else if port == "" {
+			errs = append(errs, fmt.Errorf("node: FabricAddr %q has no port; use port 0 to pick a free one", c.FabricAddr))
+		}
+	}
+	switch c.FabricRDMA {
+	case FabricRDMAAuto, FabricRDMAOn, FabricRDMAOff:
+	default:
+		errs = append(errs, fmt.Errorf("node: FabricRDMA %q is not auto, on or off; set --fabric-rdma (WEFT_FABRIC_RDMA)", c.FabricRDMA))
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 // Package node is Weft's composition root: it builds the engine
 // (shard.Manager), the REST API (httpapi) and the HTTP server from a Config,
-// and owns their start and orderly shutdown.
+// and, when configured, the node-to-node fabric endpoint, and owns their
+// start and orderly shutdown.
 package node
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/shard"
 )
@@ -42,7 +44,8 @@ type Node struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	served   chan struct{} // closed when the serve goroutine has returned
+	fab      *fabricService // nil while the fabric is off
+	served   chan struct{}  // closed when the serve goroutine has returned
 	serveErr error
 	started  bool
 	closed   bool
@@ -107,6 +110,7 @@ func New(cfg Config, logger *slog.Logger) (*Node, error) {
 		NodeID:       n.meta.NodeID,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		EnablePprof:  cfg.EnablePprof,
+		Fabric:       fabricDiag{n},
 	}, n.engine, logger.With("component", "httpapi"), reg)
 	if err != nil {
 		return nil, err
@@ -182,9 +186,10 @@ func syncFile(path string) error {
 	return nil
 }
 
-// Start listens on Config.HTTPAddr and serves the API in a goroutine that
-// Shutdown waits for. It returns once the listener is open, so HTTPAddr and
-// URL are valid when it returns without error.
+// Start serves the fabric on Config.FabricAddr (when set), then listens on
+// Config.HTTPAddr and serves the API in a goroutine that Shutdown waits for.
+// It returns once the listeners are open, so HTTPAddr, URL and FabricAddr
+// are valid when it returns without error.
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -194,12 +199,22 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.started {
 		return errors.New("node: Start called twice")
 	}
+	var fab *fabricService
+	if n.cfg.FabricAddr != "" {
+		var err error
+		if fab, err = startFabric(ctx, n.cfg.FabricAddr, n.cfg.FabricRDMA, n.log.With("component", "fabric")); err != nil {
+			return err
+		}
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.HTTPAddr)
 	if err != nil {
+		if fab != nil {
+			_ = fab.Close()
+		}
 		return fmt.Errorf("node: listening on %s: %w; pick another --http-addr or stop what uses it", n.cfg.HTTPAddr, err)
 	}
-	n.ln, n.started, n.served = ln, true, make(chan struct{})
+	n.ln, n.fab, n.started, n.served = ln, fab, true, make(chan struct{})
 	go func() {
 		defer close(n.served)
 		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -223,6 +238,32 @@ func (n *Node) HTTPAddr() string {
 	return n.ln.Addr().String()
 }
 
+// FabricAddr is the adaptive path list peers dial to reach this node's
+// fabric (e.g. "tcp:127.0.0.1:9300"), or "" when the fabric is off or
+// before Start.
+func (n *Node) FabricAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fab == nil {
+		return ""
+	}
+	return n.fab.Addr()
+}
+
+// DialFabric connects to a peer's fabric path list with the node's adaptive
+// transport. The connection shows in GET /_weft/fabric/conns (with its
+// decision table) until it is closed; Shutdown closes it if the caller has
+// not. It fails with fabric.ErrNotSupported when the fabric is off.
+func (n *Node) DialFabric(ctx context.Context, addr string) (fabric.Conn, error) {
+	n.mu.Lock()
+	f := n.fab
+	n.mu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("node: DialFabric %s: the fabric is off; set --fabric-addr (WEFT_FABRIC_ADDR): %w", addr, fabric.ErrNotSupported)
+	}
+	return f.dial(ctx, addr)
+}
+
 // URL is the API's base URL, e.g. http://127.0.0.1:9200, or "" before Start.
 func (n *Node) URL() string {
 	if a := n.HTTPAddr(); a != "" {
@@ -232,8 +273,9 @@ func (n *Node) URL() string {
 }
 
 // Shutdown stops the node: it stops accepting connections, lets in-flight
-// requests finish until ctx ends (then closes their connections), and
-// closes the engine, which flushes every shard. It is idempotent; later
+// requests finish until ctx ends (then closes their connections), closes
+// the fabric (the connections it dialled, then its listener, which waits
+// for its handlers) and closes the engine, which flushes every shard. It is idempotent; later
 // calls return the first call's result.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.mu.Lock()
@@ -242,7 +284,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		return n.closeErr
 	}
 	n.closed = true
-	started, served := n.started, n.served
+	started, served, fab := n.started, n.served, n.fab
 	n.mu.Unlock()
 
 	var errs []error
@@ -253,6 +295,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: HTTP shutdown: %w", err))
 		}
 		<-served
+	}
+	if fab != nil {
+		if err := fab.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := n.engine.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("node: closing indexes: %w", err))
@@ -281,7 +328,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url st
 		_ = n.Shutdown(context.Background())
 		return err
 	}
-	logger.Info("node ready", "url", n.URL(), "data_dir", cfg.DataDir, "node_name", cfg.NodeName, "cluster_name", cfg.ClusterName)
+	logger.Info("node ready", "url", n.URL(), "fabric", n.FabricAddr(), "data_dir", cfg.DataDir, "node_name", cfg.NodeName, "cluster_name", cfg.ClusterName)
 	if ready != nil {
 		ready(n.URL())
 	}

@@ -92,6 +92,11 @@ func TestConfigValidate(t *testing.T) {
 		{"empty cluster name", func(c *node.Config) { c.ClusterName = "" }, "ClusterName"},
 		{"tiny body limit", func(c *node.Config) { c.MaxBodyBytes = 10 }, "MaxBodyBytes 10"},
 		{"no shutdown time", func(c *node.Config) { c.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+		{"fabric on loopback", func(c *node.Config) { c.FabricAddr = "127.0.0.1:9300" }, ""},
+		{"fabric address without port", func(c *node.Config) { c.FabricAddr = "127.0.0.1" }, "FabricAddr"},
+		{"fabric address with empty port", func(c *node.Config) { c.FabricAddr = "127.0.0.1:" }, "no port"},
+		{"fabric rdma off", func(c *node.Config) { c.FabricRDMA = node.FabricRDMAOff }, ""},
+		{"fabric rdma unknown", func(c *node.Config) { c.FabricRDMA = "maybe" }, `FabricRDMA "maybe"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +116,8 @@ func TestConfigValidate(t *testing.T) {
 	require.Equal(t, "weft", d.ClusterName)
 	require.EqualValues(t, 100<<20, d.MaxBodyBytes)
 	require.NotEmpty(t, d.NodeName)
+	require.Empty(t, d.FabricAddr)
+	require.Equal(t, node.FabricRDMAAuto, d.FabricRDMA)
 }
 
 func TestIndexesSurviveRestart(t *testing.T) {
