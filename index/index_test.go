@@ -174,3 +174,35 @@ func TestSearchDuringDynamicMapping(t *testing.T) {
 	require.NoError(t, <-errs)
 	require.Equal(t, "text", idx.Mapping().FieldType("f29"))
 }
+
+// TestSearchSourcesAcrossSegments checks that every hit carries its own
+// current _source when the index has several segments and replaced
+// documents (hits' stored fields are read by doc number).
+func TestSearchSourcesAcrossSegments(t *testing.T) {
+	idx, err := Create(t.TempDir(), NewDynamicMapping())
+	require.NoError(t, err)
+	defer idx.Close()
+	var seq uint64
+	want := map[string]string{}
+	for batch := range 4 {
+		docs := map[string]string{}
+		for k := range 5 {
+			id := fmt.Sprintf("d%d", (batch*5+k)%12) // later batches replace earlier documents
+			docs[id] = fmt.Sprintf(`{"body":"common word batch%d","id":%q}`, batch, id)
+			want[id] = docs[id]
+		}
+		applyDocs(t, idx, docs, &seq)
+	}
+	q := bleve.NewMatchQuery("common")
+	q.SetField("body")
+	req := bleve.NewSearchRequestOptions(q, 100, 0, false)
+	req.Fields = []string{SourceField}
+	res, err := idx.Search(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, res.Hits, len(want))
+	for _, h := range res.Hits {
+		src, ok := h.Fields[SourceField].(string)
+		require.True(t, ok, "hit %s has no _source", h.ID)
+		require.JSONEq(t, want[h.ID], src, "hit %s", h.ID)
+	}
+}

@@ -99,6 +99,9 @@ type statsReader struct {
 	rec         *recorder
 	global      *TermStats
 	fieldLength func(string) uint64
+
+	hitsMu sync.Mutex
+	hits   map[string]uint64 // external id → doc number, from ExternalID
 }
 
 // FieldCardinality is what bleve divides by the doc count to get BM25's
@@ -112,12 +115,45 @@ func (r *statsReader) FieldCardinality(field string) (int, error) {
 	return int(r.fieldLength(field)), nil
 }
 
+// maxRememberedHits bounds the ids one search's reader remembers (a sort
+// on _id resolves the id of every candidate, not only of the hits).
+const maxRememberedHits = 1024
+
+// ExternalID is the snapshot's, remembering the doc number of the id: bleve
+// resolves the id of every hit it returns, then loads the hit's stored
+// fields by id (Document), which would look the id up again in the _id
+// dictionary.
+func (r *statsReader) ExternalID(id bindex.IndexInternalID) (string, error) {
+	ext, err := r.IndexSnapshot.ExternalID(id)
+	if err != nil {
+		return ext, err
+	}
+	r.hitsMu.Lock()
+	if r.hits == nil {
+		r.hits = make(map[string]uint64, 16)
+	}
+	if len(r.hits) < maxRememberedHits {
+		r.hits[ext] = id.Value()
+	}
+	r.hitsMu.Unlock()
+	return ext, nil
+}
+
 // Document is the snapshot's document with its text fields' Text sharing
 // the field's bytes: bleve loads a hit's stored fields (the _source) with
 // Document and converts each with Text, a second copy of every returned
-// source otherwise. The document owns those bytes (scorch copies them out
-// of the segment) and nothing modifies them.
+// source otherwise. The document owns those bytes (copied out of the
+// segment) and nothing modifies them. A hit of this reader's search is
+// read by its doc number, without a dictionary lookup.
 func (r *statsReader) Document(id string) (bindex.Document, error) {
+	r.hitsMu.Lock()
+	num, ok := r.hits[id]
+	r.hitsMu.Unlock()
+	if ok {
+		if d, ok := r.storedTextDoc(id, num); ok {
+			return d, nil
+		}
+	}
 	d, err := r.IndexSnapshot.Document(id)
 	if err != nil || d == nil {
 		return d, err
@@ -130,6 +166,42 @@ func (r *statsReader) Document(id string) (bindex.Document, error) {
 		}
 	}
 	return d, nil
+}
+
+// storedTextDoc builds the stored fields of global doc number num (of id)
+// as scorch's Document does, for documents whose stored fields are all text
+// (this package stores only _source and its metadata that way). ok is false
+// if num is not in the snapshot or a stored field is of another kind; the
+// caller then asks scorch.
+func (r *statsReader) storedTextDoc(id string, num uint64) (*document.Document, bool) {
+	var off uint64
+	for _, seg := range r.Segments() {
+		size := uint64(seg.FullSize()) // doc numbers of a segment include its deleted ones
+		if num >= off+size {
+			off += size
+			continue
+		}
+		doc := document.NewDocument(id)
+		ok := true
+		err := seg.VisitDocument(num-off, func(name string, typ byte, val []byte, pos []uint64) bool {
+			if name == "_id" {
+				return true
+			}
+			if typ != 't' {
+				ok = false
+				return false
+			}
+			doc.StoredFieldsSize += uint64(len(val))
+			var ap []uint64
+			if len(pos) > 0 {
+				ap = append([]uint64(nil), pos...)
+			}
+			doc.AddField(sharedText{document.NewTextField(name, ap, append([]byte(nil), val...))})
+			return true
+		})
+		return doc, ok && err == nil
+	}
+	return nil, false
 }
 
 // sharedText is a stored text field whose Text aliases its value.

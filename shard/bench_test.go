@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
 )
@@ -102,6 +103,67 @@ func benchSearchSetup(b *testing.B) (*Manager, bleve.Index) {
 	}
 	require.NoError(b, raw.Batch(batch))
 	return m, raw
+}
+
+// benchQueries are enginebench's three query kinds on the sample, top 10
+// hits with their source (_source on the node, every stored field in raw
+// bleve).
+func benchQueries(raw bool) map[string]func() *bleve.SearchRequest {
+	fields := []string{index.SourceField}
+	if raw {
+		fields = []string{"*"}
+	}
+	term := func(field, v string) query.Query {
+		q := bleve.NewTermQuery(v)
+		q.SetField(field)
+		return q
+	}
+	req := func(q query.Query) *bleve.SearchRequest {
+		r := bleve.NewSearchRequestOptions(q, 10, 0, false)
+		r.Fields = fields
+		return r
+	}
+	return map[string]func() *bleve.SearchRequest{
+		"term": func() *bleve.SearchRequest { return req(term("body", "linux")) },
+		"boolean": func() *bleve.SearchRequest {
+			q := bleve.NewBooleanQuery()
+			q.AddMust(term("body", "linux"))
+			q.AddShould(term("subject", "kernel"))
+			q.AddMustNot(term("body", "windows"))
+			return req(q)
+		},
+		"phrase": func() *bleve.SearchRequest {
+			q := bleve.NewMatchPhraseQuery("mailing list")
+			q.SetField("body")
+			return req(q)
+		},
+	}
+}
+
+// BenchmarkSearchKinds runs enginebench's query kinds on one shard through
+// the Manager and on raw bleve, same documents.
+func BenchmarkSearchKinds(b *testing.B) {
+	m, raw := benchSearchSetup(b)
+	for _, kind := range []string{"term", "boolean", "phrase"} {
+		b.Run(kind+"/manager", func(b *testing.B) {
+			mk := benchQueries(false)[kind]
+			for b.Loop() {
+				res, err := m.Search(context.Background(), []string{"b"}, mk())
+				if err != nil || len(res.Hits) == 0 {
+					b.Fatal(err, "no hits")
+				}
+			}
+		})
+		b.Run(kind+"/raw", func(b *testing.B) {
+			mk := benchQueries(true)[kind]
+			for b.Loop() {
+				res, err := raw.Search(mk())
+				if err != nil || len(res.Hits) == 0 {
+					b.Fatal(err, "no hits")
+				}
+			}
+		})
+	}
 }
 
 func benchQuery() *bleve.SearchRequest {
