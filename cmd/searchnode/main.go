@@ -91,6 +91,12 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		{"shutdown-timeout", "WEFT_SHUTDOWN_TIMEOUT", func() {
 			fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a stopping node waits for in-flight requests and the flush (WEFT_SHUTDOWN_TIMEOUT)")
 		}},
+		{"fabric-addr", "WEFT_FABRIC_ADDR", func() {
+			fs.StringVar(&cfg.FabricAddr, "fabric-addr", cfg.FabricAddr, "host:port where the node serves the node-to-node fabric, e.g. 127.0.0.1:9300; empty (the default) leaves it off (WEFT_FABRIC_ADDR)")
+		}},
+		{"fabric-rdma", "WEFT_FABRIC_RDMA", func() {
+			fs.Var(rdmaModeFlag{&cfg.FabricRDMA}, "fabric-rdma", "auto (the default: add an RDMA path when the build and an ACTIVE device allow), on (fail start-up without one) or off (TCP only) (WEFT_FABRIC_RDMA)")
+		}},
 		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
 		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},
 	}
@@ -185,4 +191,22 @@ func (f formatFlag) Set(s string) error {
 	}
 	*f.f = s
 	return nil
+}
+
+type rdmaModeFlag struct{ m *string }
+
+func (f rdmaModeFlag) String() string {
+	if f.m == nil {
+		return node.FabricRDMAAuto
+	}
+	return *f.m
+}
+
+func (f rdmaModeFlag) Set(s string) error {
+	switch s {
+	case node.FabricRDMAAuto, node.FabricRDMAOn, node.FabricRDMAOff:
+		*f.m = s
+		return nil
+	}
+	return fmt.Errorf("unknown fabric RDMA mode %q; use auto, on or off", s)
 }

@@ -27,8 +27,30 @@ func TestParseOptions(t *testing.T) {
 				require.False(t, o.node.EnablePprof)
 				require.Equal(t, slog.LevelInfo, o.logLevel)
 				require.Equal(t, "text", o.logFormat)
+				require.Empty(t, o.node.FabricAddr, "the fabric is off by default")
+				require.Equal(t, "auto", o.node.FabricRDMA)
 			},
 		},
+		{
+			name: "fabric from the environment",
+			env:  map[string]string{"WEFT_FABRIC_ADDR": "127.0.0.1:9300", "WEFT_FABRIC_RDMA": "off"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, "127.0.0.1:9300", o.node.FabricAddr)
+				require.Equal(t, "off", o.node.FabricRDMA)
+			},
+		},
+		{
+			name: "fabric flags over environment",
+			args: []string{"--fabric-addr", "127.0.0.1:0", "--fabric-rdma=on"},
+			env:  map[string]string{"WEFT_FABRIC_ADDR": "127.0.0.1:9300", "WEFT_FABRIC_RDMA": "off"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, "127.0.0.1:0", o.node.FabricAddr)
+				require.Equal(t, "on", o.node.FabricRDMA)
+			},
+		},
+		{name: "bad fabric rdma mode", args: []string{"--fabric-rdma", "yes"}, wantErr: `unknown fabric RDMA mode "yes"`},
+		{name: "bad fabric rdma env names the variable", env: map[string]string{"WEFT_FABRIC_RDMA": "always"}, wantErr: "WEFT_FABRIC_RDMA"},
+		{name: "fabric address without port", args: []string{"--fabric-addr", "127.0.0.1"}, wantErr: "FabricAddr"},
 		{
 			name: "environment over defaults",
 			env: map[string]string{"WEFT_DATA_DIR": "/srv/weft", "WEFT_HTTP_ADDR": ":9201", "WEFT_NODE_NAME": "n-env",
