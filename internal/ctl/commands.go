@@ -100,7 +100,8 @@ func NewCommand(stdio IO) *cobra.Command {
 		Use:   "searchctl",
 		Short: "Administer a Weft node over its Elasticsearch-compatible HTTP API",
 		Long: "searchctl administers a Weft search node over its HTTP API: cluster health, indexes,\n" +
-			"bulk loading of NDJSON files, and query-string searches.\n\n" +
+			"bulk loading of NDJSON files, query-string searches, and the node-to-node fabric\n" +
+			"(devices and peer connections).\n\n" +
 			"Exit codes: 0 ok, 1 the node reported an error or documents failed, 2 bad usage or input,\n" +
 			"3 the node could not be reached.",
 		SilenceUsage:  true,
@@ -118,7 +119,8 @@ func NewCommand(stdio IO) *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", time.Minute, "limit for each HTTP request")
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 
-	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio), countCommand(g, stdio))
+	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio), countCommand(g, stdio),
+		fabricCommand(g, stdio))
 	return root
 }
 
