@@ -4,6 +4,8 @@
 // fabric.Transport (tcp, rdma, adaptive, mem), a raw Go TCP length-prefixed
 // ping-pong (the floor) and gRPC-Go unary with a raw-bytes codec (what Go
 // services usually use), so they are compared side by side in one run.
+// Both ends run in one process by default; Serve and Remote split them
+// between two hosts.
 package fabricbench
 
 import (
@@ -35,8 +37,9 @@ type Peer interface {
 
 // Result is one measured point. MBPerS counts payload bytes in one direction
 // per second (a 1 MiB ping-pong moves 1 MiB each way); CPUSPerGB is the
-// process's user+system CPU seconds (client and server both run in this
-// process) per GB of payload counted the same way.
+// process's user+system CPU seconds per GB of payload counted the same way:
+// client and server together in one process, the clients only when the
+// servers run elsewhere (Remote).
 type Result struct {
 	Transport string  `json:"transport"`
 	Size      int     `json:"size"`

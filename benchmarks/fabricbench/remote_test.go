@@ -107,3 +107,22 @@ func TestServeFailsCleanly(t *testing.T) {
 	_, err = o.Serve(context.Background(), nil)
 	require.Error(t, err)
 }
+
+// FuzzParseEndpoints: any input either fails with ErrBadEndpoints or parses
+// to entries that format and parse back to themselves.
+func FuzzParseEndpoints(f *testing.F) {
+	f.Add("tcp=10.0.0.1:7400;adaptive=rdma:10.0.0.1:7402,tcp:10.0.0.1:7403")
+	f.Add("raw=[::1]:1;grpc=h:2;rdma=10.0.0.1:7401")
+	f.Add(";=;tcp==;")
+	f.Fuzz(func(t *testing.T, s string) {
+		eps, err := ParseEndpoints(s)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadEndpoints)
+			return
+		}
+		require.NotEmpty(t, eps)
+		back, err := ParseEndpoints(FormatEndpoints(eps))
+		require.NoError(t, err)
+		require.Equal(t, eps, back)
+	})
+}
