@@ -55,7 +55,7 @@ func run() error {
 	flag.StringVar(&opts.RawAddr, "raw-addr", opts.RawAddr, "where the raw peer listens")
 	flag.StringVar(&opts.GRPCAddr, "grpc-addr", opts.GRPCAddr, "where the grpc peer listens")
 	flag.StringVar(&opts.TCPAddr, "tcp-addr", opts.TCPAddr, "where the tcp peer listens")
-	flag.StringVar(&opts.RDMAAddr, "rdma-addr", opts.RDMAAddr, "control address of the rdma peer: an IP of the RDMA device's netdev, port 0")
+	flag.StringVar(&opts.RDMAAddr, "rdma-addr", opts.RDMAAddr, "control address of the rdma peer: an IP of the RDMA device's netdev and a port (0: any free one)")
 	flag.StringVar(&opts.AdaptivePaths, "adaptive-paths", opts.AdaptivePaths, "path list of the adaptive peer")
 	flag.StringVar(&opts.RDMA.Device, "rdma-device", opts.RDMA.Device, "verbs device for rdma (e.g. mlx5_0); empty picks the first with an active port")
 	flag.IntVar(&opts.RDMA.GIDIndex, "rdma-gid-index", opts.RDMA.GIDIndex, "RoCE source GID index; -1 picks the RoCE v2 IPv4 GID of the address in use")
