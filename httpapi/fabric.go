@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
 // FabricDiagnostics is what the /_weft/fabric/ endpoints need from the node.
 // Both methods are called concurrently, once per request, and return a
-// JSON-encodable report that the API writes as it is.
+// report that the API encodes with encoding/json (so `omitzero` tags hold).
 type FabricDiagnostics interface {
 	// FabricDevices describes the host's network interfaces and RDMA devices.
 	FabricDevices(ctx context.Context) (any, error)
@@ -30,8 +32,7 @@ func (s *Server) handleFabricDevices(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, rep)
-	return nil
+	return s.writeReport(w, r, rep)
 }
 
 // handleFabricConns serves GET /_weft/fabric/conns.
@@ -43,6 +44,16 @@ func (s *Server) handleFabricConns(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, rep)
+	return s.writeReport(w, r, rep)
+}
+
+// writeReport encodes a diagnostics report with encoding/json, which knows
+// the `omitzero` tags the reply encoder ignores, and writes it.
+func (s *Server) writeReport(w http.ResponseWriter, r *http.Request, rep any) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("httpapi: encoding fabric report: %w", err)
+	}
+	s.writeJSON(w, r, http.StatusOK, json.RawMessage(b))
 	return nil
 }

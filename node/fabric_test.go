@@ -157,6 +157,13 @@ func TestFabricOutboundConnShowsDecisionTable(t *testing.T) {
 	require.NotEmpty(t, out.DecisionTable)
 	require.Equal(t, "tcp", out.DecisionTable[0].Transport)
 	require.NotEmpty(t, out.DecisionTable[0].Buckets)
+	resp, err := client.Get(a.URL() + "/_weft/fabric/conns")
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, resp.Body.Close())
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), `"next_probe"`, "zero times are left out (omitzero), not sent as year 1")
+	require.NotContains(t, string(raw), `"last_seen"`)
 
 	require.NoError(t, conn.Close())
 	getJSON(t, a.URL()+"/_weft/fabric/conns", &rep)
