@@ -37,6 +37,9 @@ const (
 	MethodPing Method = 1
 	// MethodStream carries chunks of a stream opened by SendStream.
 	MethodStream Method = 2
+	// MethodAdaptiveEnvelope carries the adaptive transport's calls, each
+	// wrapped in its session envelope (fabric/adaptive).
+	MethodAdaptiveEnvelope Method = 64
 )
 
 // MaxMessageSize is the largest payload (request or reply) a transport must
@@ -150,7 +153,11 @@ const (
 	CodeUnknownMethod Code = 2 // no handler for the method
 	CodeBadRequest    Code = 3 // the payload could not be decoded
 	CodeUnavailable   Code = 4 // the server is shutting down
-	CodeUserBase      Code = 1000
+	// CodeStripedReply is internal to fabric/adaptive: the call succeeded and
+	// its reply waits on the server to be fetched in chunks. It never
+	// reaches callers of Conn.Call.
+	CodeStripedReply Code = 100
+	CodeUserBase     Code = 1000
 )
 
 // RemoteError is an error returned by the peer's handler.

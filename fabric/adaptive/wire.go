@@ -13,7 +13,7 @@ import (
 // transport's envelope on each underlying path. Calls made through an
 // adaptive Conn travel as MethodEnvelope calls; one-way messages and
 // fabric.MethodPing travel as themselves.
-const MethodEnvelope fabric.Method = 64
+const MethodEnvelope = fabric.MethodAdaptiveEnvelope
 
 // Envelope kinds.
 const (
@@ -41,7 +41,7 @@ const inlineReply = 1
 // call succeeded, and its reply (whose length is the error's message, in
 // decimal) waits on the server to be fetched in chunks. It is a fabric code
 // (below fabric.CodeUserBase) that never reaches callers of Conn.Call.
-const codeStripedReply fabric.Code = 100
+const codeStripedReply = fabric.CodeStripedReply
 
 // stripedReply is the marker error for a reply of n bytes.
 func stripedReply(n int) error {
