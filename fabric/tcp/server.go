@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
@@ -97,6 +98,31 @@ type session struct {
 	hb  [headerSize]byte // the header being read, by whichever goroutine reads
 	d   *dispatch.Dispatcher
 	sem chan struct{} // bounds running handlers to the window
+	// state and takeover hand reading to a new goroutine when a handler
+	// served on the reader goroutine runs longer than inlineBudget.
+	state    atomic.Int32
+	takeover *time.Timer
+}
+
+// Reader states.
+const (
+	stateReading = iota // the reader goroutine reads
+	stateInline         // it is running a handler
+	stateHanded         // a new goroutine took over reading
+)
+
+// inlineBudget is how long a handler may run on the reader goroutine
+// before a new goroutine takes over reading. Quick handlers (the common
+// case) thus cost no goroutine switch at all.
+const inlineBudget = 20 * time.Microsecond
+
+// takeOver runs on the takeover timer: if the reader is still in a
+// handler, a new goroutine continues reading.
+func (s *session) takeOver() {
+	if s.state.CompareAndSwap(stateInline, stateHanded) {
+		s.l.wg.Add(1) // the inline goroutine is counted, so the group is not at zero
+		go s.reading()
+	}
 }
 
 // serve owns one accepted connection: handshake, reading requests, and on
@@ -134,6 +160,8 @@ func (l *Listener) serve(nc net.Conn) {
 		return
 	}
 	s := &session{link: ln, l: l, sem: make(chan struct{}, ln.window)}
+	s.takeover = time.AfterFunc(time.Hour, s.takeOver)
+	s.takeover.Stop()
 	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, bufpool.Put)
 	ln.onFail = func(error) { s.d.Close() }
 	l.mu.Lock()
@@ -178,11 +206,12 @@ func (s *session) readAndFinish() {
 
 // readLoop reads frames until the connection fails (handedOff false, with
 // the reason). A request whose frame is the last one buffered is served on
-// this goroutine, which is already running, so the handler starts without
-// a scheduler round trip: a new goroutine takes over reading and readLoop
-// returns handedOff true. Requests with more frames buffered behind them
-// get their own goroutine while this one reads on. Exactly one goroutine
-// reads at any time.
+// this goroutine, which is already running, so a quick handler costs no
+// goroutine switch; if the handler outlasts inlineBudget, a new goroutine
+// takes over reading and readLoop returns handedOff true once the handler
+// is done. Requests with more frames buffered behind them get their own
+// goroutine while this one reads on. Exactly one goroutine reads at any
+// time.
 func (s *session) readLoop() (handedOff bool, err error) {
 	for {
 		h, err := s.readHeader(&s.hb)
@@ -201,12 +230,18 @@ func (s *session) readLoop() (handedOff bool, err error) {
 				// More frames are waiting: keep reading them.
 				go t.Run()
 			default:
-				// Nothing more to read yet: serve this request now and
-				// let a fresh goroutine wait on the socket.
-				s.l.wg.Add(1)
-				go s.reading()
+				// Nothing more to read yet: serve this request on this
+				// goroutine, which is already running. A handler that
+				// outlasts inlineBudget has reading taken over by a fresh
+				// goroutine (takeOver), so cancels, pings and other
+				// requests are never stuck behind it.
+				s.state.Store(stateInline)
+				s.takeover.Reset(inlineBudget)
 				t.Run()
-				return true, nil
+				s.takeover.Stop()
+				if !s.state.CompareAndSwap(stateInline, stateReading) {
+					return true, nil // another goroutine reads now
+				}
 			}
 		case typeCancel:
 			if err = noPayload(h); err == nil {
