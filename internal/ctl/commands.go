@@ -133,6 +133,29 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	}
 }
 
+// show runs a read-only command: fetch (a Client method expression) asks the
+// node, and the answer is printed as the node sent it with -o json, or by
+// table otherwise.
+func show[T any](ctx context.Context, g *globals, w io.Writer,
+	fetch func(*Client, context.Context) (T, []byte, error), table func(io.Writer, T) error) error {
+	asJSON, err := g.json()
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	v, raw, err := fetch(c, ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writePrettyJSON(w, raw)
+	}
+	return table(w, v)
+}
+
 func writePrettyJSON(w io.Writer, data []byte) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, data, "", "  "); err != nil {
@@ -150,24 +173,11 @@ func healthCommand(g *globals, stdio IO) *cobra.Command {
 		Short: "Show cluster health (green, yellow or red)",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.json()
-			if err != nil {
+			return show(cmd.Context(), g, stdio.Stdout, (*Client).Health, func(w io.Writer, h Health) error {
+				_, err := fmt.Fprintf(w, "%s: %s (%d node(s), %d primary shard(s), %d active shard(s), %d unassigned)\n",
+					h.ClusterName, h.Status, h.NumberOfNodes, h.ActivePrimaryShards, h.ActiveShards, h.UnassignedShards)
 				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			h, raw, err := c.Health(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writePrettyJSON(stdio.Stdout, raw)
-			}
-			_, err = fmt.Fprintf(stdio.Stdout, "%s: %s (%d node(s), %d primary shard(s), %d active shard(s), %d unassigned)\n",
-				h.ClusterName, h.Status, h.NumberOfNodes, h.ActivePrimaryShards, h.ActiveShards, h.UnassignedShards)
-			return err
+			})
 		},
 	}
 }
@@ -230,28 +240,15 @@ func indexCommand(g *globals, stdio IO) *cobra.Command {
 		Short: "List indexes with health, shards, document counts and sizes",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.json()
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			rows, raw, err := c.ListIndices(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writePrettyJSON(stdio.Stdout, raw)
-			}
-			sort.Slice(rows, func(i, j int) bool { return rows[i].Index < rows[j].Index })
-			tw := tabwriter.NewWriter(stdio.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "INDEX\tHEALTH\tSTATUS\tPRI\tREP\tDOCS\tSIZE")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Index, r.Health, r.Status, r.Pri, r.Rep, r.DocsCount, r.StoreSize)
-			}
-			return tw.Flush()
+			return show(cmd.Context(), g, stdio.Stdout, (*Client).ListIndices, func(w io.Writer, rows []IndexSummary) error {
+				sort.Slice(rows, func(i, j int) bool { return rows[i].Index < rows[j].Index })
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "INDEX\tHEALTH\tSTATUS\tPRI\tREP\tDOCS\tSIZE")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Index, r.Health, r.Status, r.Pri, r.Rep, r.DocsCount, r.StoreSize)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	get := &cobra.Command{

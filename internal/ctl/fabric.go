@@ -55,22 +55,7 @@ func fabricCommand(g *globals, stdio IO) *cobra.Command {
 		Short: "List the node's RDMA devices (ports, state, active MTU, GIDs) and network interfaces",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.json()
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			rep, raw, err := c.FabricDevices(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writePrettyJSON(stdio.Stdout, raw)
-			}
-			return printDevices(stdio.Stdout, rep)
+			return show(cmd.Context(), g, stdio.Stdout, (*Client).FabricDevices, printDevices)
 		},
 	}
 	conns := &cobra.Command{
@@ -78,22 +63,7 @@ func fabricCommand(g *globals, stdio IO) *cobra.Command {
 		Short: "List the node's fabric peers: paths, counters, RDMA queue pairs and the adaptive decision table",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.json()
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			rep, raw, err := c.FabricConns(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writePrettyJSON(stdio.Stdout, raw)
-			}
-			return printConns(stdio.Stdout, rep)
+			return show(cmd.Context(), g, stdio.Stdout, (*Client).FabricConns, printConns)
 		},
 	}
 	cmd.AddCommand(devices, conns)
