@@ -35,3 +35,24 @@ func BenchmarkResponse(b *testing.B) {
 		_ = s.Response(res, time.Millisecond)
 	}
 }
+
+// BenchmarkParseSearchKinds measures translating the engine benchmark's
+// three query kinds (benchmarks/enginebench), small bodies whose cost is
+// mostly decoding.
+func BenchmarkParseSearchKinds(b *testing.B) {
+	fields := &testFields{types: testTypes, m: testMapping(b)}
+	for _, bc := range []struct{ name, body string }{
+		{"term", `{"query":{"term":{"body":"linux"}},"size":10}`},
+		{"boolean", `{"query":{"bool":{"must":[{"term":{"body":"a"}}],"must_not":[{"term":{"body":"c"}}],"should":[{"term":{"title":"b"}}]}},"size":10}`},
+		{"phrase", `{"query":{"match_phrase":{"body":"red hat"}},"size":10}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseSearch([]byte(bc.body), nil, fields); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	jsoniter "github.com/json-iterator/go"
 )
 
 // object is one decoded JSON object whose values are decoded on demand.
@@ -56,10 +58,15 @@ func kindName(k byte) string {
 }
 
 // parseBody decodes a whole request body as one JSON object; an empty body
-// is an empty object.
+// is an empty object. A body that is one valid JSON object is validated once
+// here and then split without reflection (decodeObject); anything else takes
+// encoding/json's path, whose errors name what is wrong.
 func parseBody(body []byte) (object, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return object{}, nil
+	}
+	if kind(body) == 'o' && json.Valid(body) {
+		return decodeObject(body), nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var o object
@@ -75,16 +82,47 @@ func parseBody(body []byte) (object, error) {
 	return o, nil
 }
 
+// rawJSON splits values that are already known to be valid JSON. Every raw
+// value this package decodes comes from a body that parseBody checked with
+// json.Valid (or that encoding/json decoded), so the iterator never meets
+// malformed input; its only job is to avoid encoding/json's reflection and
+// its second validation pass on every nested object.
+var rawJSON = jsoniter.ConfigCompatibleWithStandardLibrary
+
+// decodeObject splits raw, a valid JSON object, into its keys and raw
+// values (copied, without surrounding whitespace, as encoding/json would
+// give them). A repeated key keeps its last value, as in encoding/json.
+func decodeObject(raw []byte) object {
+	it := rawJSON.BorrowIterator(raw)
+	defer rawJSON.ReturnIterator(it)
+	o := object{}
+	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
+		o[key] = trimRaw(it.SkipAndReturnBytes())
+		return true
+	})
+	return o
+}
+
+// decodeArray splits raw, a valid JSON array, into its raw elements.
+func decodeArray(raw []byte) []json.RawMessage {
+	it := rawJSON.BorrowIterator(raw)
+	defer rawJSON.ReturnIterator(it)
+	a := []json.RawMessage{}
+	it.ReadArrayCB(func(it *jsoniter.Iterator) bool {
+		a = append(a, trimRaw(it.SkipAndReturnBytes()))
+		return true
+	})
+	return a
+}
+
+func trimRaw(b []byte) json.RawMessage { return bytes.TrimLeft(b, " \t\r\n") }
+
 // asObject decodes raw as an object; what names the value in errors.
 func asObject(raw json.RawMessage, what string) (object, error) {
 	if k := kind(raw); k != 'o' {
 		return nil, contentErr("[%s] must be an object, got %s", what, kindName(k))
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, contentErr("[%s] is not valid JSON: %v", what, err)
-	}
-	return o, nil
+	return decodeObject(raw), nil
 }
 
 // asArray decodes raw as an array of raw values; a single non-array value is
@@ -97,11 +135,7 @@ func asArray(raw json.RawMessage, what string, single bool) ([]json.RawMessage, 
 		}
 		return nil, contentErr("[%s] must be an array, got %s", what, kindName(k))
 	}
-	var a []json.RawMessage
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, contentErr("[%s] is not valid JSON: %v", what, err)
-	}
-	return a, nil
+	return decodeArray(raw), nil
 }
 
 func asString(raw json.RawMessage, what string) (string, error) {
