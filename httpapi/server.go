@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -244,6 +245,27 @@ func (*rawMessageExtension) CreateEncoder(typ reflect2.Type) jsoniter.ValEncoder
 		return rawMessageEncoder{}
 	}
 	return nil
+}
+
+// DecorateEncoder gives map types an allocation-free IsEmpty: jsoniter's
+// sorted-keys map encoder answers omitempty by allocating a map iterator,
+// once per hit for each nil highlight map. Encoding itself is unchanged.
+func (*rawMessageExtension) DecorateEncoder(typ reflect2.Type, enc jsoniter.ValEncoder) jsoniter.ValEncoder {
+	if typ.Kind() == reflect.Map {
+		return mapEncoder{ValEncoder: enc, typ: typ.Type1()}
+	}
+	return enc
+}
+
+// mapEncoder is a map's jsoniter encoder with IsEmpty read from the map's
+// length through reflect (no allocation).
+type mapEncoder struct {
+	jsoniter.ValEncoder
+	typ reflect.Type
+}
+
+func (e mapEncoder) IsEmpty(ptr unsafe.Pointer) bool {
+	return reflect.NewAt(e.typ, ptr).Elem().Len() == 0
 }
 
 type rawMessageEncoder struct{}
