@@ -117,11 +117,16 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 		ms := res.MaxScore
 		out.Hits.MaxScore = &ms
 	}
-	for _, h := range res.Hits {
+	out.Hits.Hits = make([]Hit, 0, len(res.Hits))
+	var scores []float64 // one allocation for every hit's _score
+	if showScores {
+		scores = make([]float64, len(res.Hits))
+	}
+	for i, h := range res.Hits {
 		hit := Hit{Index: h.Index, ID: h.ID}
 		if showScores {
-			sc := h.Score
-			hit.Score = &sc
+			scores[i] = h.Score
+			hit.Score = &scores[i]
 		}
 		src, _ := h.Fields[index.SourceField].(string)
 		if src != "" {
