@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	jsoniter "github.com/json-iterator/go"
 )
@@ -141,6 +142,11 @@ func asArray(raw json.RawMessage, what string, single bool) ([]json.RawMessage, 
 func asString(raw json.RawMessage, what string) (string, error) {
 	if k := kind(raw); k != 's' {
 		return "", contentErr("[%s] must be a string, got %s", what, kindName(k))
+	}
+	// A valid JSON string without escapes is its bytes between the quotes
+	// (valid UTF-8 is kept as is; encoding/json would replace invalid bytes).
+	if t := bytes.TrimSpace(raw); len(t) >= 2 && t[len(t)-1] == '"' && bytes.IndexByte(t, '\\') < 0 && utf8.Valid(t) {
+		return string(t[1 : len(t)-1]), nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
