@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -300,7 +301,18 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	} else {
 		stream := replyJSON.BorrowStream(nil)
 		defer replyJSON.ReturnStream(stream)
-		stream.WriteVal(v)
+		fast := false
+		if sr, ok := v.(*esdsl.SearchResponse); ok {
+			// The common search reply, appended without reflection; the
+			// same bytes as WriteVal (see esdsl's AppendJSON tests).
+			var buf []byte
+			if buf, fast = sr.AppendJSON(stream.Buffer()); fast {
+				stream.SetBuffer(buf)
+			}
+		}
+		if !fast {
+			stream.WriteVal(v)
+		}
 		stream.WriteRaw("\n")
 		if stream.Error != nil {
 			s.writeEncodeError(w, r, stream.Error)
