@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/tcp"
 )
 
@@ -48,4 +49,85 @@ func BenchmarkCall(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkCallLarge measures 16 MiB echo calls, 16 in flight, over two
+// TCP paths with the default configuration (StripeAuto) against one plain
+// tcp connection: the point where the envelope copy and reply retention
+// cost most.
+func BenchmarkCallLarge(b *testing.B) {
+	echo := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
+		return append([]byte(nil), r.Payload...), nil
+	})
+	for _, name := range []string{"tcp", "adaptive"} {
+		b.Run(name, func(b *testing.B) {
+			tcfg := tcp.DefaultConfig()
+			tcfg.MaxMessageSize = 80 << 20
+			var c fabric.Conn
+			if name == "adaptive" {
+				c = defaultTCPPaths(b, tcfg, echo)
+			} else {
+				tr, err := tcp.New(tcfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l, err := tr.Listen(context.Background(), "127.0.0.1:0", echo)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = l.Close() })
+				c, err = tr.Dial(context.Background(), l.Addr())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = c.Close() })
+			}
+			payload := make([]byte, 16<<20)
+			b.SetBytes(int64(len(payload)))
+			b.SetParallelism(8)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Call(context.Background(), mWork, payload); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// defaultTCPPaths dials two loopback TCP paths with adaptive's default
+// configuration.
+func defaultTCPPaths(b *testing.B, tcfg tcp.Config, h fabric.Handler) fabric.Conn {
+	ts, err := tcp.New(tcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tc, err := tcp.New(tcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	acfg := adaptive.DefaultConfig()
+	acfg.MaxMessageSize = 80 << 20
+	srv, err := adaptive.New(acfg, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cli, err := adaptive.New(acfg, tc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := srv.Listen(context.Background(), "tcp:127.0.0.1:0,tcp:127.0.0.2:0", h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	c, err := cli.Dial(context.Background(), l.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -48,24 +48,21 @@ type Conn struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu             sync.Mutex
-	closed         bool
-	choice         [nBuckets]int
-	streak         [nBuckets]int
-	lastExplore    [nBuckets]time.Time
-	sinceExplore   [nBuckets]int
-	streakStart    [nBuckets]time.Time
-	stripeOn       [nBuckets]bool // StripeAuto's current choice
-	stripeSince    [nBuckets]int
-	stripeTrial    [nBuckets]bool // a striped call of the bucket is in flight
-	stripeExplored [nBuckets]time.Time
-	stripeStats    [nBuckets]bucketStat // striped round trips
-	confirm        [nBuckets]int        // path to sample before switching, or -1
-	nextID         uint64
-	outstanding    map[uint64]struct{}
-	low            uint64
+	mu           sync.Mutex
+	closed       bool
+	choice       [nBuckets]int
+	streak       [nBuckets]int
+	lastExplore  [nBuckets]time.Time
+	sinceExplore [nBuckets]int
+	streakStart  [nBuckets]time.Time
+	stripe       [nBuckets][nLoads]stripeState // StripeAuto, per bucket and load
+	confirm      [nBuckets]int                 // path to sample before switching, or -1
+	nextID       uint64
+	outstanding  map[uint64]struct{}
+	low          uint64
 
 	inFlight                                     atomic.Int64
+	largeInFlight                                atomic.Int64 // calls of StripeThreshold bytes or more
 	calls, callErrs, sends, bytesSent, bytesRecv atomic.Uint64
 }
 
@@ -271,6 +268,39 @@ const exploreEvery = 8
 // compares them.
 const stripeWarmup = 3
 
+// StripeAuto learns separately for a large call made alone (loadAlone) and
+// one made while other large calls are in flight (loadBusy): striping one
+// call over idle paths can halve its round trip, while with every path
+// already busy it only adds chunking work, and a choice learnt at one load
+// would be wrong at the other.
+const (
+	loadAlone = iota
+	loadBusy
+	nLoads
+)
+
+// stripeState is StripeAuto's view of one size bucket at one load.
+type stripeState struct {
+	on       bool // the current choice
+	since    int  // calls since the last trial of the losing way
+	trial    bool // a striped call is in flight as a trial
+	explored time.Time
+	striped  bucketStat // striped round trips
+	whole    bucketStat // round trips of the same calls sent whole
+}
+
+// add records a round trip of d in st's EWMA.
+func (st *bucketStat) add(d time.Duration, alpha float64) {
+	if st.n == 0 {
+		st.rtt = float64(d)
+	} else {
+		st.rtt += alpha * (float64(d) - st.rtt)
+	}
+	st.n++
+	st.last = time.Now()
+	st.lastRTT = float64(d)
+}
+
 // choose picks the path for one message of bucket b: the bucket's current
 // choice, or now and then another healthy path so its estimate stays
 // fresh (explore). It returns nil when no path is healthy.
@@ -365,11 +395,12 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 	c.confirm[b] = best // the next call of b samples alt
 }
 
-// preferStripe decides whether a call of large bucket b is striped. Under
-// StripeAuto both ways are tried, the faster is kept with SwitchMargin of
-// hysteresis, and the other is re-tried at the explore rate. Striping needs
-// two healthy paths.
-func (c *Conn) preferStripe(b int) bool {
+// preferStripe decides whether a call of large bucket b, made at load
+// (loadAlone or loadBusy), is striped. Under StripeAuto both ways are
+// tried at each load, the faster is kept with SwitchMargin of hysteresis,
+// and the other is re-tried at a quarter of the explore rate. Striping
+// needs two healthy paths.
+func (c *Conn) preferStripe(b, load int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	healthy := 0
@@ -384,64 +415,62 @@ func (c *Conn) preferStripe(b int) bool {
 	case c.cfg.Stripe == StripeAlways:
 		return true
 	}
-	single := &c.paths[c.choice[b]].stats[b]
-	striped := &c.stripeStats[b]
+	s := &c.stripe[b][load]
 	// One trial of the other way at a time: with many calls in flight,
 	// exploring must not send them all the slow way.
 	trial := func(stripe bool) bool {
-		if c.stripeTrial[b] {
+		if s.trial {
 			return !stripe
 		}
 		if stripe {
-			c.stripeTrial[b] = true
+			s.trial = true
 		}
 		return stripe
 	}
 	// Both ways get stripeWarmup samples before either is preferred: one
 	// noisy first sample must not decide for the life of the connection.
 	switch {
-	case striped.n < stripeWarmup && (single.n >= striped.n || c.stripeTrial[b]):
+	case s.striped.n < stripeWarmup && (s.whole.n >= s.striped.n || s.trial):
 		return trial(true)
-	case single.n < stripeWarmup:
+	case s.whole.n < stripeWarmup:
 		return false
 	}
-	if c.stripeOn[b] && single.rtt < striped.rtt*(1-c.cfg.SwitchMargin) {
-		c.stripeOn[b] = false
-	} else if !c.stripeOn[b] && striped.rtt < single.rtt*(1-c.cfg.SwitchMargin) {
-		c.stripeOn[b] = true
+	if s.on && s.whole.rtt < s.striped.rtt*(1-c.cfg.SwitchMargin) {
+		s.on = false
+	} else if !s.on && s.striped.rtt < s.whole.rtt*(1-c.cfg.SwitchMargin) {
+		s.on = true
 	}
 	now := time.Now()
 	// A trial of the losing way costs a whole large call, so it is made
 	// four times less often than a path explore.
-	c.stripeSince[b]++
-	if c.cfg.ExploreInterval > 0 && c.stripeSince[b] >= 4*exploreEvery && now.Sub(c.stripeExplored[b]) > 4*c.cfg.ExploreInterval {
-		c.stripeExplored[b], c.stripeSince[b] = now, 0
-		if !c.stripeOn[b] {
+	s.since++
+	if c.cfg.ExploreInterval > 0 && s.since >= 4*exploreEvery && now.Sub(s.explored) > 4*c.cfg.ExploreInterval {
+		s.explored, s.since = now, 0
+		if !s.on {
 			return trial(true)
 		}
 		return false
 	}
-	return c.stripeOn[b]
+	return s.on
 }
 
-// observeStripe ends a striped call of bucket b; d is its round trip, or
-// 0 when it failed.
-func (c *Conn) observeStripe(b int, d time.Duration) {
+// observeStripe ends a large call of bucket b made at load; d is its
+// round trip, or 0 when it failed.
+func (c *Conn) observeStripe(b, load int, striped bool, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stripeTrial[b] = false
+	s := &c.stripe[b][load]
+	if striped {
+		s.trial = false
+	}
 	if d <= 0 {
 		return
 	}
-	st := &c.stripeStats[b]
-	if st.n == 0 {
-		st.rtt = float64(d)
+	if striped {
+		s.striped.add(d, c.cfg.EWMAAlpha)
 	} else {
-		st.rtt += c.cfg.EWMAAlpha * (float64(d) - st.rtt)
+		s.whole.add(d, c.cfg.EWMAAlpha)
 	}
-	st.n++
-	st.last = time.Now()
-	st.lastRTT = float64(d)
 }
 
 // fence makes sure every one-way message sent on a path other than target
@@ -554,16 +583,24 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	defer c.inFlight.Add(-1)
 	b := bucketOf(len(payload))
 	large := len(payload) >= c.cfg.StripeThreshold
-	if large && c.preferStripe(b) {
-		t0 := time.Now()
-		reply, err := c.striped(ctx, id, method, payload)
-		d := time.Since(t0)
-		if err != nil {
-			d = 0
+	load := loadAlone
+	if large {
+		if c.largeInFlight.Add(1) > 1 {
+			load = loadBusy
 		}
-		c.observeStripe(b, d)
-		return reply, err
+		defer c.largeInFlight.Add(-1)
+		if c.preferStripe(b, load) {
+			t0 := time.Now()
+			reply, err := c.striped(ctx, id, method, payload)
+			d := time.Since(t0)
+			if err != nil {
+				d = 0
+			}
+			c.observeStripe(b, load, true, d)
+			return reply, err
+		}
 	}
+	t0 := time.Now()
 	buf := c.bufs.get(headerSize + len(payload))
 	h := c.header(kindCall, method, id)
 	if large {
@@ -573,7 +610,15 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	copy(buf[headerSize:], payload)
 	resp, err := c.roundTrip(ctx, id, b, buf)
 	c.bufs.put(buf)
-	return c.reply(ctx, id, resp, err)
+	reply, err := c.reply(ctx, id, resp, err)
+	if large && c.cfg.Stripe == StripeAuto {
+		d := time.Since(t0)
+		if err != nil {
+			d = 0
+		}
+		c.observeStripe(b, load, false, d)
+	}
+	return reply, err
 }
 
 // ping answers MethodPing through the chosen path's own ping (no envelope:
@@ -746,7 +791,8 @@ func (c *Conn) Close() error {
 }
 
 // Paths returns the decision table: each path's health, counters and, per
-// size bucket, estimate, choice and switch count.
+// size bucket, estimate, choice and switch count. The "stripe:*" row shows
+// striped round trips of calls made with no other large call in flight.
 func (c *Conn) Paths() []PathStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -776,11 +822,12 @@ func (c *Conn) Paths() []PathStats {
 		ps := PathStats{Path: "stripe:*", Transport: "stripe", Addr: "all healthy paths"}
 		ps.Healthy = true
 		for b := range nBuckets {
-			bs := BucketStats{MaxSize: bucketSize(b), Samples: c.stripeStats[b].n}
+			s := &c.stripe[b][loadAlone]
+			bs := BucketStats{MaxSize: bucketSize(b), Samples: s.striped.n}
 			if bucketSize(b) >= c.cfg.StripeThreshold {
-				bs.Chosen = c.cfg.Stripe == StripeAlways || c.stripeOn[b] || c.stripeStats[b].n == 0
+				bs.Chosen = c.cfg.Stripe == StripeAlways || s.on || s.striped.n == 0
 			}
-			if st := c.stripeStats[b]; st.n > 0 {
+			if st := s.striped; st.n > 0 {
 				bs.RTTns = int64(st.rtt)
 				bs.MBps = float64(bucketSize(b)) / st.rtt * 1e3
 			}

@@ -81,3 +81,41 @@ func TestHysteresisNeedsConfirmation(t *testing.T) {
 	require.Zero(t, drive(c, 200, spike), "a spike on both paths must not switch")
 	require.Equal(t, 0, c.choice[0])
 }
+
+// StripeAuto learns per load: striping that wins for a call made alone
+// must not be used for calls made while other large calls are in flight
+// when, there, whole calls are faster (two loopback paths on two cores).
+func TestStripeAutoLearnsPerLoad(t *testing.T) {
+	c := selector(t)
+	b := bucketOf(16 << 20)
+	// rtt is what each way takes at each load.
+	rtt := func(load int, striped bool) time.Duration {
+		switch {
+		case load == loadAlone && striped:
+			return 10 * time.Millisecond
+		case load == loadAlone:
+			return 20 * time.Millisecond
+		case striped:
+			return 500 * time.Millisecond
+		default:
+			return 250 * time.Millisecond
+		}
+	}
+	run := func(load, n int) (striped int) {
+		for range n {
+			s := c.preferStripe(b, load)
+			if s {
+				striped++
+			}
+			c.observeStripe(b, load, s, rtt(load, s))
+		}
+		return striped
+	}
+	run(loadAlone, 2*stripeWarmup)
+	run(loadBusy, 2*stripeWarmup)
+	c.cfg.ExploreInterval = time.Hour // no trials of the losing way from here on
+	require.Equal(t, 20, run(loadAlone, 20), "alone, striping is faster")
+	require.Zero(t, run(loadBusy, 20), "busy, whole calls are faster")
+	require.True(t, c.stripe[b][loadAlone].on)
+	require.False(t, c.stripe[b][loadBusy].on)
+}
