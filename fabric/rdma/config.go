@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -79,6 +80,21 @@ type Config struct {
 	// control connection ends).
 	Timeout    int
 	RetryCount int
+	// TLS, when set, runs the TCP control connection (the exchange of QP
+	// numbers, PSNs, GIDs and MTU) over crypto/tls: Listen serves it with
+	// tls.Server and this config, Dial uses tls.Client with the same config
+	// (an empty ServerName is taken from the dialled host). One config
+	// serves both roles, so it carries the node's certificate (Certificates
+	// or GetCertificate), the CAs it trusts for servers (RootCAs) and, with
+	// ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs, for
+	// clients: then both ends are authenticated before any QP is created on
+	// the listening side. A transport that only dials may leave out its
+	// certificate when servers do not ask for one; Listen refuses a TLS
+	// config without one. Leave CurvePreferences unset so Go's default
+	// hybrid key exchange (X25519MLKEM768) stays on. Nil means a plaintext,
+	// unauthenticated control connection: for trusted networks only. The
+	// RDMA traffic itself (RoCE) is never encrypted; see docs/rdma.md.
+	TLS *tls.Config
 }
 
 // DefaultConfig is for production nodes.
@@ -206,4 +222,12 @@ type ConnInfo struct {
 	Rendezvous    uint64 `json:"rendezvous"` // large messages sent by rendezvous
 	Errors        uint64 `json:"errors"`
 	FailureReason string `json:"failure_reason,omitempty"`
+}
+
+// tlsServerReady reports why cfg cannot serve TLS (no certificate), or nil.
+func tlsServerReady(cfg *tls.Config) error {
+	if cfg != nil && len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
+		return fmt.Errorf("rdma: config TLS has no certificate to serve with; set Certificates or GetCertificate")
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
@@ -43,6 +44,15 @@ func TestConfigValidate(t *testing.T) {
 			require.ErrorContains(t, c.Validate(), tc.want)
 		})
 	}
+}
+
+func TestTLSServerNeedsACertificate(t *testing.T) {
+	require.ErrorContains(t, tlsServerReady(&tls.Config{}), "TLS has no certificate")
+	require.NoError(t, tlsServerReady(nil))
+	require.NoError(t, tlsServerReady(&tls.Config{Certificates: []tls.Certificate{{}}}))
+	c := DefaultConfig()
+	c.TLS = &tls.Config{}
+	require.NoError(t, c.Validate(), "a dial-only transport may go without a certificate")
 }
 
 // fakeSysfs writes a device's GID table the way the kernel lists it.

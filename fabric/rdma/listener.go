@@ -4,6 +4,7 @@ package rdma
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -28,12 +29,16 @@ type listener struct {
 var _ fabric.Listener = (*listener)(nil)
 
 // Listen serves h on addr ("host:port"; port 0 picks one): the TCP control
-// listener is bound there and the RDMA traffic of each accepted connection
+// listener (TLS when Config.TLS is set; it needs a certificate then) is
+// bound there and the RDMA traffic of each accepted connection
 // goes over its own QP. The host should be the address of the netdev under
 // the RDMA device, so its IPv4-mapped GID is used.
 func (t *Transport) Listen(ctx context.Context, addr string, h fabric.Handler) (fabric.Listener, error) {
 	if h == nil {
 		return nil, fmt.Errorf("rdma: Listen on %s with a nil handler", addr)
+	}
+	if err := tlsServerReady(t.cfg.TLS); err != nil {
+		return nil, fmt.Errorf("rdma: Listen on %s: %w", addr, err)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
@@ -83,7 +88,14 @@ func (l *listener) serve(nc net.Conn) {
 		tracked = c
 		return nil
 	}
-	c, err := l.t.handshake(ctx, nc, false, nc.RemoteAddr().String(), l.h, track)
+	peer := nc.RemoteAddr().String()
+	nc, err := l.t.secure(ctx, nc, false, peer)
+	if err != nil {
+		_ = nc.Close()
+		l.t.log.Warn("rdma: refused a connection", "peer", peer, "err", err)
+		return
+	}
+	c, err := l.t.handshake(ctx, nc, false, peer, l.h, track)
 	if err != nil {
 		_ = nc.Close()
 		if tracked != nil {
@@ -109,7 +121,11 @@ func (l *listener) kill() {
 	defer l.mu.Unlock()
 	l.t.log.Debug("rdma: killing the connections of a listener", "addr", l.Addr(), "conns", len(l.conns))
 	for c := range l.conns {
-		if tc, ok := c.ctl.(*net.TCPConn); ok {
+		raw := c.ctl
+		if tc, ok := raw.(*tls.Conn); ok {
+			raw = tc.NetConn()
+		}
+		if tc, ok := raw.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
 		c.fail("killed")
@@ -148,10 +164,54 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 	if err != nil {
 		return nil, fmt.Errorf("rdma: dialling the control connection to %s: %w", addr, err)
 	}
+	if nc, err = t.secure(ctx, nc, true, addr); err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
 	c, err := t.handshake(ctx, nc, true, addr, nil, nil)
 	if err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// secure runs the TLS handshake on a fresh control connection when
+// Config.TLS is set (as client when dialed, else as server) and returns the
+// connection to use from then on: nc itself without TLS. It completes
+// before any QP exists, so a peer that fails authentication costs no verbs
+// resources. It is bounded by ctx and Config.HandshakeTimeout; on error
+// the caller closes the returned connection.
+func (t *Transport) secure(ctx context.Context, nc net.Conn, dialed bool, peer string) (net.Conn, error) {
+	cfg := t.cfg.TLS
+	if cfg == nil {
+		return nc, nil
+	}
+	var tc *tls.Conn
+	if dialed {
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(peer)
+		}
+		tc = tls.Client(nc, cfg)
+	} else {
+		tc = tls.Server(nc, cfg)
+	}
+	hctx, cancel := context.WithTimeout(ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		return nc, fmt.Errorf("rdma: TLS handshake of the control connection with %s: %w", peer, err)
+	}
+	return tc, nil
+}
+
+// TLSConnectionState returns the TLS state of c's control connection, and
+// false when it runs without TLS. Reach it through an interface assertion
+// on the fabric.Conn that Dial returned.
+func (c *conn) TLSConnectionState() (tls.ConnectionState, bool) {
+	tc, ok := c.ctl.(*tls.Conn)
+	if !ok {
+		return tls.ConnectionState{}, false
+	}
+	return tc.ConnectionState(), true
 }

@@ -87,17 +87,27 @@ const guestPatience = 3 * time.Minute
 
 func TestConformance(t *testing.T) {
 	env := rdmaEnv(t)
-	fabrictest.RunConformance(t, func(t *testing.T) fabrictest.Setup {
-		client := newTestTransport(t, env, nil)
-		server := newTestTransport(t, env, nil)
+	fabrictest.RunConformance(t, conformanceSetup(env, nil))
+}
+
+// conformanceSetup builds the suite's client and server transports, both
+// changed by mod (nil: TestConfig as is) for each subtest.
+func conformanceSetup(env testEnv, mod func(testing.TB, *Config)) func(t *testing.T) fabrictest.Setup {
+	return func(t *testing.T) fabrictest.Setup {
+		var m func(*Config)
+		if mod != nil {
+			m = func(c *Config) { mod(t, c) }
+		}
+		client := newTestTransport(t, env, m)
+		server := newTestTransport(t, env, m)
 		return fabrictest.Setup{
 			Client: client, Server: server,
-			Addr:           net.JoinHostPort(env.addr, "0"),
-			Kill:           func(l fabric.Listener) { l.(*listener).kill() },
-			MaxInFlight:    TestConfig().MaxInFlight,
-			Patience:       guestPatience,
+			Addr:        net.JoinHostPort(env.addr, "0"),
+			Kill:        func(l fabric.Listener) { l.(*listener).kill() },
+			MaxInFlight: TestConfig().MaxInFlight,
+			Patience:    guestPatience,
 		}
-	})
+	}
 }
 
 // A work completion with an error status, driven mid-call by dropping the
