@@ -318,22 +318,27 @@ func (c *Conn) deliver(hb *[headerSize]byte, h header) error {
 		c.release()
 		return c.discard(hb, h)
 	}
+	// cl has left the pending table, so the connection's failure will not
+	// reach it: every error from here on must answer it.
+	broken := func(err error) error {
+		cl.err = fmt.Errorf("tcp: reading reply %d from %s: %w: %w", h.id, c.remote, err, fabric.ErrClosed)
+		c.release()
+		cl.done <- struct{}{}
+		return err
+	}
 	var p []byte
 	if h.length > 0 {
 		p = make([]byte, h.length) // the reply the caller will own
 		if err := c.readPayload(hb, h, p); err != nil {
-			cl.err = fmt.Errorf("tcp: reading reply %d from %s: %v: %w", h.id, c.remote, err, fabric.ErrClosed)
-			c.release()
-			cl.done <- struct{}{}
-			return err
+			return broken(err)
 		}
 	} else if err := checkCRC(hb, h, nil); err != nil {
-		return err
+		return broken(err)
 	}
 	if h.typ == typeError {
 		re, err := decodeError(p)
 		if err != nil {
-			return err
+			return broken(err)
 		}
 		cl.err = re
 	} else {
