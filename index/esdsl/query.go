@@ -1009,35 +1009,36 @@ func (t *translator) buildRange(field string, rb rangeBounds) (query.Query, erro
 }
 
 func (t *translator) prefix(body json.RawMessage) (query.Query, error) {
-	field, v, boost, err := t.fieldValue(body, "prefix", caseInsensitive("prefix"), "value", "prefix")
-	if err != nil {
-		return nil, err
-	}
-	s, err := asScalarString(v, "prefix."+field)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.textOnly(field, "prefix"); err != nil {
-		return nil, err
-	}
-	q := query.NewPrefixQuery(s)
-	q.SetField(field)
-	return setBoost(q, boost), nil
+	return t.textPattern(body, "prefix", func(s string) fieldQuery { return query.NewPrefixQuery(s) })
 }
 
 func (t *translator) wildcard(body json.RawMessage) (query.Query, error) {
-	field, v, boost, err := t.fieldValue(body, "wildcard", caseInsensitive("wildcard"), "value", "wildcard")
+	return t.textPattern(body, "wildcard", func(s string) fieldQuery { return query.NewWildcardQuery(s) })
+}
+
+// fieldQuery is a bleve query aimed at one field.
+type fieldQuery interface {
+	query.Query
+	SetField(string)
+}
+
+// textPattern translates the prefix and wildcard queries, which share their
+// shape — {"<kind>":{"field":"pattern"}} or
+// {"<kind>":{"field":{"value" or "<kind>":"pattern","boost":..}}} — and
+// apply to text and keyword fields only.
+func (t *translator) textPattern(body json.RawMessage, kind string, build func(string) fieldQuery) (query.Query, error) {
+	field, v, boost, err := t.fieldValue(body, kind, caseInsensitive(kind), "value", kind)
 	if err != nil {
 		return nil, err
 	}
-	s, err := asScalarString(v, "wildcard."+field)
+	s, err := asScalarString(v, kind+"."+field)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.textOnly(field, "wildcard"); err != nil {
+	if err := t.textOnly(field, kind); err != nil {
 		return nil, err
 	}
-	q := query.NewWildcardQuery(s)
+	q := build(s)
 	q.SetField(field)
 	return setBoost(q, boost), nil
 }
