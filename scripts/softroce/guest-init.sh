@@ -108,6 +108,18 @@ if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
 	cd /
 fi
 
+# (a2) the node's RDMA fabric path (two nodes, a real QP), unless --run
+# narrowed the run to some of rdma.test's tests.
+if [ "$MODE" != bench ] && [ -z "$RUN_RE" ] && [ -x /opt/weft/node.test ]; then
+	say "running node.test -test.run '^TestFabricRDMAPathOnVerbs\$'"
+	cd /tmp || halt
+	{
+		/opt/weft/node.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" -test.run '^TestFabricRDMAPathOnVerbs$'
+		echo $? >/out/node-test.rc
+	} 2>&1 | tee -a /out/test.log
+	cd /
+fi
+
 # (b) fabricbench: tcp, rdma and adaptive on the same rxe device.
 if [ "$MODE" != tests ] && [ -x /opt/weft/fabricbench ]; then
 	say "running fabricbench ($TRANSPORTS, sizes $SIZES, $DURATION per point)"

@@ -269,8 +269,9 @@ flock -u 8
 #### build: the binaries the guest runs ######################################
 phase build "go test -c / go build with -tags rdma"
 BIN=$OUT
-rm -f "$BIN/rdma.test" "$BIN/fabricbench"
+rm -f "$BIN/rdma.test" "$BIN/node.test" "$BIN/fabricbench"
 HAVE_TESTS=0
+HAVE_NODE_TESTS=0
 HAVE_BENCH=0
 has_go_pkg() { compgen -G "$ROOT/$1/*.go" >/dev/null; }
 cd "$ROOT"
@@ -287,6 +288,10 @@ if [[ $MODE != bench ]]; then
 		else
 			warn "fabric/rdma has no tests: no test binary to run in the guest"
 		fi
+		# The node's own RDMA path (node/fabric_rdma_test.go), on the same device.
+		CGO_ENABLED=1 "$GO" test -c -tags rdma -o "$BIN/node.test" ./node ||
+			die "building node's tests with -tags rdma failed (above)"
+		HAVE_NODE_TESTS=1
 	else
 		warn "*** fabric/rdma does not exist yet: NOT running the RDMA tests ***"
 	fi
@@ -355,6 +360,7 @@ depmod -b "$TREE" "$KVER"
 mkdir -p "$TREE"/{proc,sys,dev,tmp,run,out,opt/weft,etc,root}
 install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
 [[ $HAVE_TESTS -eq 0 ]] || install -m 0755 "$BIN/rdma.test" "$TREE/opt/weft/rdma.test"
+[[ $HAVE_NODE_TESTS -eq 0 ]] || install -m 0755 "$BIN/node.test" "$TREE/opt/weft/node.test"
 [[ $HAVE_BENCH -eq 0 ]] || install -m 0755 "$BIN/fabricbench" "$TREE/opt/weft/fabricbench"
 {
 	printf 'MODE=%q\n' "$MODE"
@@ -470,6 +476,13 @@ if [[ -f $GOUT/test.log ]]; then
 	if [[ $rc != 0 && $failed -eq 0 ]]; then
 		warn "the test binary exited with status $rc without a failing test (panic or timeout?); counted as one failure; see $OUT/test.log"
 		failed=1
+	fi
+	if [[ $HAVE_NODE_TESTS -eq 1 && -z $RUN_RE ]]; then
+		rc=$(cat "$GOUT/node-test.rc" 2>/dev/null || echo missing)
+		if [[ $rc != 0 ]]; then
+			warn "node.test exited with status $rc; counted as a failure; see $OUT/test.log"
+			failed=$((failed + 1))
+		fi
 	fi
 	log "test log: $OUT/test.log"
 fi
