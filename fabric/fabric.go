@@ -121,6 +121,16 @@ type Conn interface {
 	Close() error
 }
 
+// VectorCaller is an optional ability of a Conn, checked at run time: a
+// Call whose payload is given in pieces and sent as one message equal to
+// their concatenation, without first copying them into one buffer. Layers
+// that put a header before a caller's payload (the adaptive envelope) use
+// it when a path offers it. The pieces are only read, and only until
+// CallVector returns; the reply and errors are as for Call.
+type VectorCaller interface {
+	CallVector(ctx context.Context, method Method, payload [][]byte) ([]byte, error)
+}
+
 // ConnStats are cumulative counters of one connection.
 type ConnStats struct {
 	Transport     string `json:"transport"`
