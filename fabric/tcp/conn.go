@@ -43,7 +43,10 @@ type Conn struct {
 	readerDone             chan struct{}
 }
 
-var _ fabric.Conn = (*Conn)(nil)
+var (
+	_ fabric.Conn         = (*Conn)(nil)
+	_ fabric.VectorCaller = (*Conn)(nil)
+)
 
 func newConn(l *link) *Conn {
 	c := &Conn{link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call), readerDone: make(chan struct{})}
@@ -145,15 +148,45 @@ func (c *Conn) checkSize(n int) error {
 // by Config.IdleTimeout.
 func (c *Conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
 	c.calls.Add(1)
-	reply, err := c.call(ctx, method, payload)
+	reply, err := c.call(ctx, method, payload, nil)
 	if err != nil {
 		c.callErrs.Add(1)
 	}
 	return reply, err
 }
 
-func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
-	if err := c.checkSize(len(payload)); err != nil {
+// CallVector is Call with the payload given as pieces: the peer's handler
+// receives their concatenation, but the pieces go to the socket as they
+// are, each its own iovec of the frame's writev (no copy into one buffer).
+// The pieces are read until CallVector returns and never kept or
+// modified; empty pieces and an empty slice are allowed. Errors, window,
+// cancellation and counters are exactly Call's.
+func (c *Conn) CallVector(ctx context.Context, method fabric.Method, payload [][]byte) ([]byte, error) {
+	c.calls.Add(1)
+	var reply []byte
+	var err error
+	if len(payload) == 1 {
+		reply, err = c.call(ctx, method, payload[0], nil)
+	} else {
+		if payload == nil {
+			payload = [][]byte{}
+		}
+		reply, err = c.call(ctx, method, nil, payload)
+	}
+	if err != nil {
+		c.callErrs.Add(1)
+	}
+	return reply, err
+}
+
+// call runs a Call whose payload is payload, or the concatenation of vec
+// when vec is not nil.
+func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte, vec [][]byte) ([]byte, error) {
+	n := len(payload)
+	if vec != nil {
+		n = vecLen(vec)
+	}
+	if err := c.checkSize(n); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -169,8 +202,12 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 		callPool.Put(cl)
 		return nil, err
 	}
-	putHeader(&cl.f.hdr, typeRequest, method, id, payload, c.crc)
-	cl.f.payload = payload
+	if vec != nil {
+		putHeaderVec(&cl.f.hdr, typeRequest, method, id, vec, c.crc)
+	} else {
+		putHeader(&cl.f.hdr, typeRequest, method, id, payload, c.crc)
+	}
+	cl.f.payload, cl.f.vec = payload, vec
 	queued, err := c.send(&cl.f)
 	if err != nil {
 		// The link failed: failPending has answered (or will answer) cl.
@@ -191,7 +228,7 @@ func (c *Conn) finish(cl *call, queued bool) ([]byte, error) {
 	if queued {
 		<-cl.f.written // the writer may still be finishing with the frame
 	}
-	cl.reply, cl.err, cl.f.payload = nil, nil, nil
+	cl.reply, cl.err, cl.f.payload, cl.f.vec = nil, nil, nil, nil
 	callPool.Put(cl)
 	return reply, err
 }

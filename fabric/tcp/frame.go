@@ -56,20 +56,55 @@ type header struct {
 // (less its CRC field) and payload; payload must then be the frame's whole
 // payload.
 func putHeader(b *[headerSize]byte, typ uint8, method fabric.Method, id uint64, payload []byte, withCRC bool) {
+	encodeHeader(b, typ, method, id, len(payload), withCRC)
+	if withCRC {
+		setCRC(b, crc32.Update(crc32.Checksum(b[:20], castagnoli), castagnoli, payload))
+	}
+}
+
+// putHeaderVec is putHeader for a payload given as pieces: the frame's
+// payload is their concatenation.
+func putHeaderVec(b *[headerSize]byte, typ uint8, method fabric.Method, id uint64, pieces [][]byte, withCRC bool) {
+	encodeHeader(b, typ, method, id, vecLen(pieces), withCRC)
+	if withCRC {
+		sum := crc32.Checksum(b[:20], castagnoli)
+		for _, p := range pieces {
+			sum = crc32.Update(sum, castagnoli, p)
+		}
+		setCRC(b, sum)
+	}
+}
+
+// encodeHeader writes a header for a payload of n bytes, its CRC field
+// zero; withCRC sets the CRC flag, which the checksum covers, so setCRC
+// must follow.
+func encodeHeader(b *[headerSize]byte, typ uint8, method fabric.Method, id uint64, n int, withCRC bool) {
 	binary.BigEndian.PutUint16(b[0:], magic)
 	b[2] = version
 	b[3] = typ
 	b[4] = 0
+	if withCRC {
+		b[4] = flagCRC
+	}
 	b[5] = 0
 	binary.BigEndian.PutUint16(b[6:], uint16(method))
 	binary.BigEndian.PutUint64(b[8:], id)
-	binary.BigEndian.PutUint32(b[16:], uint32(len(payload)))
-	var sum uint32
-	if withCRC {
-		b[4] = flagCRC
-		sum = crc32.Update(crc32.Checksum(b[:20], castagnoli), castagnoli, payload)
-	}
+	binary.BigEndian.PutUint32(b[16:], uint32(n))
+	binary.BigEndian.PutUint32(b[20:], 0)
+}
+
+// setCRC stores sum in the CRC field of b.
+func setCRC(b *[headerSize]byte, sum uint32) {
 	binary.BigEndian.PutUint32(b[20:], sum)
+}
+
+// vecLen is the length of the concatenation of pieces.
+func vecLen(pieces [][]byte) int {
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	return n
 }
 
 // decodeHeader parses and checks a header; limit bounds the payload length.

@@ -20,6 +20,9 @@ import (
 type frame struct {
 	hdr     [headerSize]byte
 	payload []byte
+	// vec, when not nil, is the payload in pieces (CallVector), each
+	// written as its own iovec; payload is then nil.
+	vec [][]byte
 	// written receives the write's outcome when the frame went through the
 	// queue; nil for fire-and-forget control frames (whose payload is nil).
 	written chan error
@@ -31,7 +34,7 @@ func getFrame() *frame { return framePool.Get().(*frame) }
 
 // putFrame recycles f; its written channel must be empty.
 func putFrame(f *frame) {
-	f.payload = nil
+	f.payload, f.vec = nil, nil
 	framePool.Put(f)
 }
 
@@ -270,6 +273,10 @@ func (l *link) writeFrames(fs []*frame) error {
 			_, _ = l.bw.Write(f.hdr[:])
 			_, _ = l.bw.Write(f.payload)
 			n += len(f.payload)
+			for _, p := range f.vec {
+				_, _ = l.bw.Write(p)
+				n += len(p)
+			}
 		}
 		l.sent.Add(uint64(n))
 		l.writes.Add(1)
@@ -281,6 +288,12 @@ func (l *link) writeFrames(fs []*frame) error {
 		if len(f.payload) > 0 {
 			bufs = append(bufs, f.payload)
 			n += len(f.payload)
+		}
+		for _, p := range f.vec {
+			if len(p) > 0 {
+				bufs = append(bufs, p)
+				n += len(p)
+			}
 		}
 	}
 	l.wfill = bufs
