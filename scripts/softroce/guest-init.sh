@@ -95,14 +95,17 @@ export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT
 
 # (a) the RDMA transport's tests.
 if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
-	say "running rdma.test (timeout ${TEST_TIMEOUT}s${RUN_RE:+, -test.run $RUN_RE})"
+	say "running rdma.test (timeout ${TEST_TIMEOUT}s${RUN_RE:+, -test.run $RUN_RE}${BENCH_RE:+, -test.bench $BENCH_RE})"
 	cd /tmp || halt
+	set -- -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s"
+	if [ -n "$RUN_RE" ]; then
+		set -- "$@" -test.run "$RUN_RE"
+	elif [ -n "$BENCH_RE" ]; then
+		set -- "$@" -test.run '^$'
+	fi
+	[ -z "$BENCH_RE" ] || set -- "$@" -test.bench "$BENCH_RE" -test.benchmem
 	{
-		if [ -n "$RUN_RE" ]; then
-			/opt/weft/rdma.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" -test.run "$RUN_RE"
-		else
-			/opt/weft/rdma.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s"
-		fi
+		/opt/weft/rdma.test "$@"
 		echo $? >/out/test.rc
 	} 2>&1 | tee /out/test.log
 	cd /
@@ -110,7 +113,7 @@ fi
 
 # (a2) the node's RDMA fabric path (two nodes, a real QP), unless --run
 # narrowed the run to some of rdma.test's tests.
-if [ "$MODE" != bench ] && [ -z "$RUN_RE" ] && [ -x /opt/weft/node.test ]; then
+if [ "$MODE" != bench ] && [ -z "$RUN_RE" ] && [ -z "$BENCH_RE" ] && [ -x /opt/weft/node.test ]; then
 	say "running node.test -test.run '^TestFabricRDMAPathOnVerbs\$'"
 	cd /tmp || halt
 	{

@@ -30,6 +30,8 @@ usage: scripts/softroce/run.sh [options]
   --tests-only       run only the RDMA test binary in the guest
   --bench-only       run only fabricbench and perftest in the guest
   --run REGEX        pass REGEX to the test binary as -test.run
+  --bench REGEX      also run the test binary's benchmarks matching REGEX
+                     (-test.bench, -test.benchmem); without --run, no tests run
   --timeout SECONDS  wall-clock limit of the guest (default 1200)
   --keep             keep the guest tree (build/softroce/tree) after the run
   --test-bin FILE    run this prebuilt test binary (go test -c -tags rdma of any
@@ -51,6 +53,7 @@ EOF
 
 MODE=all
 RUN_RE=
+BENCH_RE=
 GUEST_TIMEOUT=1200
 KEEP=0
 AUTO=0
@@ -62,6 +65,11 @@ while [[ $# -gt 0 ]]; do
 	--run)
 		[[ $# -ge 2 ]] || { echo "softroce: --run needs a regular expression" >&2; exit 2; }
 		RUN_RE=$2
+		shift
+		;;
+	--bench)
+		[[ $# -ge 2 ]] || { echo "softroce: --bench needs a regular expression" >&2; exit 2; }
+		BENCH_RE=$2
 		shift
 		;;
 	--timeout)
@@ -197,14 +205,18 @@ if [[ $AUTO -eq 1 ]]; then
 fi
 mkdir -p "$OUT" "$DEBS"
 
-# One run at a time per tree: runs share build/softroce and the CPUs.
-exec 9>"$OUT/.lock"
+# One run at a time per tree: runs share build/softroce and the CPUs. Every
+# run (make test-rdma, make test, anyone's --test-bin run) takes this lock
+# for its whole life, so two runs serialize by themselves; the holder writes
+# who it is next to the lock, so a waiting run can say what it waits for.
+exec 9<>"$OUT/.lock"
 if ! flock -n 9; then
-	log "another run holds $OUT/.lock; waiting for it"
+	log "another run holds $OUT/.lock ($(cat "$OUT/.lock.holder" 2>/dev/null || echo unknown)); waiting for it"
 	flock 9
 	log "waited $((SECONDS - T0)) s for the other run (not counted in the timings below)"
 	T0=$SECONDS
 fi
+echo "pid $$ since $(date -u +%H:%M:%SZ), mode $MODE${RUN_RE:+, --run $RUN_RE}${BENCH_RE:+, --bench $BENCH_RE}${TEST_BIN:+, --test-bin $TEST_BIN}" >"$OUT/.lock.holder"
 
 #### host: packages the host needs ##########################################
 phase host "host packages (${HOST_PKGS[*]})"
@@ -365,6 +377,7 @@ install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
 {
 	printf 'MODE=%q\n' "$MODE"
 	printf 'RUN_RE=%q\n' "$RUN_RE"
+	printf 'BENCH_RE=%q\n' "$BENCH_RE"
 	if [[ $MODE == tests ]]; then
 		printf 'TEST_TIMEOUT=%q\n' "$((GUEST_TIMEOUT - 60))"
 	else
@@ -477,7 +490,7 @@ if [[ -f $GOUT/test.log ]]; then
 		warn "the test binary exited with status $rc without a failing test (panic or timeout?); counted as one failure; see $OUT/test.log"
 		failed=1
 	fi
-	if [[ $HAVE_NODE_TESTS -eq 1 && -z $RUN_RE ]]; then
+	if [[ $HAVE_NODE_TESTS -eq 1 && -z $RUN_RE && -z $BENCH_RE ]]; then
 		rc=$(cat "$GOUT/node-test.rc" 2>/dev/null || echo missing)
 		if [[ $rc != 0 ]]; then
 			warn "node.test exited with status $rc; counted as a failure; see $OUT/test.log"
@@ -492,7 +505,8 @@ log "timings: ${TIMINGS[*]} total=$((SECONDS - T0))s (accelerator $ACCEL)"
 
 [[ $GUEST_DONE -eq 1 ]] || fail=1
 if [[ $MODE != bench ]]; then
-	[[ $failed -eq 0 && $skipped -eq 0 && $passed -gt 0 ]] || fail=1
+	# Benchmarks alone (--bench without --run) pass no test.
+	[[ $failed -eq 0 && $skipped -eq 0 && ($passed -gt 0 || (-n $BENCH_RE && -z $RUN_RE)) ]] || fail=1
 fi
 echo "softroce: $passed passed, $failed failed, $skipped skipped"
 exit "$fail"
