@@ -47,19 +47,30 @@ type Conn struct {
 	ctx     context.Context // ends at Close; parent of re-probes
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	// epoch is when the connection was made: every time the selector
+	// keeps is nanoseconds since it (clock), one monotonic clock read
+	// where time.Now costs two (a system call each where the clock source
+	// has no vDSO, e.g. HPET in an emulator).
+	epoch time.Time
 
 	mu           sync.Mutex
 	closed       bool
 	choice       [nBuckets]int
 	streak       [nBuckets]int
-	lastExplore  [nBuckets]time.Time
+	lastExplore  [nBuckets]int64 // clock
 	sinceExplore [nBuckets]int
-	streakStart  [nBuckets]time.Time
+	streakStart  [nBuckets]int64 // clock
 	stripe       [nBuckets][nLoads]stripeState // StripeAuto, per bucket and load
 	confirm      [nBuckets]int                 // path to sample before switching, or -1
-	nextID       uint64
-	outstanding  map[uint64]struct{}
-	low          uint64
+	// Request ids: nextID is the next to issue; finished[head+i] says
+	// whether id low+i has finished, for every id in [low, nextID).
+	nextID   uint64
+	finished []bool
+	head     int
+
+	// low is the watermark: every id below it has finished. Written under
+	// mu, read without it by every envelope header.
+	low atomic.Uint64
 
 	inFlight                                     atomic.Int64
 	largeInFlight                                atomic.Int64 // calls of StripeThreshold bytes or more
@@ -86,8 +97,9 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
 		cfg: t.cfg, bufs: &t.bufs, remote: addr, session: binary.BigEndian.Uint64(sid[:]) | 1,
-		ctx: cctx, cancel: cancel, outstanding: make(map[uint64]struct{}), nextID: 1, low: 1,
+		ctx: cctx, cancel: cancel, epoch: time.Now(), nextID: 1,
 	}
+	c.low.Store(1)
 	for i, p := range ps {
 		c.paths = append(c.paths, &path{idx: i, addr: p, tr: trs[i]})
 	}
@@ -216,6 +228,9 @@ func (c *Conn) reprobeLoop() {
 	}
 }
 
+// clock returns the nanoseconds since the connection was made.
+func (c *Conn) clock() int64 { return int64(time.Since(c.epoch)) }
+
 func (c *Conn) backoff(failures uint64) time.Duration {
 	d := c.cfg.ReprobeMin
 	for i := uint64(1); i < failures && d < c.cfg.ReprobeMax; i++ {
@@ -284,20 +299,20 @@ type stripeState struct {
 	on       bool // the current choice
 	since    int  // calls since the last trial of the losing way
 	trial    bool // a striped call is in flight as a trial
-	explored time.Time
+	explored int64 // clock
 	striped  bucketStat // striped round trips
 	whole    bucketStat // round trips of the same calls sent whole
 }
 
-// add records a round trip of d in st's EWMA.
-func (st *bucketStat) add(d time.Duration, alpha float64) {
+// add records a round trip of d, seen at now (clock), in st's EWMA.
+func (st *bucketStat) add(d time.Duration, now int64, alpha float64) {
 	if st.n == 0 {
 		st.rtt = float64(d)
 	} else {
 		st.rtt += alpha * (float64(d) - st.rtt)
 	}
 	st.n++
-	st.last = time.Now()
+	st.last = now
 	st.lastRTT = float64(d)
 }
 
@@ -326,11 +341,11 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	// than one call in exploreEvery, so rare buckets do not alternate.
 	c.sinceExplore[b]++
 	if explore && c.cfg.ExploreInterval > 0 && c.sinceExplore[b] >= exploreEvery {
-		now := time.Now()
-		if now.Sub(c.lastExplore[b]) > c.cfg.ExploreInterval {
+		now := c.clock()
+		if now-c.lastExplore[b] > int64(c.cfg.ExploreInterval) {
 			var stalest *path
 			for _, p := range c.paths {
-				if p != cur && p.conn != nil && (stalest == nil || p.stats[b].last.Before(stalest.stats[b].last)) {
+				if p != cur && p.conn != nil && (stalest == nil || p.stats[b].last < stalest.stats[b].last) {
 					stalest = p
 				}
 			}
@@ -349,19 +364,12 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 // sample of that path, taken after the streak began, confirms it. The
 // confirmation keeps a load spike that slows every path from being read as
 // the current path getting slower than the others' older estimates.
-func (c *Conn) observe(p *path, b int, d time.Duration) {
+//
+// now is the clock when the round trip ended.
+func (c *Conn) observe(p *path, b int, d time.Duration, now int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
-	st := &p.stats[b]
-	if st.n == 0 {
-		st.rtt = float64(d)
-	} else {
-		st.rtt += c.cfg.EWMAAlpha * (float64(d) - st.rtt)
-	}
-	st.n++
-	st.last = now
-	st.lastRTT = float64(d)
+	p.stats[b].add(d, now, c.cfg.EWMAAlpha)
 	cur := c.paths[c.choice[b]]
 	best := c.bestLocked(b, false)
 	if best < 0 || best == cur.idx || cur.conn == nil || cur.stats[b].n == 0 {
@@ -387,7 +395,7 @@ func (c *Conn) observe(p *path, b int, d time.Duration) {
 	if c.streak[b] < c.cfg.SwitchAfter {
 		return
 	}
-	if alt.stats[b].last.After(c.streakStart[b]) && alt.stats[b].lastRTT < bar {
+	if alt.stats[b].last > c.streakStart[b] && alt.stats[b].lastRTT < bar {
 		c.choice[b], c.streak[b], c.confirm[b] = best, 0, -1
 		alt.stats[b].switches++
 		return
@@ -440,11 +448,11 @@ func (c *Conn) preferStripe(b, load int) bool {
 	} else if !s.on && s.striped.rtt < s.whole.rtt*(1-c.cfg.SwitchMargin) {
 		s.on = true
 	}
-	now := time.Now()
+	now := c.clock()
 	// A trial of the losing way costs a whole large call, so it is made
 	// four times less often than a path explore.
 	s.since++
-	if c.cfg.ExploreInterval > 0 && s.since >= 4*exploreEvery && now.Sub(s.explored) > 4*c.cfg.ExploreInterval {
+	if c.cfg.ExploreInterval > 0 && s.since >= 4*exploreEvery && now-s.explored > int64(4*c.cfg.ExploreInterval) {
 		s.explored, s.since = now, 0
 		if !s.on {
 			return trial(true)
@@ -466,10 +474,11 @@ func (c *Conn) observeStripe(b, load int, striped bool, d time.Duration) {
 	if d <= 0 {
 		return
 	}
+	now := c.clock()
 	if striped {
-		s.striped.add(d, c.cfg.EWMAAlpha)
+		s.striped.add(d, now, c.cfg.EWMAAlpha)
 	} else {
-		s.whole.add(d, c.cfg.EWMAAlpha)
+		s.whole.add(d, now, c.cfg.EWMAAlpha)
 	}
 }
 
@@ -514,28 +523,38 @@ func (c *Conn) begin() (uint64, error) {
 	}
 	id := c.nextID
 	c.nextID++
-	c.outstanding[id] = struct{}{}
+	c.finished = append(c.finished, false)
 	return id, nil
 }
 
 // end marks id finished and advances the watermark past every finished id.
 func (c *Conn) end(id uint64) {
 	c.mu.Lock()
-	delete(c.outstanding, id)
-	for c.low < c.nextID {
-		if _, busy := c.outstanding[c.low]; busy {
-			break
+	low := c.low.Load()
+	c.finished[c.head+int(id-low)] = true
+	h := c.head
+	for h < len(c.finished) && c.finished[h] {
+		h++
+	}
+	if h > c.head {
+		c.low.Store(low + uint64(h-c.head))
+		// Reuse the array: empty it when nothing is outstanding, or move
+		// the outstanding tail to the front once the finished head is the
+		// larger part, so a steady stream of calls does not allocate.
+		switch {
+		case h == len(c.finished):
+			c.finished, h = c.finished[:0], 0
+		case h > 64 && h > len(c.finished)/2:
+			n := copy(c.finished, c.finished[h:])
+			c.finished, h = c.finished[:n], 0
 		}
-		c.low++
+		c.head = h
 	}
 	c.mu.Unlock()
 }
 
 func (c *Conn) header(kind byte, method fabric.Method, id uint64) header {
-	c.mu.Lock()
-	wm := c.low
-	c.mu.Unlock()
-	return header{Kind: kind, Method: method, Session: c.session, ID: id, Watermark: wm}
+	return header{Kind: kind, Method: method, Session: c.session, ID: id, Watermark: c.low.Load()}
 }
 
 func (c *Conn) closedErr() error {
@@ -590,9 +609,9 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 		}
 		defer c.largeInFlight.Add(-1)
 		if c.preferStripe(b, load) {
-			t0 := time.Now()
+			t0 := c.clock()
 			reply, err := c.striped(ctx, id, method, payload)
-			d := time.Since(t0)
+			d := time.Duration(c.clock() - t0)
 			if err != nil {
 				d = 0
 			}
@@ -600,19 +619,21 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 			return reply, err
 		}
 	}
-	t0 := time.Now()
-	buf := c.bufs.get(headerSize + len(payload))
+	var t0 int64
+	if large {
+		t0 = c.clock()
+	}
+	env := c.bufs.envelope()
 	h := c.header(kindCall, method, id)
 	if large {
 		h.Length = inlineReply
 	}
-	h.put(buf)
-	copy(buf[headerSize:], payload)
-	resp, err := c.roundTrip(ctx, id, b, buf)
-	c.bufs.put(buf)
+	h.put(env.hdr[:])
+	resp, err := c.roundTrip(ctx, id, b, env, payload)
+	c.bufs.release(env)
 	reply, err := c.reply(ctx, id, resp, err)
 	if large && c.cfg.Stripe == StripeAuto {
-		d := time.Since(t0)
+		d := time.Duration(c.clock() - t0)
 		if err != nil {
 			d = 0
 		}
@@ -645,11 +666,11 @@ func isRemote(err error) bool {
 	return errors.As(err, &re)
 }
 
-// roundTrip sends one envelope on the path chosen for bucket b, re-sending
-// it on another path each time a path breaks under it. b < 0 (the exec of a
-// striped call, whose time is mostly the handler's) uses bucket 0's choice
-// and is not measured.
-func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, buf []byte) ([]byte, error) {
+// roundTrip sends one envelope (env's header, then body) on the path
+// chosen for bucket b, re-sending it on another path each time a path
+// breaks under it. b < 0 (the exec of a striped call, whose time is mostly
+// the handler's) uses bucket 0's choice and is not measured.
+func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, env *envelope, body []byte) ([]byte, error) {
 	measure := b >= 0
 	b = max(b, 0)
 	for {
@@ -658,14 +679,15 @@ func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, buf []byte) ([]b
 			return nil, fmt.Errorf("adaptive: no healthy path to %s: %w", c.remote, fabric.ErrClosed)
 		}
 		c.fence(ctx, p)
-		t0 := time.Now()
-		resp, err := conn.Call(ctx, MethodEnvelope, buf)
+		t0 := c.clock()
+		resp, err := c.send(ctx, conn, env, body)
 		if _, striped := isStripedReply(err); err == nil || striped {
 			if measure {
-				c.observe(p, b, time.Since(t0))
+				now := c.clock()
+				c.observe(p, b, time.Duration(now-t0), now)
 			}
 			p.calls.Add(1)
-			p.bytesSent.Add(uint64(len(buf)))
+			p.bytesSent.Add(uint64(headerSize + len(body)))
 			p.bytesRecv.Add(uint64(len(resp)))
 			return resp, err
 		}
@@ -683,6 +705,27 @@ func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, buf []byte) ([]b
 		}
 		c.fail(p, conn, err)
 	}
+}
+
+// send makes one envelope call on conn: header and body as two pieces
+// when conn is a fabric.VectorCaller, else copied into one buffer (kept in
+// env for re-sends on other paths).
+func (c *Conn) send(ctx context.Context, conn fabric.Conn, env *envelope, body []byte) ([]byte, error) {
+	if len(body) == 0 {
+		return conn.Call(ctx, MethodEnvelope, env.hdr[:])
+	}
+	if vc, ok := conn.(fabric.VectorCaller); ok {
+		env.vec = [2][]byte{env.hdr[:], body}
+		resp, err := vc.CallVector(ctx, MethodEnvelope, env.vec[:])
+		env.vec = [2][]byte{}
+		return resp, err
+	}
+	if env.flat == nil {
+		env.flat = c.bufs.get(headerSize + len(body))
+		copy(*env.flat, env.hdr[:])
+		copy((*env.flat)[headerSize:], body)
+	}
+	return conn.Call(ctx, MethodEnvelope, *env.flat)
 }
 
 // sendCancel tells the server, on the path the call took, that its caller

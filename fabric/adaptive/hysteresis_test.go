@@ -24,7 +24,7 @@ func selector(t *testing.T) *Conn {
 	cfg := DefaultConfig().withDefaults()
 	cfg.ExploreInterval = time.Nanosecond
 	require.NoError(t, cfg.Validate())
-	c := &Conn{cfg: cfg, outstanding: map[uint64]struct{}{}}
+	c := &Conn{cfg: cfg, epoch: time.Now()}
 	for i := range 2 {
 		c.paths = append(c.paths, &path{idx: i, conn: idleConn{}, baseRTT: 1e5, probeBW: 1})
 	}
@@ -39,7 +39,7 @@ func selector(t *testing.T) *Conn {
 func drive(c *Conn, n int, rtt func(p int) time.Duration) uint64 {
 	for range n {
 		p, _ := c.choose(0, true)
-		c.observe(p, 0, rtt(p.idx))
+		c.observe(p, 0, rtt(p.idx), c.clock())
 		time.Sleep(time.Microsecond) // explores need time to pass
 	}
 	return c.paths[0].stats[0].switches + c.paths[1].stats[0].switches
@@ -75,7 +75,7 @@ func TestHysteresisNeedsConfirmation(t *testing.T) {
 	c := selector(t)
 	c.cfg.ExploreInterval = time.Hour // no routine explores: only confirmations
 	fast := func(int) time.Duration { return time.Millisecond }
-	c.paths[1].stats[0] = bucketStat{rtt: float64(time.Millisecond), n: 1, last: time.Now(), lastRTT: float64(time.Millisecond)}
+	c.paths[1].stats[0] = bucketStat{rtt: float64(time.Millisecond), n: 1, last: c.clock(), lastRTT: float64(time.Millisecond)}
 	require.Zero(t, drive(c, 50, fast))
 	spike := func(int) time.Duration { return 3 * time.Millisecond }
 	require.Zero(t, drive(c, 200, spike), "a spike on both paths must not switch")

@@ -62,7 +62,7 @@ type bucketStat struct {
 	rtt      float64 // ns, EWMA
 	lastRTT  float64 // ns, the latest sample
 	n        uint64
-	last     time.Time // last sample or explore
+	last     int64 // Conn.clock of the last sample
 	switches uint64
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -21,33 +22,66 @@ type server struct {
 	stopCh chan struct{}
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	sessions map[uint64]*session
+	// sessions maps a session id to its *session: read by every message
+	// without a lock, written when a session starts or ends.
+	sessions sync.Map
+	// tick counts the sweeper's rounds (every SessionTTL/4): a message
+	// stamps its session with it, so the hot path reads no clock.
+	tick atomic.Uint64
 }
 
 var _ fabric.Handler = (*server)(nil)
 
 type session struct {
-	mu       sync.Mutex
-	entries  map[uint64]*entry
-	order    []uint64 // entry ids in arrival order, trimmed by the watermark
-	low      uint64   // the client is finished with every id below
-	asm      map[uint64]*assembly
-	lastSeen time.Time
+	seen atomic.Uint64 // server.tick at the latest message
+
+	mu      sync.Mutex
+	entries map[uint64]*entry
+	order   []uint64 // entry ids in arrival order, trimmed by the watermark
+	low     uint64   // the client is finished with every id below
+	asm     map[uint64]*assembly
 }
 
 // entry is one call of one session: running, finished, or cancelled
-// before it arrived.
+// before it arrived. Fields below req are guarded by the session's mutex.
 type entry struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
+	ctx    context.Context
+	cancel context.CancelFunc
+	req    fabric.Request // the owner's; allocated with the entry
+
+	finished bool
+	// done is closed when the call finishes; made only when someone
+	// waits for that (a re-send joining it, a fetch), see wait.
 	done    chan struct{}
 	resp    []byte // what the envelope call returns: reply kind + data
 	reply   []byte // a striped reply, served by fetches
 	err     error
 	waiters int
 	timer   *time.Timer
-	req     fabric.Request // the owner's; allocated with the entry
+}
+
+// closedChan is what wait returns for a finished entry.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// wait returns a channel closed when e finishes; called with the
+// session's mutex held.
+func (e *entry) wait() <-chan struct{} {
+	if e.finished {
+		return closedChan
+	}
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	return e.done
+}
+
+// finish marks e finished and wakes its waiters; called with the
+// session's mutex held.
+func (e *entry) finish() {
+	e.finished = true
+	if e.done != nil {
+		close(e.done)
+	}
 }
 
 // assembly collects the chunks of a striped request.
@@ -60,7 +94,7 @@ type assembly struct {
 
 func newServer(cfg Config, h fabric.Handler) *server {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{cfg: cfg, h: h, ctx: ctx, cancel: cancel, stopCh: make(chan struct{}), sessions: make(map[uint64]*session)}
+	s := &server{cfg: cfg, h: h, ctx: ctx, cancel: cancel, stopCh: make(chan struct{})}
 	s.wg.Go(s.sweep)
 	return s
 }
@@ -69,15 +103,15 @@ func newServer(cfg Config, h fabric.Handler) *server {
 // for the sweeper.
 func (s *server) close() {
 	s.cancel()
-	s.mu.Lock()
-	for _, sess := range s.sessions {
+	s.sessions.Range(func(_, v any) bool {
+		sess := v.(*session)
 		sess.mu.Lock()
 		for _, e := range sess.entries {
 			e.cancel()
 		}
 		sess.mu.Unlock()
-	}
-	s.mu.Unlock()
+		return true
+	})
 	select {
 	case <-s.stopCh:
 	default:
@@ -95,10 +129,13 @@ func (s *server) sweep() {
 		case <-s.stopCh:
 			return
 		case now := <-t.C:
-			s.mu.Lock()
-			for id, sess := range s.sessions {
+			tick := s.tick.Add(1)
+			s.sessions.Range(func(id, v any) bool {
+				sess := v.(*session)
+				// Four rounds without a message: idle for SessionTTL
+				// at least.
+				idle := tick-sess.seen.Load() > 4
 				sess.mu.Lock()
-				idle := now.Sub(sess.lastSeen) > s.cfg.SessionTTL
 				for aid, a := range sess.asm {
 					if idle || now.Sub(a.touched) > s.cfg.SessionTTL {
 						delete(sess.asm, aid)
@@ -108,25 +145,25 @@ func (s *server) sweep() {
 					for _, e := range sess.entries {
 						e.cancel()
 					}
-					delete(s.sessions, id)
+					s.sessions.CompareAndDelete(id, sess)
 				}
 				sess.mu.Unlock()
-			}
-			s.mu.Unlock()
+				return true
+			})
 		}
 	}
 }
 
 func (s *server) session(id uint64, watermark uint64) *session {
-	s.mu.Lock()
-	sess := s.sessions[id]
-	if sess == nil {
-		sess = &session{entries: make(map[uint64]*entry), asm: make(map[uint64]*assembly)}
-		s.sessions[id] = sess
+	v, ok := s.sessions.Load(id)
+	if !ok {
+		v, _ = s.sessions.LoadOrStore(id, &session{entries: make(map[uint64]*entry), asm: make(map[uint64]*assembly)})
 	}
-	s.mu.Unlock()
+	sess := v.(*session)
+	if tick := s.tick.Load(); sess.seen.Load() != tick {
+		sess.seen.Store(tick)
+	}
 	sess.mu.Lock()
-	sess.lastSeen = time.Now()
 	if watermark > sess.low {
 		sess.low = watermark
 		n := 0
@@ -181,13 +218,11 @@ func (s *server) ServeFabric(ctx context.Context, req *fabric.Request) ([]byte, 
 }
 
 func (s *server) bye(id uint64) {
-	s.mu.Lock()
-	sess := s.sessions[id]
-	delete(s.sessions, id)
-	s.mu.Unlock()
-	if sess == nil {
+	v, ok := s.sessions.LoadAndDelete(id)
+	if !ok {
 		return
 	}
+	sess := v.(*session)
 	sess.mu.Lock()
 	for _, e := range sess.entries {
 		e.cancel()
@@ -221,8 +256,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		// Not derived from s.ctx: a child of a shared parent costs a lock
 		// on that parent per call. close cancels every entry instead.
 		ectx, cancel := context.WithCancel(context.Background())
-		e = &entry{ctx: ectx, cancel: cancel, done: make(chan struct{}),
-			req: fabric.Request{Method: h.Method, Payload: data, Peer: peer}}
+		e = &entry{ctx: ectx, cancel: cancel, req: fabric.Request{Method: h.Method, Payload: data, Peer: peer}}
 		sess.entries[h.ID] = e
 		sess.order = append(sess.order, h.ID)
 		if s.ctx.Err() != nil {
@@ -238,9 +272,15 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 	stop := context.AfterFunc(ctx, func() { s.leave(sess, e) })
 	defer stop()
 	if !owner {
+		sess.mu.Lock()
+		done := e.wait()
+		sess.mu.Unlock()
 		select {
-		case <-e.done:
-			return s.outcome(ctx, e.resp, e.err)
+		case <-done:
+			sess.mu.Lock()
+			resp, err := e.resp, e.err
+			sess.mu.Unlock()
+			return s.outcome(ctx, resp, err)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -264,7 +304,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		e.timer.Stop()
 		e.timer = nil
 	}
-	close(e.done)
+	e.finish()
 	sess.mu.Unlock()
 	e.cancel()
 	return s.outcome(ctx, resp, err)
@@ -300,13 +340,8 @@ func (s *server) leave(sess *session, e *entry) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	e.waiters--
-	if e.waiters > 0 {
+	if e.waiters > 0 || e.finished {
 		return
-	}
-	select {
-	case <-e.done:
-		return
-	default:
 	}
 	e.timer = time.AfterFunc(s.cfg.ResendGrace, func() {
 		sess.mu.Lock()
@@ -330,10 +365,9 @@ func (sess *session) cancelCall(id uint64) {
 	}
 	// The cancel overtook its call (they run on separate goroutines): leave
 	// a finished entry so the call, when it arrives, is not run.
-	e := &entry{done: make(chan struct{}), err: fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was cancelled", id)}
+	e := &entry{finished: true, err: fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was cancelled", id)}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.cancel()
-	close(e.done)
 	sess.entries[id] = e
 	sess.order = append(sess.order, id)
 }
@@ -385,12 +419,16 @@ func (sess *session) takeAssembly(h header) ([]byte, error) {
 func (sess *session) fetch(ctx context.Context, h header) ([]byte, error) {
 	sess.mu.Lock()
 	e := sess.entries[h.ID]
+	var done <-chan struct{}
+	if e != nil {
+		done = e.wait()
+	}
 	sess.mu.Unlock()
 	if e == nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "adaptive: no reply for request %d: it was released or expired", h.ID)
 	}
 	select {
-	case <-e.done: // fetches follow the exec that finished it
+	case <-done: // fetches follow the exec that finished it
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

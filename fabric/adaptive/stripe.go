@@ -165,17 +165,16 @@ func (c *Conn) striped(ctx context.Context, id uint64, method fabric.Method, pay
 	h := c.header(kindChunk, method, id)
 	h.Total = uint64(len(payload))
 	err := c.spread(ctx, len(payload), func(ctx context.Context, p *path, conn fabric.Conn, s span) error {
-		buf := c.bufs.get(headerSize + s.n)
-		defer c.bufs.put(buf)
+		env := c.bufs.envelope()
+		defer c.bufs.release(env)
 		hh := h
 		hh.Offset = uint64(s.off)
-		hh.put(buf)
-		copy(buf[headerSize:], payload[s.off:s.off+s.n])
-		if _, err := conn.Call(ctx, MethodEnvelope, buf); err != nil {
+		hh.put(env.hdr[:])
+		if _, err := c.send(ctx, conn, env, payload[s.off:s.off+s.n]); err != nil {
 			return err
 		}
 		p.calls.Add(1)
-		p.bytesSent.Add(uint64(len(buf)))
+		p.bytesSent.Add(uint64(headerSize + s.n))
 		return nil
 	})
 	if err != nil {
@@ -183,9 +182,10 @@ func (c *Conn) striped(ctx context.Context, id uint64, method fabric.Method, pay
 	}
 	eh := c.header(kindExec, method, id)
 	eh.Total = uint64(len(payload))
-	buf := make([]byte, headerSize)
-	eh.put(buf)
-	resp, err := c.roundTrip(ctx, id, -1, buf)
+	env := c.bufs.envelope()
+	eh.put(env.hdr[:])
+	resp, err := c.roundTrip(ctx, id, -1, env, nil)
+	c.bufs.release(env)
 	return c.reply(ctx, id, resp, err)
 }
 
