@@ -59,7 +59,7 @@ type Conn struct {
 	streak       [nBuckets]int
 	lastExplore  [nBuckets]int64 // clock
 	sinceExplore [nBuckets]int
-	streakStart  [nBuckets]int64 // clock
+	streakStart  [nBuckets]int64               // clock
 	stripe       [nBuckets][nLoads]stripeState // StripeAuto, per bucket and load
 	confirm      [nBuckets]int                 // path to sample before switching, or -1
 	// Request ids: nextID is the next to issue; finished[head+i] says
@@ -296,10 +296,10 @@ const (
 
 // stripeState is StripeAuto's view of one size bucket at one load.
 type stripeState struct {
-	on       bool // the current choice
-	since    int  // calls since the last trial of the losing way
-	trial    bool // a striped call is in flight as a trial
-	explored int64 // clock
+	on       bool       // the current choice
+	since    int        // calls since the last trial of the losing way
+	trial    bool       // a striped call is in flight as a trial
+	explored int64      // clock
 	striped  bucketStat // striped round trips
 	whole    bucketStat // round trips of the same calls sent whole
 }
