@@ -186,6 +186,7 @@ func BenchmarkRatioToRaw(b *testing.B) {
 	}{
 		{"ping/64", fabric.MethodPing, 64}, {"echo/64", fabric.MethodUserBase, 64},
 		{"ping/1024", fabric.MethodPing, 1 << 10}, {"echo/1024", fabric.MethodUserBase, 1 << 10},
+		{"echo/4096", fabric.MethodUserBase, 4 << 10},
 		{"ping/16384", fabric.MethodPing, 16 << 10}, {"echo/16384", fabric.MethodUserBase, 16 << 10},
 		{"echo/1048576", fabric.MethodUserBase, 1 << 20}, {"echo/16777216", fabric.MethodUserBase, 16 << 20},
 	} {

@@ -38,6 +38,12 @@ type Conn struct {
 	pmu     sync.Mutex
 	pending map[uint64]*call // nil once the connection failed
 	nextID  uint64
+	// The reader role (see reader.go), guarded by pmu.
+	reader       int
+	readerCall   *call // the caller reading, when reader == readerCaller
+	interrupting bool  // a past read deadline is set to stop readerCall
+	rs           readState
+	bgKick       chan struct{}
 
 	calls, callErrs, sends atomic.Uint64
 	readerDone             chan struct{}
@@ -49,13 +55,14 @@ var (
 )
 
 func newConn(l *link) *Conn {
-	c := &Conn{link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call), readerDone: make(chan struct{})}
+	c := &Conn{
+		link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call),
+		bgKick: make(chan struct{}, 1), readerDone: make(chan struct{}),
+	}
 	l.onFail = c.failPending
+	l.onPing = c.ensureReader
 	l.start()
-	go func() {
-		defer close(c.readerDone)
-		c.fail(c.readLoop())
-	}()
+	go c.bgRead()
 	return c
 }
 
@@ -214,12 +221,7 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte, v
 		<-cl.done
 		return nil, err
 	}
-	select {
-	case <-cl.done:
-		return c.finish(cl, queued)
-	case <-ctx.Done():
-		return c.abandon(ctx, cl, id, queued)
-	}
+	return c.await(ctx, cl, id, queued)
 }
 
 // finish hands the result to the caller and recycles cl.
@@ -298,93 +300,8 @@ func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) e
 		}
 	}
 	putFrame(f)
+	if err == nil {
+		c.ensureReader() // for the done frame
+	}
 	return err
-}
-
-// readLoop reads the server's frames until the connection fails.
-func (c *Conn) readLoop() error {
-	var hb [headerSize]byte
-	for {
-		h, err := c.readHeader(&hb)
-		if err != nil {
-			return err
-		}
-		switch h.typ {
-		case typeReply, typeError:
-			err = c.deliver(&hb, h)
-		case typeDone:
-			if err = noPayload(h); err == nil {
-				c.pmu.Lock()
-				cl, ok := c.pending[h.id]
-				if ok && cl == oneWayMark {
-					delete(c.pending, h.id)
-				}
-				c.pmu.Unlock()
-				if !ok || cl != oneWayMark {
-					return fmt.Errorf("%w: done frame for id %d, which is not an outstanding Send", ErrProtocol, h.id)
-				}
-				c.release()
-			}
-		case typePing:
-			if err = noPayload(h); err == nil {
-				c.post(typePong, h.id)
-			}
-		case typePong:
-			err = noPayload(h)
-		default:
-			err = fmt.Errorf("%w: unexpected frame type %d from a server", ErrProtocol, h.typ)
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// deliver reads a reply or error frame into its call.
-func (c *Conn) deliver(hb *[headerSize]byte, h header) error {
-	c.pmu.Lock()
-	cl, ok := c.pending[h.id]
-	if ok {
-		delete(c.pending, h.id)
-	}
-	c.pmu.Unlock()
-	if !ok || cl == oneWayMark {
-		return fmt.Errorf("%w: reply for id %d, which is not an outstanding Call", ErrProtocol, h.id)
-	}
-	if cl.cancelled {
-		c.release()
-		return c.discard(hb, h)
-	}
-	// cl has left the pending table, so the connection's failure will not
-	// reach it: every error from here on must answer it.
-	broken := func(err error) error {
-		cl.err = fmt.Errorf("tcp: reading reply %d from %s: %w: %w", h.id, c.remote, err, fabric.ErrClosed)
-		c.release()
-		cl.done <- struct{}{}
-		return err
-	}
-	var p []byte
-	if h.length > 0 {
-		p = make([]byte, h.length) // the reply the caller will own
-		if err := c.readPayload(hb, h, p); err != nil {
-			return broken(err)
-		}
-	} else if err := checkCRC(hb, h, nil); err != nil {
-		return broken(err)
-	}
-	if h.typ == typeError {
-		re, err := decodeError(p)
-		if err != nil {
-			return broken(err)
-		}
-		cl.err = re
-	} else {
-		if p == nil {
-			p = []byte{}
-		}
-		cl.reply = p
-	}
-	c.release()
-	cl.done <- struct{}{}
-	return nil
 }

@@ -72,6 +72,7 @@ type link struct {
 	failOnce sync.Once
 	err      error // why the link failed; set before done is closed
 	onFail   func(err error)
+	onPing   func()         // after the keepalive queued a ping: someone must read the pong
 	wg       sync.WaitGroup // writer and keepalive goroutines
 	writes   atomic.Uint64  // write system calls (writev or TLS flush), for tests
 }
@@ -322,6 +323,9 @@ func (l *link) keepalive() {
 		}
 		if idle >= l.cfg.KeepaliveInterval {
 			l.post(typePing, 0)
+			if l.onPing != nil {
+				l.onPing()
+			}
 		}
 	}
 }
@@ -374,16 +378,6 @@ func (l *link) readPayload(hb *[headerSize]byte, h header, p []byte) error {
 	}
 	l.received.Add(uint64(len(p)))
 	return checkCRC(hb, h, p)
-}
-
-// discard reads and drops a payload nobody wants, still checking its CRC.
-func (l *link) discard(hb *[headerSize]byte, h header) error {
-	if h.flags&flagCRC == 0 {
-		_, err := l.br.Discard(int(h.length))
-		return unexpectedEOF(err)
-	}
-	p := make([]byte, h.length)
-	return l.readPayload(hb, h, p)
 }
 
 // noPayload rejects a control frame that carries bytes.

@@ -98,10 +98,19 @@ type session struct {
 	hb  [headerSize]byte // the header being read, by whichever goroutine reads
 	d   *dispatch.Dispatcher
 	sem chan struct{} // bounds running handlers to the window
-	// state and takeover hand reading to a new goroutine when a handler
-	// served on the reader goroutine runs longer than inlineBudget.
-	state    atomic.Int32
-	takeover *time.Timer
+	// state hands reading to a new goroutine when a handler served on the
+	// reader goroutine runs too long (see watch).
+	state atomic.Int32
+	// inlineSeq counts handlers run on the reader goroutine; the watchdog
+	// timer (armed while the session is busy) compares it between two
+	// firings to find one that has run for a whole watchPeriod.
+	inlineSeq atomic.Uint64
+	watchSeq  atomic.Uint64
+	watching  atomic.Bool
+	watchdog  *time.Timer
+	// slow marks methods (by method mod len) whose last handler ran longer
+	// than inlineBudget: their requests get their own goroutine at once.
+	slow [64]atomic.Bool
 }
 
 // Reader states.
@@ -111,18 +120,53 @@ const (
 	stateHanded         // a new goroutine took over reading
 )
 
-// inlineBudget is how long a handler may run on the reader goroutine
-// before a new goroutine takes over reading. Quick handlers (the common
-// case) thus cost no goroutine switch at all.
+// inlineBudget is how long a method's handler may last to be served on the
+// reader goroutine (which is already running, so a quick handler costs no
+// goroutine switch and no wake-up of another thread). A method whose last
+// handler took longer gets a goroutine per request until one is quick again.
 const inlineBudget = 20 * time.Microsecond
 
-// takeOver runs on the takeover timer: if the reader is still in a
-// handler, a new goroutine continues reading.
+// watchPeriod bounds how long a handler served on the reader goroutine can
+// keep the connection's other frames waiting when it turns out slow: after
+// one to two periods a new goroutine takes over reading. The watchdog is
+// armed once per busy spell, not per request: arming a runtime timer per
+// request wakes another thread each time, which costs more than the
+// goroutine switch inline serving saves.
+const watchPeriod = time.Millisecond
+
+// watch runs on the watchdog timer. It hands reading to a new goroutine if
+// the reader has been in the same handler since the previous firing, re-arms
+// while the session is busy, and disarms once a whole period passed without
+// a handler served inline.
+func (s *session) watch() {
+	seq, last := s.inlineSeq.Load(), s.watchSeq.Load()
+	switch {
+	case seq == last && s.state.Load() == stateInline:
+		s.takeOver()
+	case seq == last:
+		// Idle for a period: disarm. A handler that started inline just
+		// now saw the watchdog armed; re-arm for it.
+		s.watching.Store(false)
+		if s.inlineSeq.Load() == seq || !s.watching.CompareAndSwap(false, true) {
+			return
+		}
+	}
+	s.watchSeq.Store(seq)
+	s.watchdog.Reset(watchPeriod)
+}
+
+// takeOver hands reading to a new goroutine if the reader is still in a
+// handler.
 func (s *session) takeOver() {
 	if s.state.CompareAndSwap(stateInline, stateHanded) {
 		s.l.wg.Add(1) // the inline goroutine is counted, so the group is not at zero
 		go s.reading()
 	}
+}
+
+// runTask serves t and records whether method's handler was quick.
+func (s *session) runTask(t dispatch.Task, method fabric.Method) {
+	s.slow[int(method)%len(s.slow)].Store(t.Run() > inlineBudget)
 }
 
 // serve owns one accepted connection: handshake, reading requests, and on
@@ -160,8 +204,8 @@ func (l *Listener) serve(nc net.Conn) {
 		return
 	}
 	s := &session{link: ln, l: l, sem: make(chan struct{}, ln.window)}
-	s.takeover = time.AfterFunc(time.Hour, s.takeOver)
-	s.takeover.Stop()
+	s.watchdog = time.AfterFunc(time.Hour, s.watch)
+	s.watchdog.Stop()
 	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, bufpool.Put)
 	ln.onFail = func(error) { s.d.Close() }
 	l.mu.Lock()
@@ -191,6 +235,7 @@ func (s *session) readAndFinish() {
 		return
 	}
 	s.fail(err)
+	s.watchdog.Stop()
 	s.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), s.l.t.cfg.DrainTimeout)
 	err = s.d.Wait(ctx)
@@ -207,9 +252,10 @@ func (s *session) readAndFinish() {
 // readLoop reads frames until the connection fails (handedOff false, with
 // the reason). A request whose frame is the last one buffered is served on
 // this goroutine, which is already running, so a quick handler costs no
-// goroutine switch; if the handler outlasts inlineBudget, a new goroutine
-// takes over reading and readLoop returns handedOff true once the handler
-// is done. Requests with more frames buffered behind them get their own
+// goroutine switch; if the handler outlasts a watchdog period, a new
+// goroutine takes over reading and readLoop returns handedOff true once the
+// handler is done. Requests with more frames buffered behind them, and
+// requests for a method whose last handler was slow, get their own
 // goroutine while this one reads on. Exactly one goroutine reads at any
 // time.
 func (s *session) readLoop() (handedOff bool, err error) {
@@ -226,19 +272,23 @@ func (s *session) readLoop() (handedOff bool, err error) {
 			}
 			switch {
 			case !ok:
-			case s.br.Buffered() > 0:
-				// More frames are waiting: keep reading them.
-				go t.Run()
+			case s.br.Buffered() > 0 || s.slow[int(h.method)%len(s.slow)].Load():
+				// More frames are waiting, or the method is slow: keep
+				// reading while the handler runs.
+				go s.runTask(t, h.method)
 			default:
 				// Nothing more to read yet: serve this request on this
 				// goroutine, which is already running. A handler that
-				// outlasts inlineBudget has reading taken over by a fresh
-				// goroutine (takeOver), so cancels, pings and other
-				// requests are never stuck behind it.
+				// outlasts a watchdog period has reading taken over by a
+				// fresh goroutine (watch), so cancels, pings and other
+				// requests are never stuck behind it for long.
+				seq := s.inlineSeq.Add(1)
 				s.state.Store(stateInline)
-				s.takeover.Reset(inlineBudget)
-				t.Run()
-				s.takeover.Stop()
+				if !s.watching.Load() && s.watching.CompareAndSwap(false, true) {
+					s.watchSeq.Store(seq)
+					s.watchdog.Reset(watchPeriod)
+				}
+				s.runTask(t, h.method)
 				if !s.state.CompareAndSwap(stateInline, stateReading) {
 					return true, nil // another goroutine reads now
 				}

@@ -34,9 +34,13 @@
 // A Call writes its frame from the calling goroutine when nobody else is
 // writing (header and payload in one writev, no copy); while a write is in
 // progress, other frames queue and one writer goroutine drains the queue
-// into a single writev, coalescing small frames. Replies are read straight
-// into the buffer handed to the caller; request payloads into pooled
-// buffers. TCP_NODELAY is on.
+// into a single writev, coalescing small frames. A caller that finds nobody
+// reading the socket reads its reply itself (other calls' replies on the
+// way are handed to them), and the server serves a quick handler on the
+// goroutine that read its request, so a lone call costs no goroutine
+// hand-off, hence no wake-up of another thread, at either end. Replies are
+// read straight into the buffer handed to the caller; request payloads
+// into pooled buffers. TCP_NODELAY is on.
 package tcp
 
 import (

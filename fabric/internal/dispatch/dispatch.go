@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/weftsearch/weft/fabric"
 )
@@ -122,8 +123,10 @@ func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, one
 }
 
 // Run serves the task: it waits for earlier one-way requests, calls the
-// handler and responds.
-func (t Task) Run() {
+// handler and responds. It returns how long the handler ran (not counting
+// the wait or the response), so a transport can tell quick methods from
+// slow ones.
+func (t Task) Run() (handler time.Duration) {
 	d := t.d
 	defer d.wg.Done()
 	if t.wait != nil {
@@ -132,7 +135,9 @@ func (t Task) Run() {
 		case <-t.ctx.Done():
 		}
 	}
+	start := time.Now()
 	reply, err := d.call(t.ctx, t.method, t.payload, t.oneWay)
+	handler = time.Since(start)
 	if t.done != nil {
 		close(t.done)
 	}
@@ -145,6 +150,7 @@ func (t Task) Run() {
 	}
 	d.respond(t.id, t.oneWay, reply, err)
 	d.done(t.buf)
+	return handler
 }
 
 func (d *Dispatcher) done(buf *[]byte) {
