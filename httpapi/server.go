@@ -285,7 +285,8 @@ func (rawMessageEncoder) Encode(ptr unsafe.Pointer, stream *jsoniter.Stream) {
 // writeJSON writes v as the reply (indented when ?pretty is set; HTML
 // characters left as they are, since highlights carry tags). The encoding
 // buffer comes from replyJSON's pool, so a reply of a given size costs no
-// buffer growth once the pool is warm.
+// buffer growth once the pool is warm. On a connection from
+// CoalescingListener the reply goes to the socket in one write.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	var out []byte
 	if flagParam(r, "pretty") {
@@ -323,7 +324,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(out)
+		writeReply(w, r, out)
 	}
 }
 

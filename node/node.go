@@ -117,6 +117,7 @@ func New(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.srv = &http.Server{
 		Handler:           api,
+		ConnContext:       httpapi.ConnContext, // with CoalescingListener in Start: one write per reply
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
@@ -214,6 +215,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("node: listening on %s: %w; pick another --http-addr or stop what uses it", n.cfg.HTTPAddr, err)
 	}
+	ln = httpapi.CoalescingListener(ln)
 	n.ln, n.fab, n.started, n.served = ln, fab, true, make(chan struct{})
 	go func() {
 		defer close(n.served)
