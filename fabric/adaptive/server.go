@@ -43,11 +43,11 @@ type session struct {
 }
 
 // entry is one call of one session: running, finished, or cancelled
-// before it arrived. Fields below req are guarded by the session's mutex.
+// before it arrived. It is also its handler's context (ctx.go). Fields
+// below req are guarded by the session's mutex.
 type entry struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	req    fabric.Request // the owner's; allocated with the entry
+	callCtx
+	req fabric.Request // the owner's; allocated with the entry
 
 	finished bool
 	// done is closed when the call finishes; made only when someone
@@ -255,12 +255,12 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		}
 		// Not derived from s.ctx: a child of a shared parent costs a lock
 		// on that parent per call. close cancels every entry instead.
-		ectx, cancel := context.WithCancel(context.Background())
-		e = &entry{ctx: ectx, cancel: cancel, req: fabric.Request{Method: h.Method, Payload: data, Peer: peer}}
+		e = &entry{req: fabric.Request{Method: h.Method, Payload: data, Peer: peer}}
+		e.carrier, e.srv, e.sess, e.entry = ctx, s, sess, e
 		sess.entries[h.ID] = e
 		sess.order = append(sess.order, h.ID)
 		if s.ctx.Err() != nil {
-			cancel() // arrived while the listener closes
+			e.cancel() // arrived while the listener closes
 		}
 	}
 	e.waiters++
@@ -269,9 +269,10 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		e.timer = nil
 	}
 	sess.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { s.leave(sess, e) })
-	defer stop()
 	if !owner {
+		// A re-send: this path carries the call too, until it goes away.
+		stop := context.AfterFunc(ctx, func() { s.leave(sess, e) })
+		defer stop()
 		sess.mu.Lock()
 		done := e.wait()
 		sess.mu.Unlock()
@@ -285,7 +286,8 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 			return nil, ctx.Err()
 		}
 	}
-	reply, err := s.call(e.ctx, &e.req)
+	reply, err := s.call(e, &e.req)
+	e.unwatch()
 	e.req.Payload = nil // the path's buffer is not ours to keep
 	// The reply is kept for re-sends; one that aliases a path's request
 	// buffer (valid only until we return) is copied first.
@@ -366,7 +368,6 @@ func (sess *session) cancelCall(id uint64) {
 	// The cancel overtook its call (they run on separate goroutines): leave
 	// a finished entry so the call, when it arrives, is not run.
 	e := &entry{finished: true, err: fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was cancelled", id)}
-	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.cancel()
 	sess.entries[id] = e
 	sess.order = append(sess.order, id)
