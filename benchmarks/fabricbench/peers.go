@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 
@@ -39,6 +40,10 @@ type Options struct {
 	Adaptive adaptive.Config
 	// Logger gets the transports' logs; nil discards.
 	Logger *slog.Logger
+	// PathsTo, when not nil, gets the adaptive peer's decision table
+	// (adaptive.PathReporter) each time a measured connection closes: the
+	// buckets it measured, which path each chose, and every path's health.
+	PathsTo io.Writer
 }
 
 // DefaultOptions: everything on loopback, adaptive over two TCP paths.
@@ -119,6 +124,7 @@ func (o Options) adaptive(ctx context.Context, logger *slog.Logger) (Peer, error
 		return nil, errors.Join(append([]error{err}, runAll(closers)...)...)
 	}
 	p.closers = closers
+	p.pathsTo = o.PathsTo
 	return p, nil
 }
 

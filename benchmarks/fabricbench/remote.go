@@ -220,7 +220,7 @@ func transportDialer(tr fabric.Transport, addr string) func(context.Context) (Ca
 		if err != nil {
 			return nil, fmt.Errorf("fabricbench: %s dial %s: %w", tr.Name(), addr, err)
 		}
-		return connCaller{c}, nil
+		return connCaller{c: c}, nil
 	}
 }
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/adaptive"
 )
 
 // MethodEcho is the method TransportPeer's server answers by echoing the
@@ -20,6 +24,7 @@ type TransportPeer struct {
 	tr      fabric.Transport
 	ln      fabric.Listener
 	closers []func() error // run after the listener closes
+	pathsTo io.Writer      // Options.PathsTo
 }
 
 var _ Peer = (*TransportPeer)(nil)
@@ -52,7 +57,7 @@ func (p *TransportPeer) Dial(ctx context.Context) (Caller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return connCaller{c}, nil
+	return connCaller{c, p.pathsTo}, nil
 }
 
 // Close closes the listener, then whatever the peer's transports hold.
@@ -60,10 +65,41 @@ func (p *TransportPeer) Close() error {
 	return errors.Join(append([]error{p.ln.Close()}, runAll(p.closers)...)...)
 }
 
-type connCaller struct{ c fabric.Conn }
+type connCaller struct {
+	c       fabric.Conn
+	pathsTo io.Writer
+}
 
 func (c connCaller) Call(ctx context.Context, payload []byte) ([]byte, error) {
 	return c.c.Call(ctx, MethodEcho, payload)
 }
 
-func (c connCaller) Close() error { return c.c.Close() }
+func (c connCaller) Close() error {
+	if r, ok := c.c.(adaptive.PathReporter); ok && c.pathsTo != nil {
+		WritePaths(c.pathsTo, r.Paths())
+	}
+	return c.c.Close()
+}
+
+// WritePaths writes an adaptive connection's decision table in one line
+// per path: health, calls, and each size bucket it has samples of or
+// chose, as "max size: round trip (samples, switches to this path), *
+// where chosen".
+func WritePaths(w io.Writer, ps []adaptive.PathStats) {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "fabricbench: adaptive path %s healthy=%v calls=%d", p.Path, p.Healthy, p.Calls)
+		for _, bs := range p.Buckets {
+			if bs.Samples == 0 && !bs.Chosen {
+				continue
+			}
+			mark := ""
+			if bs.Chosen {
+				mark = "*"
+			}
+			fmt.Fprintf(&b, " | %s: %v (%d, %d switches)%s", FormatSize(bs.MaxSize), time.Duration(bs.RTTns).Round(time.Microsecond), bs.Samples, bs.Switches, mark)
+		}
+		b.WriteByte('\n')
+	}
+	_, _ = io.WriteString(w, b.String())
+}

@@ -31,6 +31,8 @@ type path struct {
 	stripeBW  float64 // bytes per ns, EWMA over striped transfers
 
 	calls, bytesSent, bytesRecv atomic.Uint64
+	// busy counts this connection's envelope calls in flight on the path.
+	busy atomic.Int64
 	// sent counts one-way messages that went out on this path; fenced is
 	// the count known to have entered the peer's handler.
 	sent, fenced atomic.Uint64
@@ -160,7 +162,7 @@ func (c *Conn) connect(ctx context.Context, p *path) error {
 	p.lastErr = ""
 	p.nextProbe = time.Time{}
 	for b := range p.stats {
-		p.stats[b].n = 0 // re-learn from live traffic after a failure
+		p.stats[b].n, p.stats[b].tried = 0, 0 // re-learn from live traffic after a failure
 	}
 	c.mu.Unlock()
 	return nil
@@ -304,21 +306,17 @@ type stripeState struct {
 	whole    bucketStat // round trips of the same calls sent whole
 }
 
-// add records a round trip of d, seen at now (clock), in st's EWMA.
-func (st *bucketStat) add(d time.Duration, now int64, alpha float64) {
-	if st.n == 0 {
-		st.rtt = float64(d)
-	} else {
-		st.rtt += alpha * (float64(d) - st.rtt)
-	}
-	st.n++
-	st.last = now
-	st.lastRTT = float64(d)
-}
+// learnSamples is how many calls of a bucket each healthy path carries
+// before the bucket's choice is made from live measurements (see choose).
+const learnSamples = 4
 
 // choose picks the path for one message of bucket b: the bucket's current
-// choice, or now and then another healthy path so its estimate stays
-// fresh (explore). It returns nil when no path is healthy.
+// choice, or another healthy path so its estimate stays fresh (explore).
+// With explore set it first learns the bucket: until every healthy path
+// has carried learnSamples calls of b, each call goes to the path that has
+// carried fewest, so the first choice rests on a median of live round
+// trips of each path, not on one probe or one unlucky call. It returns nil
+// when no path is healthy.
 func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -330,6 +328,18 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 		}
 		c.choice[b], c.streak[b] = i, 0
 		cur = c.paths[i]
+	}
+	if explore {
+		var least *path
+		for _, p := range c.paths {
+			if p.conn != nil && p.stats[b].tried < learnSamples && (least == nil || p.stats[b].tried < least.stats[b].tried) {
+				least = p
+			}
+		}
+		if least != nil {
+			least.stats[b].tried++
+			return least, least.conn
+		}
 	}
 	if i := c.confirm[b]; explore && i >= 0 {
 		c.confirm[b] = -1
@@ -363,13 +373,16 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 // been better by SwitchMargin for SwitchAfter samples in a row, and a fresh
 // sample of that path, taken after the streak began, confirms it. The
 // confirmation keeps a load spike that slows every path from being read as
-// the current path getting slower than the others' older estimates.
+// the current path getting slower than the others' older estimates. The
+// one exception is the end of learning (see choose): the sample that
+// completes it moves the choice at once to a path better by SwitchMargin.
 //
 // now is the clock when the round trip ended.
 func (c *Conn) observe(p *path, b int, d time.Duration, now int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.stats[b].add(d, now, c.cfg.EWMAAlpha)
+	st := &p.stats[b]
+	st.add(d, now)
 	cur := c.paths[c.choice[b]]
 	best := c.bestLocked(b, false)
 	if best < 0 || best == cur.idx || cur.conn == nil || cur.stats[b].n == 0 {
@@ -381,6 +394,11 @@ func (c *Conn) observe(p *path, b int, d time.Duration, now int64) {
 	bar := curEst * (1 - c.cfg.SwitchMargin)
 	if altEst, _ := alt.estimate(b); altEst >= bar {
 		c.streak[b], c.confirm[b] = 0, -1
+		return
+	}
+	if st.n == learnSamples && c.learnedLocked(b) {
+		c.choice[b], c.streak[b], c.confirm[b] = best, 0, -1
+		alt.stats[b].switches++
 		return
 	}
 	if alt.stats[b].n == 0 {
@@ -401,6 +419,17 @@ func (c *Conn) observe(p *path, b int, d time.Duration, now int64) {
 		return
 	}
 	c.confirm[b] = best // the next call of b samples alt
+}
+
+// learnedLocked reports whether every healthy path has learnSamples
+// samples of bucket b.
+func (c *Conn) learnedLocked(b int) bool {
+	for _, p := range c.paths {
+		if p.conn != nil && p.stats[b].n < learnSamples {
+			return false
+		}
+	}
+	return true
 }
 
 // preferStripe decides whether a call of large bucket b, made at load
@@ -476,9 +505,9 @@ func (c *Conn) observeStripe(b, load int, striped bool, d time.Duration) {
 	}
 	now := c.clock()
 	if striped {
-		s.striped.add(d, now, c.cfg.EWMAAlpha)
+		s.striped.add(d, now)
 	} else {
-		s.whole.add(d, now, c.cfg.EWMAAlpha)
+		s.whole.add(d, now)
 	}
 }
 
@@ -679,12 +708,19 @@ func (c *Conn) roundTrip(ctx context.Context, id uint64, b int, env *envelope, b
 			return nil, fmt.Errorf("adaptive: no healthy path to %s: %w", c.remote, fabric.ErrClosed)
 		}
 		c.fence(ctx, p)
+		k := p.busy.Add(1)
 		t0 := c.clock()
 		resp, err := c.send(ctx, conn, env, body)
+		p.busy.Add(-1)
 		if _, striped := isStripedReply(err); err == nil || striped {
 			if measure {
+				// A round trip counts divided by the calls the path was
+				// carrying when it was sent: with many in flight, one
+				// call sent to an idle path would otherwise be compared
+				// with calls queued behind each other on the busy one,
+				// and look faster only for being alone.
 				now := c.clock()
-				c.observe(p, b, time.Duration(now-t0), now)
+				c.observe(p, b, time.Duration(now-t0)/time.Duration(k), now)
 			}
 			p.calls.Add(1)
 			p.bytesSent.Add(uint64(headerSize + len(body)))

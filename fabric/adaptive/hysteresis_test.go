@@ -3,6 +3,7 @@ package adaptive
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,7 +76,6 @@ func TestHysteresisNeedsConfirmation(t *testing.T) {
 	c := selector(t)
 	c.cfg.ExploreInterval = time.Hour // no routine explores: only confirmations
 	fast := func(int) time.Duration { return time.Millisecond }
-	c.paths[1].stats[0] = bucketStat{rtt: float64(time.Millisecond), n: 1, last: c.clock(), lastRTT: float64(time.Millisecond)}
 	require.Zero(t, drive(c, 50, fast))
 	spike := func(int) time.Duration { return 3 * time.Millisecond }
 	require.Zero(t, drive(c, 200, spike), "a spike on both paths must not switch")
@@ -118,4 +118,25 @@ func TestStripeAutoLearnsPerLoad(t *testing.T) {
 	require.Zero(t, run(loadBusy, 20), "busy, whole calls are faster")
 	require.True(t, c.stripe[b][loadAlone].on)
 	require.False(t, c.stripe[b][loadBusy].on)
+}
+
+// TestBucketStatMedian: the estimate is the median of the latest window
+// samples, whatever came before them.
+func TestBucketStatMedian(t *testing.T) {
+	var st bucketStat
+	rng := rand.New(rand.NewPCG(3, 4))
+	var all []float64
+	for i := range 3 * window {
+		d := time.Duration(1 + rng.IntN(1000))
+		st.add(d, int64(i))
+		all = append(all, float64(d))
+		recent := slices.Clone(all[max(0, len(all)-window):])
+		slices.Sort(recent)
+		k := len(recent)
+		require.Equal(t, (recent[(k-1)/2]+recent[k/2])/2, st.rtt, "after %d samples", i+1)
+	}
+	for range window/2 - 1 {
+		st.add(time.Hour, 0) // a stall shorter than half the window
+	}
+	require.Less(t, st.rtt, float64(time.Millisecond), "a burst of stalls under half the window does not move the median")
 }

@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -44,7 +45,7 @@ type PathStats struct {
 // BucketStats is one row of the decision table for one path.
 type BucketStats struct {
 	MaxSize   int     `json:"max_size"`
-	RTTns     int64   `json:"rtt_ns"`   // EWMA, or the probe model when Samples is 0
+	RTTns     int64   `json:"rtt_ns"`   // median of the latest 48 samples, or the probe model when Samples is 0
 	MBps      float64 `json:"mb_per_s"` // MaxSize each way over RTTns
 	Samples   uint64  `json:"samples"`
 	Chosen    bool    `json:"chosen"`
@@ -58,12 +59,43 @@ type PathReporter interface {
 	Paths() []PathStats
 }
 
+// window is how many of a bucket's latest round trips its estimate is the
+// median of. A median, unlike a mean, is not moved by the odd stall (a
+// garbage collection, a preempted vCPU, an emulator's timer): it takes
+// more than half the window. One stall delays every call in flight at
+// once, so the window is three times the deepest usual in-flight count
+// (16).
+const window = 48
+
 type bucketStat struct {
-	rtt      float64 // ns, EWMA
-	lastRTT  float64 // ns, the latest sample
-	n        uint64
-	last     int64 // Conn.clock of the last sample
-	switches uint64
+	rtt     float64 // ns, median of the latest window samples
+	lastRTT float64 // ns, the latest sample
+	// recent holds the latest samples in arrival order (a ring), sorted
+	// the same ones in order; both hold min(n, window) of them.
+	recent, sorted [window]float32
+	n              uint64 // samples so far
+	tried          uint64 // calls sent to learn the bucket (see Conn.choose)
+	last           int64  // Conn.clock of the last sample
+	switches       uint64
+}
+
+// add records a round trip of d that ended at now (Conn.clock).
+func (st *bucketStat) add(d time.Duration, now int64) {
+	v := float32(d)
+	s := st.sorted[:min(st.n, window)]
+	slot := st.n % window
+	if st.n >= window {
+		i, _ := slices.BinarySearch(s, st.recent[slot])
+		s = slices.Delete(s, i, i+1)
+	}
+	st.recent[slot] = v
+	i, _ := slices.BinarySearch(s, v)
+	s = slices.Insert(s, i, v) // in place: s has room in st.sorted
+	st.n++
+	st.last = now
+	st.lastRTT = float64(d)
+	k := len(s)
+	st.rtt = (float64(s[(k-1)/2]) + float64(s[k/2])) / 2
 }
 
 // estimate returns the expected round trip of bucket b on p in ns. Buckets
