@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -80,6 +81,11 @@ type Config struct {
 	// control connection ends).
 	Timeout    int
 	RetryCount int
+	// DisableMemoryWindows makes the transport expose rendezvous regions
+	// with their memory-region keys even where the device has type-2 memory
+	// windows (see KeyScopeRegion); for comparison and for devices whose
+	// windows misbehave. By default windows are used where the device has them.
+	DisableMemoryWindows bool
 	// TLS, when set, runs the TCP control connection (the exchange of QP
 	// numbers, PSNs, GIDs and MTU) over crypto/tls: Listen serves it with
 	// tls.Server and this config, Dial uses tls.Client with the same config
@@ -182,10 +188,55 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// ErrPortDown is wrapped by the errors of Dial (and of connections refused
+// by a listener) while the transport's port is down, as the device reported
+// with an asynchronous event; it clears when the port is ACTIVE again.
+var ErrPortDown = errors.New("rdma: port down")
+
+// TransportInfo describes a Transport as a whole, for diagnostics.
+type TransportInfo struct {
+	Device    string `json:"device"`
+	Port      int    `json:"port"`
+	PortState string `json:"port_state"` // from ibv_query_port now
+	GIDIndex  int    `json:"gid_index"`
+	// KeyScope is KeyScopeWindow or KeyScopeRegion (see ConnInfo).
+	KeyScope string `json:"key_scope"`
+	// Refusing says why new connections are refused (the port is down, or
+	// the device reported a fatal error); empty while they are accepted.
+	Refusing string `json:"refusing,omitempty"`
+	// AsyncEvents counts the device's asynchronous events;
+	// ConnsFailedByEvents the connections they failed.
+	AsyncEvents         uint64 `json:"async_events"`
+	ConnsFailedByEvents uint64 `json:"conns_failed_by_events"`
+	LastAsyncEvent      string `json:"last_async_event,omitempty"`
+}
+
+// How the keys of rendezvous regions that a peer may reach are scoped
+// (ConnInfo.KeyScope, TransportInfo.KeyScope).
+const (
+	// KeyScopeWindow: each transfer binds a type-2 memory window over the
+	// region on the connection's own QP and sends the window's key; the key
+	// works only on that QP, only over the bytes of that transfer, and only
+	// until the transfer ends (the window is invalidated then) or the
+	// connection closes (the window is deallocated). The region's own
+	// memory-region key carries no remote rights.
+	KeyScopeWindow = "mw2-qp"
+	// KeyScopeRegion: the device has no type-2 memory windows (or
+	// Config.DisableMemoryWindows is set): the region is registered with
+	// the remote right it needs and its memory-region key is sent; it is
+	// valid on every QP of the transport's protection domain until the
+	// region is deregistered (at the end of the transfer, or when the
+	// connection closes for regions kept in its cache).
+	KeyScopeRegion = "mr-pd"
+)
+
 // DeviceInfo describes one verbs device, for diagnostics.
 type DeviceInfo struct {
 	Name  string     `json:"name"`
 	Ports []PortInfo `json:"ports"`
+	// MemoryWindowType2 reports the device capability (type 2A or 2B
+	// windows) that KeyScopeWindow needs.
+	MemoryWindowType2 bool `json:"memory_window_type2"`
 }
 
 // PortInfo describes one port of a device.
@@ -222,6 +273,12 @@ type ConnInfo struct {
 	Rendezvous    uint64 `json:"rendezvous"` // large messages sent by rendezvous
 	Errors        uint64 `json:"errors"`
 	FailureReason string `json:"failure_reason,omitempty"`
+	// KeyScope is how the keys this side sends the peer are scoped:
+	// KeyScopeWindow or KeyScopeRegion. WindowsBound and WindowsRevoked
+	// count the memory-window binds and invalidations on this QP.
+	KeyScope       string `json:"key_scope"`
+	WindowsBound   uint64 `json:"windows_bound"`
+	WindowsRevoked uint64 `json:"windows_revoked"`
 }
 
 // tlsServerReady reports why cfg cannot serve TLS (no certificate), or nil.

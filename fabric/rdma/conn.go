@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/internal/bufpool"
@@ -56,6 +57,7 @@ type conn struct {
 	creditDue   bool   // a credit message should go when a slot frees
 	sqHead      uint64 // next send sequence number
 	sqDone      uint64 // every sequence number below is complete
+	invReserved uint64 // send slots set aside for the invalidation of bound windows
 	pending     []wr
 	spare       []wr
 	posting     bool
@@ -83,6 +85,7 @@ type conn struct {
 	closed   chan struct{}
 
 	calls_, callErrs, sends, msgsSent, msgsRecv, bytesSent, bytesRecv, rendezvous, errs atomic.Uint64
+	windowsBound, windowsRevoked                                                        atomic.Uint64
 	inflight                                                                            atomic.Int64
 }
 
@@ -127,12 +130,24 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 		})
 	}
 	c.disp = dispatch.New(c.ctx, h, peer, c.respond, c.releaseRequest)
-	// Only the memory a peer must reach is registered for remote access:
-	// the sender's copies in read mode, the receiver's targets otherwise.
-	c.out = rzCache{pd: t.pd, access: accessRemoteRead, limit: t.cfg.RendezvousCacheBytes}
-	c.in = rzCache{pd: t.pd, access: accessRemoteWrite, limit: t.cfg.RendezvousCacheBytes}
-	if t.cfg.RendezvousMode == "write" {
-		c.out.access = accessLocal
+	// Only the memory a peer must reach is exposed: the sender's copies in
+	// read mode, the receiver's targets otherwise. With type-2 memory
+	// windows the regions carry no remote rights themselves; each transfer
+	// binds the region's window on this QP (keyScope). Without them the
+	// regions are registered with the remote right they need.
+	readMode := t.cfg.RendezvousMode == "read"
+	if t.keyScope == KeyScopeWindow {
+		c.out = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes}
+		if readMode {
+			c.out.access, c.out.windows = accessMWBind, true
+		}
+		c.in = rzCache{pd: t.pd, access: accessMWBind, windows: true, limit: t.cfg.RendezvousCacheBytes}
+	} else {
+		c.out = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes}
+		if readMode {
+			c.out.access = accessRemoteRead
+		}
+		c.in = rzCache{pd: t.pd, access: accessRemoteWrite, limit: t.cfg.RendezvousCacheBytes}
 	}
 	c.out.breakRegistration, c.in.breakRegistration = &t.breakOut, &t.breakIn
 	var gotInline, gotSQ C.uint32_t
@@ -290,9 +305,17 @@ func (c *conn) errClosedLocked() error {
 	return fmt.Errorf("rdma: connection to %s failed (%s): %w", c.peer, c.failReason, fabric.ErrClosed)
 }
 
+// freeSlotsLocked is the number of send slots free now, less those set
+// aside for invalidations. Caller holds c.mu.
+func (c *conn) freeSlotsLocked() uint64 {
+	return c.depth - (c.sqHead - c.sqDone) - c.invReserved
+}
+
 // reserve waits until the conn has n send slots and, if credit, one credit;
-// it returns with c.mu held, or an error without it.
-func (c *conn) reserve(ctx context.Context, n uint64, credit bool) error {
+// with expose, also two more slots for exposeLocked (the bind, and the
+// invalidation it sets aside), while fewer than half the send queue is set
+// aside for invalidations. It returns with c.mu held, or an error without it.
+func (c *conn) reserve(ctx context.Context, n uint64, credit, expose bool) error {
 	for {
 		c.mu.Lock()
 		if c.failed {
@@ -300,7 +323,11 @@ func (c *conn) reserve(ctx context.Context, n uint64, credit bool) error {
 			c.mu.Unlock()
 			return err
 		}
-		if (!credit || c.sendCredits > 0) && c.depth-(c.sqHead-c.sqDone) >= n {
+		need := n
+		if expose {
+			need += 2
+		}
+		if (!credit || c.sendCredits > 0) && c.freeSlotsLocked() >= need && (!expose || c.invReserved < c.depth/2) {
 			if credit {
 				c.sendCredits--
 			}
@@ -328,10 +355,7 @@ func (c *conn) queueSendLocked(h *header, payload []byte) {
 	buf := c.ring.mem[slot*E : (slot+1)*E]
 	h.put(buf)
 	n := headerSize + copy(buf[headerSize:], payload)
-	flags := C.uint32_t(0)
-	if seq&(c.depth/4-1) == c.depth/4-1 {
-		flags |= flagSignal
-	}
+	flags := c.signalFlag(seq)
 	if n <= c.maxInline {
 		flags |= flagInline
 	}
@@ -339,6 +363,16 @@ func (c *conn) queueSendLocked(h *header, payload []byte) {
 		len: C.uint32_t(n), lkey: C.uint32_t(c.ring.lkey()), opcode: opSend, flags: flags})
 	c.msgsSent.Add(1)
 	c.bytesSent.Add(uint64(n))
+}
+
+// signalFlag is the flag of the send-side work request numbered seq that is
+// not signaled for its own sake: one in every quarter of the send queue is
+// signaled, so its completion frees the slots of the unsignaled ones before it.
+func (c *conn) signalFlag(seq uint64) C.uint32_t {
+	if seq&(c.depth/4-1) == c.depth/4-1 {
+		return flagSignal
+	}
+	return 0
 }
 
 // flushLocked posts the queued work requests. One goroutine posts at a time,
@@ -379,7 +413,7 @@ func (c *conn) sendMessage(ctx context.Context, typ uint8, method fabric.Method,
 	if len(payload) >= c.threshold {
 		return c.sendRendezvous(ctx, typ, method, id, aux, payload)
 	}
-	if err := c.reserve(ctx, 1, true); err != nil {
+	if err := c.reserve(ctx, 1, true, false); err != nil {
 		return err
 	}
 	h := header{typ: typ, method: method, id: id, length: uint32(len(payload)), aux: aux}
@@ -401,13 +435,63 @@ func (c *conn) sendControl(ctx context.Context, typ uint8, id uint64) error {
 
 // sendHeader sends a header-only message.
 func (c *conn) sendHeader(ctx context.Context, h header) error {
-	if err := c.reserve(ctx, 1, true); err != nil {
+	if err := c.reserve(ctx, 1, true, false); err != nil {
 		return err
 	}
 	c.queueSendLocked(&h, nil)
 	c.flushLocked()
 	c.mu.Unlock()
 	return nil
+}
+
+// exposeLocked makes reg[:n] reachable by the peer with the remote right
+// access (mwRemoteRead or mwRemoteWrite) and returns the key to send it.
+// For a region with a window it queues the bind of the window on this
+// connection's QP, under a fresh key, ahead of whatever is queued next (the
+// RTS or CTS that carries the key, which the QP executes after the bind),
+// and sets aside the slot of the invalidation revokeLocked queues when the
+// transfer ends; the caller reserved both slots (reserve with expose).
+// Without a window the region's MR key is returned: it was registered with
+// the right. Caller holds c.mu.
+func (c *conn) exposeLocked(reg *region, n int, access C.uint32_t) uint32 {
+	if reg.mw == nil {
+		return reg.rkey()
+	}
+	reg.key = uint32(C.wf_inc_rkey(C.uint32_t(reg.key)))
+	if reg.broken {
+		return reg.key // tests: a key that was never bound, so the peer's access fails
+	}
+	seq := c.sqHead
+	c.sqHead++
+	c.pending = append(c.pending, wr{wr_id: C.uint64_t(sendID(c.id, seq)), laddr: C.uint64_t(reg.addr), len: C.uint32_t(n),
+		mw: C.uint64_t(uintptr(unsafe.Pointer(reg.mw))), mr: C.uint64_t(uintptr(unsafe.Pointer(reg.mr))),
+		rkey: C.uint32_t(reg.key), access: access, opcode: opBindMW, flags: c.signalFlag(seq)})
+	reg.bound = true
+	c.invReserved++
+	c.windowsBound.Add(1)
+	return reg.key
+}
+
+// revokeLocked ends the exposure of reg begun by exposeLocked: it queues
+// the local invalidation of the window's key on this QP (in the slot set
+// aside at the bind, so it never waits and may run on the poller) before
+// the region can be reused or freed. On a failed connection it only
+// releases the slot: the QP executes nothing more, and Close deallocates
+// the window, which revokes the key. Caller holds c.mu.
+func (c *conn) revokeLocked(reg *region) {
+	if reg.mw == nil || !reg.bound {
+		return
+	}
+	reg.bound = false
+	c.invReserved--
+	if c.failed {
+		return
+	}
+	seq := c.sqHead
+	c.sqHead++
+	c.pending = append(c.pending, wr{wr_id: C.uint64_t(sendID(c.id, seq)), rkey: C.uint32_t(reg.key), opcode: opLocalInv, flags: c.signalFlag(seq)})
+	c.windowsRevoked.Add(1)
+	c.flushLocked()
 }
 
 // sendRendezvous copies payload into a registered region of this
@@ -418,16 +502,18 @@ func (c *conn) sendRendezvous(ctx context.Context, typ uint8, method fabric.Meth
 		return err
 	}
 	copy(reg.mem, payload)
-	if err := c.reserve(ctx, 1, true); err != nil {
+	readMode := c.cfg.RendezvousMode == "read"
+	if err := c.reserve(ctx, 1, true, readMode && reg.mw != nil); err != nil {
 		c.out.put(reg)
 		return err
 	}
 	c.nextRz++
 	rz := c.nextRz
 	c.rzOut[rz] = reg
-	h := header{typ: msgRTS, inner: typ, method: method, id: id, length: uint32(len(payload)), aux: reg.rkey(), addr: reg.addr, rz: rz}
-	if c.cfg.RendezvousMode == "write" {
-		h = header{typ: msgRTW, inner: typ, method: method, id: id, length: uint32(len(payload)), rz: rz}
+	h := header{typ: msgRTW, inner: typ, method: method, id: id, length: uint32(len(payload)), rz: rz}
+	if readMode {
+		key := c.exposeLocked(reg, len(payload), mwRemoteRead)
+		h = header{typ: msgRTS, inner: typ, method: method, id: id, length: uint32(len(payload)), aux: key, addr: reg.addr, rz: rz}
 	}
 	c.queueSendLocked(&h, nil)
 	c.flushLocked()
@@ -444,7 +530,7 @@ func (c *conn) transfer(op C.uint32_t, reg *region, raddr uint64, rkey uint32, n
 	chunk := min(c.t.maxMsg, c.cfg.ReadChunk)
 	for off := 0; off < n; {
 		k := min((n-off+chunk-1)/chunk, c.cfg.ReadsInFlight)
-		if err := c.reserve(c.ctx, uint64(k), false); err != nil {
+		if err := c.reserve(c.ctx, uint64(k), false, false); err != nil {
 			return err
 		}
 		done := make(chan error, 1)
@@ -508,15 +594,29 @@ func (c *conn) onRTW(h header) {
 		reg, err := c.in.get(int(h.length))
 		if err == nil {
 			p.reg = reg
-			c.mu.Lock()
-			c.rzW[h.rz] = p
-			c.mu.Unlock()
-			err = c.sendHeader(c.ctx, header{typ: msgCTS, rz: h.rz, addr: reg.addr, aux: reg.rkey(), length: h.length})
+			if err = c.offer(h, p); err != nil {
+				c.in.put(reg)
+			}
 		}
 		if err != nil {
 			c.fail("rendezvous of " + fmt.Sprint(h.length) + " bytes: " + err.Error())
 		}
 	}()
+}
+
+// offer exposes p.reg for the peer to WRITE rendezvous h.rz into and sends
+// the CTS that carries its address and key.
+func (c *conn) offer(h header, p *pendingWrite) error {
+	if err := c.reserve(c.ctx, 1, true, p.reg.mw != nil); err != nil {
+		return err
+	}
+	c.rzW[h.rz] = p
+	cts := header{typ: msgCTS, rz: h.rz, addr: p.reg.addr, length: h.length}
+	cts.aux = c.exposeLocked(p.reg, int(h.length), mwRemoteWrite)
+	c.queueSendLocked(&cts, nil)
+	c.flushLocked()
+	c.mu.Unlock()
+	return nil
 }
 
 // onCTS (poller): the peer offers a region for rendezvous rz; WRITE the
@@ -533,6 +633,9 @@ func (c *conn) onCTS(h header) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
+		if hook := c.t.testCTSHook; hook != nil {
+			hook(h)
+		}
 		start := time.Now()
 		n := int(h.length)
 		if n > len(reg.mem) {
@@ -556,6 +659,9 @@ func (c *conn) onDone(h header) {
 	c.mu.Lock()
 	p := c.rzW[h.rz]
 	delete(c.rzW, h.rz)
+	if p != nil {
+		c.revokeLocked(p.reg)
+	}
 	c.mu.Unlock()
 	if p == nil {
 		c.fail(fmt.Sprintf("peer finished unknown rendezvous %d", h.rz))
@@ -634,7 +740,7 @@ func (c *conn) sendCreditLocked() {
 		c.creditDue = false
 		return
 	}
-	if c.depth-(c.sqHead-c.sqDone) == 0 {
+	if c.freeSlotsLocked() == 0 {
 		return
 	}
 	c.creditDue = false
@@ -699,6 +805,9 @@ func (c *conn) onRecv(b []byte) bool {
 		c.mu.Lock()
 		reg := c.rzOut[h.rz]
 		delete(c.rzOut, h.rz)
+		if reg != nil {
+			c.revokeLocked(reg)
+		}
 		c.mu.Unlock()
 		if reg != nil {
 			c.out.put(reg)
@@ -974,21 +1083,24 @@ func (c *conn) info() ConnInfo {
 	ci.MessagesSent, ci.MessagesRecv = c.msgsSent.Load(), c.msgsRecv.Load()
 	ci.BytesSent, ci.BytesRecv = c.bytesSent.Load(), c.bytesRecv.Load()
 	ci.Rendezvous, ci.Errors = c.rendezvous.Load(), c.errs.Load()
+	ci.KeyScope, ci.WindowsBound, ci.WindowsRevoked = c.t.keyScope, c.windowsBound.Load(), c.windowsRevoked.Load()
 	return ci
 }
 
-func (c *conn) fail(reason string) {
+// fail moves the conn to failed (see failLocked); it reports whether this
+// call did, rather than an earlier one.
+func (c *conn) fail(reason string) bool {
 	c.mu.Lock()
-	c.failLocked(reason)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	return c.failLocked(reason)
 }
 
 // failLocked moves the conn to failed: waiting callers get ErrClosed, handler
 // contexts are cancelled, the QP goes to ERR (flushing its work requests)
 // and the control connection is closed so the peer learns at once.
-func (c *conn) failLocked(reason string) {
+func (c *conn) failLocked(reason string) bool {
 	if c.failed {
-		return
+		return false
 	}
 	c.failed = true
 	c.failReason = reason
@@ -1011,6 +1123,7 @@ func (c *conn) failLocked(reason string) {
 	if reason != "closed" {
 		c.t.log.Debug("rdma: connection failed", "peer", c.peer, "qpn", c.qpn, "reason", reason)
 	}
+	return true
 }
 
 // Close implements fabric.Conn: it fails in-flight calls with ErrClosed,
@@ -1040,7 +1153,7 @@ func (c *conn) drain() {
 	}
 	done := make(chan struct{})
 	c.drained, c.drainAt = done, c.sqHead
-	if c.depth-(c.sqHead-c.sqDone) > 0 {
+	if c.depth-(c.sqHead-c.sqDone) > 0 { // slots set aside for invalidations are free too: none will be posted
 		seq := c.sqHead
 		c.sqHead++
 		c.drainAt = c.sqHead
@@ -1071,6 +1184,20 @@ func (c *conn) destroy() {
 		c.failReason = "closed"
 	}
 	c.cancel()
+	// Regions first: deallocating a window still bound to the QP drops its
+	// hold on the QP, which the provider may wait for when destroying it.
+	for rz, reg := range c.rzOut {
+		reg.free()
+		delete(c.rzOut, rz)
+	}
+	for rz, p := range c.rzW { // targets offered, transfer not done
+		if p.reg != nil {
+			p.reg.free()
+		}
+		delete(c.rzW, rz)
+	}
+	c.out.close()
+	c.in.close()
 	if c.qp != nil {
 		C.ibv_destroy_qp(c.qp)
 		c.qp = nil
@@ -1079,21 +1206,16 @@ func (c *conn) destroy() {
 		c.ring.free()
 		c.ring = nil
 	}
-	for rz, reg := range c.rzOut {
-		reg.free()
-		delete(c.rzOut, rz)
-	}
-	c.out.close()
-	c.in.close()
 }
 
 // rzCache keeps registered rendezvous regions of one connection for reuse,
 // in power-of-two size classes from 64 KiB, up to limit bytes; its regions
 // are deregistered when the connection closes.
 type rzCache struct {
-	pd     *C.struct_ibv_pd
-	access C.int
-	limit  int
+	pd      *C.struct_ibv_pd
+	access  C.int
+	windows bool // each region gets a type-2 memory window
+	limit   int
 
 	mu     sync.Mutex
 	free   map[int][]*region
@@ -1130,17 +1252,29 @@ func (z *rzCache) get(n int) (*region, error) {
 	brk := z.breakRegistration != nil && z.breakRegistration.Load()
 	z.mu.Unlock()
 	r, err := newRegion(z.pd, cl, z.access)
-	if err == nil && brk {
+	if err != nil {
+		return nil, err
+	}
+	if z.windows {
+		if err := r.addWindow(z.pd); err != nil {
+			r.free()
+			return nil, err
+		}
+	}
+	switch {
+	case brk && r.mw != nil:
+		r.broken = true // exposed under a key never bound
+	case brk:
 		C.ibv_dereg_mr(r.mr)
 		r.mr = nil
 	}
-	return r, err
+	return r, nil
 }
 
 func (z *rzCache) put(r *region) {
 	cl := len(r.mem)
 	z.mu.Lock()
-	if !z.closed && r.mr != nil && z.cached+cl <= z.limit {
+	if !z.closed && r.mr != nil && !r.broken && !r.bound && z.cached+cl <= z.limit {
 		if z.free == nil {
 			z.free = map[int][]*region{}
 		}

@@ -89,6 +89,11 @@ func (l *listener) serve(nc net.Conn) {
 		return nil
 	}
 	peer := nc.RemoteAddr().String()
+	if err := l.t.usable(); err != nil {
+		_ = nc.Close()
+		l.t.log.Warn("rdma: refused a connection", "peer", peer, "err", err)
+		return
+	}
 	nc, err := l.t.secure(ctx, nc, false, peer)
 	if err != nil {
 		_ = nc.Close()
@@ -159,6 +164,9 @@ func (l *listener) Close() error {
 // control connection, exchanges QP numbers, PSNs, GIDs and MTU, and returns
 // a Conn ready for calls. ctx bounds the whole set-up.
 func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) {
+	if err := t.usable(); err != nil {
+		return nil, fmt.Errorf("rdma: dial %s refused: %w", addr, err)
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

@@ -215,6 +215,11 @@ func testMixedSizes(t *testing.T, env testEnv, mode string) {
 	require.Equal(t, "RTS", infos[0].QPState)
 	require.Positive(t, infos[0].Rendezvous)
 	require.Zero(t, infos[0].Errors)
+	require.Equal(t, client.keyScope, infos[0].KeyScope)
+	if client.keyScope == KeyScopeWindow { // requests (read) or replies (write) were exposed through windows
+		require.Positive(t, infos[0].WindowsBound)
+		require.Equal(t, infos[0].WindowsBound, infos[0].WindowsRevoked, "windows bound but not invalidated after every transfer")
+	}
 	require.Eventually(t, func() bool {
 		c := fc.(*conn)
 		c.mu.Lock()

@@ -40,6 +40,9 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 	return nil, errBuild
 }
 
+// Info returns the zero TransportInfo in this build.
+func (t *Transport) Info() TransportInfo { return TransportInfo{} }
+
 // Conns returns nothing in this build.
 func (t *Transport) Conns() []ConnInfo { return nil }
 

@@ -65,6 +65,8 @@ type Transport struct {
 	gid       GIDInfo
 	maxMsg    int // largest single RDMA READ
 	rdAtomic  int
+	keyScope  string // KeyScopeWindow or KeyScopeRegion
+	keyWhy    string // why KeyScopeRegion, for the log
 
 	mu        sync.RWMutex
 	byQPN     map[uint32]*conn
@@ -74,15 +76,28 @@ type Transport struct {
 	listeners map[*listener]struct{}
 	closed    bool
 
+	// Asynchronous events (events.go): refusing, when set, is why new
+	// connections are refused (port down; for good when broken).
+	asyncWake   int
+	eventsDone  chan struct{}
+	asyncEvents atomic.Uint64
+	eventFailed atomic.Uint64 // connections failed by an asynchronous event
+	lastEvent   string
+	refusing    error
+	broken      bool
+
 	wcErrors atomic.Uint64 // work completions with an error status (not flushes)
 	callsIn  atomic.Uint64 // calls other than pings that arrived, for tests
 	// breakOut, breakIn (tests only): while set, every rendezvous region
 	// handed out (sender copies, receiver targets) is deregistered right
 	// after allocation, so the peer's RDMA access fails: a QP error mid-call.
 	breakOut, breakIn atomic.Bool
-	pollerDone        chan struct{}
-	stop              atomic.Bool
-	closeOnce         sync.Once
+	// testCTSHook (tests only; set before any connection exists) runs in the
+	// sender's goroutine for each CTS before it WRITEs the rendezvous.
+	testCTSHook func(h header)
+	pollerDone  chan struct{}
+	stop        atomic.Bool
+	closeOnce   sync.Once
 }
 
 var _ fabric.Transport = (*Transport)(nil)
@@ -104,7 +119,7 @@ func New(cfg Config, logger *slog.Logger) (*Transport, error) {
 		return nil, err
 	}
 	t := &Transport{
-		cfg: cfg, log: logger.With("transport", "rdma"), wakefd: -1,
+		cfg: cfg, log: logger.With("transport", "rdma"), wakefd: -1, asyncWake: -1, eventsDone: make(chan struct{}),
 		byQPN: map[uint32]*conn{}, byID: map[uint32]*conn{}, listeners: map[*listener]struct{}{},
 		pollerDone: make(chan struct{}),
 	}
@@ -113,8 +128,15 @@ func New(cfg Config, logger *slog.Logger) (*Transport, error) {
 		return nil, err
 	}
 	go t.poll()
+	go t.events()
 	t.log.Info("rdma transport ready", "device", t.devName, "port", t.port, "gid_index", t.gid.Index,
-		"gid", t.gid.GID.String(), "mtu", t.activeMTU, "recv_buffers", cfg.RecvBuffers)
+		"gid", t.gid.GID.String(), "mtu", t.activeMTU, "recv_buffers", cfg.RecvBuffers, "key_scope", t.keyScope)
+	if t.keyScope == KeyScopeWindow {
+		t.log.Info("rdma: rendezvous keys are type-2 memory windows bound to one connection's QP for one transfer", "device", t.devName)
+	} else {
+		t.log.Warn("rdma: rendezvous keys are memory-region keys, valid on every connection of this transport while registered; "+t.keyWhy,
+			"device", t.devName, "key_scope", t.keyScope)
+	}
 	return t, nil
 }
 
@@ -198,6 +220,7 @@ func (t *Transport) open() error {
 	if t.pd = C.ibv_alloc_pd(t.ctx); t.pd == nil {
 		return fmt.Errorf("rdma: allocating a protection domain on %s failed", t.devName)
 	}
+	t.keyScope, t.keyWhy = t.chooseKeyScope(dattr.device_cap_flags)
 	if t.ch = C.ibv_create_comp_channel(t.ctx); t.ch == nil {
 		return fmt.Errorf("rdma: creating a completion channel on %s failed", t.devName)
 	}
@@ -230,7 +253,32 @@ func (t *Transport) open() error {
 		return fmt.Errorf("rdma: eventfd for the poller: %w", err)
 	}
 	t.wakefd = fd
+	if rc := C.wf_set_nonblock(C.wf_async_fd(t.ctx)); rc != 0 {
+		return fmt.Errorf("rdma: making the asynchronous event fd of %s non-blocking: %v", t.devName, errnoErr(rc))
+	}
+	if t.asyncWake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fmt.Errorf("rdma: eventfd for the event reader: %w", err)
+	}
 	return nil
+}
+
+// chooseKeyScope decides how rendezvous keys are scoped: type-2 memory
+// windows when the device has them (capability flags, then one window
+// allocated and freed on the PD as proof) and the config allows, else
+// memory-region keys, with the reason.
+func (t *Transport) chooseKeyScope(caps C.uint) (scope, why string) {
+	if t.cfg.DisableMemoryWindows {
+		return KeyScopeRegion, "Config.DisableMemoryWindows is set"
+	}
+	if caps&(C.IBV_DEVICE_MEM_WINDOW_TYPE_2A|C.IBV_DEVICE_MEM_WINDOW_TYPE_2B) == 0 {
+		return KeyScopeRegion, fmt.Sprintf("%s has no type-2 memory windows (device_cap_flags %#x)", t.devName, uint(caps))
+	}
+	mw, err := C.wf_alloc_mw2(t.pd)
+	if mw == nil {
+		return KeyScopeRegion, fmt.Sprintf("%s advertises type-2 memory windows but allocating one failed: %v", t.devName, err)
+	}
+	C.wf_dealloc_mw(mw)
+	return KeyScopeWindow, ""
 }
 
 // postRecv posts eager receive buffers (by index) to the shared receive queue.
@@ -257,6 +305,10 @@ func (t *Transport) release() {
 	if t.wakefd >= 0 {
 		_ = unix.Close(t.wakefd)
 		t.wakefd = -1
+	}
+	if t.asyncWake >= 0 {
+		_ = unix.Close(t.asyncWake)
+		t.asyncWake = -1
 	}
 	if t.srq != nil {
 		C.ibv_destroy_srq(t.srq)
@@ -310,7 +362,9 @@ func (t *Transport) Close() error {
 		}
 		t.stop.Store(true)
 		t.wake()
+		_, _ = unix.Write(t.asyncWake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 		<-t.pollerDone
+		<-t.eventsDone
 		t.release()
 	})
 	return nil
@@ -422,6 +476,9 @@ func (t *Transport) register(c *conn) error {
 	if t.closed {
 		return fmt.Errorf("rdma: transport closed: %w", fabric.ErrClosed)
 	}
+	if t.refusing != nil {
+		return t.refusing
+	}
 	need := t.cfg.Credits + creditReserve
 	if t.reserved+need > t.cfg.RecvBuffers {
 		return fmt.Errorf("rdma: no receive buffers left for another connection (%d of %d promised, %d per connection); raise RecvBuffers", t.reserved, t.cfg.RecvBuffers, need)
@@ -453,6 +510,8 @@ func (t *Transport) unregister(c *conn) {
 // runs from local: the GID equal to that IP if there is one, else the
 // transport's default.
 func (t *Transport) gidFor(local net.Addr) GIDInfo {
+	t.mu.RLock() // the event reader refreshes the GIDs when the port comes back
+	defer t.mu.RUnlock()
 	if t.cfg.GIDIndex >= 0 {
 		return t.gid
 	}
@@ -497,6 +556,7 @@ func Devices() ([]DeviceInfo, error) {
 		}
 		var dattr C.struct_ibv_device_attr
 		if C.ibv_query_device(ctx, &dattr) == 0 {
+			di.MemoryWindowType2 = dattr.device_cap_flags&(C.IBV_DEVICE_MEM_WINDOW_TYPE_2A|C.IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0
 			for p := 1; p <= int(dattr.phys_port_cnt); p++ {
 				var pa C.struct_ibv_port_attr
 				if C.wf_query_port(ctx, C.uint8_t(p), &pa) != 0 {

@@ -24,6 +24,8 @@ const (
 	opSend     = C.IBV_WR_SEND
 	opRead     = C.IBV_WR_RDMA_READ
 	opWrite    = C.IBV_WR_RDMA_WRITE
+	opBindMW   = C.IBV_WR_BIND_MW
+	opLocalInv = C.IBV_WR_LOCAL_INV
 	flagSignal = C.IBV_SEND_SIGNALED
 	flagInline = C.IBV_SEND_INLINE
 )
@@ -93,12 +95,21 @@ func errnoErr(rc C.int) error {
 }
 
 // region is an mmap'd piece of memory, outside the Go heap, optionally
-// registered with the PD.
+// registered with the PD. A rendezvous region of a connection that scopes
+// its keys with memory windows also owns a type-2 window (mw): its MR then
+// carries no remote rights at all, and the peer reaches the region only
+// through the window, bound on the connection's QP for one transfer.
 type region struct {
 	mem    []byte
 	mr     *C.struct_ibv_mr
 	addr   uint64
 	lk, rk uint32
+
+	mw    *C.struct_ibv_mw
+	key   uint32 // the window's key as of its last bind (or allocation)
+	bound bool   // a bind is queued or done and no invalidation yet
+	// broken (tests only): exposed under a key that was never bound.
+	broken bool
 }
 
 func (r *region) lkey() uint32 { return r.lk }
@@ -122,9 +133,24 @@ func newRegion(pd *C.struct_ibv_pd, size int, access C.int) (*region, error) {
 	return &region{mem: mem, mr: mr, addr: addr, lk: uint32(mr.lkey), rk: uint32(mr.rkey)}, nil
 }
 
-// free deregisters and unmaps the region. The caller guarantees that no
-// work request still refers to it.
+// addWindow allocates the region's type-2 memory window on pd.
+func (r *region) addWindow(pd *C.struct_ibv_pd) error {
+	mw, err := C.wf_alloc_mw2(pd)
+	if mw == nil {
+		return fmt.Errorf("rdma: allocating a type-2 memory window for a %d-byte rendezvous region: %v", len(r.mem), err)
+	}
+	r.mw, r.key = mw, uint32(mw.rkey)
+	return nil
+}
+
+// free deallocates the region's window (which revokes its key, bound or
+// not), then deregisters and unmaps the region. The caller guarantees that
+// no work request still refers to it.
 func (r *region) free() {
+	if r.mw != nil {
+		C.wf_dealloc_mw(r.mw)
+		r.mw, r.bound = nil, false
+	}
 	if r.mr != nil {
 		C.ibv_dereg_mr(r.mr)
 		r.mr = nil
@@ -137,6 +163,9 @@ func (r *region) free() {
 
 const (
 	accessLocal       = C.IBV_ACCESS_LOCAL_WRITE
+	accessMWBind      = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_MW_BIND
+	mwRemoteRead      = C.IBV_ACCESS_REMOTE_READ
+	mwRemoteWrite     = C.IBV_ACCESS_REMOTE_WRITE
 	accessRemoteRead  = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_READ
 	accessRemoteWrite = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE
 )

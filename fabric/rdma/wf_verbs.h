@@ -14,16 +14,21 @@
 #include <unistd.h>
 
 // wf_wr is one send-side work request, built in Go, posted in batches.
+// For IBV_WR_BIND_MW: mw and mr are the window and the region it is bound
+// over, laddr/len the bound range, rkey the window's new key and access its
+// rights. For IBV_WR_LOCAL_INV: rkey is the key to invalidate.
 typedef struct {
 	uint64_t wr_id;
 	uint64_t laddr;
 	uint64_t raddr;
+	uint64_t mw;
+	uint64_t mr;
 	uint32_t len;
 	uint32_t lkey;
 	uint32_t rkey;
 	uint32_t opcode;
 	uint32_t flags;
-	uint32_t pad;
+	uint32_t access;
 } wf_wr;
 
 // wf_wc is a compact work completion.
@@ -49,22 +54,47 @@ static inline int wf_post_send(struct ibv_qp *qp, const wf_wr *w, int n, int *ba
 	if (n <= 0 || n > WF_MAX_BATCH) return EINVAL;
 	memset(wrs, 0, sizeof(struct ibv_send_wr) * n);
 	for (int i = 0; i < n; i++) {
-		sges[i].addr = w[i].laddr;
-		sges[i].length = w[i].len;
-		sges[i].lkey = w[i].lkey;
 		wrs[i].wr_id = w[i].wr_id;
-		wrs[i].sg_list = &sges[i];
-		wrs[i].num_sge = 1;
 		wrs[i].opcode = (enum ibv_wr_opcode)w[i].opcode;
 		wrs[i].send_flags = w[i].flags;
-		wrs[i].wr.rdma.remote_addr = w[i].raddr;
-		wrs[i].wr.rdma.rkey = w[i].rkey;
 		wrs[i].next = (i + 1 < n) ? &wrs[i + 1] : NULL;
+		switch (w[i].opcode) {
+		case IBV_WR_BIND_MW:
+			wrs[i].bind_mw.mw = (struct ibv_mw *)(uintptr_t)w[i].mw;
+			wrs[i].bind_mw.rkey = w[i].rkey;
+			wrs[i].bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)w[i].mr;
+			wrs[i].bind_mw.bind_info.addr = w[i].laddr;
+			wrs[i].bind_mw.bind_info.length = w[i].len;
+			wrs[i].bind_mw.bind_info.mw_access_flags = w[i].access;
+			break;
+		case IBV_WR_LOCAL_INV:
+			wrs[i].invalidate_rkey = w[i].rkey;
+			break;
+		default:
+			sges[i].addr = w[i].laddr;
+			sges[i].length = w[i].len;
+			sges[i].lkey = w[i].lkey;
+			wrs[i].sg_list = &sges[i];
+			wrs[i].num_sge = 1;
+			wrs[i].wr.rdma.remote_addr = w[i].raddr;
+			wrs[i].wr.rdma.rkey = w[i].rkey;
+		}
 	}
 	int rc = ibv_post_send(qp, wrs, &badwr);
 	*bad = badwr ? (int)(badwr - wrs) : n;
+	// A type-2 window's key is the one of its last bind: the provider checks
+	// the next bind against mw->rkey, which the application keeps current.
+	for (int i = 0; i < *bad; i++) {
+		if (w[i].opcode == IBV_WR_BIND_MW) ((struct ibv_mw *)(uintptr_t)w[i].mw)->rkey = w[i].rkey;
+	}
 	return rc;
 }
+
+// wf_alloc_mw2 allocates a type-2 memory window on pd, or returns NULL
+// with errno set (EOPNOTSUPP when the provider has none).
+static inline struct ibv_mw *wf_alloc_mw2(struct ibv_pd *pd) { return ibv_alloc_mw(pd, IBV_MW_TYPE_2); }
+static inline int wf_dealloc_mw(struct ibv_mw *mw) { return ibv_dealloc_mw(mw); }
+static inline uint32_t wf_inc_rkey(uint32_t rkey) { return ibv_inc_rkey(rkey); }
 
 // wf_post_srq posts n receive buffers of one size and key, in one call.
 static inline int wf_post_srq(struct ibv_srq *srq, const uint64_t *ids, const uint64_t *addrs, uint32_t len, uint32_t lkey, int n) {
@@ -121,6 +151,44 @@ static inline int wf_wait(struct ibv_comp_channel *ch, int wakefd, int timeout_m
 	}
 	return got;
 }
+
+// wf_async_next waits up to timeout_ms for an asynchronous event of ctx
+// (whose async_fd is non-blocking) or for wakefd, reads one event, copies
+// what the caller needs and acknowledges it at once (so destroying a QP
+// never waits for it). It returns 1 with *type set, and *qpn for QP events
+// or *port for port events; 0 on timeout, wake or no event; -errno on error.
+static inline int wf_async_next(struct ibv_context *ctx, int wakefd, int timeout_ms, int *type, uint32_t *qpn, int *port) {
+	struct pollfd fds[2] = {{ctx->async_fd, POLLIN, 0}, {wakefd, POLLIN, 0}};
+	int rc = poll(fds, 2, timeout_ms);
+	if (rc < 0) return errno == EINTR ? 0 : -errno;
+	if (fds[1].revents & POLLIN) {
+		uint64_t v; ssize_t r = read(wakefd, &v, sizeof v); (void)r;
+	}
+	if (!(fds[0].revents & POLLIN)) return 0;
+	struct ibv_async_event ev;
+	if (ibv_get_async_event(ctx, &ev) != 0) return errno == EAGAIN ? 0 : -errno;
+	*type = ev.event_type;
+	*qpn = 0;
+	*port = 0;
+	switch (ev.event_type) {
+	case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR: case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST: case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED:
+		*qpn = ev.element.qp->qp_num;
+		break;
+	case IBV_EVENT_PORT_ACTIVE: case IBV_EVENT_PORT_ERR: case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE: case IBV_EVENT_SM_CHANGE: case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_GID_CHANGE:
+		*port = ev.element.port_num;
+		break;
+	default:
+		break;
+	}
+	ibv_ack_async_event(&ev);
+	return 1;
+}
+
+static inline int wf_async_fd(struct ibv_context *ctx) { return ctx->async_fd; }
 
 static inline int wf_set_nonblock(int fd) {
 	int fl = fcntl(fd, F_GETFL);
