@@ -31,7 +31,7 @@ type testEnv struct {
 	gid    int
 }
 
-func rdmaEnv(t *testing.T) testEnv {
+func rdmaEnv(t testing.TB) testEnv {
 	t.Helper()
 	guest := os.Getenv("WEFT_RDMA_GUEST") != ""
 	env := testEnv{device: os.Getenv("WEFT_RDMA_DEVICE"), addr: os.Getenv("WEFT_RDMA_ADDR"), gid: -1}
@@ -50,11 +50,11 @@ func rdmaEnv(t *testing.T) testEnv {
 }
 
 // testLogger sends the transport's log to t.Log, so passing tests are quiet.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type tWriter struct{ t *testing.T }
+type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
@@ -62,7 +62,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func newTestTransport(t *testing.T, env testEnv, mod func(*Config)) *Transport {
+func newTestTransport(t testing.TB, env testEnv, mod func(*Config)) *Transport {
 	t.Helper()
 	cfg := TestConfig()
 	cfg.Device = env.device
