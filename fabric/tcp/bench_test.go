@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,4 +260,130 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkBandwidthRatioToRaw measures bandwidth with 16 calls in flight:
+// rounds of 16 raw callers (one socket each, the floor), of 16 callers
+// sharing one fabric Conn held to one socket (BulkSockets 0), and of 16
+// sharing one Conn with the default bulk sockets take turns, so background
+// load hits all alike. It reports each one's median MB/s (payload bytes one
+// way) and CPU seconds per GB (process user+system, both ends), and the
+// ratios to raw. b.N is the number of rounds of each.
+func BenchmarkBandwidthRatioToRaw(b *testing.B) {
+	const inFlight = 16
+	addr, stop := rawEcho(b)
+	defer stop()
+	ctx := context.Background()
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	server, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := server.Listen(ctx, "127.0.0.1:0", &m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	oneCfg := DefaultConfig()
+	oneCfg.BulkSockets = 0
+	one, err := New(oneCfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []int{1 << 20, 16 << 20} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			perCaller := max(1, (4<<20)/size) // calls per caller per round
+			raws := make([]net.Conn, inFlight)
+			for i := range raws {
+				if raws[i], err = net.Dial("tcp", addr); err != nil {
+					b.Fatal(err)
+				}
+				defer raws[i].Close()
+			}
+			var conns []fabric.Conn
+			for _, tr := range []*Transport{one, server} {
+				c, err := tr.Dial(ctx, l.Addr())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				conns = append(conns, c)
+			}
+			payload := make([]byte, size)
+			rawCall := func(nc net.Conn) error {
+				var hdr [4]byte
+				binary.BigEndian.PutUint32(hdr[:], uint32(size))
+				bufs := net.Buffers{hdr[:], payload}
+				if _, err := bufs.WriteTo(nc); err != nil {
+					return err
+				}
+				if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+					return err
+				}
+				_, err := io.ReadFull(nc, make([]byte, binary.BigEndian.Uint32(hdr[:])))
+				return err
+			}
+			sides := []struct {
+				name string
+				call func(i int) error
+				mbs  []time.Duration // MB/s, kept as durations for median
+				cpu  time.Duration
+			}{
+				{name: "raw", call: func(i int) error { return rawCall(raws[i]) }},
+				{name: "one", call: func(int) error { _, err := conns[0].Call(ctx, fabric.MethodUserBase, payload); return err }},
+				{name: "bulk", call: func(int) error { _, err := conns[1].Call(ctx, fabric.MethodUserBase, payload); return err }},
+			}
+			// Warm up: the bulk Conn opens its sockets on demand.
+			for i := range sides {
+				for range 3 {
+					var wg sync.WaitGroup
+					for w := range inFlight {
+						wg.Go(func() { _ = sides[i].call(w) })
+					}
+					wg.Wait()
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				for i := range sides {
+					var wg sync.WaitGroup
+					t0, c0 := time.Now(), cpuTime()
+					for w := range inFlight {
+						wg.Go(func() {
+							for range perCaller {
+								if err := sides[i].call(w); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					sides[i].cpu += cpuTime() - c0
+					mbs := float64(inFlight*perCaller*size) / time.Since(t0).Seconds() / 1e6
+					sides[i].mbs = append(sides[i].mbs, time.Duration(mbs))
+				}
+			}
+			gb := float64(b.N*inFlight*perCaller*size) / 1e9
+			raw := float64(median(sides[0].mbs))
+			for _, s := range sides {
+				mbs := float64(median(s.mbs))
+				b.ReportMetric(mbs, s.name+"-MB/s")
+				b.ReportMetric(s.cpu.Seconds()/gb, s.name+"-cpu-s/GB")
+				if s.name != "raw" {
+					b.ReportMetric(mbs/raw, s.name+"/raw")
+				}
+			}
+		})
+	}
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -35,6 +35,21 @@ type Config struct {
 	// peer to do the same. Off by default: TCP and TLS already check, and
 	// it costs about a memory pass per payload.
 	Checksum bool
+	// BulkSockets is how many extra sockets a client connection may open to
+	// its peer for bulk calls: a Call whose request payload is at least
+	// BulkThreshold bytes goes on the extra socket with the fewest calls in
+	// flight, so that large transfers run side by side through the kernel
+	// (on a loopback or LAN link one TCP stream, one reader and one writer
+	// per direction leave CPU idle that 16 parallel streams use). They are
+	// opened one at a time, on demand, when every open one is busy; until
+	// the first is up, bulk calls use the first socket. Everything else —
+	// Sends, smaller calls, and any Call made while a Send awaits its
+	// handler — uses the first socket, which keeps Send's ordering. Each
+	// socket has its own in-flight window; the failure of any socket fails
+	// the connection. 0 keeps a connection on one socket.
+	BulkSockets int
+	// BulkThreshold is the request size from which a Call is bulk.
+	BulkThreshold int
 	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF when positive; 0 leaves the
 	// kernel's autotuning, which is what fills loopback and LAN links best.
 	SocketBuffer int
@@ -56,6 +71,8 @@ func DefaultConfig() Config {
 		IdleTimeout:       20 * time.Second,
 		HandshakeTimeout:  10 * time.Second,
 		DrainTimeout:      10 * time.Second,
+		BulkSockets:       4,
+		BulkThreshold:     256 << 10,
 	}
 }
 
@@ -74,6 +91,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tcp: Config.HandshakeTimeout %v must be positive", c.HandshakeTimeout)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("tcp: Config.DrainTimeout %v must be positive", c.DrainTimeout)
+	case c.BulkSockets < 0 || c.BulkSockets > 64:
+		return fmt.Errorf("tcp: Config.BulkSockets %d is outside [0, 64]", c.BulkSockets)
+	case c.BulkSockets > 0 && c.BulkThreshold < 1:
+		return fmt.Errorf("tcp: Config.BulkThreshold %d must be positive when BulkSockets is %d", c.BulkThreshold, c.BulkSockets)
 	case c.SocketBuffer < 0:
 		return fmt.Errorf("tcp: Config.SocketBuffer %d must be 0 (kernel autotuning) or positive", c.SocketBuffer)
 	case c.ServerTLS != nil && len(c.ServerTLS.Certificates) == 0 && c.ServerTLS.GetCertificate == nil && c.ServerTLS.GetConfigForClient == nil:

@@ -47,6 +47,12 @@ type Conn struct {
 
 	calls, callErrs, sends atomic.Uint64
 	readerDone             chan struct{}
+
+	// sendsOut counts Sends whose done frame has not arrived: while there
+	// are any, bulk calls stay on this socket (Send's ordering rule).
+	sendsOut atomic.Int64
+	bulk     *bulk // the extra sockets for bulk calls; nil on a bulk socket or when off
+	parent   *Conn // on a bulk socket: the connection it belongs to
 }
 
 var (
@@ -54,10 +60,11 @@ var (
 	_ fabric.VectorCaller = (*Conn)(nil)
 )
 
-func newConn(l *link) *Conn {
+func newConn(l *link, parent *Conn, b *bulk) *Conn {
 	c := &Conn{
 		link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call),
 		bgKick: make(chan struct{}, 1), readerDone: make(chan struct{}),
+		parent: parent, bulk: b,
 	}
 	l.onFail = c.failPending
 	l.onPing = c.ensureReader
@@ -69,23 +76,38 @@ func newConn(l *link) *Conn {
 // RemoteAddr returns the dialled address.
 func (c *Conn) RemoteAddr() string { return c.remote }
 
-// Stats returns the connection's counters.
+// Stats returns the connection's counters, its bulk sockets' included.
 func (c *Conn) Stats() fabric.ConnStats {
-	return fabric.ConnStats{
+	st := fabric.ConnStats{
 		Transport: "tcp", Calls: c.calls.Load(), CallErrors: c.callErrs.Load(), Sends: c.sends.Load(),
 		BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), InFlight: len(c.sem),
 	}
+	for _, ln := range c.bulk.all() {
+		st.BytesSent += ln.sent.Load()
+		st.BytesReceived += ln.received.Load()
+		st.InFlight += len(ln.sem)
+	}
+	return st
 }
 
-// Close fails in-flight calls with fabric.ErrClosed, closes the socket and
+// Close fails in-flight calls with fabric.ErrClosed, closes the sockets and
 // waits for the connection's goroutines. It is idempotent.
 func (c *Conn) Close() error {
 	c.fail(fmt.Errorf("closed by caller"))
 	<-c.readerDone
 	c.wg.Wait()
+	if c.bulk != nil {
+		c.bulk.wg.Wait()
+		for _, ln := range c.bulk.all() {
+			_ = ln.Close()
+		}
+	}
 	return nil
 }
 
+// failPending runs once when the socket fails: it answers the in-flight
+// calls, and fails the bulk sockets with it (or, on a bulk socket, the
+// connection it belongs to).
 func (c *Conn) failPending(err error) {
 	c.pmu.Lock()
 	pending := c.pending
@@ -97,6 +119,12 @@ func (c *Conn) failPending(err error) {
 		}
 		cl.err = err
 		cl.done <- struct{}{}
+	}
+	if c.parent != nil {
+		c.parent.fail(fmt.Errorf("bulk socket failed: %v", err))
+	}
+	if c.bulk != nil {
+		c.bulk.shut(err)
 	}
 }
 
@@ -155,7 +183,7 @@ func (c *Conn) checkSize(n int) error {
 // by Config.IdleTimeout.
 func (c *Conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
 	c.calls.Add(1)
-	reply, err := c.call(ctx, method, payload, nil)
+	reply, err := c.route(len(payload)).call(ctx, method, payload, nil)
 	if err != nil {
 		c.callErrs.Add(1)
 	}
@@ -173,12 +201,12 @@ func (c *Conn) CallVector(ctx context.Context, method fabric.Method, payload [][
 	var reply []byte
 	var err error
 	if len(payload) == 1 {
-		reply, err = c.call(ctx, method, payload[0], nil)
+		reply, err = c.route(len(payload[0])).call(ctx, method, payload[0], nil)
 	} else {
 		if payload == nil {
 			payload = [][]byte{}
 		}
-		reply, err = c.call(ctx, method, nil, payload)
+		reply, err = c.route(vecLen(payload)).call(ctx, method, nil, payload)
 	}
 	if err != nil {
 		c.callErrs.Add(1)
@@ -279,6 +307,7 @@ func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) e
 		c.release()
 		return err
 	}
+	c.sendsOut.Add(1) // until its done frame
 	f := getFrame()
 	putHeader(&f.hdr, typeOneWay, method, id, payload, c.crc)
 	f.payload = payload
@@ -292,6 +321,7 @@ func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) e
 		case <-ctx.Done():
 			if c.unqueue(f) {
 				c.forget(id)
+				c.sendsOut.Add(-1)
 				c.release()
 				putFrame(f)
 				return ctx.Err()

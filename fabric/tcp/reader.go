@@ -271,6 +271,7 @@ func (c *Conn) control(h header) error {
 		if !ok || cl != oneWayMark {
 			return fmt.Errorf("%w: done frame for id %d, which is not an outstanding Send", ErrProtocol, h.id)
 		}
+		c.sendsOut.Add(-1)
 		c.release()
 		return nil
 	case typePing:

@@ -128,6 +128,10 @@ func TestConfigValidate(t *testing.T) {
 		{"idle timeout not above keepalive", func(c *Config) { c.IdleTimeout = c.KeepaliveInterval }, "IdleTimeout"},
 		{"no keepalive", func(c *Config) { c.KeepaliveInterval = 0 }, "KeepaliveInterval"},
 		{"negative socket buffer", func(c *Config) { c.SocketBuffer = -1 }, "SocketBuffer"},
+		{"negative bulk sockets", func(c *Config) { c.BulkSockets = -1 }, "BulkSockets"},
+		{"too many bulk sockets", func(c *Config) { c.BulkSockets = 65 }, "BulkSockets"},
+		{"bulk without threshold", func(c *Config) { c.BulkThreshold = 0 }, "BulkThreshold"},
+		{"no bulk sockets, no threshold", func(c *Config) { c.BulkSockets, c.BulkThreshold = 0, 0 }, ""},
 		{"server TLS without certificate", func(c *Config) { c.ServerTLS = &tls.Config{} }, "ServerTLS"},
 	}
 	for _, tc := range tests {

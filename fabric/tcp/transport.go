@@ -95,6 +95,12 @@ func (t *Transport) Listen(ctx context.Context, addr string, h fabric.Handler) (
 // Dial connects to addr and performs the TLS (if configured) and protocol
 // handshakes within ctx. The returned *Conn is ready for calls.
 func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) {
+	return t.dial(ctx, addr, nil)
+}
+
+// dial opens one socket to addr as a *Conn: the connection itself, or, when
+// parent is set, one of parent's bulk sockets.
+func (t *Transport) dial(ctx context.Context, addr string, parent *Conn) (*Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -133,7 +139,11 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 		}
 		return nil, fmt.Errorf("tcp: handshake with %s: %w", addr, err)
 	}
-	return newConn(l), nil
+	var b *bulk
+	if parent == nil && t.cfg.BulkSockets > 0 {
+		b = newBulk(t)
+	}
+	return newConn(l, parent, b), nil
 }
 
 // tune sets socket options on a fresh connection.
