@@ -15,13 +15,19 @@
 // (granted per connection, returned in every header and by credit messages
 // that use a reserved allowance) keep a sender from ever finding the
 // receive queue empty. Messages at or above the rendezvous threshold are
-// copied into a per-connection registered region and announced; the receiver
-// pulls them with RDMA READ and tells the sender to release the region.
+// copied into a per-connection registered region and announced; the data
+// moves by RDMA WRITE into a region the receiver offers (or by RDMA READ of
+// the sender's copy). The key sent for an exposed region is a type-2 memory
+// window bound on the connection's own QP for that one transfer and
+// invalidated when it ends, where the device has such windows (else the
+// region's memory-region key).
 // One goroutine per Transport polls the completion queue in batches, spins
 // for a bounded number of empty polls, then sleeps on the completion channel.
 //
-// A work completion with an error status, or the end of the control
-// connection, moves the connection to failed: its in-flight calls return
+// A work completion with an error status, the end of the control
+// connection, or an asynchronous event of the device (QP error, port down,
+// device fatal; read by one goroutine per Transport) moves the connection to
+// failed: its in-flight calls return
 // fabric.ErrClosed at once, so an adaptive layer above can re-send them.
 // See docs/rdma.md for the wire format and the measurements.
 package rdma
