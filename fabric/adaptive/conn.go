@@ -61,9 +61,14 @@ type Conn struct {
 	streak       [nBuckets]int
 	lastExplore  [nBuckets]int64 // clock
 	sinceExplore [nBuckets]int
-	streakStart  [nBuckets]int64               // clock
-	stripe       [nBuckets][nLoads]stripeState // StripeAuto, per bucket and load
-	confirm      [nBuckets]int                 // path to sample before switching, or -1
+	// exploreGap is the bucket's current time between explores: it
+	// doubles, up to maxExploreBackoff × ExploreInterval, each time an
+	// explore finds the other path worse by more than SwitchMargin, and
+	// is ExploreInterval again when one finds it within the margin.
+	exploreGap  [nBuckets]int64
+	streakStart [nBuckets]int64               // clock
+	stripe      [nBuckets][nLoads]stripeState // StripeAuto, per bucket and load
+	confirm     [nBuckets]int                 // path to sample before switching, or -1
 	// Request ids: nextID is the next to issue; finished[head+i] says
 	// whether id low+i has finished, for every id in [low, nextID).
 	nextID   uint64
@@ -162,7 +167,8 @@ func (c *Conn) connect(ctx context.Context, p *path) error {
 	p.lastErr = ""
 	p.nextProbe = time.Time{}
 	for b := range p.stats {
-		p.stats[b].n, p.stats[b].tried = 0, 0 // re-learn from live traffic after a failure
+		// Re-learn from live traffic after a failure.
+		p.stats[b].n, p.stats[b].tried, p.stats[b].warm = 0, 0, 0
 	}
 	c.mu.Unlock()
 	return nil
@@ -306,9 +312,18 @@ type stripeState struct {
 	whole    bucketStat // round trips of the same calls sent whole
 }
 
-// learnSamples is how many calls of a bucket each healthy path carries
-// before the bucket's choice is made from live measurements (see choose).
+// learnSamples is how many round trips of a bucket each healthy path
+// contributes before the bucket's choice is made from live measurements
+// (see choose); the path's first call of the bucket before them is a
+// warm-up and not counted (a fresh connection's first use of a size can
+// be several times slower: buffers, registrations).
 const learnSamples = 4
+
+// maxExploreBackoff bounds the growth of the time between explores of a
+// path that keeps being clearly worse: an explore is a whole call on the
+// slower path, and a large one on a path several times slower (rdma under
+// an emulator, or a congested link) slows the calls around it too.
+const maxExploreBackoff = 32
 
 // choose picks the path for one message of bucket b: the bucket's current
 // choice, or another healthy path so its estimate stays fresh (explore).
@@ -332,7 +347,7 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	if explore {
 		var least *path
 		for _, p := range c.paths {
-			if p.conn != nil && p.stats[b].tried < learnSamples && (least == nil || p.stats[b].tried < least.stats[b].tried) {
+			if p.conn != nil && p.stats[b].tried < learnSamples+1 && (least == nil || p.stats[b].tried < least.stats[b].tried) {
 				least = p
 			}
 		}
@@ -352,7 +367,7 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	c.sinceExplore[b]++
 	if explore && c.cfg.ExploreInterval > 0 && c.sinceExplore[b] >= exploreEvery {
 		now := c.clock()
-		if now-c.lastExplore[b] > int64(c.cfg.ExploreInterval) {
+		if now-c.lastExplore[b] > max(c.exploreGap[b], int64(c.cfg.ExploreInterval)) {
 			var stalest *path
 			for _, p := range c.paths {
 				if p != cur && p.conn != nil && (stalest == nil || p.stats[b].last < stalest.stats[b].last) {
@@ -382,8 +397,22 @@ func (c *Conn) observe(p *path, b int, d time.Duration, now int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := &p.stats[b]
+	if st.warm == 0 {
+		st.warm = 1 // the path's first round trip of the bucket; see learnSamples
+		return
+	}
 	st.add(d, now)
 	cur := c.paths[c.choice[b]]
+	if p != cur && cur.conn != nil && cur.stats[b].n > 0 && st.n > learnSamples {
+		// An explore or confirmation: back off while it finds p clearly
+		// worse.
+		curEst, _ := cur.estimate(b)
+		if st.rtt*(1-c.cfg.SwitchMargin) > curEst {
+			c.exploreGap[b] = min(2*max(c.exploreGap[b], int64(c.cfg.ExploreInterval)), maxExploreBackoff*int64(c.cfg.ExploreInterval))
+		} else {
+			c.exploreGap[b] = int64(c.cfg.ExploreInterval)
+		}
+	}
 	best := c.bestLocked(b, false)
 	if best < 0 || best == cur.idx || cur.conn == nil || cur.stats[b].n == 0 {
 		c.streak[b], c.confirm[b] = 0, -1

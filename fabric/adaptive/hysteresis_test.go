@@ -140,3 +140,27 @@ func TestBucketStatMedian(t *testing.T) {
 	}
 	require.Less(t, st.rtt, float64(time.Millisecond), "a burst of stalls under half the window does not move the median")
 }
+
+// TestExploreBacksOffFromAClearlySlowerPath: explores of a path that keeps
+// being worse by more than the margin come ever less often (up to
+// maxExploreBackoff × ExploreInterval); once one finds it close again,
+// they return to ExploreInterval.
+func TestExploreBacksOffFromAClearlySlowerPath(t *testing.T) {
+	c := selector(t)
+	c.cfg.ExploreInterval = time.Microsecond
+	slow1 := func(p int) time.Duration {
+		if p == 1 {
+			return 4 * time.Millisecond
+		}
+		return time.Millisecond
+	}
+	drive(c, 2000, slow1)
+	require.Equal(t, 0, c.choice[0])
+	require.Equal(t, int64(maxExploreBackoff*time.Microsecond), c.exploreGap[0], "explores of the slow path back off to the bound")
+
+	same := func(int) time.Duration { return time.Millisecond }
+	require.Eventually(t, func() bool {
+		drive(c, 50, same)
+		return c.exploreGap[0] == int64(time.Microsecond)
+	}, 10*time.Second, time.Microsecond, "an explore that finds the path close again resets the backoff")
+}

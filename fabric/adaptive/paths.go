@@ -75,6 +75,7 @@ type bucketStat struct {
 	recent, sorted [window]float32
 	n              uint64 // samples so far
 	tried          uint64 // calls sent to learn the bucket (see Conn.choose)
+	warm           uint8  // 1 once the warm-up call's round trip was dropped
 	last           int64  // Conn.clock of the last sample
 	switches       uint64
 }
