@@ -23,7 +23,8 @@ type Config struct {
 	// KeepaliveInterval is how often an idle connection sends a ping.
 	KeepaliveInterval time.Duration
 	// IdleTimeout declares the peer dead when nothing (frames or pings)
-	// arrived for this long: in-flight calls fail with fabric.ErrClosed.
+	// arrived for this long, as seen at the keepalive's ticks (so up to one
+	// KeepaliveInterval later): in-flight calls fail with fabric.ErrClosed.
 	// It must exceed KeepaliveInterval.
 	IdleTimeout time.Duration
 	// HandshakeTimeout bounds the TLS and protocol handshake of an accepted

@@ -64,7 +64,7 @@ type link struct {
 	wbufs  net.Buffers // the current writev; a field so WriteTo does not allocate
 	wfill  net.Buffers
 
-	lastRecv atomic.Int64 // unix nanoseconds
+	heard    atomic.Uint64 // frames (and large-payload steps) received; keepalive watches it
 	sent     atomic.Uint64
 	received atomic.Uint64
 
@@ -92,7 +92,9 @@ func newLink(cfg *Config, log *slog.Logger, nc net.Conn, raw *net.TCPConn, remot
 	return l
 }
 
-func (l *link) touch() { l.lastRecv.Store(time.Now().UnixNano()) }
+// touch records that the peer was heard from. It reads no clock: the
+// keepalive notices the count moving once per KeepaliveInterval.
+func (l *link) touch() { l.heard.Add(1) }
 
 // handshake exchanges hello frames: the client writes first. It runs
 // before any other goroutine uses the link.
@@ -309,13 +311,18 @@ func (l *link) writeFrames(fs []*frame) error {
 func (l *link) keepalive() {
 	t := time.NewTicker(l.cfg.KeepaliveInterval)
 	defer t.Stop()
+	heard, lastHeard := l.heard.Load(), time.Now()
 	for {
+		var now time.Time
 		select {
 		case <-l.done:
 			return
-		case <-t.C:
+		case now = <-t.C:
 		}
-		idle := time.Since(time.Unix(0, l.lastRecv.Load()))
+		if n := l.heard.Load(); n != heard {
+			heard, lastHeard = n, now
+		}
+		idle := now.Sub(lastHeard)
 		if idle > l.cfg.IdleTimeout {
 			l.fail(fmt.Errorf("nothing heard from %s for %v (IdleTimeout %v): peer presumed dead",
 				l.remote, idle.Round(time.Millisecond), l.cfg.IdleTimeout))

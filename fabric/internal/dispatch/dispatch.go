@@ -35,6 +35,7 @@ type Dispatcher struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	epoch   time.Time // handler run times are measured from it
 
 	mu      sync.Mutex
 	running map[uint64]context.CancelFunc
@@ -57,6 +58,7 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 		release: release,
 		ctx:     ctx,
 		cancel:  cancel,
+		epoch:   time.Now(),
 		running: make(map[uint64]context.CancelFunc),
 	}
 }
@@ -135,9 +137,9 @@ func (t Task) Run() (handler time.Duration) {
 		case <-t.ctx.Done():
 		}
 	}
-	start := time.Now()
+	start := time.Since(d.epoch) // one monotonic clock read, where time.Now takes two
 	reply, err := d.call(t.ctx, t.method, t.payload, t.oneWay)
-	handler = time.Since(start)
+	handler = time.Since(d.epoch) - start
 	if t.done != nil {
 		close(t.done)
 	}
