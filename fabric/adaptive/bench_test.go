@@ -2,7 +2,10 @@ package adaptive_test
 
 import (
 	"context"
+	"runtime/metrics"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
@@ -86,6 +89,7 @@ func BenchmarkCallLarge(b *testing.B) {
 			b.SetBytes(int64(len(payload)))
 			b.SetParallelism(8)
 			b.ReportAllocs()
+			stop := peakHeap(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := c.Call(context.Background(), mWork, payload); err != nil {
@@ -94,7 +98,37 @@ func BenchmarkCallLarge(b *testing.B) {
 					}
 				}
 			})
+			stop()
 		})
+	}
+}
+
+// peakHeap samples the live heap (runtime/metrics, no stop-the-world)
+// every 5 ms until the returned function is called, which reports the
+// largest sample as the "peak-heap-MB" metric: what replies kept for
+// re-sends cost in memory.
+func peakHeap(b *testing.B) (stop func()) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	done := make(chan struct{})
+	var peak uint64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
 	}
 }
 

@@ -78,6 +78,11 @@ type Conn struct {
 	// low is the watermark: every id below it has finished. Written under
 	// mu, read without it by every envelope header.
 	low atomic.Uint64
+	// acked is the latest call whose whole reply arrived, to be named in
+	// the next call's header (header.Offset) so the server drops its copy;
+	// 0 once sent. Acks that a later one overwrites wait for the
+	// watermark.
+	acked atomic.Uint64
 
 	inFlight                                     atomic.Int64
 	largeInFlight                                atomic.Int64 // calls of StripeThreshold bytes or more
@@ -686,10 +691,14 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	if large {
 		h.Length = inlineReply
 	}
+	h.Offset = c.acked.Swap(0)
 	h.put(env.hdr[:])
 	resp, err := c.roundTrip(ctx, id, b, env, payload)
 	c.bufs.release(env)
 	reply, err := c.reply(ctx, id, resp, err)
+	if err == nil {
+		c.acked.Store(id)
+	}
 	if large && c.cfg.Stripe == StripeAuto {
 		d := time.Duration(c.clock() - t0)
 		if err != nil {

@@ -50,6 +50,7 @@ type entry struct {
 	req fabric.Request // the owner's; allocated with the entry
 
 	finished bool
+	acked    bool // the client has the reply; resp and reply were dropped
 	// done is closed when the call finishes; made only when someone
 	// waits for that (a re-send joining it, a fetch), see wait.
 	done    chan struct{}
@@ -238,6 +239,11 @@ func (s *server) bye(id uint64) {
 // announced with the codeStripedReply marker instead.
 func (s *server) run(ctx context.Context, sess *session, h header, peer string, body []byte) ([]byte, error) {
 	sess.mu.Lock()
+	if a := sess.entries[h.Offset]; h.Offset != 0 && a != nil && a.finished {
+		// The client holds that call's reply (see header.Offset): drop it
+		// now rather than when the watermark passes it.
+		a.resp, a.reply, a.acked = nil, nil, true
+	}
 	if h.ID < sess.low {
 		sess.mu.Unlock()
 		return nil, fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d arrived after its caller gave up on it", h.ID)
@@ -279,8 +285,12 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		select {
 		case <-done:
 			sess.mu.Lock()
-			resp, err := e.resp, e.err
+			resp, err, acked := e.resp, e.err, e.acked
 			sess.mu.Unlock()
+			if acked {
+				// Only a stray duplicate gets here: the caller has the reply.
+				return nil, fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was answered and acknowledged", h.ID)
+			}
 			return s.outcome(ctx, resp, err)
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -74,8 +74,11 @@ type header struct {
 	// the server may forget them.
 	Watermark uint64
 	Total     uint64 // striped request or reply: total bytes
-	Offset    uint64 // chunk or fetch: where the bytes start
-	Length    uint32 // fetch: how many bytes
+	// Offset: for a chunk or a fetch, where the bytes start; for a call
+	// or an exec, a request id whose reply the client now holds (0: none),
+	// so the server can drop that reply before the watermark passes it.
+	Offset uint64
+	Length uint32 // fetch: how many bytes
 }
 
 var errBadEnvelope = errors.New("adaptive: bad envelope")
