@@ -97,7 +97,7 @@ export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT
 if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
 	say "running rdma.test (timeout ${TEST_TIMEOUT}s${RUN_RE:+, -test.run $RUN_RE}${BENCH_RE:+, -test.bench $BENCH_RE})"
 	cd /tmp || halt
-	set -- -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s"
+	set -- -test.v -test.count="${COUNT:-1}" -test.timeout="${TEST_TIMEOUT}s"
 	if [ -n "$RUN_RE" ]; then
 		set -- "$@" -test.run "$RUN_RE"
 	elif [ -n "$BENCH_RE" ]; then

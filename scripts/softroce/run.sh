@@ -32,6 +32,7 @@ usage: scripts/softroce/run.sh [options]
   --run REGEX        pass REGEX to the test binary as -test.run
   --bench REGEX      also run the test binary's benchmarks matching REGEX
                      (-test.bench, -test.benchmem); without --run, no tests run
+  --count N          run each test and benchmark N times (-test.count, default 1)
   --timeout SECONDS  wall-clock limit of the guest (default 1200)
   --keep             keep the guest tree (build/softroce/tree) after the run
   --test-bin FILE    run this prebuilt test binary (go test -c -tags rdma of any
@@ -54,6 +55,7 @@ EOF
 MODE=all
 RUN_RE=
 BENCH_RE=
+COUNT=1
 GUEST_TIMEOUT=1200
 KEEP=0
 AUTO=0
@@ -70,6 +72,11 @@ while [[ $# -gt 0 ]]; do
 	--bench)
 		[[ $# -ge 2 ]] || { echo "softroce: --bench needs a regular expression" >&2; exit 2; }
 		BENCH_RE=$2
+		shift
+		;;
+	--count)
+		[[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "softroce: --count needs a positive number (got '${2:-}')" >&2; exit 2; }
+		COUNT=$2
 		shift
 		;;
 	--timeout)
@@ -378,6 +385,7 @@ install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
 	printf 'MODE=%q\n' "$MODE"
 	printf 'RUN_RE=%q\n' "$RUN_RE"
 	printf 'BENCH_RE=%q\n' "$BENCH_RE"
+	printf 'COUNT=%q\n' "$COUNT"
 	if [[ $MODE == tests ]]; then
 		printf 'TEST_TIMEOUT=%q\n' "$((GUEST_TIMEOUT - 60))"
 	else
