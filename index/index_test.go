@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"strings"
 
 	"context"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -204,5 +205,49 @@ func TestSearchSourcesAcrossSegments(t *testing.T) {
 		src, ok := h.Fields[SourceField].(string)
 		require.True(t, ok, "hit %s has no _source", h.ID)
 		require.JSONEq(t, want[h.ID], src, "hit %s", h.ID)
+	}
+}
+
+// TestSearchSourcesFromTheSlab checks every hit's _source for result sets
+// whose stored fields span several of the reader's slab chunks (many small
+// documents, documents larger than a chunk), including a search that asks
+// for every stored field.
+func TestSearchSourcesFromTheSlab(t *testing.T) {
+	tests := []struct {
+		name    string
+		docs    int
+		padding int
+		fields  []string
+	}{
+		{name: "many small documents", docs: 70, padding: 10, fields: []string{SourceField}},
+		{name: "documents of a few kB", docs: 40, padding: 3 << 10, fields: []string{SourceField}},
+		{name: "documents larger than a chunk", docs: 6, padding: 70 << 10, fields: []string{SourceField}},
+		{name: "every stored field", docs: 40, padding: 100, fields: []string{"*"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			idx, err := Create(t.TempDir(), NewDynamicMapping())
+			require.NoError(t, err)
+			defer idx.Close()
+			var seq uint64
+			want := map[string]string{}
+			for k := range tc.docs {
+				id := fmt.Sprintf("d%d", k)
+				want[id] = fmt.Sprintf(`{"body":"common word %d","pad":%q}`, k, strings.Repeat(string(rune('a'+k%26)), tc.padding+k))
+			}
+			applyDocs(t, idx, want, &seq)
+			q := bleve.NewMatchQuery("common")
+			q.SetField("body")
+			req := bleve.NewSearchRequestOptions(q, tc.docs, 0, false)
+			req.Fields = tc.fields
+			res, err := idx.Search(context.Background(), req)
+			require.NoError(t, err)
+			require.Len(t, res.Hits, tc.docs)
+			for _, h := range res.Hits {
+				src, ok := h.Fields[SourceField].(string)
+				require.True(t, ok, "hit %s has no _source", h.ID)
+				require.Equal(t, want[h.ID], src, "hit %s", h.ID)
+			}
+		})
 	}
 }

@@ -102,6 +102,7 @@ type statsReader struct {
 
 	hitsMu sync.Mutex
 	hits   map[string]uint64 // external id → doc number, from ExternalID
+	slab   storedSlab        // the hits' stored fields (under hitsMu)
 }
 
 // FieldCardinality is what bleve divides by the doc count to get BM25's
@@ -144,16 +145,18 @@ func (r *statsReader) ExternalID(id bindex.IndexInternalID) (string, error) {
 // Document and converts each with Text, a second copy of every returned
 // source otherwise. The document owns those bytes (copied out of the
 // segment) and nothing modifies them. A hit of this reader's search is
-// read by its doc number, without a dictionary lookup.
+// read by its doc number, without a dictionary lookup, into this reader's
+// slab (see storedDoc).
 func (r *statsReader) Document(id string) (bindex.Document, error) {
 	r.hitsMu.Lock()
 	num, ok := r.hits[id]
-	r.hitsMu.Unlock()
 	if ok {
 		if d, ok := r.storedTextDoc(id, num); ok {
+			r.hitsMu.Unlock()
 			return d, nil
 		}
 	}
+	r.hitsMu.Unlock()
 	d, err := r.IndexSnapshot.Document(id)
 	if err != nil || d == nil {
 		return d, err
@@ -168,12 +171,12 @@ func (r *statsReader) Document(id string) (bindex.Document, error) {
 	return d, nil
 }
 
-// storedTextDoc builds the stored fields of global doc number num (of id)
+// storedTextDoc reads the stored fields of global doc number num (of id)
 // as scorch's Document does, for documents whose stored fields are all text
 // (this package stores only _source and its metadata that way). ok is false
 // if num is not in the snapshot or a stored field is of another kind; the
-// caller then asks scorch.
-func (r *statsReader) storedTextDoc(id string, num uint64) (*document.Document, bool) {
+// caller then asks scorch. The caller holds hitsMu.
+func (r *statsReader) storedTextDoc(id string, num uint64) (bindex.Document, bool) {
 	var off uint64
 	for _, seg := range r.Segments() {
 		size := uint64(seg.FullSize()) // doc numbers of a segment include its deleted ones
@@ -181,7 +184,7 @@ func (r *statsReader) storedTextDoc(id string, num uint64) (*document.Document, 
 			off += size
 			continue
 		}
-		doc := document.NewDocument(id)
+		r.slab.begin(len(r.hits))
 		ok := true
 		err := seg.VisitDocument(num-off, func(name string, typ byte, val []byte, pos []uint64) bool {
 			if name == "_id" {
@@ -191,17 +194,142 @@ func (r *statsReader) storedTextDoc(id string, num uint64) (*document.Document, 
 				ok = false
 				return false
 			}
-			doc.StoredFieldsSize += uint64(len(val))
-			var ap []uint64
-			if len(pos) > 0 {
-				ap = append([]uint64(nil), pos...)
-			}
-			doc.AddField(sharedText{document.NewTextField(name, ap, append([]byte(nil), val...))})
+			r.slab.addField(name, val, pos)
 			return true
 		})
-		return doc, ok && err == nil
+		if !ok || err != nil {
+			r.slab.abort()
+			return nil, false
+		}
+		return r.slab.doc(id), true
 	}
 	return nil, false
+}
+
+// storedSlab holds the stored fields of one search's hits: values in
+// chunks of bytes, fields and documents in chunks of structs, so that
+// loading a hit's _source costs no allocation of its own once a chunk has
+// room. What it hands out stays valid as long as it is referenced (a full
+// chunk is replaced, never overwritten), which is how a hit's _source
+// string outlives the search.
+type storedSlab struct {
+	bytes  []byte
+	fields []storedField
+	docs   []storedDoc
+	// The fields of the document being read: fields[start:].
+	start int
+	// left is how many more documents the search will likely read (its
+	// hits), which sizes the next chunk.
+	left int
+}
+
+// begin starts reading a document; hits is how many documents the search
+// may read in all (a hint for sizing chunks).
+func (s *storedSlab) begin(hits int) {
+	s.start = len(s.fields)
+	if s.docs == nil {
+		s.left = hits
+	}
+	s.left = max(s.left, 1)
+}
+
+// abort forgets the fields added since begin (a document that is not all
+// text; the bytes of its values stay unused).
+func (s *storedSlab) abort() { s.fields = s.fields[:s.start] }
+
+func (s *storedSlab) addField(name string, val []byte, pos []uint64) {
+	if cap(s.bytes)-len(s.bytes) < len(val) {
+		// Room for this value and, if the documents left are of about
+		// this size, for theirs.
+		s.bytes = make([]byte, 0, len(val)+min((len(val)+64)*(s.left-1), 1<<20))
+	}
+	lo := len(s.bytes)
+	s.bytes = append(s.bytes, val...)
+	if len(s.fields) == cap(s.fields) {
+		// Move the current document's fields to the new chunk.
+		cur := s.fields[s.start:]
+		s.fields = append(make([]storedField, 0, len(cur)+2*s.left), cur...)
+		s.start = 0
+	}
+	f := storedField{name: name, value: s.bytes[lo:len(s.bytes):len(s.bytes)]}
+	if len(pos) > 0 {
+		f.pos = append([]uint64(nil), pos...)
+	}
+	s.fields = append(s.fields, f)
+}
+
+// doc returns the document of the fields added since begin.
+func (s *storedSlab) doc(id string) *storedDoc {
+	if len(s.docs) == cap(s.docs) {
+		s.docs = make([]storedDoc, 0, s.left)
+	}
+	s.left--
+	fs := s.fields[s.start:len(s.fields):len(s.fields)]
+	var n uint64
+	for i := range fs {
+		n += uint64(len(fs[i].value))
+	}
+	s.docs = append(s.docs, storedDoc{id: id, fields: fs, storedBytes: n})
+	return &s.docs[len(s.docs)-1]
+}
+
+// storedDoc is a hit's stored text fields as bleve's search reads them
+// (VisitFields, StoredFieldsBytes); it is never indexed.
+type storedDoc struct {
+	id          string
+	fields      []storedField
+	storedBytes uint64
+}
+
+var _ bindex.Document = (*storedDoc)(nil)
+
+func (d *storedDoc) ID() string { return d.id }
+func (d *storedDoc) Size() int {
+	n := int(unsafe.Sizeof(*d)) + len(d.id)
+	for i := range d.fields {
+		n += int(unsafe.Sizeof(d.fields[i])) + len(d.fields[i].name) + len(d.fields[i].value) + 8*len(d.fields[i].pos)
+	}
+	return n
+}
+func (d *storedDoc) VisitFields(visitor bindex.FieldVisitor) {
+	for i := range d.fields {
+		visitor(&d.fields[i])
+	}
+}
+func (d *storedDoc) VisitComposite(bindex.CompositeFieldVisitor) {}
+func (d *storedDoc) HasComposite() bool                          { return false }
+func (d *storedDoc) NumPlainTextBytes() uint64                   { return d.storedBytes }
+func (d *storedDoc) AddIDField()                                 {}
+func (d *storedDoc) StoredFieldsBytes() uint64                   { return d.storedBytes }
+func (d *storedDoc) Indexed() bool                               { return false }
+
+// storedField is a stored text field as read back: its Text aliases its
+// value, which nothing modifies.
+type storedField struct {
+	name  string
+	value []byte
+	pos   []uint64
+}
+
+var (
+	_ bindex.Field     = (*storedField)(nil)
+	_ bindex.TextField = (*storedField)(nil)
+)
+
+func (f *storedField) Name() string                                      { return f.name }
+func (f *storedField) Value() []byte                                     { return f.value }
+func (f *storedField) ArrayPositions() []uint64                          { return f.pos }
+func (f *storedField) EncodedFieldType() byte                            { return 't' }
+func (f *storedField) Analyze()                                          {}
+func (f *storedField) Options() bindex.FieldIndexingOptions              { return bindex.StoreField }
+func (f *storedField) AnalyzedLength() int                               { return 0 }
+func (f *storedField) AnalyzedTokenFrequencies() bindex.TokenFrequencies { return nil }
+func (f *storedField) NumPlainTextBytes() uint64                         { return uint64(len(f.value)) }
+func (f *storedField) Text() string {
+	if len(f.value) == 0 {
+		return ""
+	}
+	return unsafe.String(&f.value[0], len(f.value))
 }
 
 // sharedText is a stored text field whose Text aliases its value.
