@@ -44,8 +44,9 @@ func (b *bulk) all() []*Conn {
 
 // route returns the socket for a call of n request bytes: the bulk socket
 // with the fewest calls in flight when the call is bulk and no Send awaits
-// its handler, else c itself. When every bulk socket is busy and fewer than
-// Config.BulkSockets are open, it starts opening one more.
+// its handler, else c itself. The first bulk call starts opening all
+// Config.BulkSockets sockets, one after another in the background: a peer
+// that gets one bulk call usually gets more, often many at once.
 func (c *Conn) route(n int) *Conn {
 	b := c.bulk
 	if b == nil || n < c.cfg.BulkThreshold || c.sendsOut.Load() > 0 {
@@ -59,8 +60,7 @@ func (c *Conn) route(n int) *Conn {
 			best = ln
 		}
 	}
-	if (best == nil || len(best.sem) > 0) && !b.dialing && !b.closed &&
-		len(b.lanes) < c.cfg.BulkSockets && !time.Now().Before(b.nextTryAt) {
+	if !b.dialing && !b.closed && len(b.lanes) < c.cfg.BulkSockets && !time.Now().Before(b.nextTryAt) {
 		b.dialing = true
 		b.wg.Add(1)
 		go c.openBulk()
@@ -71,28 +71,37 @@ func (c *Conn) route(n int) *Conn {
 	return best
 }
 
-// openBulk dials one more bulk socket.
+// openBulk dials bulk sockets until Config.BulkSockets are open, a dial
+// fails or the connection does.
 func (c *Conn) openBulk() {
 	b := c.bulk
 	defer b.wg.Done()
-	ctx, cancel := context.WithTimeout(b.ctx, c.cfg.HandshakeTimeout)
-	ln, err := b.t.dial(ctx, c.remote, c)
-	cancel()
-	b.mu.Lock()
-	b.dialing = false
-	if err != nil {
-		b.nextTryAt = time.Now().Add(dialRetry)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, c.cfg.HandshakeTimeout)
+		ln, err := b.t.dial(ctx, c.remote, c)
+		cancel()
+		b.mu.Lock()
+		switch {
+		case err != nil:
+			b.dialing = false
+			b.nextTryAt = time.Now().Add(dialRetry)
+			b.mu.Unlock()
+			c.log.Debug("fabric bulk socket not opened; bulk calls use the open sockets", "remote", c.remote, "err", err)
+			return
+		case b.closed:
+			b.dialing = false
+			b.mu.Unlock()
+			_ = ln.Close()
+			return
+		}
+		b.lanes = append(b.lanes, ln)
+		if len(b.lanes) >= c.cfg.BulkSockets {
+			b.dialing = false
+			b.mu.Unlock()
+			return
+		}
 		b.mu.Unlock()
-		c.log.Debug("fabric bulk socket not opened; bulk calls use the open sockets", "remote", c.remote, "err", err)
-		return
 	}
-	if b.closed {
-		b.mu.Unlock()
-		_ = ln.Close()
-		return
-	}
-	b.lanes = append(b.lanes, ln)
-	b.mu.Unlock()
 }
 
 // shut fails every bulk socket when the connection failed with cause. The

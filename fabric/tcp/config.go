@@ -41,9 +41,9 @@ type Config struct {
 	// BulkThreshold bytes goes on the extra socket with the fewest calls in
 	// flight, so that large transfers run side by side through the kernel
 	// (on a loopback or LAN link one TCP stream, one reader and one writer
-	// per direction leave CPU idle that 16 parallel streams use). They are
-	// opened one at a time, on demand, when every open one is busy; until
-	// the first is up, bulk calls use the first socket. Everything else —
+	// per direction leave CPU idle that 16 parallel streams use). The first
+	// bulk call starts opening them, one after another in the background;
+	// until the first is up, bulk calls use the first socket. Everything else —
 	// Sends, smaller calls, and any Call made while a Send awaits its
 	// handler — uses the first socket, which keeps Send's ordering. Each
 	// socket has its own in-flight window; the failure of any socket fails
