@@ -88,7 +88,8 @@ type Config struct {
 	// EWMAAlpha weighs each new latency sample.
 	EWMAAlpha float64
 	// ExploreInterval: a path not chosen for a bucket is sent one live call
-	// of that bucket this often, so its estimate stays fresh. 0 disables.
+	// of that bucket this often (less often while it stays clearly worse),
+	// so its estimate stays fresh. Negative disables it.
 	ExploreInterval time.Duration
 	// DialTimeout bounds dialling and probing one path.
 	DialTimeout time.Duration
@@ -156,6 +157,9 @@ func (c Config) withDefaults() Config {
 	if c.SwitchAfter == 0 {
 		c.SwitchAfter = d.SwitchAfter
 	}
+	if c.ExploreInterval == 0 {
+		c.ExploreInterval = d.ExploreInterval
+	}
 	if c.EWMAAlpha == 0 {
 		c.EWMAAlpha = d.EWMAAlpha
 	}
@@ -199,8 +203,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("adaptive: Config.SwitchAfter %d must be at least 1", c.SwitchAfter)
 	case c.EWMAAlpha <= 0 || c.EWMAAlpha > 1:
 		return fmt.Errorf("adaptive: Config.EWMAAlpha %v is outside (0, 1]", c.EWMAAlpha)
-	case c.ExploreInterval < 0:
-		return fmt.Errorf("adaptive: Config.ExploreInterval %v is negative", c.ExploreInterval)
 	case c.ReprobeMin <= 0 || c.ReprobeMax < c.ReprobeMin:
 		return fmt.Errorf("adaptive: Config.ReprobeMin %v and ReprobeMax %v must satisfy 0 < min <= max", c.ReprobeMin, c.ReprobeMax)
 	case c.DialTimeout <= 0 || c.ResendGrace <= 0 || c.SessionTTL <= 0:

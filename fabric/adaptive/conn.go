@@ -332,11 +332,10 @@ const maxExploreBackoff = 32
 
 // choose picks the path for one message of bucket b: the bucket's current
 // choice, or another healthy path so its estimate stays fresh (explore).
-// With explore set it first learns the bucket: until every healthy path
-// has carried learnSamples calls of b, each call goes to the path that has
-// carried fewest, so the first choice rests on a median of live round
-// trips of each path, not on one probe or one unlucky call. It returns nil
-// when no path is healthy.
+// With explore set it first learns the bucket: every healthy path in turn
+// carries learnSamples+1 consecutive calls of b, so the first choice rests
+// on a median of live round trips of each path, not on one probe or one
+// unlucky call. It returns nil when no path is healthy.
 func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -350,15 +349,19 @@ func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 		cur = c.paths[i]
 	}
 	if explore {
-		var least *path
+		// Learn one path at a time: a path's round trip can depend on how
+		// recently it was used (rdma's poller spins only for a while after
+		// a completion, then sleeps until an interrupt), and calls spread
+		// one by one over the paths would measure every path cold.
+		var next *path
 		for _, p := range c.paths {
-			if p.conn != nil && p.stats[b].tried < learnSamples+1 && (least == nil || p.stats[b].tried < least.stats[b].tried) {
-				least = p
+			if t := p.stats[b].tried; p.conn != nil && t < learnSamples+1 && (next == nil || t > 0 && next.stats[b].tried == 0) {
+				next = p
 			}
 		}
-		if least != nil {
-			least.stats[b].tried++
-			return least, least.conn
+		if next != nil {
+			next.stats[b].tried++
+			return next, next.conn
 		}
 	}
 	if i := c.confirm[b]; explore && i >= 0 {

@@ -164,3 +164,29 @@ func TestExploreBacksOffFromAClearlySlowerPath(t *testing.T) {
 		return c.exploreGap[0] == int64(time.Microsecond)
 	}, 10*time.Second, time.Microsecond, "an explore that finds the path close again resets the backoff")
 }
+
+// TestZeroConfigExplores: a zero ExploreInterval takes the default, as
+// every zero field does (the node and fabricbench pass Config{Logger: …});
+// a negative one turns explores off.
+func TestZeroConfigExplores(t *testing.T) {
+	require.Equal(t, DefaultConfig().ExploreInterval, Config{}.withDefaults().ExploreInterval)
+	off := Config{ExploreInterval: -1}.withDefaults()
+	require.NoError(t, off.Validate())
+	require.Negative(t, off.ExploreInterval)
+}
+
+// TestLearnsOnePathAtATime: a bucket's first calls go to each path in
+// turn, learnSamples+1 in a row, so no path is measured only cold.
+func TestLearnsOnePathAtATime(t *testing.T) {
+	c := selector(t)
+	var got []int
+	for range 2 * (learnSamples + 1) {
+		p, _ := c.choose(0, true)
+		got = append(got, p.idx)
+		c.observe(p, 0, time.Millisecond, c.clock())
+	}
+	want := append(slices.Repeat([]int{0}, learnSamples+1), slices.Repeat([]int{1}, learnSamples+1)...)
+	require.Equal(t, want, got)
+	require.Equal(t, uint64(learnSamples), c.paths[0].stats[0].n, "the first round trip of each path is not counted")
+	require.Equal(t, uint64(learnSamples), c.paths[1].stats[0].n)
+}
