@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	jsoniter "github.com/json-iterator/go"
 )
 
 // object is one decoded JSON object whose values are decoded on demand.
@@ -83,40 +81,141 @@ func parseBody(body []byte) (object, error) {
 	return o, nil
 }
 
-// rawJSON splits values that are already known to be valid JSON. Every raw
-// value this package decodes comes from a body that parseBody checked with
-// json.Valid (or that encoding/json decoded), so the iterator never meets
-// malformed input; its only job is to avoid encoding/json's reflection and
-// its second validation pass on every nested object.
-var rawJSON = jsoniter.ConfigCompatibleWithStandardLibrary
+// decodeObject and decodeArray split values that are already known to be
+// valid JSON. Every raw value this package decodes comes from a body that
+// parseBody checked with json.Valid (or that encoding/json decoded), so they
+// never meet malformed input (and on it they return something, never
+// panic); their only job is to avoid encoding/json's reflection and its
+// second validation pass on every nested object. The raw values they
+// return alias raw (capacity trimmed, so appending to one copies it).
 
 // decodeObject splits raw, a valid JSON object, into its keys and raw
-// values (copied, without surrounding whitespace, as encoding/json would
-// give them). A repeated key keeps its last value, as in encoding/json.
+// values (without surrounding whitespace, as encoding/json would give
+// them). A repeated key keeps its last value, as in encoding/json.
 func decodeObject(raw []byte) object {
-	it := rawJSON.BorrowIterator(raw)
-	defer rawJSON.ReturnIterator(it)
 	o := object{}
-	it.ReadMapCB(func(it *jsoniter.Iterator, key string) bool {
-		o[key] = trimRaw(it.SkipAndReturnBytes())
-		return true
-	})
-	return o
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return o
+	}
+	i++
+	for {
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] != '"' {
+			return o // '}' (or malformed)
+		}
+		kend := stringEnd(raw, i)
+		key := jsonKey(raw[i:kend])
+		i = skipSpace(raw, kend)
+		if i >= len(raw) || raw[i] != ':' {
+			return o
+		}
+		i = skipSpace(raw, i+1)
+		vend := valueEnd(raw, i)
+		o[key] = raw[i:vend:vend]
+		i = skipSpace(raw, vend)
+		if i >= len(raw) || raw[i] != ',' {
+			return o
+		}
+		i++
+	}
 }
 
 // decodeArray splits raw, a valid JSON array, into its raw elements.
 func decodeArray(raw []byte) []json.RawMessage {
-	it := rawJSON.BorrowIterator(raw)
-	defer rawJSON.ReturnIterator(it)
 	a := []json.RawMessage{}
-	it.ReadArrayCB(func(it *jsoniter.Iterator) bool {
-		a = append(a, trimRaw(it.SkipAndReturnBytes()))
-		return true
-	})
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return a
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return a
+	}
+	for i < len(raw) {
+		vend := valueEnd(raw, i)
+		if vend == i {
+			return a // malformed
+		}
+		a = append(a, raw[i:vend:vend])
+		i = skipSpace(raw, vend)
+		if i >= len(raw) || raw[i] != ',' {
+			return a
+		}
+		i = skipSpace(raw, i+1)
+	}
 	return a
 }
 
-func trimRaw(b []byte) json.RawMessage { return bytes.TrimLeft(b, " \t\r\n") }
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the JSON string that starts at b[i]
+// (a quote).
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index after the JSON value that starts at b[i].
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	// A number, true, false or null.
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// jsonKey returns the string a quoted JSON key stands for, as encoding/json
+// decodes it (escapes resolved, invalid UTF-8 replaced).
+func jsonKey(q []byte) string {
+	if len(q) >= 2 {
+		inner := q[1 : len(q)-1]
+		if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			return string(inner)
+		}
+	}
+	var s string
+	_ = json.Unmarshal(q, &s)
+	return s
+}
 
 // asObject decodes raw as an object; what names the value in errors.
 func asObject(raw json.RawMessage, what string) (object, error) {
