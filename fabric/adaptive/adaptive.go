@@ -85,7 +85,9 @@ type Config struct {
 	// SwitchMargin (a fraction) for SwitchAfter samples in a row.
 	SwitchMargin float64
 	SwitchAfter  int
-	// EWMAAlpha weighs each new latency sample.
+	// EWMAAlpha weighs each new measurement of a path's striping
+	// bandwidth. (Round trips are not averaged: a bucket's estimate is the
+	// median of its latest 48, which one stall does not move.)
 	EWMAAlpha float64
 	// ExploreInterval: a path not chosen for a bucket is sent one live call
 	// of that bucket this often (less often while it stays clearly worse),
