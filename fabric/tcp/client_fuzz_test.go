@@ -1,14 +1,14 @@
 package tcp
 
 import (
-	"fmt"
-	"runtime"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
