@@ -40,7 +40,9 @@
 // goroutine that read its request, so a lone call costs no goroutine
 // hand-off, hence no wake-up of another thread, at either end. Replies are
 // read straight into the buffer handed to the caller; request payloads
-// into pooled buffers. TCP_NODELAY is on.
+// into pooled buffers. TCP_NODELAY is on. Calls with large requests are
+// spread over a few extra sockets to the same peer (Config.BulkSockets),
+// so that several large transfers move through the kernel side by side.
 package tcp
 
 import (
