@@ -1,11 +1,4 @@
-// Package dismax is a bleve query scored like Lucene's
-// DisjunctionMaxQuery, which Elasticsearch uses for dis_max and for
-// multi_match of types best_fields and phrase: a document matches if any
-// clause matches it, and scores the best clause's score plus tie_breaker
-// times the sum of the other matching clauses' scores, times the query's
-// boost. bleve's own disjunction sums the clauses and multiplies by the
-// fraction that matched, which ranks differently.
-package dismax
+package scoring
 
 import (
 	"context"
@@ -19,39 +12,40 @@ import (
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
-// Query matches the union of its clauses and scores each document as
-// max(clause scores) + TieBreaker × (sum of the other clause scores), times
-// its boost. TieBreaker is in [0, 1]: 0 keeps only the best clause, 1 sums
-// them all. A Query is not modified by searching, so one may be shared by
-// concurrent searches.
-type Query struct {
+// DisMax matches the union of its clauses and scores each document as
+// Lucene's DisjunctionMaxQuery does: max(clause scores) + TieBreaker × (sum
+// of the other matching clauses' scores), times its boost. TieBreaker is in
+// [0, 1]: 0 keeps only the best clause, 1 sums them all. The clauses are
+// normalised together as bleve's disjunction normalises them. A DisMax is
+// not modified by searching, so one may be shared by concurrent searches.
+type DisMax struct {
 	Disjuncts  []query.Query `json:"dis_max"`
 	TieBreaker float64       `json:"tie_breaker"`
 	BoostVal   *query.Boost  `json:"boost,omitempty"`
 }
 
 var (
-	_ query.Query            = (*Query)(nil)
-	_ query.BoostableQuery   = (*Query)(nil)
-	_ query.ValidatableQuery = (*Query)(nil)
+	_ query.Query            = (*DisMax)(nil)
+	_ query.BoostableQuery   = (*DisMax)(nil)
+	_ query.ValidatableQuery = (*DisMax)(nil)
 )
 
-// New returns a Query over clauses with the given tie breaker.
-func New(clauses []query.Query, tieBreaker float64) *Query {
-	return &Query{Disjuncts: clauses, TieBreaker: tieBreaker}
+// NewDisMax returns a DisMax over clauses with the given tie breaker.
+func NewDisMax(clauses []query.Query, tieBreaker float64) *DisMax {
+	return &DisMax{Disjuncts: clauses, TieBreaker: tieBreaker}
 }
 
 // SetBoost multiplies every score of the query by b.
-func (q *Query) SetBoost(b float64) {
+func (q *DisMax) SetBoost(b float64) {
 	boost := query.Boost(b)
 	q.BoostVal = &boost
 }
 
 // Boost is the query's boost (1 when unset).
-func (q *Query) Boost() float64 { return q.BoostVal.Value() }
+func (q *DisMax) Boost() float64 { return q.BoostVal.Value() }
 
 // Validate checks the tie breaker and every clause that can be validated.
-func (q *Query) Validate() error {
+func (q *DisMax) Validate() error {
 	if q.TieBreaker < 0 || q.TieBreaker > 1 {
 		return fmt.Errorf("dis_max: tie_breaker %v is outside [0, 1]", q.TieBreaker)
 	}
@@ -67,15 +61,15 @@ func (q *Query) Validate() error {
 
 // MarshalJSON names the query's kind, for logs and debugging (bleve's
 // query parser does not know it, so it does not round-trip).
-func (q *Query) MarshalJSON() ([]byte, error) {
-	type plain Query
+func (q *DisMax) MarshalJSON() ([]byte, error) {
+	type plain DisMax
 	return json.Marshal((*plain)(q))
 }
 
 // Searcher builds the clauses' searchers and a disjunction over them that
 // reports each clause's score separately, which the returned searcher
 // combines into the dis_max score.
-func (q *Query) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
+func (q *DisMax) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
 	clauses := make([]search.Searcher, 0, len(q.Disjuncts))
 	closeAll := func() {
 		for _, s := range clauses {
@@ -104,15 +98,15 @@ func (q *Query) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.In
 		closeAll()
 		return nil, err
 	}
-	return &disMaxSearcher{Searcher: disj, tie: q.TieBreaker, boost: q.Boost(), explain: options.Explain}, nil
+	return boosted(&disMaxSearcher{Searcher: disj, tie: q.TieBreaker, explain: options.Explain}, q.Boost(), options.Explain), nil
 }
 
 // disMaxSearcher turns the per-clause scores of its disjunction's matches
 // into the dis_max score.
 type disMaxSearcher struct {
 	search.Searcher
-	tie, boost float64
-	explain    bool
+	tie     float64
+	explain bool
 }
 
 func (s *disMaxSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
@@ -127,8 +121,7 @@ func (s *disMaxSearcher) Advance(ctx *search.SearchContext, id bindex.IndexInter
 	return dm, err
 }
 
-// score replaces dm's score with max + tie × (sum − max), times the boost,
-// and empties its breakdown so that nothing above mistakes it for a
+// score replaces dm's score with max + tie × (sum − max) and empties its breakdown so that nothing above mistakes it for a
 // per-query (hybrid search) breakdown.
 func (s *disMaxSearcher) score(dm *search.DocumentMatch) {
 	if dm == nil {
@@ -139,7 +132,7 @@ func (s *disMaxSearcher) score(dm *search.DocumentMatch) {
 		sum += v
 		best = max(best, v)
 	}
-	dm.Score = (best + s.tie*(sum-best)) * s.boost
+	dm.Score = best + s.tie*(sum-best)
 	clear(dm.ScoreBreakdown)
 	if s.explain {
 		var children []*search.Explanation
@@ -152,7 +145,7 @@ func (s *disMaxSearcher) score(dm *search.DocumentMatch) {
 		}
 		dm.Expl = &search.Explanation{
 			Value:    dm.Score,
-			Message:  fmt.Sprintf("max plus %g times others of, times boost %g:", s.tie, s.boost),
+			Message:  fmt.Sprintf("max plus %g times others of:", s.tie),
 			Children: children,
 		}
 	}

@@ -1,4 +1,4 @@
-package dismax
+package scoring
 
 import (
 	"testing"
@@ -84,7 +84,7 @@ func TestScoreIsBestClausePlusTieBreakerTimesOthers(t *testing.T) {
 		{"boosted", 0.3, 2.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := New(clauses, tc.tie)
+			q := NewDisMax(clauses, tc.tie)
 			if tc.boost != 1 {
 				q.SetBoost(tc.boost)
 			}
@@ -112,13 +112,13 @@ func TestRanksByTheBestFieldNotTheSum(t *testing.T) {
 	clauses := []query.Query{term("a", "fox"), term("b", "fox")}
 	summed, _, _ := scores(t, idx, query.NewDisjunctionQuery(clauses), false)
 	require.Greater(t, summed["both-weak"], summed["b-only"], "the corpus must tell the two scorings apart")
-	got, _, _ := scores(t, idx, New(clauses, 0), false)
+	got, _, _ := scores(t, idx, NewDisMax(clauses, 0), false)
 	require.Greater(t, got["b-only"], got["both-weak"])
 }
 
 func TestNestedInABooleanQuery(t *testing.T) {
 	idx := openIndex(t)
-	inner := New([]query.Query{term("a", "fox"), term("b", "fox")}, 0)
+	inner := NewDisMax([]query.Query{term("a", "fox"), term("b", "fox")}, 0)
 	bq := query.NewBooleanQuery([]query.Query{inner}, nil, []query.Query{term("a", "quick")})
 	got, total, _ := scores(t, idx, bq, false)
 	require.Equal(t, uint64(3), total)
@@ -131,7 +131,7 @@ func TestNestedInABooleanQuery(t *testing.T) {
 
 func TestExplanationCarriesTheScoreAndClauses(t *testing.T) {
 	idx := openIndex(t)
-	_, _, res := scores(t, idx, New([]query.Query{term("a", "fox"), term("b", "fox")}, 0.5), true)
+	_, _, res := scores(t, idx, NewDisMax([]query.Query{term("a", "fox"), term("b", "fox")}, 0.5), true)
 	require.NotEmpty(t, res.Hits)
 	for _, h := range res.Hits {
 		require.NotNil(t, h.Expl, h.ID)
@@ -142,14 +142,14 @@ func TestExplanationCarriesTheScoreAndClauses(t *testing.T) {
 
 func TestNoClausesMatchesNothing(t *testing.T) {
 	idx := openIndex(t)
-	_, total, _ := scores(t, idx, New(nil, 0), false)
+	_, total, _ := scores(t, idx, NewDisMax(nil, 0), false)
 	require.Zero(t, total)
 }
 
 func TestValidateRejectsTieBreakerOutsideUnitInterval(t *testing.T) {
 	for _, tie := range []float64{-0.1, 1.5} {
-		err := New([]query.Query{term("a", "fox")}, tie).Validate()
+		err := NewDisMax([]query.Query{term("a", "fox")}, tie).Validate()
 		require.ErrorContains(t, err, "tie_breaker")
 	}
-	require.NoError(t, New([]query.Query{term("a", "fox")}, 0.7).Validate())
+	require.NoError(t, NewDisMax([]query.Query{term("a", "fox")}, 0.7).Validate())
 }
