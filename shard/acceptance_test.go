@@ -10,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/scoring"
 )
 
 func matchQ(field, text string) *query.MatchQuery {
@@ -64,7 +65,13 @@ func acceptanceQueries() map[string]query.Query {
 	filtered := bleve.NewBooleanQuery()
 	filtered.AddMust(matchQ("body", "internet business"))
 	filtered.AddMust(dr)
+	disMax := scoring.NewDisMax([]query.Query{matchQ("subject", "linux"), matchQ("body", "linux kernel")}, 0.2)
+	boostedBool := &scoring.Boost{Query: bleve.NewConjunctionQuery(matchQ("body", "money")), Factor: 4}
+	boostedSibling := bleve.NewBooleanQuery()
+	boostedSibling.AddShould(boostedBool, matchQ("subject", "offer"))
 	return map[string]query.Query{
+		"dis_max":              disMax,
+		"boosted compound":     boostedSibling,
 		"match":                matchQ("body", "sequence window"),
 		"match subject":        matchQ("subject", "new"),
 		"match stop word":      matchQ("body", "the"),

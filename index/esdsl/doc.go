@@ -33,9 +33,11 @@
 // keys listed in unsupportedBodyKeys. Known differences that do not change
 // which documents match:
 //   - bleve normalises query weights, so absolute scores differ from
-//     Elasticsearch's (a lone boost does not show in the score) and
-//     multi_match best_fields and dis_max sum clause scores (bleve has no
-//     dis_max scorer);
+//     Elasticsearch's (a lone boost does not show in the score); dis_max,
+//     multi_match best_fields/phrase and query_string over several fields
+//     take the best clause plus tie_breaker times the others
+//     (index/scoring.DisMax), and boosts on bool, terms and other compound
+//     queries are applied (index/scoring.Boost), as in Elasticsearch;
 //   - highlights are cut from _source around the matched terms' offsets
 //     (bleve's term locations), so they need term vectors on the field;
 //   - scroll pages are search_after pages under a total sort (the request's

@@ -10,6 +10,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search/query"
 	vregexp "github.com/blevesearch/vellum/regexp"
+
+	"github.com/weftsearch/weft/index/scoring"
 )
 
 // translator turns query DSL objects into bleve queries. It is built per
@@ -114,6 +116,11 @@ func common(key string, v json.RawMessage, boost *float64, where string) (bool, 
 func setBoost(q query.Query, boost float64) query.Query {
 	if boost == 1 {
 		return q
+	}
+	switch q.(type) {
+	case *query.BooleanQuery, *query.ConjunctionQuery, *query.DisjunctionQuery:
+		// bleve keeps these queries' boost but never applies it.
+		return &scoring.Boost{Query: q, Factor: boost}
 	}
 	if bq, ok := q.(query.BoostableQuery); ok {
 		bq.SetBoost(boost)
@@ -516,6 +523,7 @@ func (t *translator) multiMatch(body json.RawMessage) (query.Query, error) {
 	typ := "best_fields"
 	hasQuery := false
 	slop := 0
+	tie := 0.0
 	for _, k := range o.sortedKeys() {
 		v := o[k]
 		if ok, err := common(k, v, &opts.boost, "multi_match"); ok {
@@ -544,9 +552,7 @@ func (t *translator) multiMatch(body json.RawMessage) (query.Query, error) {
 		case "type":
 			typ, err = asString(v, "multi_match.type")
 		case "tie_breaker":
-			// Scores of the fields are summed (bleve has no dis_max), which
-			// is what tie_breaker 1 means; other values only change ranking.
-			_, err = asFloat(v, "multi_match.tie_breaker")
+			tie, err = tieBreaker(v, "multi_match.tie_breaker")
 		case "slop":
 			slop, err = asInt(v, "multi_match.slop")
 		default:
@@ -621,7 +627,22 @@ func (t *translator) multiMatch(body json.RawMessage) (query.Query, error) {
 	if len(clauses) == 1 {
 		return setBoost(clauses[0], opts.boost), nil
 	}
-	return setBoost(query.NewDisjunctionQuery(clauses), opts.boost), nil
+	if typ == "most_fields" {
+		return setBoost(query.NewDisjunctionQuery(clauses), opts.boost), nil
+	}
+	return setBoost(scoring.NewDisMax(clauses, tie), opts.boost), nil
+}
+
+// tieBreaker reads a dis_max tie_breaker: a number in [0, 1].
+func tieBreaker(v json.RawMessage, name string) (float64, error) {
+	f, err := asFloat(v, name)
+	if err != nil {
+		return 0, err
+	}
+	if f < 0 || f > 1 {
+		return 0, argErr("[%s] must be between 0 and 1, got [%v]", name, f)
+	}
+	return f, nil
 }
 
 // fieldBoost splits "title^2" into the field and its boost.
@@ -1406,15 +1427,14 @@ func (t *translator) textOnly(field, queryName string) error {
 	return nil
 }
 
-// disMax matches what any of its queries matches. bleve has no dis_max
-// scorer, so the clause scores are summed (tie_breaker 1); the hits are the
-// same as Elasticsearch's, their order may differ.
+// disMax matches what any of its queries matches, scored by the best
+// matching clause plus tie_breaker times the others.
 func (t *translator) disMax(body json.RawMessage) (query.Query, error) {
 	o, err := asObject(body, "dis_max")
 	if err != nil {
 		return nil, err
 	}
-	boost := 1.0
+	boost, tie := 1.0, 0.0
 	var clauses []query.Query
 	for _, k := range o.sortedKeys() {
 		v := o[k]
@@ -1438,7 +1458,7 @@ func (t *translator) disMax(body json.RawMessage) (query.Query, error) {
 				clauses = append(clauses, q)
 			}
 		case "tie_breaker":
-			if _, err := asFloat(v, "dis_max.tie_breaker"); err != nil {
+			if tie, err = tieBreaker(v, "dis_max.tie_breaker"); err != nil {
 				return nil, err
 			}
 		default:
@@ -1448,5 +1468,5 @@ func (t *translator) disMax(body json.RawMessage) (query.Query, error) {
 	if len(clauses) == 0 {
 		return nil, parsingErr("[dis_max] requires 'queries' field with at least one clause")
 	}
-	return setBoost(query.NewDisjunctionQuery(clauses), boost), nil
+	return setBoost(scoring.NewDisMax(clauses, tie), boost), nil
 }

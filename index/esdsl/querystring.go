@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index/scoring"
 )
 
 // The query_string and simple_query_string queries are parsed here with
@@ -24,6 +26,11 @@ type qsOptions struct {
 	simple       bool
 	lowerWild    bool
 	allowLeading bool
+	// sumFields: a term over several fields scores the sum of the fields'
+	// scores (most_fields, and always for simple_query_string, as in
+	// Elasticsearch); otherwise the best field's plus tie times the others.
+	sumFields bool
+	tie       float64
 }
 
 const (
@@ -66,7 +73,7 @@ func (t *translator) queryString(body json.RawMessage, simple bool) (query.Query
 	if err != nil {
 		return nil, err
 	}
-	opts := qsOptions{simple: simple, match: matchOpts{boost: 1}, allowLeading: true}
+	opts := qsOptions{simple: simple, sumFields: simple, match: matchOpts{boost: 1}, allowLeading: true}
 	var text string
 	hasQuery := false
 	for _, k := range o.sortedKeys() {
@@ -127,8 +134,9 @@ func (t *translator) queryString(body json.RawMessage, simple bool) (query.Query
 			if s, err = asString(v, name+".type"); err == nil && s != "best_fields" && s != "most_fields" {
 				err = argErr("[%s] type [%s] is not supported; use best_fields or most_fields", name, s)
 			}
+			opts.sumFields = opts.sumFields || s == "most_fields"
 		case "tie_breaker":
-			_, err = asFloat(v, name+".tie_breaker")
+			opts.tie, err = tieBreaker(v, name+".tie_breaker")
 		case "enable_position_increments", "escape":
 			_, err = asBool(v, name+"."+k)
 		case "max_determinized_states":
@@ -724,7 +732,10 @@ func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {
 	case 1:
 		return clauses[0], nil
 	}
-	return query.NewDisjunctionQuery(clauses), nil
+	if opts.sumFields {
+		return query.NewDisjunctionQuery(clauses), nil
+	}
+	return scoring.NewDisMax(clauses, opts.tie), nil
 }
 
 func (t *translator) buildLeaf(n qsNode, field string, opts qsOptions) (query.Query, error) {
