@@ -218,17 +218,25 @@ type storedSlab struct {
 	docs   []storedDoc
 	// The fields of the document being read: fields[start:].
 	start int
-	// left is how many more documents the search will likely read (its
-	// hits), which sizes the next chunk.
+	// left is how many more documents the search will likely read,
+	// which sizes the next chunk: the search's hits at first (at most
+	// maxFirstChunkDocs of them, since a sort on _id resolves the ids of
+	// more candidates than it returns), then as many as were read so far.
 	left int
 }
+
+// maxFirstChunkDocs bounds the documents the first chunks are sized for.
+const maxFirstChunkDocs = 32
 
 // begin starts reading a document; hits is how many documents the search
 // may read in all (a hint for sizing chunks).
 func (s *storedSlab) begin(hits int) {
 	s.start = len(s.fields)
-	if s.docs == nil {
-		s.left = hits
+	switch {
+	case s.docs == nil:
+		s.left = min(hits, maxFirstChunkDocs)
+	case s.left < 1:
+		s.left = len(s.docs)
 	}
 	s.left = max(s.left, 1)
 }
@@ -241,7 +249,7 @@ func (s *storedSlab) addField(name string, val []byte, pos []uint64) {
 	if cap(s.bytes)-len(s.bytes) < len(val) {
 		// Room for this value and, if the documents left are of about
 		// this size, for theirs.
-		s.bytes = make([]byte, 0, len(val)+min((len(val)+64)*(s.left-1), 1<<20))
+		s.bytes = make([]byte, 0, len(val)+min((len(val)+64)*(s.left-1), 256<<10))
 	}
 	lo := len(s.bytes)
 	s.bytes = append(s.bytes, val...)
