@@ -7,8 +7,11 @@
 //
 // The HTTP side is a real searchnode process on a loopback port, loaded by
 // searchctl's bulk loader; the raw side is a bleve scorch index built from
-// index.Mapping.BleveMapping() of the same Elasticsearch mapping. The sides
-// take turns (bulk in rounds of batches, queries one each per round, with an
+// index.Mapping.BleveMapping() of the same Elasticsearch mapping, loaded
+// by the benchmark's process and then searched by a raw worker: the same
+// executable started again (see RawWorkerMain), which calls bleve directly
+// and times each search itself, so that neither side's garbage collection
+// runs in the other's timed calls. The sides take turns (bulk in rounds of batches, queries one each per round, with an
 // empty round trip in every query round), so load from other work on the
 // machine falls on all of them alike. The
 // targets (reported, never asserted): HTTP bulk ≥ 0.8× raw bleve batch
@@ -142,6 +145,11 @@ type QueryResult struct {
 	SameTopIDs    int    `json:"same_top_ids"`
 	SameScores    int    `json:"same_scores"`
 	FirstMismatch string `json:"first_mismatch,omitempty"`
+	// Garbage collections during this kind's rounds (warm-up included) in
+	// the benchmark's process, which is the HTTP client, and in the raw
+	// worker.
+	ClientGCs uint32 `json:"client_gcs"`
+	RawGCs    uint32 `json:"raw_worker_gcs"`
 }
 
 // Result is one run's figures.
@@ -167,10 +175,18 @@ type Result struct {
 
 // Run performs one benchmark run. It logs progress to logger and blocks
 // until done or ctx ends; every process and goroutine it starts is stopped
-// before it returns.
+// before it returns. It starts os.Executable() as the raw worker, so the
+// calling binary must call RawWorkerMain first in main.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if os.Getenv(RawWorkerEnv) != "" {
+		return nil, fmt.Errorf("enginebench: %s is set, so this process is a raw worker; its main must call enginebench.RawWorkerMain before Run", RawWorkerEnv)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("enginebench: find this executable to start the raw worker: %w", err)
 	}
 	mappingJSON, err := os.ReadFile(cfg.MappingFile)
 	if err != nil {
@@ -243,14 +259,20 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	if err != nil {
 		return nil, err
 	}
-	raw, err := openRaw(filepath.Join(work, "raw-unsafe"), esMapping.BleveMapping(), true)
+	rawDir := filepath.Join(work, "raw-unsafe")
+	raw, err := openRaw(rawDir, esMapping.BleveMapping(), true)
 	if err != nil {
 		rawSafe.Close()
 		return nil, err
 	}
-	defer raw.Close()
 	bt, err := loadInterleaved(ctx, docs, cfg, rawSafe, raw, h)
 	rawSafe.Close()
+	if err == nil {
+		err = raw.persist(ctx) // untimed: the worker opens the index from disk
+	}
+	if cerr := raw.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("raw bleve: close %s: %w", rawDir, cerr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +286,21 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	logger.Info("enginebench: bulk", "raw_docs_per_s", int(res.Bulk.RawDocsPerSec),
 		"raw_unsafe_docs_per_s", int(res.Bulk.RawUnsafeDocsPerSec), "http_docs_per_s", int(res.Bulk.HTTPDocsPerSec))
 
+	// The raw side's queries run in the raw worker, on the index just
+	// loaded and closed.
+	worker, err := startRawWorker(ctx, exe, rawDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := worker.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if worker.docs != uint64(len(docs)) {
+		return nil, fmt.Errorf("raw worker opened %s with %d documents, want %d: the index lost documents when closed", rawDir, worker.docs, len(docs))
+	}
+
 	// Queries, interleaved with empty round trips (GET / on the node) so
 	// that all three see the same machine; then a bare handler for reference.
 	var empties []time.Duration
@@ -272,7 +309,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		kinds = []QueryKind{KindTerm, KindBoolean, KindPhrase}
 	}
 	for _, kind := range kinds {
-		qr, empty, err := compareQueries(ctx, cfg, raw, h, queries[kind])
+		qr, empty, err := compareQueries(ctx, cfg, worker, h, queries[kind])
 		if err != nil {
 			return nil, err
 		}
@@ -391,15 +428,19 @@ func bareRoundTrip(ctx context.Context, cfg Config) (Latency, error) {
 }
 
 // compareQueries times qs on both sides, interleaved with GET / on the
-// node (each round: raw query, HTTP query, empty round trip), and
-// cross-checks their answers. It also returns the empty round trip times.
-func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex, qs []Query) (QueryResult, []time.Duration, error) {
+// node (each round: raw query in the worker, HTTP query, empty round
+// trip), and cross-checks their answers. It also returns the empty round
+// trip times.
+func compareQueries(ctx context.Context, cfg Config, raw *rawWorker, h *httpIndex, qs []Query) (QueryResult, []time.Duration, error) {
 	var qr QueryResult
+	clientGC, rawGC, err := gcCounts(raw)
+	if err != nil {
+		return qr, nil, err
+	}
 	times, err := timeRounds(ctx, cfg,
 		func(r int) (time.Duration, error) {
-			start := time.Now()
-			_, err := raw.search(ctx, qs[r%len(qs)], cfg.Size)
-			return time.Since(start), err
+			d, _, err := raw.search(qs[r%len(qs)], cfg.Size)
+			return d, err
 		},
 		func(r int) (time.Duration, error) {
 			d, _, err := h.search(ctx, qs[r%len(qs)], cfg.Size)
@@ -415,6 +456,11 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 	if err != nil {
 		return qr, nil, err
 	}
+	clientGC2, rawGC2, err := gcCounts(raw)
+	if err != nil {
+		return qr, nil, err
+	}
+	qr.ClientGCs, qr.RawGCs = clientGC2-clientGC, rawGC2-rawGC
 	qr.Raw, qr.HTTP, qr.Empty = summarize(times[0]), summarize(times[1]), summarize(times[2])
 	qr.BudgetUS = (qr.Raw.P50 + qr.Empty.P50) * 1.1
 	qr.TargetMet = qr.HTTP.P50 <= qr.BudgetUS
@@ -428,7 +474,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 		}
 		seen[key] = true
 		qr.Distinct++
-		ra, err := raw.search(ctx, q, cfg.Size)
+		_, ra, err := raw.search(q, cfg.Size)
 		if err != nil {
 			return qr, nil, err
 		}
@@ -454,6 +500,15 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawIndex, h *httpIndex
 		}
 	}
 	return qr, times[2], nil
+}
+
+// gcCounts returns the garbage collections completed so far in this
+// process (the HTTP client) and in the raw worker.
+func gcCounts(raw *rawWorker) (client, worker uint32, err error) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	worker, err = raw.numGC()
+	return ms.NumGC, worker, err
 }
 
 // sameScores reports whether a and b hold the same scores to a relative

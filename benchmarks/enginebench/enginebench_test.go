@@ -167,7 +167,7 @@ func TestWriteTableAndJSON(t *testing.T) {
 		Bulk:     BulkResult{RawDocsPerSec: 1000, RawUnsafeDocsPerSec: 1250, HTTPDocsPerSec: 900, Ratio: 0.9, RatioUnsafe: 0.72, TargetMet: true},
 		EmptyRTT: Latency{N: 30, P50: 100, P99: 200, Mean: 110},
 		Queries: []QueryResult{{Kind: KindTerm, Raw: Latency{N: 10, P50: 50}, HTTP: Latency{N: 10, P50: 400}, Empty: Latency{N: 10, P50: 100},
-			BudgetUS: 165, Distinct: 8, SameTotals: 8, SameTopIDs: 5, SameScores: 0, FirstMismatch: "x"}},
+			BudgetUS: 165, Distinct: 8, SameTotals: 8, SameTopIDs: 5, SameScores: 0, FirstMismatch: "x", ClientGCs: 3, RawGCs: 12}},
 	}
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, r))
@@ -176,7 +176,7 @@ func TestWriteTableAndJSON(t *testing.T) {
 		"400 docs (0.5 MB)",
 		"raw bleve, default batches    1000        0.90×",
 		"target HTTP ≥ 0.80× raw bleve (default batches): met",
-		"term  10       50        0       400         0        100         165  MISSED          8/8           5/8          0/8\n",
+		"term  10       50        0       400         0        100         165  MISSED          8/8           5/8          0/8           3       12\n",
 		"first term mismatch: x",
 	} {
 		require.Contains(t, out, want)

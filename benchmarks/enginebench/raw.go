@@ -61,6 +61,31 @@ func (r *rawIndex) load(ctx context.Context, docs []Doc, batchSize int) (time.Du
 	return time.Since(start), nil
 }
 
+// persist waits until every batch indexed so far is on disk. With
+// unsafe_batch, Batch returns before its segment is persisted, and Close
+// does not persist what is left, so the index must be persisted before it
+// is closed and opened again (by the raw worker). It sends an empty batch
+// (an internal key) and waits for scorch to persist it: scorch persists
+// its snapshots in order, so the earlier batches are on disk too.
+func (r *rawIndex) persist(ctx context.Context) error {
+	done := make(chan error, 1)
+	b := r.idx.NewBatch()
+	b.SetInternal([]byte("enginebench-persisted"), []byte("1"))
+	b.SetPersistedCallback(func(err error) { done <- err })
+	if err := r.idx.Batch(b); err != nil {
+		return fmt.Errorf("raw bleve: persist: %w", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("raw bleve: persist: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // rawQuery builds the bleve query equivalent to esBody(q).
 func rawQuery(q Query) query.Query {
 	term := func(field, value string) query.Query {

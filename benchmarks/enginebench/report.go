@@ -40,16 +40,18 @@ func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query (µs)\tn\traw p50\traw p99\tHTTP p50\tHTTP p99\tempty p50\tp50 budget\ttarget\tsame totals\tsame top ids\tsame scores\t")
+	fmt.Fprintln(tw, "query (µs)\tn\traw p50\traw p99\tHTTP p50\tHTTP p99\tempty p50\tp50 budget\ttarget\tsame totals\tsame top ids\tsame scores\tGCs client\tGCs raw\t")
 	for _, q := range r.Queries {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d/%d\t%d/%d\t%d/%d\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%d/%d\t%d/%d\t%d/%d\t%d\t%d\t\n",
 			q.Kind, q.HTTP.N, q.Raw.P50, q.Raw.P99, q.HTTP.P50, q.HTTP.P99, q.Empty.P50, q.BudgetUS, met(q.TargetMet),
-			q.SameTotals, q.Distinct, q.SameTopIDs, q.Distinct, q.SameScores, q.Distinct)
+			q.SameTotals, q.Distinct, q.SameTopIDs, q.Distinct, q.SameScores, q.Distinct, q.ClientGCs, q.RawGCs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "each round runs a raw query, the same query over HTTP and an empty round trip;\np50 budget = (raw p50 + empty p50) × 1.1; same … = distinct queries whose totals, top-hit id sets, top-hit scores agree")
+	_, err := fmt.Fprintln(w, "each round runs a raw query (in the raw worker process, timed there), the same query over HTTP and an empty round trip;\n"+
+		"p50 budget = (raw p50 + empty p50) × 1.1; same … = distinct queries whose totals, top-hit id sets, top-hit scores agree;\n"+
+		"GCs = garbage collections during the kind's rounds in this process (the HTTP client) and in the raw worker")
 	for _, q := range r.Queries {
 		if q.FirstMismatch != "" {
 			fmt.Fprintf(w, "first %s mismatch: %s\n", q.Kind, q.FirstMismatch)

@@ -1,5 +1,6 @@
 // Command enginebench measures Weft's single-node engine through its HTTP
-// API side by side with raw bleve in-process, in one run: bulk docs/s, and
+// API side by side with raw bleve in-process (in a worker process of its
+// own: this executable started again), in one run: bulk docs/s, and
 // p50/p99 latency of term, boolean and phrase queries, plus the cost of an
 // empty HTTP round trip. It prints a table and, with -json FILE, writes the
 // figures as JSON. Run it from the module root:
@@ -21,6 +22,10 @@ import (
 )
 
 func main() {
+	// Run starts this executable again as its raw worker.
+	if code, ok := enginebench.RawWorkerMain(); ok {
+		os.Exit(code)
+	}
 	cfg := enginebench.DefaultConfig()
 	flag.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "JSON lines documents with an \"id\" field (the full corpus: $(scripts/sample-data.sh))")
 	flag.StringVar(&cfg.MappingFile, "mapping", cfg.MappingFile, "Elasticsearch mapping JSON used by both sides")
