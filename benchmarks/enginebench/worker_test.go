@@ -169,4 +169,3 @@ func TestRunRefusesToRunInsideAWorker(t *testing.T) {
 	_, err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "RawWorkerMain")
 }
-
