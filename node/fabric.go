@@ -180,7 +180,8 @@ func (c *dialedConn) Paths() []adaptive.PathStats {
 
 // report describes the fabric's peers and RDMA queue pairs.
 func (f *fabricService) report() fabricdiag.ConnsReport {
-	rep := fabricdiag.ConnsReport{Fabric: "on", ListenAddr: f.Addr(), RDMA: f.rdmaOn, Conns: f.counts.Peers(), RDMAQPs: []rdma.ConnInfo{}}
+	rep := fabricdiag.ConnsReport{Fabric: "on", ListenAddr: f.Addr(), RDMA: f.rdmaOn, RDMATransport: f.rdmaInfo(),
+		Conns: f.counts.Peers(), RDMAQPs: []rdma.ConnInfo{}}
 	if f.rdma != nil {
 		rep.RDMAQPs = append(rep.RDMAQPs, f.rdma.Conns()...)
 	}
@@ -218,6 +219,30 @@ func (f *fabricService) report() fabricdiag.ConnsReport {
 	}
 	return rep
 }
+
+// rdmaInfo describes the RDMA transport, or is nil without an RDMA path.
+func (f *fabricService) rdmaInfo() *rdma.TransportInfo {
+	if f.rdma == nil {
+		return nil
+	}
+	ti := f.rdma.Info()
+	return &ti
+}
+
+// rdmaPath is the fabric's RDMA path in words ("on" or "off: reason") and
+// the RDMA transport's description (nil without one), for the diagnostics.
+func (n *Node) rdmaPath() (string, *rdma.TransportInfo) {
+	n.mu.Lock()
+	f := n.fab
+	n.mu.Unlock()
+	if f == nil {
+		return fabricOffRDMA, nil
+	}
+	return f.rdmaOn, f.rdmaInfo()
+}
+
+// fabricOffRDMA is the RDMA path's state while the node serves no fabric.
+const fabricOffRDMA = "off: the fabric is off (no --fabric-addr)"
 
 // Close closes the connections the node dialled, then the listener (which
 // waits for its handlers), then the RDMA transport. It is idempotent.
@@ -257,6 +282,7 @@ func (d fabricDiag) FabricDevices(ctx context.Context) (any, error) {
 		return nil, fmt.Errorf("node: listing fabric devices: %w", err)
 	}
 	out := fabricdiag.DevicesReport{Interfaces: rep.Interfaces, RDMADevices: rep.RDMA, VerbsDevices: []rdma.DeviceInfo{}}
+	out.RDMAPath, out.RDMATransport = d.n.rdmaPath()
 	active := 0
 	for _, dev := range rep.RDMA {
 		if hasActivePort([]discovery.RDMADevice{dev}) {
@@ -285,7 +311,7 @@ func (d fabricDiag) FabricConns(ctx context.Context) (any, error) {
 	f := d.n.fab
 	d.n.mu.Unlock()
 	if f == nil {
-		return fabricdiag.ConnsReport{Fabric: "off", RDMA: "off: the fabric is off (no --fabric-addr)", Conns: []fabricdiag.PeerConn{}, RDMAQPs: []rdma.ConnInfo{}}, nil
+		return fabricdiag.ConnsReport{Fabric: "off", RDMA: fabricOffRDMA, Conns: []fabricdiag.PeerConn{}, RDMAQPs: []rdma.ConnInfo{}}, nil
 	}
 	return f.report(), nil
 }

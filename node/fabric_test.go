@@ -56,6 +56,29 @@ func TestFabricDevicesListsLoopback(t *testing.T) {
 		require.Empty(t, rep.VerbsDevices)
 		require.Contains(t, rep.VerbsError, "without RDMA support")
 	}
+	require.Equal(t, "off: the fabric is off (no --fabric-addr)", rep.RDMAPath)
+	require.Nil(t, rep.RDMATransport)
+	require.Contains(t, getRaw(t, n.URL()+"/_weft/fabric/devices"), `"rdma_transport":null`, "the field is there, null without an RDMA path")
+}
+
+// getRaw returns the body of a 200 reply to GET url.
+func getRaw(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := client.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	return string(b)
+}
+
+func TestFabricDevicesSaysWhyNoRDMAPath(t *testing.T) {
+	n := startNode(t, fabricConfig(t.TempDir()))
+	var rep fabricdiag.DevicesReport
+	getJSON(t, n.URL()+"/_weft/fabric/devices", &rep)
+	require.Equal(t, "off: --fabric-rdma=off", rep.RDMAPath)
+	require.Nil(t, rep.RDMATransport)
 }
 
 func TestFabricConnsWhenOff(t *testing.T) {
@@ -80,6 +103,8 @@ func TestFabricConnsWithoutPeers(t *testing.T) {
 	require.True(t, strings.HasPrefix(rep.RDMA, "off: "), rep.RDMA)
 	require.Empty(t, rep.Conns)
 	require.NotNil(t, rep.RDMAQPs)
+	require.Nil(t, rep.RDMATransport)
+	require.Contains(t, getRaw(t, n.URL()+"/_weft/fabric/conns"), `"rdma_transport":null`)
 }
 
 // inbound returns the report's inbound peer host, failing if absent.
@@ -214,8 +239,11 @@ func TestFabricRDMAAutoFallsBackToTCP(t *testing.T) {
 	getJSON(t, n.URL()+"/_weft/fabric/conns", &rep)
 	if rep.RDMA == "on" {
 		require.Contains(t, rep.ListenAddr, "rdma:")
+		require.NotNil(t, rep.RDMATransport)
+		require.NotEmpty(t, rep.RDMATransport.KeyScope)
 		return
 	}
 	require.True(t, strings.HasPrefix(rep.RDMA, "off: "), rep.RDMA)
 	require.NotContains(t, rep.ListenAddr, "rdma:")
+	require.Nil(t, rep.RDMATransport)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
@@ -106,6 +107,7 @@ func printDevices(w io.Writer, rep *fabricdiag.DevicesReport) error {
 	} else {
 		fmt.Fprintf(tw, "verbs: %d device(s)\n", len(rep.VerbsDevices))
 	}
+	fmt.Fprintln(tw, rdmaPathLine(rep.RDMAPath, rep.RDMATransport))
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "INTERFACE\tDRIVER\tMTU\tSPEED\tSTATE\tADDRESSES")
 	for _, ifc := range rep.Interfaces {
@@ -128,6 +130,9 @@ func printConns(w io.Writer, rep *fabricdiag.ConnsReport) error {
 		fmt.Fprintf(tw, "fabric: %s (start the node with --fabric-addr to serve it); rdma: %s\n", dash(rep.Fabric), dash(rep.RDMA))
 	} else {
 		fmt.Fprintf(tw, "fabric: on, listening on %s; rdma: %s\n", rep.ListenAddr, dash(rep.RDMA))
+		if rep.RDMATransport != nil {
+			fmt.Fprintln(tw, rdmaPathLine(rep.RDMA, rep.RDMATransport))
+		}
 	}
 	if len(rep.Conns) == 0 {
 		fmt.Fprintln(tw, "peers: none")
@@ -180,13 +185,39 @@ func printConns(w io.Writer, rep *fabricdiag.ConnsReport) error {
 	}
 	if len(rep.RDMAQPs) > 0 {
 		fmt.Fprintln(tw, "\nRDMA QUEUE PAIRS")
-		fmt.Fprintln(tw, "PEER\tDIALED\tLOCAL QPN\tREMOTE QPN\tSTATE\tCREDITS\tOWED\tMSGS OUT\tMSGS IN\tBYTES OUT\tBYTES IN\tERRORS\tFAILURE")
+		fmt.Fprintln(tw, "PEER\tDIALED\tLOCAL QPN\tREMOTE QPN\tSTATE\tCREDITS\tOWED\tMSGS OUT\tMSGS IN\tBYTES OUT\tBYTES IN\tERRORS\tKEY SCOPE\tWINDOWS BOUND/REVOKED\tFAILURE")
 		for _, q := range rep.RDMAQPs {
-			fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", q.Peer, q.Dialed, q.LocalQPN, q.RemoteQPN, q.QPState,
-				q.SendCredits, q.CreditsOwed, q.MessagesSent, q.MessagesRecv, q.BytesSent, q.BytesRecv, q.Errors, dash(q.FailureReason))
+			fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\n", q.Peer, q.Dialed, q.LocalQPN, q.RemoteQPN, q.QPState,
+				q.SendCredits, q.CreditsOwed, q.MessagesSent, q.MessagesRecv, q.BytesSent, q.BytesRecv, q.Errors,
+				dash(q.KeyScope), q.WindowsBound, q.WindowsRevoked, dash(q.FailureReason))
 		}
 	}
 	return tw.Flush()
+}
+
+// rdmaPathLine describes the node's RDMA path in one line: "rdma path:
+// off: reason", or the transport's device, port state, key scope and
+// asynchronous events, ending in whether it accepts new connections or
+// why it refuses them.
+func rdmaPathLine(path string, ti *rdma.TransportInfo) string {
+	if ti == nil {
+		return "rdma path: " + dash(path)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "rdma path: %s: %s port %d, port state %s, GID index %d, key scope %s, async events %d",
+		dash(path), dash(ti.Device), ti.Port, dash(ti.PortState), ti.GIDIndex, dash(ti.KeyScope), ti.AsyncEvents)
+	if ti.LastAsyncEvent != "" {
+		fmt.Fprintf(&b, " (last %s)", ti.LastAsyncEvent)
+	}
+	if ti.ConnsFailedByEvents > 0 {
+		fmt.Fprintf(&b, ", %d connection(s) failed by events", ti.ConnsFailedByEvents)
+	}
+	if ti.Refusing != "" {
+		b.WriteString("; refusing new connections: " + ti.Refusing)
+	} else {
+		b.WriteString("; accepting connections")
+	}
+	return b.String()
 }
 
 // sizeLabel writes a bucket bound in B, KiB or MiB.

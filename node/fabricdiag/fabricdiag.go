@@ -34,6 +34,15 @@ type DevicesReport struct {
 	VerbsDevices []rdma.DeviceInfo `json:"verbs_devices"`
 	// VerbsError says why VerbsDevices is empty, when it is.
 	VerbsError string `json:"verbs_error,omitempty"`
+	// RDMAPath says whether the node's fabric has an RDMA path: "on", or
+	// "off: reason" (the same words as ConnsReport.RDMA).
+	RDMAPath string `json:"rdma_path"`
+	// RDMATransport is the node's RDMA transport as a whole
+	// (rdma.Transport.Info): device and port, the port's state now, the key
+	// scope of its rendezvous keys, why it refuses new connections (empty
+	// while it accepts them), its asynchronous events. Null when the node
+	// has no RDMA path; RDMAPath says why.
+	RDMATransport *rdma.TransportInfo `json:"rdma_transport"`
 }
 
 // ConnsReport is GET /_weft/fabric/conns.
@@ -45,6 +54,9 @@ type ConnsReport struct {
 	ListenAddr string `json:"listen_addr,omitempty"`
 	// RDMA says whether the node has an RDMA path: "on", or "off: reason".
 	RDMA string `json:"rdma"`
+	// RDMATransport is the node's RDMA transport as a whole, as in
+	// DevicesReport; null when the node has no RDMA path.
+	RDMATransport *rdma.TransportInfo `json:"rdma_transport"`
 	// Conns lists each peer: inbound ones by remote host, outbound ones by
 	// the address dialled. Never nil.
 	Conns []PeerConn `json:"conns"`
