@@ -190,7 +190,6 @@ func BenchmarkRatioToRaw(b *testing.B) {
 		{"echo/4096", fabric.MethodUserBase, 4 << 10},
 		{"ping/16384", fabric.MethodPing, 16 << 10}, {"echo/16384", fabric.MethodUserBase, 16 << 10},
 		{"echo/1048576", fabric.MethodUserBase, 1 << 20}, {"echo/16777216", fabric.MethodUserBase, 16 << 20},
-		{"echo/67108864", fabric.MethodUserBase, 64 << 20},
 	} {
 		size := bc.size
 		b.Run(bc.name, func(b *testing.B) {
