@@ -73,7 +73,7 @@ func DefaultConfig() Config {
 		HandshakeTimeout:  10 * time.Second,
 		DrainTimeout:      10 * time.Second,
 		BulkSockets:       4,
-		BulkThreshold:     256 << 10,
+		BulkThreshold:     4 << 10,
 	}
 }
 
