@@ -89,7 +89,10 @@ type conn struct {
 	inflight                                                                            atomic.Int64
 }
 
-var _ fabric.Conn = (*conn)(nil)
+var (
+	_ fabric.Conn         = (*conn)(nil)
+	_ fabric.VectorCaller = (*conn)(nil)
+)
 
 type result struct {
 	data []byte
@@ -343,9 +346,10 @@ func (c *conn) reserve(ctx context.Context, n uint64, credit, expose bool) error
 	}
 }
 
-// queueSendLocked copies h and payload into the next ring slot and queues a
-// SEND. Caller holds c.mu and has reserved a slot.
-func (c *conn) queueSendLocked(h *header, payload []byte) {
+// queueSendLocked copies h and the payload, given as pieces (nil for a
+// header-only message), into the next ring slot and queues a SEND. Caller
+// holds c.mu and has reserved a slot; h.length is the pieces' total.
+func (c *conn) queueSendLocked(h *header, pieces [][]byte) {
 	h.credits = c.freed
 	c.advertised = c.freed
 	seq := c.sqHead
@@ -354,7 +358,10 @@ func (c *conn) queueSendLocked(h *header, payload []byte) {
 	slot := seq & (c.depth - 1)
 	buf := c.ring.mem[slot*E : (slot+1)*E]
 	h.put(buf)
-	n := headerSize + copy(buf[headerSize:], payload)
+	n := headerSize
+	for _, p := range pieces {
+		n += copy(buf[n:], p)
+	}
 	flags := c.signalFlag(seq)
 	if n <= c.maxInline {
 		flags |= flagInline
@@ -408,16 +415,18 @@ func (c *conn) flushLocked() {
 	c.posting = false
 }
 
-// sendMessage sends one message of type typ, eagerly or by rendezvous.
-func (c *conn) sendMessage(ctx context.Context, typ uint8, method fabric.Method, id uint64, aux uint32, payload []byte) error {
-	if len(payload) >= c.threshold {
-		return c.sendRendezvous(ctx, typ, method, id, aux, payload)
+// sendMessage sends one message of type typ whose payload is the
+// concatenation of pieces (n bytes in all), eagerly or by rendezvous; the
+// pieces are copied straight into registered memory, and only read.
+func (c *conn) sendMessage(ctx context.Context, typ uint8, method fabric.Method, id uint64, aux uint32, pieces [][]byte, n int) error {
+	if n >= c.threshold {
+		return c.sendRendezvous(ctx, typ, method, id, aux, pieces, n)
 	}
 	if err := c.reserve(ctx, 1, true, false); err != nil {
 		return err
 	}
-	h := header{typ: typ, method: method, id: id, length: uint32(len(payload)), aux: aux}
-	c.queueSendLocked(&h, payload)
+	h := header{typ: typ, method: method, id: id, length: uint32(n), aux: aux}
+	c.queueSendLocked(&h, pieces)
 	c.flushLocked()
 	c.mu.Unlock()
 	return nil
@@ -494,14 +503,18 @@ func (c *conn) revokeLocked(reg *region) {
 	c.flushLocked()
 }
 
-// sendRendezvous copies payload into a registered region of this
-// connection and announces it; the peer READs it and answers FIN.
-func (c *conn) sendRendezvous(ctx context.Context, typ uint8, method fabric.Method, id uint64, aux uint32, payload []byte) error {
-	reg, err := c.out.get(len(payload))
+// sendRendezvous copies the pieces (n bytes in all) one after another into
+// a registered region of this connection and announces it; the peer READs
+// it and answers FIN, or offers a region to WRITE it into.
+func (c *conn) sendRendezvous(ctx context.Context, typ uint8, method fabric.Method, id uint64, aux uint32, pieces [][]byte, n int) error {
+	reg, err := c.out.get(n)
 	if err != nil {
 		return err
 	}
-	copy(reg.mem, payload)
+	off := 0
+	for _, p := range pieces {
+		off += copy(reg.mem[off:], p)
+	}
 	readMode := c.cfg.RendezvousMode == "read"
 	if err := c.reserve(ctx, 1, true, readMode && reg.mw != nil); err != nil {
 		c.out.put(reg)
@@ -510,10 +523,10 @@ func (c *conn) sendRendezvous(ctx context.Context, typ uint8, method fabric.Meth
 	c.nextRz++
 	rz := c.nextRz
 	c.rzOut[rz] = reg
-	h := header{typ: msgRTW, inner: typ, method: method, id: id, length: uint32(len(payload)), rz: rz}
+	h := header{typ: msgRTW, inner: typ, method: method, id: id, length: uint32(n), rz: rz}
 	if readMode {
-		key := c.exposeLocked(reg, len(payload), mwRemoteRead)
-		h = header{typ: msgRTS, inner: typ, method: method, id: id, length: uint32(len(payload)), aux: key, addr: reg.addr, rz: rz}
+		key := c.exposeLocked(reg, n, mwRemoteRead)
+		h = header{typ: msgRTS, inner: typ, method: method, id: id, length: uint32(n), aux: key, addr: reg.addr, rz: rz}
 	}
 	c.queueSendLocked(&h, nil)
 	c.flushLocked()
@@ -942,12 +955,12 @@ func (c *conn) respond(id uint64, oneWay bool, reply []byte, err error) {
 		if len(msg) >= c.threshold {
 			msg = msg[:c.threshold-1]
 		}
-		err = c.sendMessage(c.ctx, msgError, 0, id, uint32(re.Code), []byte(msg))
+		err = c.sendMessage(c.ctx, msgError, 0, id, uint32(re.Code), [][]byte{[]byte(msg)}, len(msg))
 	case len(reply) > c.cfg.MaxMessageSize:
 		msg := fmt.Sprintf("reply of %d bytes exceeds the %d-byte limit", len(reply), c.cfg.MaxMessageSize)
-		err = c.sendMessage(c.ctx, msgError, 0, id, uint32(fabric.CodeInternal), []byte(msg))
+		err = c.sendMessage(c.ctx, msgError, 0, id, uint32(fabric.CodeInternal), [][]byte{[]byte(msg)}, len(msg))
 	default:
-		err = c.sendMessage(c.ctx, msgReply, 0, id, 0, reply)
+		err = c.sendMessage(c.ctx, msgReply, 0, id, 0, [][]byte{reply}, len(reply))
 	}
 	if err != nil && c.ctx.Err() == nil {
 		c.t.log.Debug("rdma: sending a response failed", "peer", c.peer, "id", id, "err", err)
@@ -970,8 +983,28 @@ func (c *conn) acquire(ctx context.Context) error {
 
 // Call implements fabric.Conn.
 func (c *conn) Call(ctx context.Context, method fabric.Method, payload []byte) ([]byte, error) {
-	if len(payload) > c.cfg.MaxMessageSize {
-		return nil, fmt.Errorf("rdma: call payload of %d bytes exceeds %d: %w", len(payload), c.cfg.MaxMessageSize, fabric.ErrTooLarge)
+	return c.call(ctx, method, [][]byte{payload}, len(payload))
+}
+
+// CallVector implements fabric.VectorCaller: Call with the payload given as
+// pieces, which the peer's handler receives concatenated. Each piece is
+// copied once, straight into registered memory (the send ring slot of an
+// eager message, the rendezvous source region of a large one), never into
+// an intermediate buffer. The pieces are only read, and only until
+// CallVector returns; nil, empty and empty pieces are allowed. Errors,
+// cancellation, the in-flight window, credits and counters are Call's.
+func (c *conn) CallVector(ctx context.Context, method fabric.Method, payload [][]byte) ([]byte, error) {
+	n := 0
+	for _, p := range payload {
+		n += len(p)
+	}
+	return c.call(ctx, method, payload, n)
+}
+
+// call runs a Call whose payload is the concatenation of pieces, n bytes.
+func (c *conn) call(ctx context.Context, method fabric.Method, pieces [][]byte, n int) ([]byte, error) {
+	if n > c.cfg.MaxMessageSize {
+		return nil, fmt.Errorf("rdma: call payload of %d bytes exceeds %d: %w", n, c.cfg.MaxMessageSize, fabric.ErrTooLarge)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -993,7 +1026,7 @@ func (c *conn) Call(ctx context.Context, method fabric.Method, payload []byte) (
 	}
 	c.calls[id] = ch
 	c.mu.Unlock()
-	if err := c.sendMessage(ctx, msgCall, method, id, 0, payload); err != nil {
+	if err := c.sendMessage(ctx, msgCall, method, id, 0, pieces, n); err != nil {
 		c.forget(id)
 		c.callErrs.Add(1)
 		return nil, err
@@ -1042,7 +1075,7 @@ func (c *conn) Send(ctx context.Context, method fabric.Method, payload []byte) e
 	c.mu.Lock()
 	c.sendsOut[id] = struct{}{}
 	c.mu.Unlock()
-	if err := c.sendMessage(ctx, msgOneWay, method, id, 0, payload); err != nil {
+	if err := c.sendMessage(ctx, msgOneWay, method, id, 0, [][]byte{payload}, len(payload)); err != nil {
 		c.mu.Lock()
 		_, ok := c.sendsOut[id]
 		delete(c.sendsOut, id)
