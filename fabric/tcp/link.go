@@ -28,6 +28,10 @@ type frame struct {
 	written chan error
 }
 
+// readBufferSize is the size of each socket's read buffer: one read system
+// call takes in a 16 KiB frame and its header with room to spare.
+const readBufferSize = 64 << 10
+
 var framePool = sync.Pool{New: func() any { return &frame{written: make(chan error, 1)} }}
 
 func getFrame() *frame { return framePool.Get().(*frame) }
@@ -80,7 +84,7 @@ type link struct {
 func newLink(cfg *Config, log *slog.Logger, nc net.Conn, raw *net.TCPConn, remote string) *link {
 	l := &link{
 		cfg: cfg, log: log, nc: nc, tcp: raw, remote: remote,
-		br:       bufio.NewReaderSize(nc, 64<<10),
+		br:       bufio.NewReaderSize(nc, readBufferSize),
 		localMax: uint32(cfg.MaxMessageSize),
 		kick:     make(chan struct{}, 1),
 		done:     make(chan struct{}),

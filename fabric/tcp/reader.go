@@ -313,7 +313,21 @@ func (c *Conn) startBody(h header) error {
 	// From here on cl has left the pending table, so the connection's
 	// failure will not reach it: readFailed answers it.
 	rs.cl = cl
-	rs.p = make([]byte, h.length) // the reply the caller will own
+	n := int(h.length)
+	if c.br.Buffered() >= n {
+		// The whole reply is buffered (one read system call brought in
+		// the header and up to 64 KiB after it): copy it into the reply
+		// the caller will own as it is allocated, which skips zeroing
+		// the new memory first.
+		b, _ := c.br.Peek(n)
+		p := make([]byte, n)
+		copy(p, b)
+		_, _ = c.br.Discard(n)
+		rs.p, rs.pn = p, n
+		c.received.Add(uint64(n))
+		return nil
+	}
+	rs.p = make([]byte, n) // the reply the caller will own
 	return nil
 }
 

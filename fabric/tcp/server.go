@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -99,8 +100,12 @@ type session struct {
 	d   *dispatch.Dispatcher
 	sem chan struct{} // bounds running handlers to the window
 	// state hands reading to a new goroutine when a handler served on the
-	// reader goroutine runs too long (see watch).
-	state atomic.Int32
+	// reader goroutine runs too long (see watch): the reader's generation
+	// (0 for the first, one more for each goroutine that took over) << 3,
+	// stateLent while it runs a handler lent the read buffer (see
+	// request), and its reader state. A reader whose state was taken
+	// over sees another generation and leaves reading to its successor.
+	state atomic.Uint64
 	// inlineSeq counts handlers run on the reader goroutine; the watchdog
 	// timer (armed while the session is busy) compares it between two
 	// firings to find one that has run for a whole watchPeriod.
@@ -113,11 +118,13 @@ type session struct {
 	slow [64]atomic.Bool
 }
 
-// Reader states.
+// Reader states, the low bits of session.state.
 const (
 	stateReading = iota // the reader goroutine reads
 	stateInline         // it is running a handler
-	stateHanded         // a new goroutine took over reading
+	stateKind    = 3
+	stateLent    = 4 // the inline handler reads its payload in the read buffer
+	stateGen     = 3 // shift of the generation
 )
 
 // inlineBudget is how long a method's handler may last to be served on the
@@ -141,7 +148,7 @@ const watchPeriod = time.Millisecond
 func (s *session) watch() {
 	seq, last := s.inlineSeq.Load(), s.watchSeq.Load()
 	switch {
-	case seq == last && s.state.Load() == stateInline:
+	case seq == last && s.state.Load()&stateKind == stateInline:
 		s.takeOver()
 	case seq == last:
 		// Idle for a period: disarm. A handler that started inline just
@@ -158,10 +165,21 @@ func (s *session) watch() {
 // takeOver hands reading to a new goroutine if the reader is still in a
 // handler.
 func (s *session) takeOver() {
-	if s.state.CompareAndSwap(stateInline, stateHanded) {
-		s.l.wg.Add(1) // the inline goroutine is counted, so the group is not at zero
-		go s.reading()
+	v := s.state.Load()
+	if v&stateKind != stateInline {
+		return
 	}
+	gen := v>>stateGen + 1
+	if !s.state.CompareAndSwap(v, gen<<stateGen|stateReading) {
+		return
+	}
+	if v&stateLent != 0 {
+		// The handler still reads its payload in the read buffer, which
+		// holds nothing else: the new reader gets a fresh one.
+		s.br = bufio.NewReaderSize(s.nc, readBufferSize)
+	}
+	s.l.wg.Add(1) // the inline goroutine is counted, so the group is not at zero
+	go s.reading(gen)
 }
 
 // runTask serves t and records whether method's handler was quick.
@@ -218,19 +236,20 @@ func (l *Listener) serve(nc net.Conn) {
 	l.mu.Unlock()
 
 	s.start()
-	s.readAndFinish()
+	s.readAndFinish(0)
 }
 
-// reading is the body of every reader goroutine after the first.
-func (s *session) reading() {
+// reading is the body of every reader goroutine after the first; gen is
+// its generation (see session.state).
+func (s *session) reading(gen uint64) {
 	defer s.l.wg.Done()
-	s.readAndFinish()
+	s.readAndFinish(gen)
 }
 
 // readAndFinish reads until the connection fails, then cleans up; or, when
 // it handed reading to another goroutine and served a request, just returns.
-func (s *session) readAndFinish() {
-	handedOff, err := s.readLoop()
+func (s *session) readAndFinish(gen uint64) {
+	handedOff, err := s.readLoop(gen)
 	if handedOff {
 		return
 	}
@@ -258,7 +277,7 @@ func (s *session) readAndFinish() {
 // requests for a method whose last handler was slow, get their own
 // goroutine while this one reads on. Exactly one goroutine reads at any
 // time.
-func (s *session) readLoop() (handedOff bool, err error) {
+func (s *session) readLoop(gen uint64) (handedOff bool, err error) {
 	for {
 		h, err := s.readHeader(&s.hb)
 		if err != nil {
@@ -266,13 +285,16 @@ func (s *session) readLoop() (handedOff bool, err error) {
 		}
 		switch h.typ {
 		case typeRequest, typeOneWay:
-			t, ok, err := s.request(&s.hb, h)
+			t, ok, lent, err := s.request(&s.hb, h)
 			if err != nil {
 				return false, err
 			}
 			switch {
 			case !ok:
-			case s.br.Buffered() > 0 || s.slow[int(h.method)%len(s.slow)].Load():
+				if lent {
+					_, _ = s.br.Discard(int(h.length))
+				}
+			case !lent && (s.br.Buffered() > 0 || s.slow[int(h.method)%len(s.slow)].Load()):
 				// More frames are waiting, or the method is slow: keep
 				// reading while the handler runs.
 				go s.runTask(t, h.method)
@@ -283,14 +305,21 @@ func (s *session) readLoop() (handedOff bool, err error) {
 				// fresh goroutine (watch), so cancels, pings and other
 				// requests are never stuck behind it for long.
 				seq := s.inlineSeq.Add(1)
-				s.state.Store(stateInline)
+				inline := gen<<stateGen | stateInline
+				if lent {
+					inline |= stateLent
+				}
+				s.state.Store(inline)
 				if !s.watching.Load() && s.watching.CompareAndSwap(false, true) {
 					s.watchSeq.Store(seq)
 					s.watchdog.Reset(watchPeriod)
 				}
 				s.runTask(t, h.method)
-				if !s.state.CompareAndSwap(stateInline, stateReading) {
+				if !s.state.CompareAndSwap(inline, gen<<stateGen|stateReading) {
 					return true, nil // another goroutine reads now
+				}
+				if lent {
+					_, _ = s.br.Discard(int(h.length))
 				}
 			}
 		case typeCancel:
@@ -313,19 +342,36 @@ func (s *session) readLoop() (handedOff bool, err error) {
 }
 
 // request reads a request's payload and accepts it; ok says the returned
-// task must be run.
-func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok bool, err error) {
+// task must be run. When the payload is the last thing in the read buffer
+// and its method is quick, the handler is lent the read buffer itself, no
+// copy (lent): the task must then be run inline, on the reader goroutine,
+// and the payload discarded from the buffer once it returns (or at once
+// when !ok). takeOver gives a new reader goroutine a fresh buffer, so the
+// lent bytes stay put until the handler is done.
+func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok, lent bool, err error) {
 	var payload []byte
 	var bp *[]byte
-	if h.length > 0 {
-		bp = bufpool.Get(int(h.length))
+	n := int(h.length)
+	switch {
+	case n == 0:
+		if err := checkCRC(hb, h, nil); err != nil {
+			return t, false, false, err
+		}
+	case s.br.Buffered() == n && !s.slow[int(h.method)%len(s.slow)].Load():
+		payload, _ = s.br.Peek(n) // cannot fail: n bytes are buffered
+		payload = payload[:n:n]   // a handler's append must not reach the buffer
+		s.received.Add(uint64(n))
+		if err := checkCRC(hb, h, payload); err != nil {
+			return t, false, false, err
+		}
+		lent = true
+	default:
+		bp = bufpool.Get(n)
 		if err := s.readPayload(hb, h, *bp); err != nil {
 			bufpool.Put(bp)
-			return t, false, err
+			return t, false, false, err
 		}
 		payload = *bp
-	} else if err := checkCRC(hb, h, nil); err != nil {
-		return t, false, err
 	}
 	// A client that respects the window never waits here; one that does
 	// not is slowed down by TCP flow control instead of exhausting memory.
@@ -335,10 +381,10 @@ func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok b
 		if bp != nil {
 			bufpool.Put(bp)
 		}
-		return t, false, s.err
+		return t, false, false, s.err
 	}
 	t, ok = s.d.Accept(h.id, h.method, payload, h.typ == typeOneWay, bp)
-	return t, ok, nil
+	return t, ok, lent, nil
 }
 
 // respond sends a handler's outcome and frees its window slot; it returns

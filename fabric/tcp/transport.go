@@ -38,9 +38,14 @@
 // reading the socket reads its reply itself (other calls' replies on the
 // way are handed to them), and the server serves a quick handler on the
 // goroutine that read its request, so a lone call costs no goroutine
-// hand-off, hence no wake-up of another thread, at either end. Replies are
-// read straight into the buffer handed to the caller; request payloads
-// into pooled buffers. TCP_NODELAY is on. Calls with large requests are
+// hand-off, hence no wake-up of another thread, at either end. Each socket
+// is read through a 64 KiB buffer, so one read system call usually brings
+// in a frame's header and payload together. A request whose payload is the
+// last thing buffered and whose handler runs on the reader goroutine is
+// lent that buffer, no copy; other requests are copied into pooled
+// buffers. A reply that the read buffer holds whole is copied into the new
+// slice handed to the caller as that slice is allocated (no zeroing pass).
+// TCP_NODELAY is on. Calls with large requests are
 // spread over a few extra sockets to the same peer (Config.BulkSockets),
 // so that several large transfers move through the kernel side by side.
 package tcp
