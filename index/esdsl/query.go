@@ -11,6 +11,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	vregexp "github.com/blevesearch/vellum/regexp"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/scoring"
 )
 
@@ -510,7 +511,7 @@ func (t *translator) buildPhrase(field, text, analyzer string, slop int, zeroAll
 	q := query.NewMatchPhraseQuery(text)
 	q.SetField(field)
 	q.Analyzer = bleveAnalyzer
-	return setBoost(q, boost), nil
+	return setBoost(index.NewMatchPhrase(q), boost), nil
 }
 
 func (t *translator) multiMatch(body json.RawMessage) (query.Query, error) {
