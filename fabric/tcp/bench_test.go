@@ -175,6 +175,13 @@ func BenchmarkRatioToRaw(b *testing.B) {
 	ctx := context.Background()
 	var m fabric.Mux
 	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	// echocopy's handler copies the payload into its reply, as fabricbench's
+	// does (Request.Payload is valid only until the handler returns): the
+	// difference to echo is the handler's allocation and copy, and the
+	// garbage collection they cause, which raw's echo does not pay.
+	m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) {
+		return append([]byte(nil), r.Payload...), nil
+	})
 	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
 	if err != nil {
 		b.Fatal(err)
@@ -189,6 +196,7 @@ func BenchmarkRatioToRaw(b *testing.B) {
 		{"ping/1024", fabric.MethodPing, 1 << 10}, {"echo/1024", fabric.MethodUserBase, 1 << 10},
 		{"echo/4096", fabric.MethodUserBase, 4 << 10},
 		{"ping/16384", fabric.MethodPing, 16 << 10}, {"echo/16384", fabric.MethodUserBase, 16 << 10},
+		{"echocopy/16384", fabric.MethodUserBase + 1, 16 << 10},
 		{"echo/1048576", fabric.MethodUserBase, 1 << 20}, {"echo/16777216", fabric.MethodUserBase, 16 << 20},
 	} {
 		size := bc.size
