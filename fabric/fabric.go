@@ -13,7 +13,10 @@
 //     returns; a handler that keeps bytes copies them. This lets the RDMA
 //     transport hand a handler a slice of registered receive memory.
 //   - The reply a Handler returns must not be modified after it returns; the
-//     transport may read it until it has been sent.
+//     transport may read it until it has been sent. The reply may be
+//     Request.Payload or a part of it (an echo need not copy): every
+//     transport keeps the request's memory until the reply has been sent,
+//     and the conformance suite's echo handlers do exactly that.
 package fabric
 
 import (
