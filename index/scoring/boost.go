@@ -59,41 +59,48 @@ func boosted(s search.Searcher, b float64, explain bool) search.Searcher {
 	if b == 1 {
 		return s
 	}
-	return &boostSearcher{Searcher: s, boost: b, explain: explain}
+	bs := &boostSearcher{boost: b}
+	bs.rescored = rescored{Searcher: s, rescore: func(dm *search.DocumentMatch) {
+		dm.Score *= b
+		if explain {
+			dm.Expl = &search.Explanation{
+				Value:    dm.Score,
+				Message:  fmt.Sprintf("product of boost %g and:", b),
+				Children: []*search.Explanation{dm.Expl},
+			}
+		}
+	}}
+	return bs
 }
 
 type boostSearcher struct {
-	search.Searcher
-	boost   float64
-	explain bool
+	rescored
+	boost float64
 }
 
 // Weight is the squared weight bleve's normalisation sums: the wrapped
 // searcher's, times the boost squared (as for a boosted term query).
 func (s *boostSearcher) Weight() float64 { return s.Searcher.Weight() * s.boost * s.boost }
 
-func (s *boostSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+// rescored is a searcher whose every match goes through rescore before it
+// is returned.
+type rescored struct {
+	search.Searcher
+	rescore func(*search.DocumentMatch)
+}
+
+func (s *rescored) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
 	dm, err := s.Searcher.Next(ctx)
-	s.scale(dm)
+	if dm != nil {
+		s.rescore(dm)
+	}
 	return dm, err
 }
 
-func (s *boostSearcher) Advance(ctx *search.SearchContext, id bindex.IndexInternalID) (*search.DocumentMatch, error) {
+func (s *rescored) Advance(ctx *search.SearchContext, id bindex.IndexInternalID) (*search.DocumentMatch, error) {
 	dm, err := s.Searcher.Advance(ctx, id)
-	s.scale(dm)
+	if dm != nil {
+		s.rescore(dm)
+	}
 	return dm, err
-}
-
-func (s *boostSearcher) scale(dm *search.DocumentMatch) {
-	if dm == nil {
-		return
-	}
-	dm.Score *= s.boost
-	if s.explain {
-		dm.Expl = &search.Explanation{
-			Value:    dm.Score,
-			Message:  fmt.Sprintf("product of boost %g and:", s.boost),
-			Children: []*search.Explanation{dm.Expl},
-		}
-	}
 }

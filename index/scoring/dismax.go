@@ -98,43 +98,25 @@ func (q *DisMax) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.I
 		closeAll()
 		return nil, err
 	}
-	return boosted(&disMaxSearcher{Searcher: disj, tie: q.TieBreaker, explain: options.Explain}, q.Boost(), options.Explain), nil
+	return boosted(&rescored{Searcher: disj, rescore: disMaxScore(q.TieBreaker, options.Explain)}, q.Boost(), options.Explain), nil
 }
 
-// disMaxSearcher turns the per-clause scores of its disjunction's matches
-// into the dis_max score.
-type disMaxSearcher struct {
-	search.Searcher
-	tie     float64
-	explain bool
-}
-
-func (s *disMaxSearcher) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
-	dm, err := s.Searcher.Next(ctx)
-	s.score(dm)
-	return dm, err
-}
-
-func (s *disMaxSearcher) Advance(ctx *search.SearchContext, id bindex.IndexInternalID) (*search.DocumentMatch, error) {
-	dm, err := s.Searcher.Advance(ctx, id)
-	s.score(dm)
-	return dm, err
-}
-
-// score replaces dm's score with max + tie × (sum − max) and empties its breakdown so that nothing above mistakes it for a
-// per-query (hybrid search) breakdown.
-func (s *disMaxSearcher) score(dm *search.DocumentMatch) {
-	if dm == nil {
-		return
-	}
-	var best, sum float64
-	for _, v := range dm.ScoreBreakdown {
-		sum += v
-		best = max(best, v)
-	}
-	dm.Score = best + s.tie*(sum-best)
-	clear(dm.ScoreBreakdown)
-	if s.explain {
+// disMaxScore returns what turns the per-clause scores of a disjunction's
+// match into the dis_max score: max + tie × (sum − max). It empties the
+// breakdown so that nothing above mistakes it for a per-query (hybrid
+// search) breakdown.
+func disMaxScore(tie float64, explain bool) func(*search.DocumentMatch) {
+	return func(dm *search.DocumentMatch) {
+		var best, sum float64
+		for _, v := range dm.ScoreBreakdown {
+			sum += v
+			best = max(best, v)
+		}
+		dm.Score = best + tie*(sum-best)
+		clear(dm.ScoreBreakdown)
+		if !explain {
+			return
+		}
 		var children []*search.Explanation
 		if dm.Expl != nil {
 			for _, c := range dm.Expl.Children {
@@ -145,7 +127,7 @@ func (s *disMaxSearcher) score(dm *search.DocumentMatch) {
 		}
 		dm.Expl = &search.Explanation{
 			Value:    dm.Score,
-			Message:  fmt.Sprintf("max plus %g times others of:", s.tie),
+			Message:  fmt.Sprintf("max plus %g times others of:", tie),
 			Children: children,
 		}
 	}
