@@ -44,12 +44,7 @@ func TestRendezvousCalibration(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-			require.NoError(t, err)
-			defer l.Close()
-			c, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer c.Close()
+			l, c := listenAndDial(t, ctx, env, server, client, &m)
 			for i := range 3 {
 				start := time.Now()
 				_, err := c.Call(ctx, fabric.MethodUserBase, payload)
@@ -74,12 +69,7 @@ func TestLatencyCalibration(t *testing.T) {
 			m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-			require.NoError(t, err)
-			defer l.Close()
-			c, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer c.Close()
+			l, c := listenAndDial(t, ctx, env, server, client, &m)
 			p := make([]byte, 64)
 			var ds []time.Duration
 			for range 2000 {

@@ -91,12 +91,7 @@ func testPortDown(t *testing.T, env testEnv, movers int) {
 	m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-	require.NoError(t, err)
-	defer l.Close()
-	c, err := client.Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	l, c := listenAndDial(t, ctx, env, server, client, &m)
 
 	const heldCalls = 4
 	errs := make(chan error, heldCalls+movers)
@@ -151,7 +146,7 @@ func testPortDown(t *testing.T, env testEnv, movers int) {
 	if movers == 0 {
 		require.Positive(t, client.eventFailed.Load()+server.eventFailed.Load(), "no connection was failed by the port event")
 	}
-	_, err = client.Dial(ctx, l.Addr())
+	_, err := client.Dial(ctx, l.Addr())
 	require.ErrorIs(t, err, ErrPortDown)
 	t.Logf("dial while down: %v", err)
 	devs, err := Devices()
@@ -221,12 +216,7 @@ func TestAsyncEventHandling(t *testing.T) {
 			m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-			require.NoError(t, err)
-			defer l.Close()
-			first, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer first.Close()
+			l, first := listenAndDial(t, ctx, env, server, client, &m)
 			other, err := client.Dial(ctx, l.Addr())
 			require.NoError(t, err)
 			defer other.Close()

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -67,12 +66,7 @@ func TestRendezvousKeyWorksOnlyOnItsConnection(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-			require.NoError(t, err)
-			defer l.Close()
-			a, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer a.Close()
+			l, a := listenAndDial(t, ctx, env, server, client, &m)
 			b, err := client.Dial(ctx, l.Addr())
 			require.NoError(t, err)
 			defer b.Close()

@@ -79,6 +79,19 @@ func newTestTransport(t testing.TB, env testEnv, mod func(*Config)) *Transport {
 	return tr
 }
 
+// listenAndDial serves h on server at env's address and dials it from
+// client; the connection and the listener close when the test ends.
+func listenAndDial(t testing.TB, ctx context.Context, env testEnv, server, client *Transport, h fabric.Handler) (fabric.Listener, fabric.Conn) {
+	t.Helper()
+	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), h)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	c, err := client.Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return l, c
+}
+
 // guestPatience bounds the conformance suite's payload-size calls. Under
 // QEMU TCG, Soft-RoCE moves 6–14 MB/s (see docs/rdma.md), so the suite's
 // 64 MiB echo (128 MiB on the wire plus copies) takes about half a minute,
@@ -136,15 +149,10 @@ func TestQPErrorFailsInFlightCalls(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-			require.NoError(t, err)
-			defer l.Close()
-			c, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer c.Close()
+			_, c := listenAndDial(t, ctx, env, server, client, &m)
 
 			start := time.Now()
-			_, err = c.Call(ctx, fabric.MethodUserBase, make([]byte, 1<<20))
+			_, err := c.Call(ctx, fabric.MethodUserBase, make([]byte, 1<<20))
 			require.ErrorIs(t, err, fabric.ErrClosed)
 			t.Logf("call failed after %v: %v", time.Since(start), err)
 			require.Zero(t, ran.Load(), "the handler must not run for a message that never arrived")
@@ -177,12 +185,7 @@ func testMixedSizes(t *testing.T, env testEnv, mode string) {
 	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second) // a guard for -race under TCG
 	defer cancel()
-	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-	require.NoError(t, err)
-	defer l.Close()
-	fc, err := client.Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	defer fc.Close()
+	_, fc := listenAndDial(t, ctx, env, server, client, &m)
 	c := fc
 	sizes := []int{0, 100, 1023, 1024, 5000, 70000, 300000}
 	errs := make(chan error, 16)

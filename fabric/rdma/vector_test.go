@@ -5,7 +5,6 @@ package rdma
 import (
 	"bytes"
 	"context"
-	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -31,12 +30,7 @@ func vectorPair(t *testing.T, env testEnv, mode string) fabric.Conn {
 	m.HandleFunc(fabric.MethodUserBase+1, func(context.Context, *fabric.Request) ([]byte, error) { return nil, nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	l, err := server.Listen(ctx, net.JoinHostPort(env.addr, "0"), &m)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	c, err := client.Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	_, c := listenAndDial(t, ctx, env, server, client, &m)
 	return c
 }
 
