@@ -89,12 +89,7 @@ func TestCoalescedReplies(t *testing.T) {
 	}
 	a.must(200, "POST", "/docs/_bulk?refresh=true", bulk.String())
 
-	var writes atomic.Int64
-	srv := httptest.NewUnstartedServer(a.srv.Config.Handler)
-	srv.Listener = httpapi.CoalescingListener(countingListener{Listener: srv.Listener, writes: &writes})
-	srv.Config.ConnContext = httpapi.ConnContext
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv, writes := coalescingServer(t, a.srv.Config.Handler)
 
 	bigBody := `{"query":{"match":{"body":"common"}},"size":40}`
 	tests := []struct {
@@ -159,12 +154,7 @@ func TestCoalescedReplyLargerThanTheLimit(t *testing.T) {
 	}
 	a.must(200, "POST", "/docs/_bulk?refresh=true", bulk.String())
 
-	var writes atomic.Int64
-	srv := httptest.NewUnstartedServer(a.srv.Config.Handler)
-	srv.Listener = httpapi.CoalescingListener(countingListener{Listener: srv.Listener, writes: &writes})
-	srv.Config.ConnContext = httpapi.ConnContext
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv, writes := coalescingServer(t, a.srv.Config.Handler)
 
 	body := `{"query":{"match":{"body":"common"}},"size":60}`
 	want := a.do("POST", "/docs/_search", body)
@@ -178,4 +168,17 @@ func TestCoalescedReplyLargerThanTheLimit(t *testing.T) {
 	require.NoError(t, err)
 	requireSameReply(t, want.Body, got)
 	require.Greater(t, writes.Load(), int64(1))
+}
+
+// coalescingServer serves h through CoalescingListener, as the node does,
+// counting the writes that reach the sockets.
+func coalescingServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	writes := new(atomic.Int64)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener = httpapi.CoalescingListener(countingListener{Listener: srv.Listener, writes: writes})
+	srv.Config.ConnContext = httpapi.ConnContext
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, writes
 }
