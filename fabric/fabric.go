@@ -17,6 +17,9 @@
 //     Request.Payload or a part of it (an echo need not copy): every
 //     transport keeps the request's memory until the reply has been sent,
 //     and the conformance suite's echo handlers do exactly that.
+//   - A handler that needs Request.Payload (or a reply aliasing it) for
+//     longer than its call may borrow it through Request.Lender, when the
+//     transport offers that, instead of copying it.
 package fabric
 
 import (
@@ -58,6 +61,23 @@ type Request struct {
 	Peer string
 	// OneWay is true for messages sent with Conn.Send: the reply is dropped.
 	OneWay bool
+	// Lender, when not nil, lends Payload's memory for longer than the
+	// handler runs; nil when the transport cannot (its memory is reused
+	// as soon as the reply is sent).
+	Lender Lender
+}
+
+// Lender is a transport's offer to lend a request's memory past its
+// handler's return, so that a handler that keeps the payload, or a reply
+// that aliases it, need not copy it (the adaptive transport keeps replies
+// for re-sends).
+type Lender interface {
+	// Lend keeps the memory of Request.Payload valid and unmodified until
+	// both the reply has been sent and release has been called; then the
+	// transport takes it back. A handler calls Lend at most once, before
+	// it returns. release may be called from any goroutine, before or
+	// after the reply is sent; calls after the first do nothing.
+	Lend() (release func())
 }
 
 // Handler serves requests. It is called concurrently from many goroutines;

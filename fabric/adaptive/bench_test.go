@@ -2,6 +2,7 @@ package adaptive_test
 
 import (
 	"context"
+	"fmt"
 	"runtime/metrics"
 	"sync"
 	"testing"
@@ -24,20 +25,7 @@ func BenchmarkCall(b *testing.B) {
 			if tc.name == "adaptive" {
 				c = tcpPaths(b, echo)
 			} else {
-				tr, err := tcp.New(tcp.DefaultConfig())
-				if err != nil {
-					b.Fatal(err)
-				}
-				l, err := tr.Listen(context.Background(), "127.0.0.1:0", echo)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = l.Close() })
-				c, err = tr.Dial(context.Background(), l.Addr())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = c.Close() })
+				c = plainTCP(b, tcp.DefaultConfig(), echo)
 			}
 			payload := make([]byte, 64)
 			b.SetParallelism(8)
@@ -70,20 +58,7 @@ func BenchmarkCallLarge(b *testing.B) {
 			if name == "adaptive" {
 				c = defaultTCPPaths(b, tcfg, echo)
 			} else {
-				tr, err := tcp.New(tcfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				l, err := tr.Listen(context.Background(), "127.0.0.1:0", echo)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = l.Close() })
-				c, err = tr.Dial(context.Background(), l.Addr())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = c.Close() })
+				c = plainTCP(b, tcfg, echo)
 			}
 			payload := make([]byte, 16<<20)
 			b.SetBytes(int64(len(payload)))
@@ -101,6 +76,57 @@ func BenchmarkCallLarge(b *testing.B) {
 			stop()
 		})
 	}
+}
+
+// BenchmarkCallEcho measures one call at a time with an echo that returns
+// the request's own memory, over two TCP paths against plain tcp: at 4 KiB
+// tcp hands the handler its read buffer and the server copies the reply it
+// keeps for re-sends; at 64 KiB tcp lends its pooled request buffer and the
+// server borrows it instead (fabric.Lender), so adaptive allocates what
+// tcp does.
+func BenchmarkCallEcho(b *testing.B) {
+	echo := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
+		return r.Payload, nil
+	})
+	for _, size := range []int{4 << 10, 64 << 10} {
+		for _, name := range []string{"tcp", "adaptive"} {
+			b.Run(fmt.Sprintf("%s/%dKiB", name, size>>10), func(b *testing.B) {
+				var c fabric.Conn
+				if name == "adaptive" {
+					c = defaultTCPPaths(b, tcp.DefaultConfig(), echo)
+				} else {
+					c = plainTCP(b, tcp.DefaultConfig(), echo)
+				}
+				payload := make([]byte, size)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.Call(context.Background(), mWork, payload); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// plainTCP dials one tcp connection to a listener serving h on loopback.
+func plainTCP(b *testing.B, tcfg tcp.Config, h fabric.Handler) fabric.Conn {
+	tr, err := tcp.New(tcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := tr.Listen(context.Background(), "127.0.0.1:0", h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	c, err := tr.Dial(context.Background(), l.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // peakHeap samples the live heap (runtime/metrics, no stop-the-world)

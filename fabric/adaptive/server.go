@@ -40,6 +40,7 @@ type session struct {
 	order   []uint64 // entry ids in arrival order, trimmed by the watermark
 	low     uint64   // the client is finished with every id below
 	asm     map[uint64]*assembly
+	ended   bool // no longer served: bye, expiry or the server's close
 }
 
 // entry is one call of one session: running, finished, or cancelled
@@ -53,9 +54,12 @@ type entry struct {
 	acked    bool // the client has the reply; resp and reply were dropped
 	// done is closed when the call finishes; made only when someone
 	// waits for that (a re-send joining it, a fetch), see wait.
-	done    chan struct{}
-	resp    []byte // what the envelope call returns: reply kind + data
-	reply   []byte // a striped reply, served by fetches
+	done  chan struct{}
+	resp  []byte // what the envelope call returns: reply kind + data
+	reply []byte // a striped reply, served by fetches
+	// release gives back the path's request memory that resp aliases,
+	// borrowed through fabric.Lender; nil when resp is the entry's own.
+	release func()
 	err     error
 	waiters int
 	timer   *time.Timer
@@ -74,6 +78,16 @@ func (e *entry) wait() <-chan struct{} {
 		e.done = make(chan struct{})
 	}
 	return e.done
+}
+
+// forget drops the reply e keeps for re-sends and fetches, giving back
+// borrowed memory; called with the session's mutex held.
+func (e *entry) forget() {
+	e.resp, e.reply = nil, nil
+	if e.release != nil {
+		e.release()
+		e.release = nil
+	}
 }
 
 // finish marks e finished and wakes its waiters; called with the
@@ -106,11 +120,7 @@ func (s *server) close() {
 	s.cancel()
 	s.sessions.Range(func(_, v any) bool {
 		sess := v.(*session)
-		sess.mu.Lock()
-		for _, e := range sess.entries {
-			e.cancel()
-		}
-		sess.mu.Unlock()
+		sess.end()
 		return true
 	})
 	select {
@@ -142,13 +152,10 @@ func (s *server) sweep() {
 						delete(sess.asm, aid)
 					}
 				}
-				if idle {
-					for _, e := range sess.entries {
-						e.cancel()
-					}
-					s.sessions.CompareAndDelete(id, sess)
-				}
 				sess.mu.Unlock()
+				if idle && s.sessions.CompareAndDelete(id, sess) {
+					sess.end()
+				}
 				return true
 			})
 		}
@@ -169,7 +176,10 @@ func (s *server) session(id uint64, watermark uint64) *session {
 		sess.low = watermark
 		n := 0
 		for n < len(sess.order) && sess.order[n] < watermark {
-			delete(sess.entries, sess.order[n])
+			if e := sess.entries[sess.order[n]]; e != nil {
+				e.forget()
+				delete(sess.entries, sess.order[n])
+			}
 			n++
 		}
 		sess.order = sess.order[n:]
@@ -199,7 +209,7 @@ func (s *server) ServeFabric(ctx context.Context, req *fabric.Request) ([]byte, 
 	sess := s.session(h.Session, h.Watermark)
 	switch h.Kind {
 	case kindCall, kindExec:
-		return s.run(ctx, sess, h, req.Peer, body)
+		return s.run(ctx, sess, h, req.Peer, req.Lender, body)
 	case kindChunk:
 		return nil, sess.addChunk(h, body)
 	case kindFetch:
@@ -223,12 +233,19 @@ func (s *server) bye(id uint64) {
 	if !ok {
 		return
 	}
-	sess := v.(*session)
+	v.(*session).end()
+}
+
+// end cancels the session's calls and drops their replies, once the
+// session is out of the server's map (or the server closes).
+func (sess *session) end() {
 	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.ended = true
 	for _, e := range sess.entries {
 		e.cancel()
+		e.forget()
 	}
-	sess.mu.Unlock()
 }
 
 // run serves one call exactly once per (session, id): the first arrival
@@ -237,12 +254,13 @@ func (s *server) bye(id uint64) {
 // striped request it completes.
 // A reply of StripeThreshold bytes or more is kept for fetches and
 // announced with the codeStripedReply marker instead.
-func (s *server) run(ctx context.Context, sess *session, h header, peer string, body []byte) ([]byte, error) {
+func (s *server) run(ctx context.Context, sess *session, h header, peer string, lender fabric.Lender, body []byte) ([]byte, error) {
 	sess.mu.Lock()
 	if a := sess.entries[h.Offset]; h.Offset != 0 && a != nil && a.finished {
 		// The client holds that call's reply (see header.Offset): drop it
 		// now rather than when the watermark passes it.
-		a.resp, a.reply, a.acked = nil, nil, true
+		a.forget()
+		a.acked = true
 	}
 	if h.ID < sess.low {
 		sess.mu.Unlock()
@@ -286,6 +304,11 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		case <-done:
 			sess.mu.Lock()
 			resp, err, acked := e.resp, e.err, e.acked
+			if e.release != nil {
+				// Borrowed memory goes back when the owner's path has sent
+				// it and the client acknowledges: this path gets its own.
+				resp = slices.Clone(resp)
+			}
 			sess.mu.Unlock()
 			if acked {
 				// Only a stray duplicate gets here: the caller has the reply.
@@ -299,19 +322,29 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 	reply, err := s.call(e, &e.req)
 	e.unwatch()
 	e.req.Payload = nil // the path's buffer is not ours to keep
-	// The reply is kept for re-sends; one that aliases a path's request
-	// buffer (valid only until we return) is copied first.
+	striped := err == nil && len(reply) >= s.cfg.StripeThreshold && !(h.Kind == kindCall && h.Length == inlineReply)
+	// The reply is kept for re-sends. One that aliases a path's request
+	// buffer (valid only until we return) is borrowed from the path when
+	// it lends it and only this path will send it, else copied.
+	var release func()
 	if err == nil && h.Kind == kindCall && overlaps(reply, data) {
-		reply = slices.Clone(reply)
+		if lender != nil && !striped {
+			release = lender.Lend()
+		} else {
+			reply = slices.Clone(reply)
+		}
 	}
 	resp := reply
-	if err == nil && len(reply) >= s.cfg.StripeThreshold && !(h.Kind == kindCall && h.Length == inlineReply) {
+	if striped {
 		resp, err = nil, stripedReply(len(reply))
 	} else {
 		reply = nil
 	}
 	sess.mu.Lock()
-	e.resp, e.reply, e.err = resp, reply, err
+	e.resp, e.reply, e.err, e.release = resp, reply, err, release
+	if sess.ended || s.ctx.Err() != nil {
+		e.forget() // nobody will ask again; the path still sends resp
+	}
 	if e.timer != nil {
 		e.timer.Stop()
 		e.timer = nil

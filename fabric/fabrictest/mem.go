@@ -521,7 +521,7 @@ func (c *memConn) transmit(id uint64, method fabric.Method, payload []byte, oneW
 				id, c.remote, fabric.ErrClosed))
 			return
 		}
-		c.d.Dispatch(id, method, p, oneWay, nil)
+		c.d.Dispatch(id, method, p, oneWay, &p) // p is this request's own copy: lendable
 	})
 	return false
 }

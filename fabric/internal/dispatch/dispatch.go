@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
@@ -48,7 +49,8 @@ type Dispatcher struct {
 
 // New returns a Dispatcher for requests from peer. Handler contexts derive
 // from parent and end when Close is called. release, if not nil, gets each
-// request's buffer back once the request is answered.
+// request's buffer back once the request is answered and every loan of it
+// to the handler (fabric.Lender) has been released.
 func New(parent context.Context, h fabric.Handler, peer string, respond RespondFunc, release func(*[]byte)) *Dispatcher {
 	ctx, cancel := context.WithCancel(parent)
 	return &Dispatcher{
@@ -64,8 +66,11 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 }
 
 // Dispatch starts serving one request on a new goroutine. payload must
-// stay valid until the request is answered; then buf (if not nil; normally
-// the buffer holding payload) goes to the release function given to New.
+// stay valid until the request is answered. buf, when not nil, is the
+// buffer holding payload, which the transport gives up until the release
+// function given to New gets it back: then the handler is offered to keep
+// payload longer (fabric.Request.Lender). When buf is nil, payload may be
+// reused as soon as the request is answered and no loan is offered.
 // It does not block on the handler. After Close it drops the request.
 func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
 	if t, ok := d.Accept(id, method, payload, oneWay, buf); ok {
@@ -138,7 +143,19 @@ func (t Task) Run() (handler time.Duration) {
 		}
 	}
 	start := time.Since(d.epoch) // one monotonic clock read, where time.Now takes two
-	reply, err := d.call(t.ctx, t.method, t.payload, t.oneWay)
+	var r *request
+	var reply []byte
+	var err error
+	if t.method == fabric.MethodPing {
+		reply = t.payload
+	} else {
+		r = &request{Request: fabric.Request{Method: t.method, Payload: t.payload, Peer: d.peer, OneWay: t.oneWay}, d: d, buf: t.buf}
+		r.refs.Store(1)
+		if t.buf != nil {
+			r.Lender = r
+		}
+		reply, err = d.call(t.ctx, &r.Request)
+	}
 	handler = time.Since(d.epoch) - start
 	if t.done != nil {
 		close(t.done)
@@ -151,8 +168,35 @@ func (t Task) Run() (handler time.Duration) {
 		cancel()
 	}
 	d.respond(t.id, t.oneWay, reply, err)
-	d.done(t.buf)
+	if r != nil {
+		r.unref()
+	} else {
+		d.done(t.buf)
+	}
 	return handler
+}
+
+// request is a handler's Request and the loan of its memory (see
+// fabric.Lender): the buffer goes back to the transport when the
+// dispatcher has responded and every Lend has been released.
+type request struct {
+	fabric.Request
+	d    *Dispatcher
+	buf  *[]byte
+	refs atomic.Int32 // one for the dispatcher until it has responded, one per Lend
+}
+
+// Lend implements fabric.Lender.
+func (r *request) Lend() (release func()) {
+	r.refs.Add(1)
+	var once sync.Once
+	return func() { once.Do(r.unref) }
+}
+
+func (r *request) unref() {
+	if r.refs.Add(-1) == 0 {
+		r.d.done(r.buf)
+	}
 }
 
 func (d *Dispatcher) done(buf *[]byte) {
@@ -161,17 +205,13 @@ func (d *Dispatcher) done(buf *[]byte) {
 	}
 }
 
-func (d *Dispatcher) call(ctx context.Context, method fabric.Method, payload []byte, oneWay bool) (reply []byte, err error) {
-	if method == fabric.MethodPing {
-		return payload, nil
-	}
+func (d *Dispatcher) call(ctx context.Context, req *fabric.Request) (reply []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			reply, err = nil, fabric.Errorf(fabric.CodeInternal, "handler for method %d panicked: %v", method, p)
+			reply, err = nil, fabric.Errorf(fabric.CodeInternal, "handler for method %d panicked: %v", req.Method, p)
 		}
 	}()
-	req := fabric.Request{Method: method, Payload: payload, Peer: d.peer, OneWay: oneWay}
-	return d.h.ServeFabric(ctx, &req)
+	return d.h.ServeFabric(ctx, req)
 }
 
 // Cancel cancels the handler context of request id, if it is running.

@@ -151,3 +151,65 @@ func TestDispatcher(t *testing.T) {
 		})
 	}
 }
+
+func (r *recorder) releases() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.released
+}
+
+// TestLend: a request's buffer goes back to the transport only when the
+// dispatcher has responded and the handler's loan has been released,
+// whichever comes last; a request without a buffer offers no loan.
+func TestLend(t *testing.T) {
+	tests := []struct {
+		name          string
+		releaseInside bool // the handler releases before it returns
+	}{
+		{"released after the response", false},
+		{"released before the handler returns", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			loans := make(chan func(), 1)
+			h := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
+				require.NotNil(t, r.Lender, "a request with a buffer is lendable")
+				release := r.Lender.Lend()
+				if tc.releaseInside {
+					release()
+				}
+				loans <- release
+				return r.Payload, nil
+			})
+			d := New(context.Background(), h, "peer", rec.respond, rec.release)
+			buf := []byte("kept")
+			d.Dispatch(1, fabric.MethodUserBase, buf, false, &buf)
+			require.Equal(t, "kept", rec.next(t).reply)
+			release := <-loans
+			require.NoError(t, d.Wait(context.Background()))
+			if !tc.releaseInside {
+				require.Zero(t, rec.releases(), "the buffer stays lent after the response")
+			}
+			release()
+			require.Equal(t, 1, rec.releases())
+			release()
+			require.Equal(t, 1, rec.releases(), "a second release does nothing")
+			d.Close()
+		})
+	}
+	t.Run("no buffer, no loan", func(t *testing.T) {
+		rec := newRecorder()
+		lendable := make(chan bool, 1)
+		h := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
+			lendable <- r.Lender != nil
+			return nil, nil
+		})
+		d := New(context.Background(), h, "peer", rec.respond, rec.release)
+		d.Dispatch(1, fabric.MethodUserBase, []byte("reused"), false, nil)
+		rec.next(t)
+		require.False(t, <-lendable)
+		require.NoError(t, d.Wait(context.Background()))
+		d.Close()
+	})
+}
