@@ -316,7 +316,7 @@ func (t *Transport) Listen(ctx context.Context, addr string, h fabric.Handler) (
 	if err != nil {
 		return nil, err
 	}
-	s := newServer(t.cfg, h)
+	s := newServer(t.cfg, &t.bufs, h)
 	l := &listener{srv: s}
 	for i, p := range ps {
 		ln, err := trs[i].Listen(ctx, p.Addr, s)

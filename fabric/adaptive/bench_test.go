@@ -88,7 +88,7 @@ func BenchmarkCallEcho(b *testing.B) {
 	echo := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
 		return r.Payload, nil
 	})
-	for _, size := range []int{4 << 10, 64 << 10} {
+	for _, size := range []int{64, 4 << 10, 16 << 10, 64 << 10} {
 		for _, name := range []string{"tcp", "adaptive"} {
 			b.Run(fmt.Sprintf("%s/%dKiB", name, size>>10), func(b *testing.B) {
 				var c fabric.Conn

@@ -78,10 +78,10 @@ type Conn struct {
 	// low is the watermark: every id below it has finished. Written under
 	// mu, read without it by every envelope header.
 	low atomic.Uint64
-	// acked is the latest call whose whole reply arrived, to be named in
-	// the next call's header (header.Offset) so the server drops its copy;
-	// 0 once sent. Acks that a later one overwrites wait for the
-	// watermark.
+	// acked is the latest call whose whole reply of ackMinReply bytes or
+	// more arrived, to be named in the next call's header (header.Offset)
+	// so the server drops its copy; 0 once sent. Acks that a later one
+	// overwrites, and smaller replies, wait for the watermark.
 	acked atomic.Uint64
 
 	inFlight                                     atomic.Int64
@@ -619,6 +619,11 @@ func (c *Conn) end(id uint64) {
 	c.mu.Unlock()
 }
 
+// ackMinReply is the smallest reply a call acknowledges early (see
+// Conn.acked): below it, what the server keeps is not worth the lookup an
+// acknowledgement costs it on every call.
+const ackMinReply = 4 << 10
+
 func (c *Conn) header(kind byte, method fabric.Method, id uint64) header {
 	return header{Kind: kind, Method: method, Session: c.session, ID: id, Watermark: c.low.Load()}
 }
@@ -694,12 +699,14 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte) (
 	if large {
 		h.Length = inlineReply
 	}
-	h.Offset = c.acked.Swap(0)
+	if c.acked.Load() != 0 {
+		h.Offset = c.acked.Swap(0)
+	}
 	h.put(env.hdr[:])
 	resp, err := c.roundTrip(ctx, id, b, env, payload)
 	c.bufs.release(env)
 	reply, err := c.reply(ctx, id, resp, err)
-	if err == nil {
+	if err == nil && len(reply) >= ackMinReply {
 		c.acked.Store(id)
 	}
 	if large && c.cfg.Stripe == StripeAuto {

@@ -25,7 +25,7 @@ type callCtx struct {
 	funcs map[*func()]struct{}
 
 	// carrier is the owner's path context, watched for the entry until
-	// the handler returns (unwatch); stop ends the watch.
+	// the handler returns (retire); stop ends the watch.
 	carrier context.Context
 	srv     *server
 	sess    *session
@@ -96,24 +96,33 @@ func (c *callCtx) watchLocked() {
 	}
 }
 
-// unwatch is called when the handler has returned: the carrier no longer
-// matters to it.
-func (c *callCtx) unwatch() {
+// retire is called when the handler has returned: the carrier no longer
+// matters, and the context ends (as cancel), under one lock.
+func (c *callCtx) retire() {
 	c.mu.Lock()
 	stop := c.stop
 	c.carrier, c.srv, c.sess, c.entry, c.stop = nil, nil, nil, nil, nil
+	funcs := c.endLocked()
 	c.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
+	runAll(funcs)
 }
 
 // cancel ends the context; it is idempotent.
 func (c *callCtx) cancel() {
 	c.mu.Lock()
+	funcs := c.endLocked()
+	c.mu.Unlock()
+	runAll(funcs)
+}
+
+// endLocked ends the context, unless it has ended, and returns the
+// functions registered to run then.
+func (c *callCtx) endLocked() map[*func()]struct{} {
 	if c.err != nil {
-		c.mu.Unlock()
-		return
+		return nil
 	}
 	c.err = context.Canceled
 	if c.done != nil {
@@ -121,7 +130,10 @@ func (c *callCtx) cancel() {
 	}
 	funcs := c.funcs
 	c.funcs = nil
-	c.mu.Unlock()
+	return funcs
+}
+
+func runAll(funcs map[*func()]struct{}) {
 	for f := range funcs {
 		go (*f)()
 	}

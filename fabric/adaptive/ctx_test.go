@@ -53,7 +53,7 @@ func TestCallCtx(t *testing.T) {
 		c.mu.Unlock()
 	})
 	t.Run("the carrier is watched only once the handler looks", func(t *testing.T) {
-		srv := newServer(DefaultConfig().withDefaults(), nil)
+		srv := newServer(DefaultConfig().withDefaults(), &bufPool{}, nil)
 		defer func() { srv.close(); srv.wait() }()
 		sess := &session{entries: map[uint64]*entry{}}
 		carrier, endCarrier := context.WithCancel(context.Background())
@@ -74,7 +74,7 @@ func TestCallCtx(t *testing.T) {
 			defer sess.mu.Unlock()
 			return e.waiters == 0 && e.timer != nil
 		}, 10*time.Second, time.Millisecond, "the carrier ending must start ResendGrace")
-		e.unwatch()
+		e.retire()
 		sess.mu.Lock()
 		e.timer.Stop()
 		sess.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 // serves MethodEnvelope: exactly-once calls, striped requests and replies.
 type server struct {
 	cfg    Config
+	bufs   *bufPool // the transport's: pooled copies of kept replies
 	h      fabric.Handler
 	ctx    context.Context // parent of every handler context
 	cancel context.CancelFunc
@@ -37,10 +38,11 @@ type session struct {
 
 	mu      sync.Mutex
 	entries map[uint64]*entry
-	order   []uint64 // entry ids in arrival order, trimmed by the watermark
+	order   []*entry // entries in arrival order, trimmed by the watermark
 	low     uint64   // the client is finished with every id below
 	asm     map[uint64]*assembly
-	ended   bool // no longer served: bye, expiry or the server's close
+	ended   bool     // no longer served: bye, expiry or the server's close
+	bufs    *bufPool // the server's
 }
 
 // entry is one call of one session: running, finished, or cancelled
@@ -48,6 +50,7 @@ type session struct {
 // below req are guarded by the session's mutex.
 type entry struct {
 	callCtx
+	id  uint64
 	req fabric.Request // the owner's; allocated with the entry
 
 	finished bool
@@ -57,9 +60,11 @@ type entry struct {
 	done  chan struct{}
 	resp  []byte // what the envelope call returns: reply kind + data
 	reply []byte // a striped reply, served by fetches
-	// release gives back the path's request memory that resp aliases,
-	// borrowed through fabric.Lender; nil when resp is the entry's own.
+	// resp's memory when it is not the entry's own: the path's request
+	// memory, borrowed through fabric.Lender (release gives it back), or
+	// a buffer of the server's pool (pooled).
 	release func()
+	pooled  *[]byte
 	err     error
 	waiters int
 	timer   *time.Timer
@@ -80,13 +85,17 @@ func (e *entry) wait() <-chan struct{} {
 	return e.done
 }
 
-// forget drops the reply e keeps for re-sends and fetches, giving back
-// borrowed memory; called with the session's mutex held.
-func (e *entry) forget() {
+// forget drops the reply e keeps for re-sends and fetches, giving its
+// memory back; called with the session's mutex held.
+func (sess *session) forget(e *entry) {
 	e.resp, e.reply = nil, nil
 	if e.release != nil {
 		e.release()
 		e.release = nil
+	}
+	if e.pooled != nil {
+		sess.bufs.put(e.pooled)
+		e.pooled = nil
 	}
 }
 
@@ -107,9 +116,9 @@ type assembly struct {
 	touched time.Time
 }
 
-func newServer(cfg Config, h fabric.Handler) *server {
+func newServer(cfg Config, bufs *bufPool, h fabric.Handler) *server {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{cfg: cfg, h: h, ctx: ctx, cancel: cancel, stopCh: make(chan struct{})}
+	s := &server{cfg: cfg, bufs: bufs, h: h, ctx: ctx, cancel: cancel, stopCh: make(chan struct{})}
 	s.wg.Go(s.sweep)
 	return s
 }
@@ -162,35 +171,43 @@ func (s *server) sweep() {
 	}
 }
 
-func (s *server) session(id uint64, watermark uint64) *session {
+// session returns session id, made on its first message, and stamps it
+// as seen.
+func (s *server) session(id uint64) *session {
 	v, ok := s.sessions.Load(id)
 	if !ok {
-		v, _ = s.sessions.LoadOrStore(id, &session{entries: make(map[uint64]*entry), asm: make(map[uint64]*assembly)})
+		v, _ = s.sessions.LoadOrStore(id, &session{entries: make(map[uint64]*entry), asm: make(map[uint64]*assembly), bufs: s.bufs})
 	}
 	sess := v.(*session)
 	if tick := s.tick.Load(); sess.seen.Load() != tick {
 		sess.seen.Store(tick)
 	}
-	sess.mu.Lock()
-	if watermark > sess.low {
-		sess.low = watermark
-		n := 0
-		for n < len(sess.order) && sess.order[n] < watermark {
-			if e := sess.entries[sess.order[n]]; e != nil {
-				e.forget()
-				delete(sess.entries, sess.order[n])
-			}
-			n++
-		}
-		sess.order = sess.order[n:]
-		for aid := range sess.asm {
-			if aid < watermark {
-				delete(sess.asm, aid)
-			}
+	return sess
+}
+
+// advance takes a message's watermark: every call below it is over for
+// the client, so its entry and any partial striped request go. Called
+// with the session's mutex held, in the same critical section as the
+// message's own work (one lock per message: every call of a session
+// contends for it).
+func (sess *session) advance(watermark uint64) {
+	if watermark <= sess.low {
+		return
+	}
+	sess.low = watermark
+	n := 0
+	for n < len(sess.order) && sess.order[n].id < watermark {
+		e := sess.order[n]
+		sess.forget(e)
+		delete(sess.entries, e.id)
+		n++
+	}
+	sess.order = sess.order[n:]
+	for aid := range sess.asm {
+		if aid < watermark {
+			delete(sess.asm, aid)
 		}
 	}
-	sess.mu.Unlock()
-	return sess
 }
 
 // ServeFabric implements fabric.Handler for every path.
@@ -206,10 +223,14 @@ func (s *server) ServeFabric(ctx context.Context, req *fabric.Request) ([]byte, 
 		s.bye(h.Session)
 		return nil, nil
 	}
-	sess := s.session(h.Session, h.Watermark)
-	switch h.Kind {
-	case kindCall, kindExec:
+	sess := s.session(h.Session)
+	if h.Kind == kindCall || h.Kind == kindExec {
 		return s.run(ctx, sess, h, req.Peer, req.Lender, body)
+	}
+	sess.mu.Lock()
+	sess.advance(h.Watermark)
+	sess.mu.Unlock()
+	switch h.Kind {
 	case kindChunk:
 		return nil, sess.addChunk(h, body)
 	case kindFetch:
@@ -244,7 +265,7 @@ func (sess *session) end() {
 	sess.ended = true
 	for _, e := range sess.entries {
 		e.cancel()
-		e.forget()
+		sess.forget(e)
 	}
 }
 
@@ -255,11 +276,16 @@ func (sess *session) end() {
 // A reply of StripeThreshold bytes or more is kept for fetches and
 // announced with the codeStripedReply marker instead.
 func (s *server) run(ctx context.Context, sess *session, h header, peer string, lender fabric.Lender, body []byte) ([]byte, error) {
+	// Made before the lock, which every call of the session takes: an
+	// allocation can assist the garbage collector for microseconds. Only a
+	// re-send wastes it.
+	fresh := &entry{id: h.ID, req: fabric.Request{Method: h.Method, Payload: body, Peer: peer}}
 	sess.mu.Lock()
+	sess.advance(h.Watermark)
 	if a := sess.entries[h.Offset]; h.Offset != 0 && a != nil && a.finished {
 		// The client holds that call's reply (see header.Offset): drop it
 		// now rather than when the watermark passes it.
-		a.forget()
+		sess.forget(a)
 		a.acked = true
 	}
 	if h.ID < sess.low {
@@ -276,13 +302,14 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 				sess.mu.Unlock()
 				return nil, err
 			}
+			fresh.req.Payload = data
 		}
 		// Not derived from s.ctx: a child of a shared parent costs a lock
 		// on that parent per call. close cancels every entry instead.
-		e = &entry{req: fabric.Request{Method: h.Method, Payload: data, Peer: peer}}
+		e = fresh
 		e.carrier, e.srv, e.sess, e.entry = ctx, s, sess, e
 		sess.entries[h.ID] = e
-		sess.order = append(sess.order, h.ID)
+		sess.order = append(sess.order, e)
 		if s.ctx.Err() != nil {
 			e.cancel() // arrived while the listener closes
 		}
@@ -304,9 +331,9 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		case <-done:
 			sess.mu.Lock()
 			resp, err, acked := e.resp, e.err, e.acked
-			if e.release != nil {
-				// Borrowed memory goes back when the owner's path has sent
-				// it and the client acknowledges: this path gets its own.
+			if e.release != nil || e.pooled != nil {
+				// resp goes back to its owner when the client acknowledges
+				// it, maybe before this path has sent it: send a copy.
 				resp = slices.Clone(resp)
 			}
 			sess.mu.Unlock()
@@ -320,30 +347,37 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		}
 	}
 	reply, err := s.call(e, &e.req)
-	e.unwatch()
 	e.req.Payload = nil // the path's buffer is not ours to keep
 	striped := err == nil && len(reply) >= s.cfg.StripeThreshold && !(h.Kind == kindCall && h.Length == inlineReply)
-	// The reply is kept for re-sends. One that aliases a path's request
-	// buffer (valid only until we return) is borrowed from the path when
-	// it lends it and only this path will send it, else copied.
+	// The reply is kept for re-sends (resp) or fetches (reply). One that
+	// aliases the path's request buffer, valid only until we return, is
+	// borrowed from the path when it lends it; else this path sends it
+	// and a pooled copy is kept. Fetches may come on any path, so a
+	// striped reply is the entry's own copy.
 	var release func()
+	var pooled *[]byte
+	resp, sent := reply, reply
 	if err == nil && h.Kind == kindCall && overlaps(reply, data) {
-		if lender != nil && !striped {
-			release = lender.Lend()
-		} else {
+		switch {
+		case striped:
 			reply = slices.Clone(reply)
+		case lender != nil:
+			release = lender.Lend()
+		default:
+			pooled = s.bufs.get(len(reply))
+			copy(*pooled, reply)
+			resp = *pooled
 		}
 	}
-	resp := reply
 	if striped {
-		resp, err = nil, stripedReply(len(reply))
+		resp, sent, err = nil, nil, stripedReply(len(reply))
 	} else {
 		reply = nil
 	}
 	sess.mu.Lock()
-	e.resp, e.reply, e.err, e.release = resp, reply, err, release
+	e.resp, e.reply, e.err, e.release, e.pooled = resp, reply, err, release, pooled
 	if sess.ended || s.ctx.Err() != nil {
-		e.forget() // nobody will ask again; the path still sends resp
+		sess.forget(e) // nobody will ask again; the path still sends its reply
 	}
 	if e.timer != nil {
 		e.timer.Stop()
@@ -351,8 +385,8 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 	}
 	e.finish()
 	sess.mu.Unlock()
-	e.cancel()
-	return s.outcome(ctx, resp, err)
+	e.retire()
+	return s.outcome(ctx, sent, err)
 }
 
 // outcome returns a call's result to its path, unless the listener is
@@ -410,10 +444,10 @@ func (sess *session) cancelCall(id uint64) {
 	}
 	// The cancel overtook its call (they run on separate goroutines): leave
 	// a finished entry so the call, when it arrives, is not run.
-	e := &entry{finished: true, err: fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was cancelled", id)}
+	e := &entry{id: id, finished: true, err: fabric.Errorf(fabric.CodeUnavailable, "adaptive: request %d was cancelled", id)}
 	e.cancel()
 	sess.entries[id] = e
-	sess.order = append(sess.order, id)
+	sess.order = append(sess.order, e)
 }
 
 func (sess *session) addChunk(h header, body []byte) error {

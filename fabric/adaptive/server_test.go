@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/fabrictest"
 )
 
 // TestServerDropsAcknowledgedReplies: a call's header can name an earlier
@@ -18,7 +20,7 @@ func TestServerDropsAcknowledgedReplies(t *testing.T) {
 	echo := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
 		return append([]byte(nil), r.Payload...), nil
 	})
-	s := newServer(DefaultConfig().withDefaults(), echo)
+	s := newServer(DefaultConfig().withDefaults(), &bufPool{}, echo)
 	defer func() { s.close(); s.wait() }()
 	call := func(h header, body string) ([]byte, error) {
 		buf := make([]byte, headerSize+len(body))
@@ -85,15 +87,16 @@ func (l *lender) counts() (lent, released int) {
 // buffer is kept for re-sends by borrowing that buffer when the path lends
 // it (no copy), and given back once the client acknowledges the reply, the
 // watermark passes it, or the session ends. A re-send gets a copy, since
-// the loan may end before its path has sent it; a path that does not lend,
-// and a reply kept for striped fetches, get copies too.
+// the loan may end before its path has sent it. With a path that does not
+// lend, the path sends the handler's reply and the server keeps a pooled
+// copy; a reply kept for striped fetches is copied too.
 func TestServerBorrowsAliasedReplies(t *testing.T) {
 	echo := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
 		return r.Payload, nil
 	})
 	cfg := DefaultConfig()
 	cfg.StripeThreshold = 1 << 10
-	s := newServer(cfg.withDefaults(), echo)
+	s := newServer(cfg.withDefaults(), &bufPool{}, echo)
 	defer func() { s.close(); s.wait() }()
 	const sid = 9
 	call := func(l fabric.Lender, h header, body []byte) (reply, buf []byte, err error) {
@@ -136,7 +139,16 @@ func TestServerBorrowsAliasedReplies(t *testing.T) {
 	reply, buf, err = call(nil, header{Kind: kindCall, ID: 4, Watermark: 3}, body)
 	require.NoError(t, err)
 	require.Equal(t, body, reply)
-	require.False(t, overlaps(reply, buf), "a path that does not lend: the kept reply is a copy")
+	require.True(t, overlaps(reply, buf), "a path that does not lend sends the handler's reply")
+	v, ok := s.sessions.Load(uint64(sid))
+	require.True(t, ok)
+	sess := v.(*session)
+	sess.mu.Lock()
+	kept := sess.entries[4]
+	require.Equal(t, body, kept.resp)
+	require.False(t, overlaps(kept.resp, buf), "and the server keeps a copy")
+	require.NotNil(t, kept.pooled, "from its pool")
+	sess.mu.Unlock()
 
 	large := make([]byte, 2<<10)
 	_, _, err = call(path, header{Kind: kindCall, ID: 5, Watermark: 3}, large)
@@ -149,6 +161,84 @@ func TestServerBorrowsAliasedReplies(t *testing.T) {
 	s.bye(sid)
 	lent, released = path.counts()
 	require.Equal(t, [2]int{3, 3}, [2]int{lent, released}, "the session's end gives back every loan")
+	sess.mu.Lock()
+	require.Nil(t, kept.pooled, "and every pooled copy")
+	sess.mu.Unlock()
 }
 
 const mWork = fabric.MethodUserBase + 1
+
+// TestClientAcknowledgesLargeRepliesOnly: a call names the latest earlier
+// call whose reply of ackMinReply bytes or more arrived, and the server
+// drops that reply at once; smaller replies wait for the watermark, which
+// saves the server a lookup per call.
+func TestClientAcknowledgesLargeRepliesOnly(t *testing.T) {
+	n := fabrictest.NewNetwork()
+	cfg := DefaultConfig()
+	cli, err := New(cfg, n.Node("client"))
+	require.NoError(t, err)
+	srv, err := New(cfg, n.Node("server"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const mBlock = mWork + 1
+	unblock := make(chan struct{})
+	var m fabric.Mux
+	m.HandleFunc(mWork, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	m.HandleFunc(mBlock, func(context.Context, *fabric.Request) ([]byte, error) {
+		<-unblock
+		return nil, nil
+	})
+	l, err := srv.Listen(ctx, "mem:server:0", &m)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, l.Close()) }()
+	fc, err := cli.Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, fc.Close()) }()
+	c := fc.(*Conn)
+	kept := func(id uint64) (resp []byte, acked bool) {
+		var out *entry
+		l.(*listener).srv.sessions.Range(func(_, v any) bool {
+			sess := v.(*session)
+			sess.mu.Lock()
+			defer sess.mu.Unlock()
+			if e := sess.entries[id]; e != nil {
+				out, resp, acked = e, e.resp, e.acked
+			}
+			return true
+		})
+		require.NotNil(t, out, "entry %d", id)
+		return resp, acked
+	}
+
+	// A call in its handler holds the watermark, which would otherwise
+	// drop each reply at the next call anyway.
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, mBlock, nil)
+		blocked <- err
+	}()
+	defer func() {
+		close(unblock)
+		require.NoError(t, <-blocked)
+	}()
+	require.Eventually(t, func() bool { return c.inFlight.Load() == 1 }, 5*time.Second, time.Millisecond)
+
+	_, err = c.Call(ctx, mWork, make([]byte, 64))
+	require.NoError(t, err)
+	require.Zero(t, c.acked.Load(), "a small reply is not acknowledged")
+	_, err = c.Call(ctx, mWork, make([]byte, ackMinReply))
+	require.NoError(t, err)
+	large := c.acked.Load()
+	require.NotZero(t, large, "a large reply is acknowledged by the next call")
+	resp, acked := kept(large)
+	require.Len(t, resp, ackMinReply, "kept until then")
+	require.False(t, acked)
+
+	_, err = c.Call(ctx, mWork, make([]byte, 64))
+	require.NoError(t, err)
+	require.Zero(t, c.acked.Load(), "the acknowledgement went out")
+	resp, acked = kept(large)
+	require.Nil(t, resp, "the server dropped the acknowledged reply")
+	require.True(t, acked)
+}
