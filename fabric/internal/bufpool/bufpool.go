@@ -9,13 +9,13 @@ import (
 
 const (
 	minShift = 9  // 512 B
-	maxShift = 24 // 16 MiB; larger buffers are allocated and left to the GC
+	maxShift = 28 // 256 MiB; larger buffers are allocated and left to the GC
 )
 
 var pools [maxShift - minShift + 1]sync.Pool
 
-// Get returns a buffer of length n. Buffers above 16 MiB are freshly
-// allocated. The caller owns it until it passes it to Put.
+// Get returns a buffer of length n. Buffers above 256 MiB
+// (fabric.MaxMessageSize) are freshly allocated. The caller owns it until it passes it to Put.
 func Get(n int) *[]byte {
 	c := class(n)
 	if c < 0 {

@@ -16,8 +16,8 @@ func TestGetPut(t *testing.T) {
 		{"small", 100, 512},
 		{"exact class", 4096, 4096},
 		{"just above a class", 4097, 8192},
-		{"largest class", 16 << 20, 16 << 20},
-		{"above the largest class", 16<<20 + 1, 16<<20 + 1},
+		{"largest class", 256 << 20, 256 << 20},
+		{"above the largest class", 256<<20 + 1, 256<<20 + 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
