@@ -73,11 +73,13 @@ type Request struct {
 // for re-sends).
 type Lender interface {
 	// Lend keeps the memory of Request.Payload valid and unmodified until
-	// both the reply has been sent and release has been called; then the
+	// both the reply has been sent and Return has been called; then the
 	// transport takes it back. A handler calls Lend at most once, before
-	// it returns. release may be called from any goroutine, before or
-	// after the reply is sent; calls after the first do nothing.
-	Lend() (release func())
+	// it returns.
+	Lend()
+	// Return ends the loan, from any goroutine, before or after the reply
+	// is sent. Calls without a loan, or after the first, do nothing.
+	Return()
 }
 
 // Handler serves requests. It is called concurrently from many goroutines;

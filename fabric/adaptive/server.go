@@ -61,10 +61,9 @@ type entry struct {
 	resp  []byte // what the envelope call returns: reply kind + data
 	reply []byte // a striped reply, served by fetches
 	// resp's memory when it is not the entry's own: the path's request
-	// memory, borrowed through fabric.Lender (release gives it back), or
-	// a buffer of the server's pool (pooled).
-	release func()
-	pooled  *[]byte
+	// memory, borrowed from lender, or a buffer of the server's pool.
+	lender fabric.Lender
+	pooled *[]byte
 	err     error
 	waiters int
 	timer   *time.Timer
@@ -89,9 +88,9 @@ func (e *entry) wait() <-chan struct{} {
 // memory back; called with the session's mutex held.
 func (sess *session) forget(e *entry) {
 	e.resp, e.reply = nil, nil
-	if e.release != nil {
-		e.release()
-		e.release = nil
+	if e.lender != nil {
+		e.lender.Return()
+		e.lender = nil
 	}
 	if e.pooled != nil {
 		sess.bufs.put(e.pooled)
@@ -331,7 +330,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		case <-done:
 			sess.mu.Lock()
 			resp, err, acked := e.resp, e.err, e.acked
-			if e.release != nil || e.pooled != nil {
+			if e.lender != nil || e.pooled != nil {
 				// resp goes back to its owner when the client acknowledges
 				// it, maybe before this path has sent it: send a copy.
 				resp = slices.Clone(resp)
@@ -354,7 +353,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 	// borrowed from the path when it lends it; else this path sends it
 	// and a pooled copy is kept. Fetches may come on any path, so a
 	// striped reply is the entry's own copy.
-	var release func()
+	var borrowed fabric.Lender
 	var pooled *[]byte
 	resp, sent := reply, reply
 	if err == nil && h.Kind == kindCall && overlaps(reply, data) {
@@ -362,7 +361,8 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		case striped:
 			reply = slices.Clone(reply)
 		case lender != nil:
-			release = lender.Lend()
+			lender.Lend()
+			borrowed = lender
 		default:
 			pooled = s.bufs.get(len(reply))
 			copy(*pooled, reply)
@@ -375,7 +375,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		reply = nil
 	}
 	sess.mu.Lock()
-	e.resp, e.reply, e.err, e.release, e.pooled = resp, reply, err, release, pooled
+	e.resp, e.reply, e.err, e.lender, e.pooled = resp, reply, err, borrowed, pooled
 	if sess.ended || s.ctx.Err() != nil {
 		sess.forget(e) // nobody will ask again; the path still sends its reply
 	}

@@ -57,24 +57,22 @@ func TestServerDropsAcknowledgedReplies(t *testing.T) {
 	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnavailable}, "a duplicate of an acknowledged call is not run again")
 }
 
-// lender is a path's fabric.Lender that counts loans and their releases.
+// lender is a path's fabric.Lender that counts loans and their returns.
 type lender struct {
 	mu             sync.Mutex
 	lent, released int
 }
 
-func (l *lender) Lend() func() {
+func (l *lender) Lend() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lent++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			l.released++
-			l.mu.Unlock()
-		})
-	}
+}
+
+func (l *lender) Return() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.released++
 }
 
 func (l *lender) counts() (lent, released int) {

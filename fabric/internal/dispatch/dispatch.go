@@ -50,7 +50,7 @@ type Dispatcher struct {
 // New returns a Dispatcher for requests from peer. Handler contexts derive
 // from parent and end when Close is called. release, if not nil, gets each
 // request's buffer back once the request is answered and every loan of it
-// to the handler (fabric.Lender) has been released.
+// to the handler (fabric.Lender) has been returned.
 func New(parent context.Context, h fabric.Handler, peer string, respond RespondFunc, release func(*[]byte)) *Dispatcher {
 	ctx, cancel := context.WithCancel(parent)
 	return &Dispatcher{
@@ -178,19 +178,27 @@ func (t Task) Run() (handler time.Duration) {
 
 // request is a handler's Request and the loan of its memory (see
 // fabric.Lender): the buffer goes back to the transport when the
-// dispatcher has responded and every Lend has been released.
+// dispatcher has responded and the loan, if any, has been returned.
 type request struct {
 	fabric.Request
 	d    *Dispatcher
 	buf  *[]byte
-	refs atomic.Int32 // one for the dispatcher until it has responded, one per Lend
+	refs atomic.Int32 // one for the dispatcher until it has responded, one for a loan
+	lent atomic.Bool
 }
 
 // Lend implements fabric.Lender.
-func (r *request) Lend() (release func()) {
-	r.refs.Add(1)
-	var once sync.Once
-	return func() { once.Do(r.unref) }
+func (r *request) Lend() {
+	if r.lent.CompareAndSwap(false, true) {
+		r.refs.Add(1)
+	}
+}
+
+// Return implements fabric.Lender.
+func (r *request) Return() {
+	if r.lent.CompareAndSwap(true, false) {
+		r.unref()
+	}
 }
 
 func (r *request) unref() {

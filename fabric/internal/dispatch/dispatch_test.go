@@ -159,42 +159,43 @@ func (r *recorder) releases() int {
 }
 
 // TestLend: a request's buffer goes back to the transport only when the
-// dispatcher has responded and the handler's loan has been released,
+// dispatcher has responded and the handler's loan has been returned,
 // whichever comes last; a request without a buffer offers no loan.
 func TestLend(t *testing.T) {
 	tests := []struct {
-		name          string
-		releaseInside bool // the handler releases before it returns
+		name         string
+		returnInside bool // the handler returns the loan before it returns
 	}{
-		{"released after the response", false},
-		{"released before the handler returns", true},
+		{"returned after the response", false},
+		{"returned before the handler returns", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			loans := make(chan func(), 1)
+			loans := make(chan fabric.Lender, 1)
 			h := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) {
 				require.NotNil(t, r.Lender, "a request with a buffer is lendable")
-				release := r.Lender.Lend()
-				if tc.releaseInside {
-					release()
+				r.Lender.Lend()
+				r.Lender.Lend() // at most one loan: this does nothing
+				if tc.returnInside {
+					r.Lender.Return()
 				}
-				loans <- release
+				loans <- r.Lender
 				return r.Payload, nil
 			})
 			d := New(context.Background(), h, "peer", rec.respond, rec.release)
 			buf := []byte("kept")
 			d.Dispatch(1, fabric.MethodUserBase, buf, false, &buf)
 			require.Equal(t, "kept", rec.next(t).reply)
-			release := <-loans
+			loan := <-loans
 			require.NoError(t, d.Wait(context.Background()))
-			if !tc.releaseInside {
+			if !tc.returnInside {
 				require.Zero(t, rec.releases(), "the buffer stays lent after the response")
 			}
-			release()
+			loan.Return()
 			require.Equal(t, 1, rec.releases())
-			release()
-			require.Equal(t, 1, rec.releases(), "a second release does nothing")
+			loan.Return()
+			require.Equal(t, 1, rec.releases(), "a second return does nothing")
 			d.Close()
 		})
 	}
