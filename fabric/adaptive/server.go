@@ -62,8 +62,8 @@ type entry struct {
 	reply []byte // a striped reply, served by fetches
 	// resp's memory when it is not the entry's own: the path's request
 	// memory, borrowed from lender, or a buffer of the server's pool.
-	lender fabric.Lender
-	pooled *[]byte
+	lender  fabric.Lender
+	pooled  *[]byte
 	err     error
 	waiters int
 	timer   *time.Timer

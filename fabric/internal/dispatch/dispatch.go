@@ -38,6 +38,10 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	epoch   time.Time // handler run times are measured from it
 
+	jobs    chan job       // unbuffered: taken only by an idle worker
+	idle    atomic.Int32   // workers waiting on jobs
+	workers sync.WaitGroup // every worker goroutine
+
 	mu      sync.Mutex
 	running map[uint64]context.CancelFunc
 	// barrier is closed when the handler of the most recent one-way request
@@ -62,6 +66,7 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 		cancel:  cancel,
 		epoch:   time.Now(),
 		running: make(map[uint64]context.CancelFunc),
+		jobs:    make(chan job),
 	}
 }
 
@@ -74,7 +79,56 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 // It does not block on the handler. After Close it drops the request.
 func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
 	if t, ok := d.Accept(id, method, payload, oneWay, buf); ok {
-		go t.Run()
+		d.Go(t, nil)
+	}
+}
+
+// maxIdleWorkers bounds the goroutines a Dispatcher keeps waiting for
+// requests (see Go); more than that many idle ones exit.
+const maxIdleWorkers = 8
+
+// job is a task for a worker, and how to run it (nil: Task.Run).
+type job struct {
+	t   Task
+	run func(Task)
+}
+
+// Go runs t on another goroutine: an idle worker kept from an earlier
+// request when there is one, else a new one. A worker keeps the stack it
+// grew, where a fresh goroutine starts with the smallest and copies it
+// each time it doubles, which a deep handler (the adaptive server's, then
+// the socket write of its reply) would pay on every request. run, when
+// not nil, is called with t instead of t.Run (a transport that times its
+// handlers). Workers exit on Close; Wait waits for them.
+func (d *Dispatcher) Go(t Task, run func(Task)) {
+	select {
+	case d.jobs <- job{t, run}:
+		return
+	default:
+	}
+	d.workers.Add(1)
+	go d.work(job{t, run})
+}
+
+func (d *Dispatcher) work(j job) {
+	defer d.workers.Done()
+	for {
+		if j.run != nil {
+			j.run(j.t)
+		} else {
+			j.t.Run()
+		}
+		if d.idle.Add(1) > maxIdleWorkers {
+			d.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-d.jobs:
+			d.idle.Add(-1)
+		case <-d.ctx.Done():
+			d.idle.Add(-1)
+			return
+		}
 	}
 }
 
@@ -128,6 +182,9 @@ func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, one
 	d.mu.Unlock()
 	return Task{d: d, ctx: ctx, id: id, method: method, payload: payload, oneWay: oneWay, buf: buf, wait: wait, done: done}, true
 }
+
+// Method is the request's method.
+func (t Task) Method() fabric.Method { return t.method }
 
 // Run serves the task: it waits for earlier one-way requests, calls the
 // handler and responds. It returns how long the handler ran (not counting
@@ -242,11 +299,15 @@ func (d *Dispatcher) Running() int {
 // Close cancels every handler context. It does not wait; see Wait.
 func (d *Dispatcher) Close() { d.cancel() }
 
-// Wait blocks until every handler has returned and responded, or ctx ends.
+// Wait blocks until every handler has returned and responded (and, after
+// Close, every worker goroutine has exited), or ctx ends.
 func (d *Dispatcher) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		d.wg.Wait()
+		if d.ctx.Err() != nil {
+			d.workers.Wait() // idle ones exit once closed
+		}
 		close(done)
 	}()
 	select {

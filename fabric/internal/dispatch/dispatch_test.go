@@ -214,3 +214,43 @@ func TestLend(t *testing.T) {
 		d.Close()
 	})
 }
+
+// TestWorkersAreReused: a request is handed to a worker left idle by an
+// earlier one rather than to a new goroutine; at most maxIdleWorkers stay
+// idle, and Close ends them all.
+func TestWorkersAreReused(t *testing.T) {
+	rec := newRecorder()
+	gate := make(chan struct{})
+	h := fabric.HandlerFunc(func(context.Context, *fabric.Request) ([]byte, error) {
+		<-gate
+		return nil, nil
+	})
+	d := New(context.Background(), h, "peer", rec.respond, rec.release)
+	idle := func(n int32) func() bool { return func() bool { return d.idle.Load() == n } }
+
+	// One request at a time: with a new goroutine each, maxIdleWorkers of
+	// them would be left waiting. (A worker counts itself idle just before
+	// it waits, so a request arriving in between starts a new one: rare.)
+	for id := range uint64(3 * maxIdleWorkers) {
+		d.Dispatch(id, fabric.MethodUserBase, nil, false, nil)
+		gate <- struct{}{}
+		rec.next(t)
+		require.Eventually(t, func() bool { return d.idle.Load() > 0 }, 10*time.Second, time.Millisecond)
+	}
+	require.LessOrEqual(t, d.idle.Load(), int32(2), "the idle worker serves the next request")
+
+	const burst = maxIdleWorkers + 4
+	for id := range uint64(burst) {
+		d.Dispatch(100+id, fabric.MethodUserBase, nil, false, nil)
+	}
+	for range burst {
+		gate <- struct{}{}
+		rec.next(t)
+	}
+	require.Eventually(t, idle(maxIdleWorkers), 10*time.Second, time.Millisecond, "the others exit")
+	require.Never(t, func() bool { return d.idle.Load() > maxIdleWorkers }, 50*time.Millisecond, time.Millisecond)
+
+	d.Close()
+	require.NoError(t, d.Wait(context.Background()))
+	require.Zero(t, d.idle.Load(), "Close ends the idle workers")
+}
