@@ -38,10 +38,6 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	epoch   time.Time // handler run times are measured from it
 
-	jobs    chan job       // unbuffered: taken only by an idle worker
-	idle    atomic.Int32   // workers waiting on jobs
-	workers sync.WaitGroup // every worker goroutine
-
 	mu      sync.Mutex
 	running map[uint64]context.CancelFunc
 	// barrier is closed when the handler of the most recent one-way request
@@ -66,7 +62,6 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 		cancel:  cancel,
 		epoch:   time.Now(),
 		running: make(map[uint64]context.CancelFunc),
-		jobs:    make(chan job),
 	}
 }
 
@@ -83,54 +78,42 @@ func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, o
 	}
 }
 
-// maxIdleWorkers bounds the goroutines a Dispatcher keeps waiting for
-// requests (see Go); more than that many idle ones exit.
-const maxIdleWorkers = 8
-
-// job is a task for a worker, and how to run it (nil: Task.Run).
-type job struct {
-	t   Task
-	run func(Task)
-}
-
-// Go runs t on another goroutine: an idle worker kept from an earlier
-// request when there is one, else a new one. A worker keeps the stack it
-// grew, where a fresh goroutine starts with the smallest and copies it
-// each time it doubles, which a deep handler (the adaptive server's, then
-// the socket write of its reply) would pay on every request. run, when
-// not nil, is called with t instead of t.Run (a transport that times its
-// handlers). Workers exit on Close; Wait waits for them.
+// Go runs t on a new goroutine, calling run(t), or t.Run when run is nil
+// (run lets a transport time its handlers).
 func (d *Dispatcher) Go(t Task, run func(Task)) {
-	select {
-	case d.jobs <- job{t, run}:
-		return
-	default:
-	}
-	d.workers.Add(1)
-	go d.work(job{t, run})
+	go serve(t, run)
 }
 
-func (d *Dispatcher) work(j job) {
-	defer d.workers.Done()
-	for {
-		if j.run != nil {
-			j.run(j.t)
-		} else {
-			j.t.Run()
-		}
-		if d.idle.Add(1) > maxIdleWorkers {
-			d.idle.Add(-1)
-			return
-		}
-		select {
-		case j = <-d.jobs:
-			d.idle.Add(-1)
-		case <-d.ctx.Done():
-			d.idle.Add(-1)
-			return
-		}
+func serve(t Task, run func(Task)) {
+	growStack()
+	if run != nil {
+		run(t)
+	} else {
+		t.Run()
 	}
 }
+
+// growStack grows the calling goroutine's stack to 16 KiB while it is
+// nearly empty. A goroutine starts with a small stack that the runtime
+// copies to one twice the size each time a call needs more; a deep
+// handler (the adaptive server's envelope and session, the user's
+// handler, then the socket write of the reply) paid two or three such
+// copies of a full stack per request, since every request gets a fresh
+// goroutine. One frame this large makes the runtime grow the stack in one
+// step, with almost nothing on it to copy.
+//
+//go:noinline
+func growStack() {
+	var frame [growFrame]byte
+	keepFrame(&frame)
+}
+
+// growFrame is the frame growStack needs: with the frames below it, more
+// than 8 KiB, so the stack grows to 16 KiB.
+const growFrame = 7 << 10
+
+//go:noinline
+func keepFrame(*[growFrame]byte) {}
 
 // Task is an accepted request waiting to be served by Run.
 type Task struct {
@@ -299,15 +282,11 @@ func (d *Dispatcher) Running() int {
 // Close cancels every handler context. It does not wait; see Wait.
 func (d *Dispatcher) Close() { d.cancel() }
 
-// Wait blocks until every handler has returned and responded (and, after
-// Close, every worker goroutine has exited), or ctx ends.
+// Wait blocks until every handler has returned and responded, or ctx ends.
 func (d *Dispatcher) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		d.wg.Wait()
-		if d.ctx.Err() != nil {
-			d.workers.Wait() // idle ones exit once closed
-		}
 		close(done)
 	}()
 	select {

@@ -215,42 +215,46 @@ func TestLend(t *testing.T) {
 	})
 }
 
-// TestWorkersAreReused: a request is handed to a worker left idle by an
-// earlier one rather than to a new goroutine; at most maxIdleWorkers stay
-// idle, and Close ends them all.
-func TestWorkersAreReused(t *testing.T) {
-	rec := newRecorder()
-	gate := make(chan struct{})
+// BenchmarkGoDeepHandler serves requests whose handler needs about 6 KiB
+// of stack (the adaptive server's depth), each on a fresh goroutine as
+// Dispatch does: "grown" grows the stack first (Go), "plain" lets the
+// runtime grow it as the handler deepens.
+func BenchmarkGoDeepHandler(b *testing.B) {
 	h := fabric.HandlerFunc(func(context.Context, *fabric.Request) ([]byte, error) {
-		<-gate
 		return nil, nil
 	})
-	d := New(context.Background(), h, "peer", rec.respond, rec.release)
-	idle := func(n int32) func() bool { return func() bool { return d.idle.Load() == n } }
-
-	// One request at a time: with a new goroutine each, maxIdleWorkers of
-	// them would be left waiting. (A worker counts itself idle just before
-	// it waits, so a request arriving in between starts a new one: rare.)
-	for id := range uint64(3 * maxIdleWorkers) {
-		d.Dispatch(id, fabric.MethodUserBase, nil, false, nil)
-		gate <- struct{}{}
-		rec.next(t)
-		require.Eventually(t, func() bool { return d.idle.Load() > 0 }, 10*time.Second, time.Millisecond)
+	deep := fabric.HandlerFunc(func(ctx context.Context, r *fabric.Request) ([]byte, error) {
+		var frame [96]byte
+		return recurse(ctx, r, 48, &frame, h) // 48 frames of about 128 bytes
+	})
+	for _, name := range []string{"grown", "plain"} {
+		b.Run(name, func(b *testing.B) {
+			done := make(chan struct{}, 1)
+			d := New(context.Background(), deep, "peer", func(uint64, bool, []byte, error) { done <- struct{}{} }, nil)
+			defer d.Close()
+			b.ReportAllocs()
+			id := uint64(0)
+			for b.Loop() {
+				id++
+				t, ok := d.Accept(id, fabric.MethodUserBase, nil, false, nil)
+				require.True(b, ok)
+				if name == "grown" {
+					d.Go(t, nil)
+				} else {
+					go t.Run()
+				}
+				<-done
+			}
+		})
 	}
-	require.LessOrEqual(t, d.idle.Load(), int32(2), "the idle worker serves the next request")
+}
 
-	const burst = maxIdleWorkers + 4
-	for id := range uint64(burst) {
-		d.Dispatch(100+id, fabric.MethodUserBase, nil, false, nil)
+//go:noinline
+func recurse(ctx context.Context, r *fabric.Request, n int, frame *[96]byte, h fabric.Handler) ([]byte, error) {
+	if n == 0 {
+		return h.ServeFabric(ctx, r)
 	}
-	for range burst {
-		gate <- struct{}{}
-		rec.next(t)
-	}
-	require.Eventually(t, idle(maxIdleWorkers), 10*time.Second, time.Millisecond, "the others exit")
-	require.Never(t, func() bool { return d.idle.Load() > maxIdleWorkers }, 50*time.Millisecond, time.Millisecond)
-
-	d.Close()
-	require.NoError(t, d.Wait(context.Background()))
-	require.Zero(t, d.idle.Load(), "Close ends the idle workers")
+	var mine [96]byte
+	mine[n%len(mine)] = frame[n%len(frame)] + 1
+	return recurse(ctx, r, n-1, &mine, h)
 }
