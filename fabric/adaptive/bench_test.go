@@ -116,12 +116,18 @@ func plainTCP(b *testing.B, tcfg tcp.Config, h fabric.Handler) fabric.Conn {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := tr.Listen(context.Background(), "127.0.0.1:0", h)
+	return listenDial(b, tr, tr, "127.0.0.1:0", h)
+}
+
+// listenDial serves h with srv at addr and dials it with cli; both end
+// with the benchmark.
+func listenDial(b *testing.B, srv, cli fabric.Transport, addr string, h fabric.Handler) fabric.Conn {
+	l, err := srv.Listen(context.Background(), addr, h)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	c, err := tr.Dial(context.Background(), l.Addr())
+	c, err := cli.Dial(context.Background(), l.Addr())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,15 +185,5 @@ func defaultTCPPaths(b *testing.B, tcfg tcp.Config, h fabric.Handler) fabric.Con
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := srv.Listen(context.Background(), "tcp:127.0.0.1:0,tcp:127.0.0.2:0", h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
-	c, err := cli.Dial(context.Background(), l.Addr())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-	return c
+	return listenDial(b, srv, cli, "tcp:127.0.0.1:0,tcp:127.0.0.2:0", h)
 }
