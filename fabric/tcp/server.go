@@ -116,7 +116,6 @@ type session struct {
 	// slow marks methods (by method mod len) whose last handler ran longer
 	// than inlineBudget: their requests get their own goroutine at once.
 	slow [64]atomic.Bool
-	run  func(dispatch.Task) // runTask, made once: dispatch.Go takes it per request
 }
 
 // Reader states, the low bits of session.state.
@@ -183,9 +182,15 @@ func (s *session) takeOver() {
 	go s.reading(gen)
 }
 
-// runTask serves t and records whether its method's handler was quick.
-func (s *session) runTask(t dispatch.Task) {
-	s.slow[int(t.Method())%len(s.slow)].Store(t.Run() > inlineBudget)
+// runTask serves t and records whether method's handler was quick.
+func (s *session) runTask(t dispatch.Task, method fabric.Method) {
+	s.slow[int(method)%len(s.slow)].Store(t.Run() > inlineBudget)
+}
+
+// runFresh is runTask on a goroutine started for t.
+func (s *session) runFresh(t dispatch.Task, method fabric.Method) {
+	dispatch.GrowStack()
+	s.runTask(t, method)
 }
 
 // serve owns one accepted connection: handshake, reading requests, and on
@@ -226,7 +231,6 @@ func (l *Listener) serve(nc net.Conn) {
 	s.watchdog = time.AfterFunc(time.Hour, s.watch)
 	s.watchdog.Stop()
 	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, bufpool.Put)
-	s.run = s.runTask
 	ln.onFail = func(error) { s.d.Close() }
 	l.mu.Lock()
 	if l.closed {
@@ -299,7 +303,7 @@ func (s *session) readLoop(gen uint64) (handedOff bool, err error) {
 			case !lent && (s.br.Buffered() > 0 || s.slow[int(h.method)%len(s.slow)].Load()):
 				// More frames are waiting, or the method is slow: keep
 				// reading while the handler runs.
-				s.d.Go(t, s.run)
+				go s.runFresh(t, h.method)
 			default:
 				// Nothing more to read yet: serve this request on this
 				// goroutine, which is already running. A handler that
@@ -316,7 +320,7 @@ func (s *session) readLoop(gen uint64) (handedOff bool, err error) {
 					s.watchSeq.Store(seq)
 					s.watchdog.Reset(watchPeriod)
 				}
-				s.runTask(t)
+				s.runTask(t, h.method)
 				if !s.state.CompareAndSwap(inline, gen<<stateGen|stateReading) {
 					return true, nil // another goroutine reads now
 				}

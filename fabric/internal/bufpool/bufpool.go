@@ -15,7 +15,8 @@ const (
 var pools [maxShift - minShift + 1]sync.Pool
 
 // Get returns a buffer of length n. Buffers above 256 MiB
-// (fabric.MaxMessageSize) are freshly allocated. The caller owns it until it passes it to Put.
+// (fabric.MaxMessageSize) are freshly allocated. The caller owns it until
+// it passes it to Put.
 func Get(n int) *[]byte {
 	c := class(n)
 	if c < 0 {

@@ -74,41 +74,32 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 // It does not block on the handler. After Close it drops the request.
 func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
 	if t, ok := d.Accept(id, method, payload, oneWay, buf); ok {
-		d.Go(t, nil)
+		go t.serve()
 	}
 }
 
-// Go runs t on a new goroutine, calling run(t), or t.Run when run is nil
-// (run lets a transport time its handlers).
-func (d *Dispatcher) Go(t Task, run func(Task)) {
-	go serve(t, run)
+// serve runs t on the goroutine Dispatch started for it.
+func (t Task) serve() {
+	GrowStack()
+	t.Run()
 }
 
-func serve(t Task, run func(Task)) {
-	growStack()
-	if run != nil {
-		run(t)
-	} else {
-		t.Run()
-	}
-}
-
-// growStack grows the calling goroutine's stack to 16 KiB while it is
-// nearly empty. A goroutine starts with a small stack that the runtime
-// copies to one twice the size each time a call needs more; a deep
-// handler (the adaptive server's envelope and session, the user's
+// GrowStack grows the calling goroutine's stack to 16 KiB while it is
+// nearly empty; a transport calls it first on a goroutine it starts for
+// one request (Dispatch does). A goroutine starts with a small stack that
+// the runtime copies to one twice the size each time a call needs more;
+// a deep handler (the adaptive server's envelope and session, the user's
 // handler, then the socket write of the reply) paid two or three such
-// copies of a full stack per request, since every request gets a fresh
-// goroutine. One frame this large makes the runtime grow the stack in one
-// step, with almost nothing on it to copy.
+// copies of a full stack per request. One frame this large makes the
+// runtime grow the stack in one step, with almost nothing on it to copy.
 //
 //go:noinline
-func growStack() {
+func GrowStack() {
 	var frame [growFrame]byte
 	keepFrame(&frame)
 }
 
-// growFrame is the frame growStack needs: with the frames below it, more
+// growFrame is the frame GrowStack needs: with the frames below it, more
 // than 8 KiB, so the stack grows to 16 KiB.
 const growFrame = 7 << 10
 
@@ -165,9 +156,6 @@ func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, one
 	d.mu.Unlock()
 	return Task{d: d, ctx: ctx, id: id, method: method, payload: payload, oneWay: oneWay, buf: buf, wait: wait, done: done}, true
 }
-
-// Method is the request's method.
-func (t Task) Method() fabric.Method { return t.method }
 
 // Run serves the task: it waits for earlier one-way requests, calls the
 // handler and responds. It returns how long the handler ran (not counting

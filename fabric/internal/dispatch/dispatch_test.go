@@ -217,8 +217,8 @@ func TestLend(t *testing.T) {
 
 // BenchmarkGoDeepHandler serves requests whose handler needs about 6 KiB
 // of stack (the adaptive server's depth), each on a fresh goroutine as
-// Dispatch does: "grown" grows the stack first (Go), "plain" lets the
-// runtime grow it as the handler deepens.
+// Dispatch does: "grown" grows the stack first (GrowStack), "plain" lets
+// the runtime grow it as the handler deepens.
 func BenchmarkGoDeepHandler(b *testing.B) {
 	h := fabric.HandlerFunc(func(context.Context, *fabric.Request) ([]byte, error) {
 		return nil, nil
@@ -239,7 +239,7 @@ func BenchmarkGoDeepHandler(b *testing.B) {
 				t, ok := d.Accept(id, fabric.MethodUserBase, nil, false, nil)
 				require.True(b, ok)
 				if name == "grown" {
-					d.Go(t, nil)
+					go t.serve()
 				} else {
 					go t.Run()
 				}
