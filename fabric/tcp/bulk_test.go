@@ -40,16 +40,10 @@ func bulkPair(t *testing.T, lanes int) (*Listener, *Conn, *atomic.Bool) {
 		}
 		return nil, nil
 	})
-	ctx := context.Background()
-	l, err := newTransport(t, testConfig(t)).Listen(ctx, "127.0.0.1:0", &m)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	cfg := testConfig(t)
 	cfg.BulkSockets, cfg.BulkThreshold = lanes, 1<<10
-	c, err := newTransport(t, cfg).Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	return l.(*Listener), c.(*Conn), &recorded
+	l, c := listenDial(t, testConfig(t), cfg, &m)
+	return l, c, &recorded
 }
 
 // openLanes makes bulk calls until n bulk sockets are open.

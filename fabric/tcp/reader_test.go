@@ -55,14 +55,7 @@ func newReaderServer(t *testing.T, mutate func(server, client *Config)) *readerS
 	if mutate != nil {
 		mutate(&scfg, &ccfg)
 	}
-	ctx := context.Background()
-	l, err := newTransport(t, scfg).Listen(ctx, "127.0.0.1:0", &m)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	c, err := newTransport(t, ccfg).Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	rs.l, rs.c = l.(*Listener), c.(*Conn)
+	rs.l, rs.c = listenDial(t, scfg, ccfg, &m)
 	return rs
 }
 
@@ -214,16 +207,11 @@ func TestLentPayloadSurvivesTakeOver(t *testing.T) {
 			return r.Payload, nil
 		}
 	})
-	scfg, ccfg := testConfig(t), testConfig(t)
+	ccfg := testConfig(t)
 	ccfg.BulkSockets = 0 // both calls on one socket
+	ln, c := listenDial(t, testConfig(t), ccfg, &m)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	l, err := newTransport(t, scfg).Listen(ctx, "127.0.0.1:0", &m)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	c, err := newTransport(t, ccfg).Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
 
 	held := bytes.Repeat([]byte("held-payload-16k"), 1<<10)
 	type result struct {
@@ -240,7 +228,6 @@ func TestLentPayloadSurvivesTakeOver(t *testing.T) {
 	case <-ctx.Done():
 		require.FailNow(t, "held handler not entered")
 	}
-	ln := l.(*Listener)
 	ln.mu.Lock()
 	var s *session
 	for s = range ln.sessions {

@@ -49,6 +49,20 @@ func newTransport(t testing.TB, cfg Config) *Transport {
 
 // factory builds the conformance Setup; limit is both sides'
 // MaxMessageSize, so only one variant pays for the 64 MiB payload.
+// listenDial serves h with a transport of scfg on loopback and dials it
+// with one of ccfg; both close, without error, when the test ends.
+func listenDial(t testing.TB, scfg, ccfg Config, h fabric.Handler) (*Listener, *Conn) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := newTransport(t, scfg).Listen(ctx, "127.0.0.1:0", h)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	c, err := newTransport(t, ccfg).Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return l.(*Listener), c.(*Conn)
+}
+
 func factory(limit int, mutate func(t *testing.T, server, client *Config)) fabrictest.Factory {
 	return func(t *testing.T) fabrictest.Setup {
 		scfg, ccfg := testConfig(t), testConfig(t)

@@ -18,16 +18,10 @@ func vectorPair(t *testing.T, mutate func(t *testing.T, server, client *Config))
 	if mutate != nil {
 		mutate(t, &scfg, &ccfg)
 	}
-	ctx := context.Background()
 	var m fabric.Mux
 	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	l, err := newTransport(t, scfg).Listen(ctx, "127.0.0.1:0", &m)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	c, err := newTransport(t, ccfg).Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	return c.(*Conn)
+	_, c := listenDial(t, scfg, ccfg, &m)
+	return c
 }
 
 // pieces cuts a patterned payload of n bytes into the given piece lengths
