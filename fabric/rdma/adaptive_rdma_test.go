@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -128,4 +129,79 @@ func TestAdaptiveFinishesCallsOverTCPAfterQPError(t *testing.T) {
 				calls, rs.callsIn.Load(), rs.callsIn.Load()-broken, wcErrs())
 		})
 	}
+}
+
+// lentRegions counts the rendezvous regions t's connections hold as
+// request payloads (given back when the request is answered and any loan
+// of it returned).
+func lentRegions(t *Transport) int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := 0
+	for _, c := range t.byID {
+		c.rxMu.Lock()
+		n += len(c.rzIn)
+		c.rxMu.Unlock()
+	}
+	return n
+}
+
+// The adaptive server keeps each reply until the client has it; an echo's
+// reply is the request's own memory, which rdma lends (fabric.Lender)
+// rather than the server copying it. Over a lone RDMA path, eager and
+// rendezvous requests: every reply is right while buffers are reused,
+// the last request's region is still held after its reply was sent (the
+// loan), and the session's end gives it back. (With an echo that copies,
+// the region goes back at once and the test fails.)
+func TestAdaptiveBorrowsRDMARequestMemory(t *testing.T) {
+	env := rdmaEnv(t)
+	rc := newTestTransport(t, env, nil)
+	rs := newTestTransport(t, env, nil)
+	acfg := adaptive.DefaultConfig()
+	acfg.Logger = testLogger(t)
+	cli, err := adaptive.New(acfg, rc)
+	require.NoError(t, err)
+	srv, err := adaptive.New(acfg, rs)
+	require.NoError(t, err)
+	echo := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), guestPatience)
+	defer cancel()
+	l, err := srv.Listen(ctx, "rdma:"+net.JoinHostPort(env.addr, "0"), echo)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, l.Close()) }()
+	c, err := cli.Dial(ctx, l.Addr())
+	require.NoError(t, err)
+	defer c.Close() // idempotent: closed below once the loans are counted
+
+	large := 4 * TestConfig().RendezvousThreshold
+	var wg sync.WaitGroup
+	for g := range uint64(4) {
+		wg.Go(func() {
+			for i := range uint64(12) {
+				key := g<<32 | i
+				size := 64
+				if i%2 == 1 {
+					size = large
+				}
+				p := keyedPayload(key, size)
+				reply, err := c.Call(ctx, fabric.MethodUserBase, p)
+				if !assert.NoError(t, err, "call %x", key) || !assert.True(t, bytes.Equal(p, reply), "call %x got a wrong reply", key) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	p := keyedPayload(1<<40, large)
+	reply, err := c.Call(ctx, fabric.MethodUserBase, p)
+	require.NoError(t, err)
+	require.Equal(t, p, reply)
+	// Without the loan the region goes back a moment after the reply is
+	// sent; with it, it stays until the session ends.
+	require.Never(t, func() bool { return lentRegions(rs) != 1 }, 200*time.Millisecond, 5*time.Millisecond,
+		"the last request's region stays lent while its reply is kept for re-sends")
+
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return lentRegions(rs) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the session's end returns the loan")
 }
