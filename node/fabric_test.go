@@ -21,13 +21,8 @@ import (
 // getJSON fetches url and decodes a 200 reply into v.
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := client.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
-	require.NoError(t, json.Unmarshal(b, v), "%s", b)
+	b := getRaw(t, url)
+	require.NoError(t, json.Unmarshal([]byte(b), v), "%s", b)
 }
 
 // fabricConfig is testConfig with the fabric on a free loopback port, TCP only.

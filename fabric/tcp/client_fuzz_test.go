@@ -36,13 +36,7 @@ func FuzzClientFrames(f *testing.F) {
 	f.Add(reply1[:30])                                                     // cut in the middle
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		// A hang is a failure too: report it with every goroutine's stack.
-		hang := time.AfterFunc(10*time.Second, func() {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			panic(fmt.Sprintf("hung on %q\n%s", stream, buf[:n]))
-		})
-		defer hang.Stop()
+		defer panicOnHang(stream).Stop()
 		srv, cli := net.Pipe()
 		cfg := DefaultConfig()
 		cfg.BulkSockets = 0
@@ -81,5 +75,15 @@ func FuzzClientFrames(f *testing.F) {
 		}
 		_ = c.Close()
 		wg.Wait()
+	})
+}
+
+// panicOnHang panics with every goroutine's stack if not stopped within
+// 10 s: a fuzz input that hangs a connection is a failure too.
+func panicOnHang(stream []byte) *time.Timer {
+	return time.AfterFunc(10*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		panic(fmt.Sprintf("hung on %q\n%s", stream, buf[:n]))
 	})
 }

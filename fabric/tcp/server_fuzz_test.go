@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,12 +65,7 @@ func FuzzServerFrames(f *testing.F) {
 	}()
 
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		hang := time.AfterFunc(10*time.Second, func() {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			panic(fmt.Sprintf("hung on %q\n%s", stream, buf[:n]))
-		})
-		defer hang.Stop()
+		defer panicOnHang(stream).Stop()
 		nc, err := net.Dial("tcp", l.Addr())
 		if err != nil {
 			t.Fatal(err)
