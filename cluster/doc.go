@@ -1,0 +1,12 @@
+// Package cluster holds a Weft cluster together: membership and failure
+// detection over hashicorp/memberlist (each node gossips its ID, name and
+// addresses), and the cluster's metadata — nodes, index definitions with
+// versioned mappings, the shard table with primary terms and in-sync sets —
+// in a replicated state machine on hashicorp/raft with durable stores. The
+// Raft leader allocates and moves shard copies; every node reads the
+// committed State and reconciles its own copies with it.
+//
+// It never imports the shard or index packages: mappings and uninterpreted
+// settings are opaque JSON here, and what a shard copy holds is the shard
+// layer's business.
+package cluster

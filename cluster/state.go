@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// State is the cluster's committed metadata: what the Raft log has applied
+// up to Version. A *State handed out by Cluster.State or a Watch is an
+// immutable snapshot: the FSM builds a new State for every command it
+// applies (copying only what the command changes), so readers never lock
+// and never see a half-applied command. Callers must not modify it.
+type State struct {
+	// Version is the Raft log index of the last command applied; it grows
+	// with every applied command, so a node can wait until its view is at
+	// least as new as another's.
+	Version uint64 `json:"version"`
+	// ClusterUUID is set once, by the first leader, and never changes. Nodes
+	// of different clusters never merge (membership refuses them).
+	ClusterUUID string `json:"cluster_uuid"`
+	// Nodes are every node that ever joined, by node ID, live or not.
+	Nodes map[string]*Node `json:"nodes"`
+	// Indices are the index definitions and their shard tables, by name.
+	Indices map[string]*Index `json:"indices"`
+	// Settings are the cluster-wide settings (_cluster/settings).
+	Settings Settings `json:"settings"`
+}
+
+// Node is one node's record. Addresses come from its gossip metadata.
+type Node struct {
+	ID         string `json:"id"`   // a UUID kept in the node's data directory
+	Name       string `json:"name"` // --node-name; unique among live nodes
+	HTTPAddr   string `json:"http_addr"`
+	FabricAddr string `json:"fabric_addr"` // the adaptive path list, "" when the fabric is off
+	RaftAddr   string `json:"raft_addr"`
+	GossipAddr string `json:"gossip_addr"`
+	// RDMA describes the node's RDMA path ("" without one), e.g.
+	// "rxe0/1 gid fe80::…", for diagnostics.
+	RDMA string `json:"rdma,omitempty"`
+	// Live is the leader's last word on the node: false once membership
+	// declared it failed or it left, until it joins again.
+	Live bool `json:"live"`
+	// LeftAtMS is when (unix ms, as the proposing leader's clock read it)
+	// the node stopped being live; 0 while live. Delayed reallocation
+	// counts from it.
+	LeftAtMS int64 `json:"left_at_ms,omitempty"`
+}
+
+// Settings are the persistent cluster settings.
+type Settings struct {
+	// ExcludeNames is cluster.routing.allocation.exclude._name: nodes (by
+	// name) that copies are moved off and never allocated to (drain).
+	ExcludeNames []string `json:"exclude_names,omitempty"`
+}
+
+// Excluded reports whether copies may not live on the node called name.
+func (s Settings) Excluded(name string) bool { return slices.Contains(s.ExcludeNames, name) }
+
+// Index is one index's definition and shard table. Mappings and the
+// settings Weft does not interpret are opaque JSON here: the shard layer
+// owns their meaning (package cluster never imports index or shard).
+type Index struct {
+	Name             string `json:"name"`
+	UUID             string `json:"uuid"`
+	NumberOfShards   int    `json:"number_of_shards"` // fixed at creation
+	NumberOfReplicas int    `json:"number_of_replicas"`
+	// DelayedTimeoutMS is index.unassigned.node_left.delayed_timeout: how
+	// long a copy whose node left stays assigned to it (so a returning node
+	// reuses it) before it is reallocated elsewhere.
+	DelayedTimeoutMS int64 `json:"delayed_timeout_ms"`
+	// Settings holds every other index setting as given (flat dotted keys,
+	// e.g. "index.refresh_interval"), stored and returned, not interpreted.
+	Settings map[string]json.RawMessage `json:"settings,omitempty"`
+	// Mapping is the committed mapping (the "mappings" object) and
+	// MappingVersion counts its changes; a change is accepted only against
+	// the version it was computed from (compare-and-set).
+	Mapping        json.RawMessage `json:"mapping"`
+	MappingVersion uint64          `json:"mapping_version"`
+	// SettingsVersion counts changes of the settings above.
+	SettingsVersion uint64 `json:"settings_version"`
+	CreationDateMS  int64  `json:"creation_date_ms"`
+	// Shards is the shard table, one entry per shard number.
+	Shards []Shard `json:"shards"`
+}
+
+// Shard is one shard's entry in the shard table.
+type Shard struct {
+	// PrimaryTerm starts at 1 and grows by one with every promotion of a
+	// new primary; it is never lowered.
+	PrimaryTerm uint64 `json:"primary_term"`
+	// Copies are the assigned copies: at most one primary, never two on one
+	// node.
+	Copies []Copy `json:"copies"`
+	// InSync are the allocation IDs of the copies that hold every
+	// acknowledged write; always a subset of Copies' allocation IDs. Only
+	// an in-sync copy may be promoted.
+	InSync []string `json:"in_sync"`
+}
+
+// CopyState is the lifecycle state of an assigned copy.
+type CopyState string
+
+// Copy states.
+const (
+	// CopyInitializing: assigned, not serving yet — a new primary being
+	// created, or a replica or move target recovering from the primary.
+	CopyInitializing CopyState = "INITIALIZING"
+	// CopyStarted: open and serving on its node.
+	CopyStarted CopyState = "STARTED"
+)
+
+// Copy is one assigned copy of a shard.
+type Copy struct {
+	// AllocationID is a fresh UUID for every copy ever created: a wiped
+	// node that comes back is never mistaken for the copy it held.
+	AllocationID string    `json:"allocation_id"`
+	NodeID       string    `json:"node_id"`
+	Primary      bool      `json:"primary"`
+	State        CopyState `json:"state"`
+	// RelocatingFrom is set on the target of a move: the allocation ID of
+	// the copy it replaces once it has started.
+	RelocatingFrom string `json:"relocating_from,omitempty"`
+	// RelocatingTo is set on the source of a move: the target's allocation ID.
+	RelocatingTo string `json:"relocating_to,omitempty"`
+}
+
+// Primary returns the shard's primary copy, or false when it has none.
+func (s *Shard) Primary() (Copy, bool) {
+	for _, c := range s.Copies {
+		if c.Primary {
+			return c, true
+		}
+	}
+	return Copy{}, false
+}
+
+// Copy returns the copy with the given allocation ID.
+func (s *Shard) Copy(allocationID string) (Copy, bool) {
+	for _, c := range s.Copies {
+		if c.AllocationID == allocationID {
+			return c, true
+		}
+	}
+	return Copy{}, false
+}
+
+// IsInSync reports whether the allocation ID is in the in-sync set.
+func (s *Shard) IsInSync(allocationID string) bool { return slices.Contains(s.InSync, allocationID) }
+
+// IndexByUUID returns the index with the given UUID.
+func (s *State) IndexByUUID(uuid string) (*Index, bool) {
+	for _, ix := range s.Indices {
+		if ix.UUID == uuid {
+			return ix, true
+		}
+	}
+	return nil, false
+}
+
+// NodeByName returns the live node with the given name, else any node
+// record with it.
+func (s *State) NodeByName(name string) (*Node, bool) {
+	var found *Node
+	for _, n := range s.Nodes {
+		if n.Name != name {
+			continue
+		}
+		if n.Live {
+			return n, true
+		}
+		found = n
+	}
+	return found, found != nil
+}
+
+// Active reports whether a copy serves: started and on a live node.
+func (s *State) Active(c Copy) bool {
+	n, ok := s.Nodes[c.NodeID]
+	return ok && n.Live && c.State == CopyStarted
+}
+
+// Health is green when every copy of every shard is active, yellow when
+// every primary is active but some replica is not, red when some primary is
+// not, as Elasticsearch computes it over the named indices (all when names
+// is empty).
+func (s *State) Health(names ...string) string {
+	status := "green"
+	for name, ix := range s.Indices {
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		for k := range ix.Shards {
+			sh := &ix.Shards[k]
+			p, ok := sh.Primary()
+			if !ok || !s.Active(p) {
+				return "red"
+			}
+			active := 0
+			for _, c := range sh.Copies {
+				if !c.Primary && s.Active(c) {
+					active++
+				}
+			}
+			if active < ix.NumberOfReplicas {
+				status = "yellow"
+			}
+		}
+	}
+	return status
+}
