@@ -17,8 +17,12 @@ var countParams = map[string]bool{
 
 // ParseCount translates an Elasticsearch _count request (a body holding at
 // most {"query": ...}, and the q/df/default_operator URL parameters) into a
-// bleve request that returns no hits; its result's Total is the count.
-func ParseCount(body []byte, params url.Values, fields Fields) (*bleve.SearchRequest, error) {
+// Search whose Request returns no hits; its result's Total is the count.
+func ParseCount(body []byte, params url.Values, fields Fields) (*Search, error) {
+	return parseCountAt(body, params, fields, time.Now())
+}
+
+func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time) (*Search, error) {
 	o, err := parseBody(body)
 	if err != nil {
 		return nil, err
@@ -28,7 +32,7 @@ func ParseCount(body []byte, params url.Values, fields Fields) (*bleve.SearchReq
 			return nil, argErr("request [/_count] contains unrecognized parameter: [%s]", k)
 		}
 	}
-	t := &translator{fields: fields, now: time.Now()}
+	t := &translator{fields: fields, now: now}
 	var q query.Query = query.NewMatchAllQuery()
 	for _, k := range o.sortedKeys() {
 		if k != "query" {
@@ -47,5 +51,5 @@ func ParseCount(body []byte, params url.Values, fields Fields) (*bleve.SearchReq
 	if err := req.Validate(); err != nil {
 		return nil, argErr("invalid count request: %v", err)
 	}
-	return req, nil
+	return &Search{Request: req, trackTotal: -1, scoreSorted: true, body: body, params: params, now: now, count: true}, nil
 }

@@ -289,7 +289,7 @@ func TestCount(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := ParseCount([]byte(tt.body), tt.params, ti.fields)
 			require.NoError(t, err)
-			res, err := ti.idx.Search(req)
+			res, err := ti.idx.Search(req.Request)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, res.Total)
 			require.Empty(t, res.Hits)

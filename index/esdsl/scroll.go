@@ -166,23 +166,33 @@ func ParseScroll(scrollID string, keepAlive string, fields Fields, now time.Time
 			return nil, nil, argErr("[scroll] keep-alive must be positive, got [%s]", keepAlive)
 		}
 	}
-	s.scrollPage = st.Page
-	s.after = st.After
-	if st.After != nil {
-		if len(st.After) != len(s.Request.Sort) {
-			return nil, nil, badScrollID("sort mismatch")
-		}
-		after := make([]string, len(st.After))
-		for i, a := range st.After {
-			after[i] = string(a)
-			if sf, ok := s.Request.Sort[i].(*search.SortField); ok {
-				// The id holds bleve's raw sort keys (prefix-coded numbers,
-				// missing-value markers); compare them as they are.
-				sf.Type = search.SortFieldAuto
-			}
-		}
-		s.Request.SearchAfter = after
-		s.Request.From = 0
+	if err := s.continueScroll(st.Page, st.After); err != nil {
+		return nil, nil, err
 	}
 	return st.Indices, s, nil
+}
+
+// continueScroll makes s the scroll page after the one that ended at the
+// raw sort keys after (nil: the first page).
+func (s *Search) continueScroll(page int, after [][]byte) error {
+	s.scrollPage = page
+	s.after = after
+	if after == nil {
+		return nil
+	}
+	if len(after) != len(s.Request.Sort) {
+		return badScrollID("sort mismatch")
+	}
+	keys := make([]string, len(after))
+	for i, a := range after {
+		keys[i] = string(a)
+		if sf, ok := s.Request.Sort[i].(*search.SortField); ok {
+			// The id holds bleve's raw sort keys (prefix-coded numbers,
+			// missing-value markers); compare them as they are.
+			sf.Type = search.SortFieldAuto
+		}
+	}
+	s.Request.SearchAfter = keys
+	s.Request.From = 0
+	return nil
 }

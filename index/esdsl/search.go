@@ -61,6 +61,8 @@ type Search struct {
 	// now is the instant date math ("now-1d") was resolved against; scroll
 	// pages keep the first page's.
 	now time.Time
+	// count: built by ParseCount (a _count request).
+	count bool
 }
 
 type sortKind int
