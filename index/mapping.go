@@ -419,6 +419,17 @@ func (m *Mapping) Merge(update *Mapping) error {
 	return nil
 }
 
+// Reset makes m a copy of to (the cluster's committed mapping, after a
+// dynamic change of m lost a race with a conflicting one), so that
+// documents are parsed against the committed fields again.
+func (m *Mapping) Reset(to *Mapping) {
+	c := to.Clone()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dynamic, m.props = c.dynamic, c.props
+	m.version++
+}
+
 func mergeProps(prefix string, dst, src map[string]*Field) error {
 	for name, sf := range src {
 		path := joinPath(prefix, name)

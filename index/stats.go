@@ -641,6 +641,12 @@ func WithGlobalStats(ctx context.Context, s *TermStats) context.Context {
 			card[f] = 0
 		}
 	}
+	// bleve's unscored disjunction optimisation (a filter over a range, say)
+	// builds a term searcher on the pseudo-field "*", whose BM25 set-up fails
+	// without an entry; it never scores, so any value does.
+	if _, ok := card["*"]; !ok {
+		card["*"] = 0
+	}
 	ctx = context.WithValue(ctx, statsCtxKey, s)
 	return context.WithValue(ctx, search.BM25StatsKey, &search.BM25Stats{
 		DocCount:         float64(s.DocCount),
@@ -649,3 +655,10 @@ func WithGlobalStats(ctx context.Context, s *TermStats) context.Context {
 }
 
 func cloneLens(m map[string]uint64) map[string]uint64 { return maps.Clone(m) }
+
+// GlobalStatsFrom returns the statistics WithGlobalStats put in ctx, or nil
+// (a shard reached over the network gets them passed explicitly).
+func GlobalStatsFrom(ctx context.Context) *TermStats {
+	s, _ := ctx.Value(statsCtxKey).(*TermStats)
+	return s
+}
