@@ -132,7 +132,7 @@ func TestOneShardRanksLikeFive(t *testing.T) {
 				req := bleve.NewSearchRequestOptions(q, 10, 0, false)
 				req.SortBy([]string{"-_score", "_id"})
 				req.Fields = []string{index.SourceField}
-				res, err := m.Search(ctx, []string{idx}, req)
+				res, err := m.searchBleve(ctx, []string{idx}, req)
 				require.NoError(t, err)
 				require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
 				return res

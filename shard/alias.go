@@ -11,8 +11,12 @@ import (
 
 // aliasChild presents a ShardSearcher as the bleve.Index that IndexAlias
 // fans out to. Only searching is supported: the alias is built per search
-// and never written through.
-type aliasChild struct{ s ShardSearcher }
+// and never written through. Hits of a searcher that fetches separately
+// are remembered in pending, for the fetch phase.
+type aliasChild struct {
+	s       ShardSearcher
+	pending *fetchSet
+}
 
 var _ bleve.Index = aliasChild{}
 
@@ -21,10 +25,14 @@ func errReadOnly(op string) error {
 }
 
 func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	return a.s.Search(ctx, req)
+	res, err := a.s.Search(ctx, req)
+	if f, ok := a.s.(fetcher); ok && err == nil && a.pending != nil {
+		a.pending.add(f, res.Hits)
+	}
+	return res, err
 }
 func (a aliasChild) Search(req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	return a.s.Search(context.Background(), req)
+	return a.SearchInContext(context.Background(), req)
 }
 func (a aliasChild) Name() string                             { return a.s.Name() }
 func (a aliasChild) SetName(string)                           {}

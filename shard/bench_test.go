@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -31,8 +30,7 @@ const benchBatch = 500
 // BenchmarkBulkManager indexes batches through Manager.Bulk (log + fsync +
 // batch apply), one shard, explicit ids.
 func BenchmarkBulkManager(b *testing.B) {
-	m, err := Open(b.TempDir(), DefaultConfig(), slog.New(slog.DiscardHandler))
-	require.NoError(b, err)
+	m := openManager(b, b.TempDir())
 	defer m.Close()
 	raw, err := json.Marshal(sampleMapping(b))
 	require.NoError(b, err)
@@ -80,9 +78,8 @@ func BenchmarkBulkRawBleve(b *testing.B) {
 	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "docs/s")
 }
 
-func benchSearchSetup(b *testing.B) (*Manager, bleve.Index) {
-	m, err := Open(b.TempDir(), DefaultConfig(), slog.New(slog.DiscardHandler))
-	require.NoError(b, err)
+func benchSearchSetup(b *testing.B) (*testNode, bleve.Index) {
+	m := openManager(b, b.TempDir())
 	b.Cleanup(func() { _ = m.Close() })
 	require.NoError(b, m.CreateIndex(context.Background(), "b", IndexSettings{NumberOfShards: 1}, sampleMapping(b)))
 	ids, srcs := sampleDocs(b)
@@ -90,7 +87,7 @@ func benchSearchSetup(b *testing.B) (*Manager, bleve.Index) {
 	for k := range ids {
 		ops[k] = Op{Type: OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
 	}
-	_, err = m.Bulk(context.Background(), ops, RefreshFalse)
+	_, err := m.Bulk(context.Background(), ops, RefreshFalse)
 	require.NoError(b, err)
 	raw, err := bleve.New(filepath.Join(b.TempDir(), "raw"), sampleMapping(b).BleveMapping())
 	require.NoError(b, err)
@@ -148,7 +145,7 @@ func BenchmarkSearchKinds(b *testing.B) {
 		b.Run(kind+"/manager", func(b *testing.B) {
 			mk := benchQueries(false)[kind]
 			for b.Loop() {
-				res, err := m.Search(context.Background(), []string{"b"}, mk())
+				res, err := m.searchBleve(context.Background(), []string{"b"}, mk())
 				if err != nil || len(res.Hits) == 0 {
 					b.Fatal(err, "no hits")
 				}
@@ -178,7 +175,7 @@ func BenchmarkSearchManager(b *testing.B) {
 	m, _ := benchSearchSetup(b)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := m.Search(context.Background(), []string{"b"}, benchQuery()); err != nil {
+		if _, err := m.searchBleve(context.Background(), []string{"b"}, benchQuery()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -30,6 +30,15 @@ var (
 	// ErrAllShardsFailed: no shard of a search answered; it wraps the first
 	// shard's error too (a malformed query fails this way on every shard).
 	ErrAllShardsFailed = errors.New("all shards failed")
+	// ErrClusterBlocked: this node cannot serve yet — it has not joined a
+	// cluster, or no leader is known (503 cluster_block_exception).
+	ErrClusterBlocked = errors.New("cluster block")
+	// ErrMappingVersion: a mapping change was computed from a version that
+	// is no longer the committed one; merge again and retry.
+	ErrMappingVersion = errors.New("mapping version changed")
+	// ErrUnavailable: a shard's copy cannot be reached now (no active
+	// primary, its node is down); retryable (503 unavailable_shards_exception).
+	ErrUnavailable = errors.New("shard unavailable")
 )
 
 // Config tunes the Manager.

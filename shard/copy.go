@@ -8,29 +8,34 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/weftsearch/weft/index"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
 const replayChunk = 2000
 
-// localShard is one shard copy on this node: a bleve index and its log.
-type localShard struct {
-	num    int
-	name   string // "index/num", unique per node
+// shardCopy is one shard copy on this node: a bleve index and its log in
+// the copy's own directory, named by its allocation ID. It runs the write
+// path of a primary (version checks, sequence numbers, group commit).
+type shardCopy struct {
+	meta   copyMeta
+	name   string // "index/num", for logs and errors
+	dir    string
 	idx    *index.Index
 	log    *Log
-	term   uint64
 	logger *slog.Logger
 
+	// term is the primary term the copy writes with (from the shard table).
+	term atomic.Uint64
+
 	// beforeLog is called, with the group's ops prepared, before they are
-	// logged: it persists a mapping that dynamic fields changed.
+	// logged: it commits a mapping that dynamic fields changed.
 	beforeLog func() error
 
 	qmu   sync.Mutex
@@ -39,6 +44,18 @@ type localShard struct {
 	leader  sync.Mutex // held by the goroutine committing a group
 	nextSeq uint64     // guarded by leader
 }
+
+// copyMeta identifies a copy; it is kept in the copy's directory as
+// copy.json, so that the store knows what a directory holds before the
+// cluster state tells it.
+type copyMeta struct {
+	AllocationID string `json:"allocation_id"`
+	Index        string `json:"index"`
+	IndexUUID    string `json:"index_uuid"`
+	Shard        int    `json:"shard"`
+}
+
+const copyMetaFile = "copy.json"
 
 // item is one op routed to a shard with its result slot.
 type item struct {
@@ -51,13 +68,13 @@ type item struct {
 // prepare parses the documents of index and create items (their source does
 // not depend on the stored document), outside the leader lock so that
 // concurrent requests parse in parallel. Items that fail are marked failed.
-func (s *localShard) prepare(items []item) {
+func (s *shardCopy) prepare(items []item) {
 	for k := range items {
 		it := &items[k]
 		if it.op.Type != OpIndex && it.op.Type != OpCreate {
 			continue
 		}
-		iop := &index.Op{ID: it.op.ID, Source: it.op.Source, PrimaryTerm: s.term}
+		iop := &index.Op{ID: it.op.ID, Source: it.op.Source}
 		if err := s.idx.Prepare(iop); err != nil {
 			fail(it.res, http.StatusBadRequest, err)
 			continue
@@ -72,7 +89,18 @@ type writeReq struct {
 	err   error
 }
 
-func openLocalShard(dir, esName string, num int, m *index.Mapping, create bool, segBytes int64, logger *slog.Logger) (*localShard, error) {
+// openCopy opens the copy in dir, or creates it there (create: the
+// directory holds no index yet), replaying its log past the index's
+// persisted state. m is the node's mapping of the copy's index.
+func openCopy(dir string, meta copyMeta, m *index.Mapping, create bool, term uint64, segBytes int64, logger *slog.Logger) (*shardCopy, error) {
+	if create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("shard: create copy directory %s: %w", dir, err)
+		}
+		if err := writeFileAtomic(filepath.Join(dir, copyMetaFile), meta); err != nil {
+			return nil, err
+		}
+	}
 	idxDir := filepath.Join(dir, "index")
 	var (
 		idx *index.Index
@@ -86,13 +114,14 @@ func openLocalShard(dir, esName string, num int, m *index.Mapping, create bool, 
 	if err != nil {
 		return nil, err
 	}
-	idx.Bleve().SetName(esName)
+	idx.Bleve().SetName(meta.Index)
 	lg, err := OpenLog(filepath.Join(dir, "log"), segBytes)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err
 	}
-	s := &localShard{num: num, name: fmt.Sprintf("%s/%d", esName, num), idx: idx, log: lg, term: 1, logger: logger}
+	s := &shardCopy{meta: meta, name: fmt.Sprintf("%s/%d", meta.Index, meta.Shard), dir: dir, idx: idx, log: lg, logger: logger}
+	s.term.Store(term)
 	if err := s.replay(logger); err != nil {
 		_ = lg.Close()
 		_ = idx.Close()
@@ -102,8 +131,21 @@ func openLocalShard(dir, esName string, num int, m *index.Mapping, create bool, 
 	return s, nil
 }
 
+// readCopyMeta reads dir/copy.json.
+func readCopyMeta(dir string) (copyMeta, error) {
+	var m copyMeta
+	raw, err := os.ReadFile(filepath.Join(dir, copyMetaFile))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.AllocationID == "" || m.IndexUUID == "" {
+		return m, fmt.Errorf("shard: %s/%s is corrupt (%v)", dir, copyMetaFile, err)
+	}
+	return m, nil
+}
+
 // replay applies the log records after the index's persisted state.
-func (s *localShard) replay(logger *slog.Logger) error {
+func (s *shardCopy) replay(logger *slog.Logger) error {
 	from := s.idx.AppliedSeq()
 	var ops []index.Op
 	n := 0
@@ -144,7 +186,7 @@ func (s *localShard) replay(logger *slog.Logger) error {
 // write commits items through the group-commit leader: whoever holds the
 // leader lock takes every queued request, logs them with one fsync and
 // applies them as one batch.
-func (s *localShard) write(items []item) error {
+func (s *shardCopy) write(items []item) error {
 	req := &writeReq{items: items}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)
@@ -175,7 +217,8 @@ type pendingDoc struct {
 }
 
 // commit runs under the leader lock.
-func (s *localShard) commit(group []*writeReq) error {
+func (s *shardCopy) commit(group []*writeReq) error {
+	term := s.term.Load()
 	pending := map[string]*pendingDoc{}
 	var ops []index.Op
 	var recs []LogRecord
@@ -262,9 +305,9 @@ func (s *localShard) commit(group []*writeReq) error {
 			var iop index.Op
 			if it.prepared != nil {
 				iop = *it.prepared
-				iop.Prev = prevIdx
+				iop.Prev, iop.PrimaryTerm = prevIdx, term
 			} else {
-				iop = index.Op{Delete: del, ID: op.ID, Source: source, Prev: prevIdx, PrimaryTerm: s.term}
+				iop = index.Op{Delete: del, ID: op.ID, Source: source, Prev: prevIdx, PrimaryTerm: term}
 				if err := s.idx.Prepare(&iop); err != nil {
 					fail(res, http.StatusBadRequest, err)
 					continue
@@ -280,10 +323,10 @@ func (s *localShard) commit(group []*writeReq) error {
 			} else {
 				res.Result, res.Status = "created", http.StatusCreated
 			}
-			res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, s.term
-			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: s.term, source: source}
+			res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, term
+			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: term, source: source}
 			ops = append(ops, iop)
-			recs = append(recs, LogRecord{Term: s.term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
+			recs = append(recs, LogRecord{Term: term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
 			okItems = append(okItems, it)
 		}
 	}
@@ -375,7 +418,7 @@ func mergeMaps(dst, src map[string]any) {
 	}
 }
 
-func (s *localShard) close() error {
+func (s *shardCopy) close() error {
 	s.leader.Lock()
 	defer s.leader.Unlock()
 	err := s.idx.Close()
@@ -388,28 +431,9 @@ func (s *localShard) close() error {
 	return err
 }
 
-// ShardSearcher is how search reaches one shard copy: phase 1 collects its
-// term statistics for a query, phase 2 searches it under global statistics
-// (index.WithGlobalStats in ctx). The local implementation wraps an
-// index.Index; a remote one (wave 2) sends both calls over the fabric.
-type ShardSearcher interface {
-	// Name identifies the shard copy, unique within one search ("logs/3").
-	Name() string
-	TermStats(ctx context.Context, q query.Query) (*index.TermStats, error)
-	Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error)
-}
-
-var _ ShardSearcher = (*localSearcher)(nil)
-
-type localSearcher struct {
-	name string
-	idx  *index.Index
-}
-
-func (l *localSearcher) Name() string { return l.name }
-func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
-	return l.idx.TermStats(ctx, q)
-}
-func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	return l.idx.Search(ctx, req)
+// waitForWrites returns once the group being committed when it was called
+// (if any) is applied: such writes are searchable when it returns.
+func (s *shardCopy) waitForWrites() {
+	s.leader.Lock()
+	s.leader.Unlock() //nolint:staticcheck // waiting for the group in flight
 }

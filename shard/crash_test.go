@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,11 +28,14 @@ func crashDoc(n int) json.RawMessage {
 // "ACK n" once the bulk holding documents up to n has been acknowledged.
 func crashChild() {
 	dir := os.Getenv(crashChildEnv)
-	m, err := Open(dir, testConfig(), slog.New(slog.DiscardHandler))
+	meta := newMemCluster(crashTB{}, filepath.Join(dir, "test-meta.json"), "n1").node("n1")
+	st, err := OpenStore(filepath.Join(dir, "shards"), testConfig(), meta, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
+	m := NewCoordinator(st, meta, nil, testConfig(), slog.New(slog.DiscardHandler))
+	m.Start()
 	ctx := context.Background()
 	if _, err := m.Index("c"); err != nil {
 		if err := m.CreateIndex(ctx, "c", IndexSettings{NumberOfShards: 3}, nil); err != nil {
@@ -61,6 +65,17 @@ func crashChild() {
 		_ = out.Flush()
 	}
 }
+
+// crashTB lets the child process use the test helpers that take a
+// testing.TB: a failure prints ERR and exits.
+type crashTB struct{ testing.TB }
+
+func (crashTB) Helper() {}
+func (crashTB) Errorf(format string, args ...any) {
+	fmt.Printf("ERR "+format+"\n", args...)
+	os.Exit(1)
+}
+func (crashTB) FailNow() { os.Exit(1) }
 
 // TestKillAfterAcknowledgedBulkLosesNothing kills a writing process with
 // SIGKILL (no Close, no flush) and finds every acknowledged document after
@@ -102,7 +117,7 @@ func TestKillAfterAcknowledgedBulkLosesNothing(t *testing.T) {
 	require.GreaterOrEqual(t, inf.DocsCount, uint64(acked+1))
 	q := bleve.NewMatchQuery("crash")
 	q.SetField("text")
-	res, err := m.Search(ctx, []string{"c"}, bleve.NewSearchRequest(q))
+	res, err := m.searchBleve(ctx, []string{"c"}, bleve.NewSearchRequest(q))
 	require.NoError(t, err)
 	require.Equal(t, inf.DocsCount, res.Total, "replayed documents are searchable")
 }

@@ -1,0 +1,326 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
+)
+
+// memPeers reaches the test's other nodes over the in-memory fabric,
+// dialling each once and again after its connection broke.
+type memPeers struct {
+	tr    fabric.Transport
+	mu    sync.Mutex
+	conns map[string]fabric.Conn
+}
+
+func (p *memPeers) Call(ctx context.Context, id string, m fabric.Method, payload []byte) ([]byte, error) {
+	p.mu.Lock()
+	c := p.conns[id]
+	p.mu.Unlock()
+	if c == nil {
+		var err error
+		if c, err = p.tr.Dial(ctx, id); err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		p.conns[id] = c
+		p.mu.Unlock()
+	}
+	reply, err := c.Call(ctx, m, payload)
+	if err != nil && ctx.Err() == nil {
+		p.mu.Lock()
+		if p.conns[id] == c {
+			delete(p.conns, id)
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+	}
+	return reply, err
+}
+
+func (p *memPeers) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// testCluster is several nodes of the shard layer sharing a memCluster's
+// shard table and talking over an in-memory fabric with fault hooks.
+type testCluster struct {
+	net   *fabrictest.Network
+	mc    *memCluster
+	nodes map[string]*testNode
+}
+
+func newTestCluster(t *testing.T, ids ...string) *testCluster {
+	tc := &testCluster{net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...), nodes: map[string]*testNode{}}
+	for _, id := range ids {
+		mux := &fabric.Mux{}
+		tr := tc.net.Node(id)
+		ln, err := tr.Listen(context.Background(), id, mux)
+		require.NoError(t, err)
+		peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
+		n := startNode(t, tc.mc, id, t.TempDir(), peers)
+		n.Register(mux)
+		tc.nodes[id] = n
+		t.Cleanup(func() {
+			peers.close()
+			_ = ln.Close()
+			_ = n.Close()
+		})
+	}
+	return tc
+}
+
+// search runs an ES search body over names through node id.
+func (tc *testCluster) search(t *testing.T, id string, names []string, body string) *SearchResult {
+	t.Helper()
+	n := tc.nodes[id]
+	srch, err := esdsl.ParseSearch([]byte(body), nil, n.Fields(names))
+	require.NoError(t, err, body)
+	res, err := n.Search(context.Background(), names, srch)
+	require.NoError(t, err, body)
+	return res
+}
+
+// queryBodies are the acceptance queries of testdata/sample/queries.json.
+func queryBodies(t *testing.T) map[string]json.RawMessage {
+	raw, err := os.ReadFile("../testdata/sample/queries.json")
+	require.NoError(t, err)
+	var qs map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &qs))
+	require.Len(t, qs, 26)
+	return qs
+}
+
+// sameHits requires two results to rank the same hits with the same scores.
+func sameHits(t *testing.T, want, got *bleve.SearchResult, what string) {
+	t.Helper()
+	require.Equal(t, want.Total, got.Total, what)
+	require.Len(t, got.Hits, len(want.Hits), what)
+	for k := range want.Hits {
+		require.Equal(t, want.Hits[k].ID, got.Hits[k].ID, "%s: hit %d", what, k)
+		a, b := want.Hits[k].Score, got.Hits[k].Score
+		require.LessOrEqual(t, math.Abs(a-b), 1e-9*math.Max(math.Abs(a), math.Abs(b)), "%s: hit %d (%s): %v vs %v", what, k, want.Hits[k].ID, a, b)
+	}
+}
+
+// TestClusterRanksLikeOneShard: six shards spread over three nodes, searched
+// through a node that holds only some of them, rank exactly like one shard
+// holding every document — every acceptance query, two pages, with sources
+// fetched only for the final page — and aggregate, search_after and scroll
+// the same way.
+func TestClusterRanksLikeOneShard(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "six", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	require.NoError(t, n1.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ix, err := n1.meta.View().Index("six")
+	require.NoError(t, err)
+	perNode := map[string]int{}
+	for _, sh := range ix.Shards {
+		p, _ := sh.Primary()
+		perNode[p.NodeID]++
+	}
+	require.Equal(t, map[string]int{"n1": 2, "n2": 2, "n3": 2}, perNode)
+
+	ids, sources := sampleDocs(t)
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n2"], name, ids, sources) // routed from n2 to every primary
+		bulkIndex(t, tc.nodes["n3"], name, ids[:30], sources[:30])
+	}
+	for name, q := range queryBodies(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, page := range []string{`"from":0,"size":10`, `"from":10,"size":10`} {
+				body := fmt.Sprintf(`{"query":%s,%s,"sort":["_score",{"_id":"asc"}]}`, q, page)
+				one := tc.search(t, "n1", []string{"one"}, body)
+				six := tc.search(t, "n1", []string{"six"}, body)
+				require.Zero(t, six.Status.Failed, "%v", six.Status.Errors)
+				sameHits(t, one.SearchResult, six.SearchResult, page)
+				require.Zero(t, six.Status.Failed)
+				require.Equal(t, 6, six.Status.Total)
+				for _, h := range six.Hits {
+					require.NotEmpty(t, h.Fields[index.SourceField], "hit %s has its source", h.ID)
+					require.Equal(t, "six", h.Index)
+				}
+			}
+		})
+	}
+	t.Run("aggregations", func(t *testing.T) {
+		body := `{"size":0,"aggs":{"labels":{"terms":{"field":"label"}},"groups":{"terms":{"field":"group","size":3}}}}`
+		one, six := tc.search(t, "n3", []string{"one"}, body), tc.search(t, "n3", []string{"six"}, body)
+		require.Equal(t, one.Total, six.Total)
+		for _, name := range []string{"labels", "groups"} {
+			require.Equal(t, one.Facets[name].Terms.Terms(), six.Facets[name].Terms.Terms(), name)
+		}
+	})
+	t.Run("search_after", func(t *testing.T) {
+		var after string
+		var oneIDs, sixIDs []string
+		for page := 0; page < 5; page++ {
+			body := `{"query":{"match":{"body":"the"}},"size":7,"sort":[{"date":"desc"},{"_id":"asc"}]` + after + `}`
+			one, six := tc.search(t, "n2", []string{"one"}, body), tc.search(t, "n2", []string{"six"}, body)
+			sameHits(t, one.SearchResult, six.SearchResult, body)
+			for k := range one.Hits {
+				oneIDs, sixIDs = append(oneIDs, one.Hits[k].ID), append(sixIDs, six.Hits[k].ID)
+			}
+			last := one.Hits[len(one.Hits)-1]
+			srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{"one"}))
+			require.NoError(t, err)
+			resp := srch.Response(one.SearchResult, 0)
+			sortVals, err := json.Marshal(resp.Hits.Hits[len(resp.Hits.Hits)-1].Sort)
+			require.NoError(t, err)
+			require.Equal(t, last.ID, resp.Hits.Hits[len(resp.Hits.Hits)-1].ID)
+			after = `,"search_after":` + string(sortVals)
+		}
+		require.Equal(t, oneIDs, sixIDs)
+		require.Len(t, sixIDs, 35)
+	})
+	t.Run("scroll", func(t *testing.T) {
+		scrollAll := func(name string) []string {
+			n := tc.nodes["n2"]
+			params := map[string][]string{"scroll": {"1m"}}
+			srch, err := esdsl.ParseSearch([]byte(`{"query":{"match":{"subject":"re"}},"size":9}`), params, n.Fields([]string{name}))
+			require.NoError(t, err)
+			var got []string
+			for {
+				res, err := n.Search(ctx, []string{name}, srch)
+				require.NoError(t, err)
+				for _, h := range res.Hits {
+					got = append(got, h.ID)
+				}
+				if len(res.Hits) == 0 {
+					return got
+				}
+				id, err := srch.ScrollID([]string{name}, res.SearchResult, time.Now())
+				require.NoError(t, err)
+				_, srch, err = esdsl.ParseScroll(id, "", n.Fields([]string{name}), time.Now())
+				require.NoError(t, err)
+			}
+		}
+		one, six := scrollAll("one"), scrollAll("six")
+		require.Equal(t, one, six)
+		require.Greater(t, len(six), 9)
+		sort.Strings(six)
+		for k := 1; k < len(six); k++ {
+			require.NotEqual(t, six[k-1], six[k], "no hit twice")
+		}
+	})
+}
+
+// TestClusterWritesAndGetsGoToThePrimary: writes coordinated by any node
+// land on each shard's primary (wherever it is), realtime gets read from
+// it, and a dynamic field added on one node's primary is committed before
+// the write is acknowledged and reaches every node's mapping.
+func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "w", IndexSettings{NumberOfShards: 3}, nil))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	var ops []Op
+	for k := range 60 {
+		ops = append(ops, Op{Type: OpIndex, Index: "w", ID: fmt.Sprint("d", k), Source: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag%d":"x"}`, k, k%3))})
+	}
+	res, err := tc.nodes["n2"].Bulk(ctx, ops, RefreshFalse)
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err, r.ID)
+		require.Equal(t, "created", r.Result)
+	}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		for _, f := range []string{"tag0", "tag1", "tag2"} {
+			require.Eventually(t, func() bool { return tc.nodes[id].Fields([]string{"w"}).FieldType(f) == "text" }, 10e9, 1e6, "node %s field %s", id, f)
+		}
+		d, err := tc.nodes[id].Get(ctx, "w", "d7", "")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"n":7,"tag1":"x"}`, string(d.Source))
+		_, err = tc.nodes[id].Get(ctx, "w", "nope", "")
+		require.ErrorIs(t, err, ErrDocumentNotFound)
+	}
+	// Versions and conflicts cross the fabric as they are.
+	res, err = tc.nodes["n3"].Bulk(ctx, []Op{
+		{Type: OpCreate, Index: "w", ID: "d7", Source: json.RawMessage(`{"n":1}`)},
+		{Type: OpUpdate, Index: "w", ID: "d8", Update: &UpdateSpec{Doc: json.RawMessage(`{"m":1}`)}},
+		{Type: OpIndex, Index: "w", ID: "d9", Source: json.RawMessage(`{"n":"not a number"}`)},
+	}, RefreshFalse)
+	require.NoError(t, err)
+	require.ErrorIs(t, res[0].Err, ErrVersionConflict)
+	require.Equal(t, 409, res[0].Status)
+	require.NoError(t, res[1].Err)
+	require.Equal(t, int64(2), res[1].Version)
+	require.ErrorIs(t, res[2].Err, index.ErrDocParse)
+	inf, err := tc.nodes["n1"].Index("w")
+	require.NoError(t, err)
+	require.Equal(t, uint64(60), inf.DocsCount, "document counts are gathered from every node")
+}
+
+// TestClusterSearchWithDeadNodeGivesPartialResults: a node that dies takes
+// its shards out of searches, which answer from the others with the failed
+// shards counted, instead of waiting for it.
+func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "p", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n1"], "p", ids, sources)
+	all := tc.search(t, "n1", []string{"p"}, `{"query":{"match_all":{}}}`)
+	require.Equal(t, uint64(len(ids)), all.Total)
+
+	// The node dies; the shard table still says it is live (failure
+	// detection has not noticed yet): its shards fail fast.
+	tc.net.Kill("n3")
+	res := tc.search(t, "n1", []string{"p"}, `{"query":{"match_all":{}},"timeout":"5s"}`)
+	require.Equal(t, 6, res.Status.Total)
+	require.Equal(t, 2, res.Status.Failed)
+	require.Len(t, res.Failures, 2)
+	require.Less(t, res.Total, all.Total)
+	require.Positive(t, res.Total)
+	// Once the cluster knows, the node's shards are skipped outright.
+	tc.mc.setLive("n3", false)
+	res = tc.search(t, "n2", []string{"p"}, `{"query":{"match":{"body":"linux"}}}`)
+	require.Equal(t, 2, res.Status.Failed)
+	for _, f := range res.Failures {
+		require.ErrorIs(t, f.Err, ErrUnavailable)
+	}
+	// Writes to its shards fail with 503 once their wait for a primary ends.
+	wctx, cancel := context.WithTimeout(ctx, 300e6)
+	defer cancel()
+	var onDead string
+	for _, id := range ids {
+		ix, _ := tc.nodes["n1"].meta.View().Index("p")
+		p, _ := ix.Shards[ShardFor(id, "", 6)].Primary()
+		if p.NodeID == "n3" {
+			onDead = id
+			break
+		}
+	}
+	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, RefreshFalse)
+	require.NoError(t, err)
+	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
+}

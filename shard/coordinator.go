@@ -1,0 +1,511 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/index"
+)
+
+// Peers reaches the fabric of other nodes by node ID. It is owned here and
+// implemented by the node (a pool of adaptive connections addressed from
+// the cluster's node records).
+type Peers interface {
+	Call(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error)
+}
+
+// Coordinator is the engine the HTTP API calls on every node. It resolves
+// index names from the committed metadata, routes writes and realtime gets
+// to each shard's primary — a local copy, or another node over the fabric
+// — fans searches out to one copy of every shard, and runs the loop that
+// reconciles the node's Store with the shard table. All methods are safe
+// for concurrent use.
+type Coordinator struct {
+	cfg    Config
+	meta   Metadata
+	store  *Store
+	peers  Peers // nil: a node without a fabric never routes elsewhere
+	logger *slog.Logger
+	ars    *copySelector
+
+	countersMu sync.Mutex
+	counters   map[string]*indexCounters // by index name, this node's requests
+
+	loopMu  sync.Mutex
+	running bool // the reconcile loop was started
+	closed  bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// indexCounters count one index's requests coordinated by this node.
+type indexCounters struct {
+	indexTotal, indexNanos, delTotal, srchTotal, srchNanos atomic.Uint64
+}
+
+// IndexSettings are an index's settings. NumberOfShards is fixed at creation.
+type IndexSettings struct {
+	NumberOfShards   int `json:"number_of_shards"`
+	NumberOfReplicas int `json:"number_of_replicas"`
+}
+
+// IndexInfo describes one index.
+type IndexInfo struct {
+	Name           string
+	UUID           string
+	Settings       IndexSettings
+	Mapping        *index.Mapping // a copy; changing it changes nothing
+	CreationDate   time.Time
+	Health         string // green, yellow or red, from the shard table
+	DocsCount      uint64 // documents in the primaries that answered
+	StoreSizeBytes int64  // bytes of every copy that answered
+}
+
+// IndexNodeStats are one index's counters.
+type IndexNodeStats struct {
+	Docs           uint64
+	StoreSizeBytes int64
+	IndexTotal     uint64
+	IndexTimeNanos uint64
+	DeleteTotal    uint64
+	SearchTotal    uint64
+	SearchNanos    uint64
+	LogFsyncs      uint64
+}
+
+// NodeStats are the node's index statistics: what this node coordinated,
+// and the copies it holds.
+type NodeStats struct {
+	Indices map[string]IndexNodeStats
+}
+
+// primaryWait bounds how long a write or get waits for a shard's primary
+// to become active, as Elasticsearch's default write timeout of 1m does.
+const primaryWait = time.Minute
+
+// NewCoordinator builds the engine over a store and the metadata; peers may
+// be nil on a node without a fabric. Start runs its reconcile loop.
+func NewCoordinator(store *Store, meta Metadata, peers Peers, cfg Config, logger *slog.Logger) *Coordinator {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Coordinator{cfg: cfg, meta: meta, store: store, peers: peers, logger: logger, ars: newCopySelector(),
+		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start runs the loop that reconciles the store with every new view, until
+// Close.
+func (c *Coordinator) Start() {
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	if !c.running && !c.closed {
+		c.running = true
+		go c.reconcileLoop()
+	}
+}
+
+// reconcileRetry is how often reconciliation runs without a new view, so
+// that a failed step is retried.
+const reconcileRetry = 2 * time.Second
+
+func (c *Coordinator) reconcileLoop() {
+	defer close(c.done)
+	changed, unwatch := c.meta.Watch()
+	defer unwatch()
+	tick := time.NewTicker(reconcileRetry)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		if c.meta.Ready() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := c.store.Reconcile(ctx, c.meta.View())
+			cancel()
+			if err != nil && err.Error() != lastErr {
+				c.logger.Warn("shard: reconciling local copies with the shard table", "err", err)
+			}
+			lastErr = ""
+			if err != nil {
+				lastErr = err.Error()
+			}
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops the reconcile loop and closes the store. Idempotent.
+func (c *Coordinator) Close() error {
+	c.loopMu.Lock()
+	running := c.running
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+	c.loopMu.Unlock()
+	if running {
+		<-c.done
+	}
+	return c.store.Close()
+}
+
+func (c *Coordinator) countersFor(name string) *indexCounters {
+	c.countersMu.Lock()
+	defer c.countersMu.Unlock()
+	ic := c.counters[name]
+	if ic == nil {
+		ic = &indexCounters{}
+		c.counters[name] = ic
+	}
+	return ic
+}
+
+// view returns the committed view; ErrClosed after Close, and
+// ErrClusterBlocked while the node cannot serve.
+func (c *Coordinator) view() (*View, error) {
+	c.loopMu.Lock()
+	closed := c.closed
+	c.loopMu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if err := c.meta.Ready(); err != nil {
+		return nil, err
+	}
+	return c.meta.View(), nil
+}
+
+// ValidateIndexName applies Elasticsearch's index name rules.
+func ValidateIndexName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: index name must not be empty", ErrInvalidIndexName)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: [%s]: must not be '.' or '..'", ErrInvalidIndexName, name)
+	case strings.ToLower(name) != name:
+		return fmt.Errorf("%w: [%s]: must be lowercase", ErrInvalidIndexName, name)
+	case strings.ContainsAny(name, "\\/*?\"<>| ,#:"):
+		return fmt.Errorf("%w: [%s]: must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?, #, :]", ErrInvalidIndexName, name)
+	case strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "+"):
+		return fmt.Errorf("%w: [%s]: must not start with '_', '-', or '+'", ErrInvalidIndexName, name)
+	case len(name) > 255:
+		return fmt.Errorf("%w: [%s]: index name is too long, (%d > 255)", ErrInvalidIndexName, name, len(name))
+	}
+	return nil
+}
+
+// activeShardsWait bounds how long index creation waits for the new
+// primaries to start (Elasticsearch's wait_for_active_shards=1 default).
+const activeShardsWait = 30 * time.Second
+
+// CreateIndex creates an index. Zero settings take the defaults (1 shard,
+// 1 replica); a nil mapping is an empty dynamic one. It returns once the
+// index is committed and, unless activeShardsWait passes first, its
+// primaries have started.
+func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSettings, mp *index.Mapping) error {
+	if _, err := c.view(); err != nil {
+		return err
+	}
+	if err := ValidateIndexName(name); err != nil {
+		return err
+	}
+	if s.NumberOfShards == 0 {
+		s.NumberOfShards = 1
+	}
+	if s.NumberOfShards < 1 || s.NumberOfShards > c.cfg.MaxShards {
+		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
+	}
+	if s.NumberOfReplicas < 0 {
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", ErrInvalidRequest, s.NumberOfReplicas)
+	}
+	if mp == nil {
+		mp = index.NewDynamicMapping()
+	}
+	raw, err := json.Marshal(mp)
+	if err != nil {
+		return err
+	}
+	if err := c.meta.CreateIndex(ctx, IndexSpec{Name: name, NumberOfShards: s.NumberOfShards, NumberOfReplicas: s.NumberOfReplicas, Mapping: raw}); err != nil {
+		return err
+	}
+	c.logger.Info("index created", "index", name, "shards", s.NumberOfShards, "replicas", s.NumberOfReplicas)
+	wctx, cancel := context.WithTimeout(ctx, activeShardsWait)
+	defer cancel()
+	if _, err := c.meta.AwaitView(wctx, func(v *View) bool {
+		ix, ok := v.Indices[name]
+		return ok && primariesActive(v, ix)
+	}); err != nil && ctx.Err() == nil {
+		c.logger.Warn("index created, but its primaries did not all start in time", "index", name, "wait", activeShardsWait)
+	}
+	return ctx.Err()
+}
+
+func primariesActive(v *View, ix *IndexView) bool {
+	for k := range ix.Shards {
+		p, ok := ix.Shards[k].Primary()
+		if !ok || !v.Active(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteIndex deletes an index and, on every node, its copies.
+func (c *Coordinator) DeleteIndex(ctx context.Context, name string) error {
+	v, err := c.view()
+	if err != nil {
+		return err
+	}
+	ix, err := v.Index(name)
+	if err != nil {
+		return err
+	}
+	if err := c.meta.DeleteIndex(ctx, name, ix.UUID); err != nil {
+		return err
+	}
+	c.logger.Info("index deleted", "index", name)
+	_, err = c.meta.AwaitView(ctx, func(v *View) bool {
+		cur, ok := v.Indices[name]
+		return !ok || cur.UUID != ix.UUID
+	})
+	return err
+}
+
+// Index describes one index, with document counts gathered from the nodes
+// that hold its copies.
+func (c *Coordinator) Index(name string) (IndexInfo, error) {
+	v, err := c.view()
+	if err != nil {
+		return IndexInfo{}, err
+	}
+	ix, err := v.Index(name)
+	if err != nil {
+		return IndexInfo{}, err
+	}
+	infos := c.describe(v, []*IndexView{ix})
+	return infos[0], nil
+}
+
+// Indices describes every index, sorted by name.
+func (c *Coordinator) Indices() []IndexInfo {
+	v, err := c.view()
+	if err != nil {
+		return nil
+	}
+	return c.describe(v, sortedIndices(v))
+}
+
+// describe builds IndexInfos, asking every node holding copies for their
+// counts (in parallel, briefly: a node that does not answer counts nothing).
+func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), statsWait)
+	defer cancel()
+	stats := c.gatherCopyStats(ctx, v)
+	out := make([]IndexInfo, 0, len(ixs))
+	for _, ix := range ixs {
+		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: indexHealth(v, ix),
+			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas}}
+		if nm, ok := c.store.mapping(ix.UUID); ok {
+			inf.Mapping = nm.m.Clone()
+		} else if m, err := index.ParseMapping(ix.Mapping); err == nil {
+			inf.Mapping = m
+		}
+		for k := range ix.Shards {
+			for _, cp := range ix.Shards[k].Copies {
+				st, ok := stats[cp.AllocationID]
+				if !ok {
+					continue
+				}
+				if cp.Primary {
+					inf.DocsCount += st.Docs
+				}
+				inf.StoreSizeBytes += st.StoreSizeBytes
+			}
+		}
+		out = append(out, inf)
+	}
+	return out
+}
+
+// indexHealth is green, yellow or red as Elasticsearch computes it.
+func indexHealth(v *View, ix *IndexView) string {
+	status := "green"
+	for k := range ix.Shards {
+		sh := &ix.Shards[k]
+		p, ok := sh.Primary()
+		if !ok || !v.Active(p) {
+			return "red"
+		}
+		active := 0
+		for _, cp := range sh.Copies {
+			if !cp.Primary && v.Active(cp) {
+				active++
+			}
+		}
+		if active < ix.NumberOfReplicas {
+			status = "yellow"
+		}
+	}
+	return status
+}
+
+// ResolveIndices expands an index expression: comma-separated names and
+// wildcards ("logs-*"); "", "*" and "_all" mean every index. A concrete name
+// that does not exist is ErrIndexNotFound; a wildcard may match nothing.
+func (c *Coordinator) ResolveIndices(expr string) ([]string, error) {
+	v, err := c.view()
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, part := range strings.Split(expr, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "" || part == "_all" || part == "*":
+			for n := range v.Indices {
+				set[n] = true
+			}
+		case strings.ContainsAny(part, "*?"):
+			for n := range v.Indices {
+				if ok, err := path.Match(part, n); err == nil && ok {
+					set[n] = true
+				}
+			}
+		default:
+			if _, ok := v.Indices[part]; !ok {
+				return nil, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, part)
+			}
+			set[part] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// PutMapping merges mp into the index's committed mapping (new fields only;
+// a type change is index.ErrMappingConflict) and commits it, merging again
+// when another change commits first. It returns once this node's view holds
+// the change.
+func (c *Coordinator) PutMapping(ctx context.Context, name string, mp *index.Mapping) error {
+	for {
+		v, err := c.view()
+		if err != nil {
+			return err
+		}
+		ix, err := v.Index(name)
+		if err != nil {
+			return err
+		}
+		merged, err := index.ParseMapping(ix.Mapping)
+		if err != nil {
+			return err
+		}
+		if err := merged.Merge(mp); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(merged)
+		if err != nil {
+			return err
+		}
+		if string(raw) == string(ix.Mapping) {
+			return nil
+		}
+		ver, err := c.meta.PutMapping(ctx, name, ix.UUID, raw, ix.MappingVersion)
+		if errors.Is(err, ErrMappingVersion) {
+			base := ix.MappingVersion
+			if _, err := c.meta.AwaitView(ctx, func(v *View) bool {
+				cur, ok := v.Indices[name]
+				return !ok || cur.MappingVersion > base
+			}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, err = c.meta.AwaitView(ctx, func(v *View) bool {
+			cur, ok := v.Indices[name]
+			return !ok || cur.MappingVersion >= ver
+		})
+		return err
+	}
+}
+
+// UpdateSettings changes number_of_replicas.
+func (c *Coordinator) UpdateSettings(ctx context.Context, name string, replicas int) error {
+	if replicas < 0 {
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", ErrInvalidRequest, replicas)
+	}
+	v, err := c.view()
+	if err != nil {
+		return err
+	}
+	ix, err := v.Index(name)
+	if err != nil {
+		return err
+	}
+	if err := c.meta.UpdateReplicas(ctx, name, ix.UUID, replicas); err != nil {
+		return err
+	}
+	_, err = c.meta.AwaitView(ctx, func(v *View) bool {
+		cur, ok := v.Indices[name]
+		return !ok || cur.NumberOfReplicas == replicas
+	})
+	return err
+}
+
+// Fields returns the merged mapping view of the named indexes (unknown
+// names are skipped).
+func (c *Coordinator) Fields(names []string) FieldTypes {
+	v := c.meta.View()
+	var out FieldTypes
+	for _, n := range names {
+		ix, ok := v.Indices[n]
+		if !ok {
+			continue
+		}
+		if nm, ok := c.store.mapping(ix.UUID); ok {
+			out = append(out, nm.m)
+		}
+	}
+	return out
+}
+
+// Stats returns per-index counters of this node: the requests it
+// coordinated and the copies it holds.
+func (c *Coordinator) Stats() NodeStats {
+	out := NodeStats{Indices: map[string]IndexNodeStats{}}
+	c.countersMu.Lock()
+	for name, ic := range c.counters {
+		out.Indices[name] = IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
+			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
+	}
+	c.countersMu.Unlock()
+	for _, sc := range c.store.openCopies() {
+		st := out.Indices[sc.meta.Index]
+		is := sc.idx.Stats()
+		st.Docs += is.DocCount
+		st.StoreSizeBytes += is.StoreSizeBytes
+		st.LogFsyncs += sc.log.Fsyncs()
+		out.Indices[sc.meta.Index] = st
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// statsWait bounds how long index descriptions (_cat/indices, GET /{index})
+// wait for other nodes' document counts; a node that does not answer in
+// time counts nothing.
+const statsWait = 2 * time.Second
+
+// copyStats are one copy's counts.
+type copyStats struct {
+	Docs           uint64 `json:"docs"`
+	StoreSizeBytes int64  `json:"bytes"`
+}
+
+// localCopyStats counts the copies open on this node, by allocation ID.
+func (c *Coordinator) localCopyStats() map[string]copyStats {
+	out := map[string]copyStats{}
+	for _, sc := range c.store.openCopies() {
+		st := sc.idx.Stats()
+		out[sc.meta.AllocationID] = copyStats{Docs: st.DocCount, StoreSizeBytes: st.StoreSizeBytes}
+	}
+	return out
+}
+
+// gatherCopyStats counts the copies of every live node that holds some, in
+// parallel, until ctx ends.
+func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]copyStats {
+	out := c.localCopyStats()
+	if c.peers == nil {
+		return out
+	}
+	holders := map[string]bool{}
+	for _, ix := range v.Indices {
+		for k := range ix.Shards {
+			for _, cp := range ix.Shards[k].Copies {
+				if cp.NodeID != v.LocalNode && v.Nodes[cp.NodeID].Live {
+					holders[cp.NodeID] = true
+				}
+			}
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id := range holders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reply, err := c.peers.Call(ctx, id, methodCopyStats, []byte{wireVersion})
+			if err != nil {
+				return
+			}
+			var remote map[string]copyStats
+			if len(reply) < 1 || reply[0] != wireVersion || json.Unmarshal(reply[1:], &remote) != nil {
+				return
+			}
+			mu.Lock()
+			for k, st := range remote {
+				out[k] = st
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Coordinator) serveCopyStats(_ context.Context, req *fabric.Request) ([]byte, error) {
+	if len(req.Payload) != 1 || req.Payload[0] != wireVersion {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "copy stats: unknown request version")
+	}
+	raw, err := json.Marshal(c.localCopyStats())
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{wireVersion}, raw...), nil
+}

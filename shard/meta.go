@@ -1,0 +1,145 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Metadata is what the shard layer needs from the cluster's metadata: the
+// committed view of indices and shard copies, and the changes it proposes.
+// It is owned here and implemented by the node (over package cluster's
+// Raft state); every method is safe for concurrent use. Proposals return
+// once the change is committed and applied on the leader; the local View
+// may lag behind it (AwaitView waits).
+type Metadata interface {
+	// View returns the latest committed view; it is immutable.
+	View() *View
+	// AwaitView waits until ok(View()) holds or ctx ends.
+	AwaitView(ctx context.Context, ok func(*View) bool) (*View, error)
+	// Watch signals (coalesced) after every change of View; stop ends it.
+	Watch() (changed <-chan struct{}, stop func())
+	// Ready is nil when this node belongs to a cluster with a known leader
+	// and its View has caught up with the committed log (so that what the
+	// View lacks is really gone), else an error wrapping ErrClusterBlocked
+	// that says why not.
+	Ready() error
+
+	// CreateIndex defines an index; the leader places its primaries. It
+	// fails with ErrIndexExists when the name is taken.
+	CreateIndex(ctx context.Context, spec IndexSpec) error
+	// DeleteIndex removes an index (by name and UUID) and all its copies.
+	DeleteIndex(ctx context.Context, name, uuid string) error
+	// PutMapping replaces the index's committed mapping if it is still at
+	// baseVersion, returning the new version; ErrMappingVersion if not.
+	PutMapping(ctx context.Context, name, uuid string, mapping json.RawMessage, baseVersion uint64) (uint64, error)
+	// UpdateReplicas changes number_of_replicas.
+	UpdateReplicas(ctx context.Context, name, uuid string, replicas int) error
+	// CopyStarted reports that a copy on this node is open and serving
+	// (created, reopened or recovered).
+	CopyStarted(ctx context.Context, indexUUID string, shard int, allocationID string) error
+	// CopyFailed reports that a copy failed; with remove it is unassigned.
+	CopyFailed(ctx context.Context, indexUUID string, shard int, allocationID string, remove bool, reason string) error
+}
+
+// IndexSpec is what CreateIndex defines.
+type IndexSpec struct {
+	Name             string
+	NumberOfShards   int
+	NumberOfReplicas int
+	Mapping          json.RawMessage
+}
+
+// View is the shard layer's reading of the committed cluster metadata.
+// Node builds one per committed state; it is immutable.
+type View struct {
+	// Version grows with every committed change.
+	Version     uint64
+	ClusterUUID string
+	// LocalNode is this node's ID.
+	LocalNode string
+	Nodes     map[string]NodeView
+	Indices   map[string]*IndexView // by name
+}
+
+// NodeView is one node as routing needs it.
+type NodeView struct {
+	ID, Name   string
+	Live       bool
+	HTTPAddr   string
+	FabricAddr string
+}
+
+// IndexView is one index's definition and shard table.
+type IndexView struct {
+	Name             string
+	UUID             string
+	NumberOfShards   int
+	NumberOfReplicas int
+	Mapping          json.RawMessage
+	MappingVersion   uint64
+	CreationDate     time.Time
+	Shards           []ShardView
+}
+
+// ShardView is one shard's copies.
+type ShardView struct {
+	PrimaryTerm uint64
+	Copies      []CopyView
+	InSync      []string
+}
+
+// CopyView is one assigned copy of a shard.
+type CopyView struct {
+	AllocationID   string
+	NodeID         string
+	Primary        bool
+	Started        bool
+	RelocatingFrom string
+	RelocatingTo   string
+}
+
+// Index returns the named index.
+func (v *View) Index(name string) (*IndexView, error) {
+	if ix, ok := v.Indices[name]; ok {
+		return ix, nil
+	}
+	return nil, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+}
+
+// IndexByUUID returns the index with the given UUID.
+func (v *View) IndexByUUID(uuid string) (*IndexView, bool) {
+	for _, ix := range v.Indices {
+		if ix.UUID == uuid {
+			return ix, true
+		}
+	}
+	return nil, false
+}
+
+// Active reports whether c serves requests: started, on a live node.
+func (v *View) Active(c CopyView) bool {
+	n, ok := v.Nodes[c.NodeID]
+	return ok && n.Live && c.Started
+}
+
+// Primary returns the shard's primary copy.
+func (s *ShardView) Primary() (CopyView, bool) {
+	for _, c := range s.Copies {
+		if c.Primary {
+			return c, true
+		}
+	}
+	return CopyView{}, false
+}
+
+// Copy returns the copy with the given allocation ID.
+func (s *ShardView) Copy(allocationID string) (CopyView, bool) {
+	for _, c := range s.Copies {
+		if c.AllocationID == allocationID {
+			return c, true
+		}
+	}
+	return CopyView{}, false
+}

@@ -1,0 +1,248 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// memCluster is the shard layer's own test double of the cluster's
+// metadata: one in-memory shard table shared by the test's nodes (each
+// reads it through memMeta, which names it the local node), with
+// primaries placed on the node holding the fewest. It can persist to a
+// file, for tests that restart a node in another process. The real thing
+// (Raft, memberlist) is package cluster, exercised with this layer in
+// package node's tests.
+type memCluster struct {
+	mu       sync.Mutex
+	v        *View // LocalNode unset
+	watchers map[chan struct{}]struct{}
+	path     string // "" : not persisted
+}
+
+func newMemCluster(t testing.TB, path string, nodes ...string) *memCluster {
+	mc := &memCluster{watchers: map[chan struct{}]struct{}{}, path: path}
+	if path != "" {
+		if raw, err := os.ReadFile(path); err == nil {
+			var v View
+			require.NoError(t, json.Unmarshal(raw, &v))
+			mc.v = &v
+			return mc
+		}
+	}
+	mc.v = &View{Version: 1, ClusterUUID: "test-cluster", Nodes: map[string]NodeView{}, Indices: map[string]*IndexView{}}
+	for _, n := range nodes {
+		mc.v.Nodes[n] = NodeView{ID: n, Name: n, Live: true}
+	}
+	return mc
+}
+
+// node is the metadata as node id sees it.
+func (mc *memCluster) node(id string) *memMeta { return &memMeta{mc: mc, id: id} }
+
+// update applies fn to a copy of the view and publishes it.
+func (mc *memCluster) update(fn func(v *View) error) error {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	nv := *mc.v
+	nv.Nodes = maps.Clone(mc.v.Nodes)
+	nv.Indices = maps.Clone(mc.v.Indices)
+	if err := fn(&nv); err != nil {
+		return err
+	}
+	nv.Version++
+	mc.v = &nv
+	if mc.path != "" {
+		raw, err := json.Marshal(mc.v)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(mc.path, raw, 0o644); err != nil {
+			return err
+		}
+	}
+	for ch := range mc.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// setLive marks a node up or down, as the cluster's failure detection would.
+func (mc *memCluster) setLive(id string, live bool) {
+	_ = mc.update(func(v *View) error {
+		n := v.Nodes[id]
+		n.Live = live
+		v.Nodes[id] = n
+		return nil
+	})
+}
+
+// cloneIndex returns a copy of the named index that can be changed.
+func cloneIndex(v *View, name string) *IndexView {
+	ix := *v.Indices[name]
+	ix.Shards = make([]ShardView, len(v.Indices[name].Shards))
+	for k, sh := range v.Indices[name].Shards {
+		sh.Copies = append([]CopyView(nil), sh.Copies...)
+		sh.InSync = append([]string(nil), sh.InSync...)
+		ix.Shards[k] = sh
+	}
+	v.Indices[name] = &ix
+	return &ix
+}
+
+type memMeta struct {
+	mc *memCluster
+	id string
+}
+
+var _ Metadata = (*memMeta)(nil)
+
+func (m *memMeta) View() *View {
+	m.mc.mu.Lock()
+	defer m.mc.mu.Unlock()
+	v := *m.mc.v
+	v.LocalNode = m.id
+	return &v
+}
+
+func (m *memMeta) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.mc.mu.Lock()
+	m.mc.watchers[ch] = struct{}{}
+	m.mc.mu.Unlock()
+	return ch, func() {
+		m.mc.mu.Lock()
+		delete(m.mc.watchers, ch)
+		m.mc.mu.Unlock()
+	}
+}
+
+func (m *memMeta) AwaitView(ctx context.Context, ok func(*View) bool) (*View, error) {
+	ch, stop := m.Watch()
+	defer stop()
+	for {
+		if v := m.View(); ok(v) {
+			return v, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (m *memMeta) Ready() error { return nil }
+
+func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
+	return m.mc.update(func(v *View) error {
+		if _, ok := v.Indices[spec.Name]; ok {
+			return fmt.Errorf("%w: index [%s] already exists", ErrIndexExists, spec.Name)
+		}
+		load := map[string]int{}
+		for _, ix := range v.Indices {
+			for _, sh := range ix.Shards {
+				for _, c := range sh.Copies {
+					load[c.NodeID]++
+				}
+			}
+		}
+		ix := &IndexView{Name: spec.Name, UUID: uuid.NewString(), NumberOfShards: spec.NumberOfShards,
+			NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping, MappingVersion: 1, CreationDate: time.Now().UTC().Truncate(time.Millisecond)}
+		for k := 0; k < spec.NumberOfShards; k++ {
+			best := ""
+			for id, n := range v.Nodes {
+				if n.Live && (best == "" || load[id] < load[best] || (load[id] == load[best] && id < best)) {
+					best = id
+				}
+			}
+			load[best]++
+			ix.Shards = append(ix.Shards, ShardView{PrimaryTerm: 1, Copies: []CopyView{{AllocationID: uuid.NewString(), NodeID: best, Primary: true}}})
+		}
+		v.Indices[spec.Name] = ix
+		return nil
+	})
+}
+
+func (m *memMeta) DeleteIndex(_ context.Context, name, id string) error {
+	return m.mc.update(func(v *View) error {
+		if ix, ok := v.Indices[name]; !ok || ix.UUID != id {
+			return fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+		}
+		delete(v.Indices, name)
+		return nil
+	})
+}
+
+func (m *memMeta) PutMapping(_ context.Context, name, id string, mapping json.RawMessage, base uint64) (uint64, error) {
+	var ver uint64
+	err := m.mc.update(func(v *View) error {
+		ix, ok := v.Indices[name]
+		if !ok || ix.UUID != id {
+			return fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+		}
+		if ix.MappingVersion != base {
+			return fmt.Errorf("%w: at %d, not %d", ErrMappingVersion, ix.MappingVersion, base)
+		}
+		ix = cloneIndex(v, name)
+		ix.Mapping, ix.MappingVersion = mapping, base+1
+		ver = ix.MappingVersion
+		return nil
+	})
+	return ver, err
+}
+
+func (m *memMeta) UpdateReplicas(_ context.Context, name, id string, replicas int) error {
+	return m.mc.update(func(v *View) error {
+		if ix, ok := v.Indices[name]; !ok || ix.UUID != id {
+			return fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+		}
+		cloneIndex(v, name).NumberOfReplicas = replicas
+		return nil
+	})
+}
+
+func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView, k int)) error {
+	return m.mc.update(func(v *View) error {
+		ix, ok := v.IndexByUUID(id)
+		if !ok {
+			return fmt.Errorf("%w: index %s", ErrIndexNotFound, id)
+		}
+		ix = cloneIndex(v, ix.Name)
+		sh := &ix.Shards[num]
+		for k := range sh.Copies {
+			if sh.Copies[k].AllocationID == alloc {
+				fn(sh, k)
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: no copy %s", ErrStaleRouting, alloc)
+	})
+}
+
+func (m *memMeta) CopyStarted(_ context.Context, id string, num int, alloc string) error {
+	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) {
+		sh.Copies[k].Started = true
+		sh.InSync = append(sh.InSync, alloc)
+	})
+}
+
+func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string, remove bool, _ string) error {
+	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) {
+		sh.Copies[k].Started = false
+		if remove {
+			sh.Copies = append(sh.Copies[:k], sh.Copies[k+1:]...)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package shard
+
+import (
+	"encoding/json"
+
+	"github.com/weftsearch/weft/index"
+)
+
+// OpType is a bulk action.
+type OpType int
+
+// Bulk actions.
+const (
+	OpIndex OpType = iota
+	OpCreate
+	OpUpdate
+	OpDelete
+)
+
+// Op is one write of a Bulk. Source is the document for OpIndex/OpCreate;
+// Update the partial update for OpUpdate.
+type Op struct {
+	Type    OpType
+	Index   string
+	ID      string
+	Routing string
+	Source  json.RawMessage
+	Update  *UpdateSpec
+
+	// IfSeqNo and IfPrimaryTerm, when set (ES if_seq_no/if_primary_term),
+	// make the op fail with 409 ErrVersionConflict unless the stored
+	// document has exactly this seq no and primary term.
+	IfSeqNo       *uint64
+	IfPrimaryTerm *uint64
+}
+
+// UpdateSpec is a partial-document update: Doc is merged into _source
+// (recursively for objects). If the document is missing, DocAsUpsert
+// indexes Doc, else Upsert is indexed if given, else the item fails with 404.
+type UpdateSpec struct {
+	Doc         json.RawMessage
+	DocAsUpsert bool
+	Upsert      json.RawMessage
+}
+
+// RefreshPolicy is the refresh parameter of a write. Writes are searchable
+// when Bulk returns whatever the policy (see the package doc).
+type RefreshPolicy int
+
+// Refresh policies.
+const (
+	RefreshFalse RefreshPolicy = iota
+	RefreshTrue
+	RefreshWaitFor
+)
+
+// OpResult is the outcome of one Bulk item.
+type OpResult struct {
+	Index       string
+	ID          string
+	Version     int64
+	SeqNo       uint64
+	PrimaryTerm uint64
+	Result      string // created|updated|deleted|not_found|noop ("" when Err is set)
+	Status      int    // HTTP status for this item
+	Err         error
+}
+
+// FieldTypes is a merged view of the mappings of several indexes.
+type FieldTypes []*index.Mapping
+
+// FieldType returns the type of path in the first mapping that maps it.
+func (f FieldTypes) FieldType(p string) string {
+	for _, m := range f {
+		if t := m.FieldType(p); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// mappingFor returns the first mapping that maps p.
+func (f FieldTypes) mappingFor(p string) *index.Mapping {
+	for _, m := range f {
+		if m.FieldType(p) != "" {
+			return m
+		}
+	}
+	return nil
+}
+
+// AnalyzeField runs the named analyzer, or the search analyzer of the field
+// at path, over text and returns the terms in order.
+func (f FieldTypes) AnalyzeField(p, analyzer, text string) ([]string, error) {
+	m := f.mappingFor(p)
+	if m == nil {
+		m = index.NewDynamicMapping() // unmapped: standard analyzer
+	}
+	return m.Analyze(p, analyzer, text)
+}
+
+// BleveAnalyzer maps an ES analyzer name to the bleve analyzer every index
+// mapping defines; false for names Weft does not support.
+func (f FieldTypes) BleveAnalyzer(name string) (string, bool) {
+	return index.BleveAnalyzerName(name)
+}
+
+// DateFormat returns the mapping format of the date field at path ("" for
+// the default).
+func (f FieldTypes) DateFormat(p string) string {
+	if m := f.mappingFor(p); m != nil {
+		return m.DateFormat(p)
+	}
+	return ""
+}
+
+// Paths returns every mapped leaf path with its type.
+func (f FieldTypes) Paths() map[string]string {
+	out := map[string]string{}
+	for k := len(f) - 1; k >= 0; k-- {
+		for p, t := range f[k].FieldPaths() {
+			out[p] = t
+		}
+	}
+	return out
+}

@@ -1,0 +1,382 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
+)
+
+// Search, as Elasticsearch runs it, in phases over one copy of every
+// shard, coordinated by whichever node got the request:
+//
+//  1. statistics: every shard's term statistics for the query, summed, so
+//     that BM25 scores like one index holding every document;
+//  2. query: every shard returns only ids, scores and sort keys of its
+//     top from+size hits (and its facet counts) under the global
+//     statistics; bleve's IndexAlias merges them, sorts and cuts the page;
+//  3. fetch: the shards that hold the final page's hits return their
+//     sources and term locations (for highlighting).
+//
+// A copy on this node is searched in place in one pass (phases 2 and 3 at
+// once: nothing crosses a network). A copy on another node gets the search
+// request itself (esdsl.Wire) and translates it with its own copy of the
+// mapping, never bleve objects. A shard that fails or does not answer
+// within the request's timeout is left out (partial results, counted in
+// _shards.failed), never waited for without end.
+
+// SearchResult is a search's merged result with what the response needs
+// beyond bleve's: which shards failed, and whether the timeout cut it.
+type SearchResult struct {
+	*bleve.SearchResult
+	// Failures are the shards that gave no result.
+	Failures []ShardFailure
+	// TimedOut is true when the request's timeout passed before every
+	// shard answered.
+	TimedOut bool
+}
+
+// ShardFailure is one shard that failed a search.
+type ShardFailure struct {
+	Index string
+	Shard int
+	Node  string
+	Err   error
+}
+
+// searchCeiling bounds a search without a timeout of its own, so that a
+// node that stops answering without closing its connections never holds a
+// request forever.
+const searchCeiling = time.Minute
+
+// Search runs srch over every shard of the named indexes with global BM25
+// statistics, so N shards rank exactly like one index. Each hit's Index is
+// its ES index name; when srch asks for _source or highlights the final
+// page's hits carry index.SourceField in Fields (and their term
+// locations). Shards that fail give partial results; if none answers, the
+// error wraps ErrAllShardsFailed.
+func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Search) (*SearchResult, error) {
+	start := time.Now()
+	v, err := c.view()
+	if err != nil {
+		return nil, err
+	}
+	limit := searchCeiling
+	if srch.Timeout > 0 {
+		limit = srch.Timeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	searchers, failures := c.searchers(v, names, srch)
+	res, err := searchShards(sctx, searchers, srch.Request)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if len(failures) > 0 && len(searchers) == 0 {
+			return nil, fmt.Errorf("%w: %w", ErrAllShardsFailed, failures[0].Err)
+		}
+		return nil, err
+	}
+	out := &SearchResult{SearchResult: res.SearchResult, Failures: append(failures, res.failures...)}
+	out.TimedOut = srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil
+	st := out.Status
+	st.Total += len(failures)
+	st.Failed += len(failures)
+	if st.Errors == nil {
+		st.Errors = map[string]error{}
+	}
+	for _, f := range failures {
+		st.Errors[fmt.Sprintf("%s/%d", f.Index, f.Shard)] = f.Err
+	}
+	el := uint64(time.Since(start))
+	for _, n := range names {
+		ic := c.countersFor(n)
+		ic.srchTotal.Add(1)
+		ic.srchNanos.Add(el)
+	}
+	return out, nil
+}
+
+// searchers picks one active copy of every shard of the named indexes: the
+// local one when there is one, else by adaptive replica selection. Shards
+// with no active copy are failures from the start.
+func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
+	var out []ShardSearcher
+	var failures []ShardFailure
+	wire := srch.Wire()
+	for _, n := range names {
+		ix, ok := v.Indices[n]
+		if !ok {
+			continue
+		}
+		for num := range ix.Shards {
+			var active []CopyView
+			for _, cp := range ix.Shards[num].Copies {
+				if v.Active(cp) && cp.RelocatingFrom == "" {
+					active = append(active, cp)
+				}
+			}
+			if len(active) == 0 {
+				failures = append(failures, ShardFailure{Index: n, Shard: num,
+					Err: fmt.Errorf("%w: [%s][%d] has no active copy", ErrUnavailable, n, num)})
+				continue
+			}
+			name := fmt.Sprintf("%s/%d", n, num)
+			var remote []CopyView
+			var local ShardSearcher
+			for _, cp := range active {
+				if cp.NodeID != v.LocalNode {
+					remote = append(remote, cp)
+				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
+					local = &localSearcher{name: name, idx: sc.idx}
+				}
+			}
+			switch {
+			case local != nil:
+				out = append(out, local)
+			case len(remote) > 0 && c.peers != nil:
+				out = append(out, &remoteSearcher{c: c, name: name, index: n, num: num, uuid: ix.UUID,
+					cluster: v.ClusterUUID, mappingVersion: ix.MappingVersion, wire: wire, indices: names, copies: c.ars.order(remote)})
+			default:
+				failures = append(failures, ShardFailure{Index: n, Shard: num,
+					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", ErrUnavailable, n, num)})
+			}
+		}
+	}
+	return out, failures
+}
+
+// ShardSearcher is how a search reaches one shard copy: phase 1 collects
+// its term statistics for a query, phase 2 searches it under global
+// statistics (index.WithGlobalStats in ctx). A copy on another node also
+// implements fetcher, for phase 3.
+type ShardSearcher interface {
+	// Name identifies the shard, unique within one search ("logs/3").
+	Name() string
+	TermStats(ctx context.Context, q query.Query) (*index.TermStats, error)
+	Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error)
+}
+
+// fetcher is a searcher whose query phase returns hits without their
+// sources and locations; fetch gets them for the hits of the final page.
+type fetcher interface {
+	fetch(ctx context.Context, hits []*search.DocumentMatch) error
+}
+
+var _ ShardSearcher = (*localSearcher)(nil)
+
+type localSearcher struct {
+	name string
+	idx  *index.Index
+}
+
+func (l *localSearcher) Name() string { return l.name }
+func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
+	return l.idx.TermStats(ctx, q)
+}
+func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	return l.idx.Search(ctx, req)
+}
+
+// shardsResult is searchShards' merged result and the shards that failed.
+type shardsResult struct {
+	*bleve.SearchResult
+	failures []ShardFailure
+}
+
+// SearchShards searches the given shards with global statistics (see
+// Search) and returns bleve's merged result; failing shards are left out
+// and reported in Status. A single shard is searched directly (its
+// statistics are the global ones). If no shard answers, the error wraps
+// ErrAllShardsFailed and the first shard's error (a malformed query fails
+// this way).
+func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	res, err := searchShards(ctx, searchers, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.SearchResult, nil
+}
+
+func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*shardsResult, error) {
+	if req == nil || req.Query == nil {
+		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
+	}
+	if len(searchers) == 0 {
+		return &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}, nil
+	}
+	var total *index.TermStats
+	live := searchers
+	failed := map[string]error{}
+	if len(searchers) > 1 {
+		total, live, failed = gatherStats(ctx, searchers, req.Query)
+		if len(live) == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, searchers[0].Name(), failed[searchers[0].Name()])
+		}
+	}
+	pending := &fetchSet{byHit: map[*search.DocumentMatch]fetcher{}}
+	children := make([]bleve.Index, len(live))
+	for k, s := range live {
+		children[k] = aliasChild{s: s, pending: pending}
+	}
+	qctx := ctx
+	if total != nil {
+		qctx = index.WithGlobalStats(ctx, total)
+	}
+	res, err := bleve.NewIndexAlias(children...).SearchInContext(qctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, live[0].Name(), err)
+	}
+	if res == nil {
+		res = &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{}}
+	}
+	if res.Status == nil {
+		res.Status = &bleve.SearchStatus{}
+	}
+	if res.Status.Total == 0 && res.Status.Failed == 0 {
+		// A lone child's result comes back as it is, without a status.
+		res.Status.Total, res.Status.Successful = len(live), len(live)
+	}
+	pending.fetch(ctx, req, res)
+	for n, e := range failed {
+		if res.Status.Errors == nil {
+			res.Status.Errors = map[string]error{}
+		}
+		if _, seen := res.Status.Errors[n]; !seen {
+			res.Status.Errors[n] = e
+			res.Status.Failed++
+			res.Status.Total++
+		}
+	}
+	out := &shardsResult{SearchResult: res}
+	for n, e := range res.Status.Errors {
+		out.failures = append(out.failures, failureOf(n, e))
+	}
+	sort.Slice(out.failures, func(a, b int) bool {
+		fa, fb := out.failures[a], out.failures[b]
+		return fa.Index < fb.Index || (fa.Index == fb.Index && fa.Shard < fb.Shard)
+	})
+	return out, nil
+}
+
+// failureOf names the shard of a failure from its searcher name "index/n".
+func failureOf(name string, err error) ShardFailure {
+	f := ShardFailure{Index: name, Err: err}
+	if i := strings.LastIndexByte(name, '/'); i > 0 {
+		f.Index = name[:i]
+		_, _ = fmt.Sscanf(name[i+1:], "%d", &f.Shard)
+	}
+	var rf *remoteFailure
+	if errors.As(err, &rf) {
+		f.Node = rf.node
+	}
+	return f
+}
+
+// gatherStats runs phase 1 on every searcher and sums what answered.
+func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query) (*index.TermStats, []ShardSearcher, map[string]error) {
+	stats := make([]*index.TermStats, len(searchers))
+	errs := make([]error, len(searchers))
+	var wg sync.WaitGroup
+	for k, s := range searchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stats[k], errs[k] = s.TermStats(ctx, q)
+		}()
+	}
+	wg.Wait()
+	total := &index.TermStats{}
+	var live []ShardSearcher
+	failed := map[string]error{}
+	for k, s := range searchers {
+		if errs[k] != nil {
+			failed[s.Name()] = errs[k]
+			continue
+		}
+		total.Add(stats[k])
+		live = append(live, s)
+	}
+	return total, live, failed
+}
+
+// fetchSet remembers which searcher returned each hit that still needs its
+// fetch phase.
+type fetchSet struct {
+	mu    sync.Mutex
+	byHit map[*search.DocumentMatch]fetcher
+}
+
+func (f *fetchSet) add(s fetcher, hits search.DocumentMatchCollection) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range hits {
+		f.byHit[h] = s
+	}
+}
+
+// fetch runs phase 3 for the hits of res that need it, grouped by shard.
+// A shard whose fetch fails loses its hits from the page and counts as
+// failed.
+func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *bleve.SearchResult) {
+	if len(f.byHit) == 0 || (len(req.Fields) == 0 && !req.IncludeLocations) {
+		return
+	}
+	groups := map[fetcher][]*search.DocumentMatch{}
+	for _, h := range res.Hits {
+		if s, ok := f.byHit[h]; ok {
+			groups[s] = append(groups[s], h)
+		}
+	}
+	type outcome struct {
+		s   fetcher
+		err error
+	}
+	done := make(chan outcome, len(groups))
+	for s, hits := range groups {
+		go func() { done <- outcome{s, s.fetch(ctx, hits)} }()
+	}
+	lost := map[*search.DocumentMatch]bool{}
+	for range groups {
+		o := <-done
+		if o.err == nil {
+			continue
+		}
+		name := o.s.(ShardSearcher).Name()
+		for _, h := range groups[o.s] {
+			lost[h] = true
+		}
+		if res.Status.Errors == nil {
+			res.Status.Errors = map[string]error{}
+		}
+		res.Status.Errors[name] = fmt.Errorf("fetch phase: %w", o.err)
+		res.Status.Failed++
+		res.Status.Successful--
+	}
+	if len(lost) > 0 {
+		kept := res.Hits[:0]
+		for _, h := range res.Hits {
+			if !lost[h] {
+				kept = append(kept, h)
+			}
+		}
+		res.Hits = kept
+	}
+}

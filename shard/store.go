@@ -1,0 +1,454 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftsearch/weft/index"
+)
+
+// Store holds this node's shard copies — each in its own directory named
+// by its allocation ID — and the node's copy of every index's mapping. It
+// reconciles both with the committed metadata: it creates, opens and
+// deletes copies as the shard table assigns and removes them, and commits
+// a mapping that dynamic fields changed before any copy logs an operation
+// that needs it. All methods are safe for concurrent use.
+type Store struct {
+	dir    string
+	cfg    Config
+	meta   Metadata
+	logger *slog.Logger
+
+	mu       sync.RWMutex
+	copies   map[string]*shardCopy   // open copies, by allocation ID
+	mappings map[string]*nodeMapping // by index UUID
+	failed   map[string]string       // allocation IDs that failed to open → why
+	closed   bool
+	writes   sync.WaitGroup // writes in flight on local copies
+}
+
+// nodeMapping is the node's mapping of one index: shared by the index's
+// local copies (dynamic fields are added to it while documents are
+// parsed) and read by the coordinator to translate requests.
+type nodeMapping struct {
+	name, uuid string
+	m          *index.Mapping
+
+	mu sync.Mutex // serializes commits and merges; guards the fields below
+	// committed is the cluster's mapping version merged into m.
+	committed uint64
+	// synced is m.Version() when m last equalled what is committed: a
+	// different m.Version() means dynamic fields await their commit.
+	synced uint64
+}
+
+// mappingCommitTimeout bounds how long a write waits for the cluster to
+// commit the mapping change its documents made.
+const mappingCommitTimeout = 30 * time.Second
+
+// OpenStore opens the store in dir (created if missing). Copies are opened
+// by Reconcile, once the committed metadata says which to serve.
+func OpenStore(dir string, cfg Config, meta Metadata, logger *slog.Logger) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("shard: create data dir %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, cfg: cfg, meta: meta, logger: logger,
+		copies: map[string]*shardCopy{}, mappings: map[string]*nodeMapping{}, failed: map[string]string{}}
+	s.cleanDeleted()
+	return s, nil
+}
+
+// Close closes every open copy (flushing its log); writes in flight finish
+// first. Idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.writes.Wait()
+	var errs []error
+	for _, c := range s.copies {
+		if err := c.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// copy returns the open copy with the given allocation ID.
+func (s *Store) copy(allocationID string) (*shardCopy, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.copies[allocationID]
+	return c, ok && !s.closed
+}
+
+// beginWrite counts a write in flight on local copies; false once closed.
+func (s *Store) beginWrite() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false
+	}
+	s.writes.Add(1)
+	return true
+}
+
+// mapping returns the node's mapping of the index with the given UUID.
+func (s *Store) mapping(uuid string) (*nodeMapping, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	nm, ok := s.mappings[uuid]
+	return nm, ok
+}
+
+// copies returns the open copies, sorted by name.
+func (s *Store) openCopies() []*shardCopy {
+	s.mu.RLock()
+	out := make([]*shardCopy, 0, len(s.copies))
+	for _, c := range s.copies {
+		out = append(out, c)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(a, b int) bool { return out[a].name < out[b].name })
+	return out
+}
+
+// Reconcile brings the store in line with v: it creates or merges the
+// mapping of every index, opens or creates the copies assigned to this
+// node (reporting new ones started) and closes and deletes the copies the
+// shard table no longer holds. A copy that cannot be opened is reported
+// failed. It returns the first error that stopped it; the next call
+// resumes.
+func (s *Store) Reconcile(ctx context.Context, v *View) error {
+	if err := s.syncMappings(v); err != nil {
+		return err
+	}
+	assigned := map[string]bool{}
+	var errs []error
+	for _, ix := range sortedIndices(v) {
+		for num := range ix.Shards {
+			sh := &ix.Shards[num]
+			for _, c := range sh.Copies {
+				if c.NodeID != v.LocalNode {
+					continue
+				}
+				assigned[c.AllocationID] = true
+				if err := s.ensureCopy(ctx, ix, num, sh, c); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if err := s.dropUnassigned(v, assigned); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func sortedIndices(v *View) []*IndexView {
+	out := make([]*IndexView, 0, len(v.Indices))
+	for _, ix := range v.Indices {
+		out = append(out, ix)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+// syncMappings creates the node mapping of new indices, merges newer
+// committed versions into existing ones and drops those of deleted indices.
+func (s *Store) syncMappings(v *View) error {
+	live := map[string]bool{}
+	var errs []error
+	for _, ix := range v.Indices {
+		live[ix.UUID] = true
+		s.mu.RLock()
+		nm := s.mappings[ix.UUID]
+		s.mu.RUnlock()
+		if nm == nil {
+			m, err := index.ParseMapping(ix.Mapping)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("shard: index %s: committed mapping: %w", ix.Name, err))
+				continue
+			}
+			nm = &nodeMapping{name: ix.Name, uuid: ix.UUID, m: m, committed: ix.MappingVersion, synced: m.Version()}
+			s.mu.Lock()
+			if _, ok := s.mappings[ix.UUID]; !ok {
+				s.mappings[ix.UUID] = nm
+			}
+			s.mu.Unlock()
+			continue
+		}
+		if err := nm.merge(ix); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.mu.Lock()
+	for uuid := range s.mappings {
+		if !live[uuid] {
+			delete(s.mappings, uuid)
+		}
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// merge brings a newer committed mapping into the node mapping. Fields the
+// node added that are not committed yet stay (their commit follows); a
+// conflict between the two means this node's uncommitted change lost, and
+// the node mapping becomes the committed one.
+func (nm *nodeMapping) merge(ix *IndexView) error {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	return nm.mergeLocked(ix)
+}
+
+func (nm *nodeMapping) mergeLocked(ix *IndexView) error {
+	if ix.MappingVersion <= nm.committed {
+		return nil
+	}
+	committed, err := index.ParseMapping(ix.Mapping)
+	if err != nil {
+		return fmt.Errorf("shard: index %s: committed mapping version %d: %w", ix.Name, ix.MappingVersion, err)
+	}
+	pending := nm.m.Version() != nm.synced
+	if err := nm.m.Merge(committed); err != nil {
+		nm.m.Reset(committed)
+		pending = false
+	}
+	nm.committed = ix.MappingVersion
+	if !pending {
+		nm.synced = nm.m.Version()
+	}
+	return nil
+}
+
+// commitMapping commits the node mapping's dynamic fields, if any await
+// their commit, through the metadata (compare-and-set on the mapping
+// version; a lost race merges the winner's mapping and tries again). A
+// field that conflicts with one committed meanwhile fails with
+// index.ErrMappingConflict and resets the node mapping to the committed one.
+func (s *Store) commitMapping(ctx context.Context, nm *nodeMapping) error {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	for {
+		local := nm.m.Version()
+		if local == nm.synced {
+			return nil
+		}
+		raw, err := json.Marshal(nm.m)
+		if err != nil {
+			return err
+		}
+		ver, err := s.meta.PutMapping(ctx, nm.name, nm.uuid, raw, nm.committed)
+		if err == nil {
+			nm.committed, nm.synced = ver, local
+			return nil
+		}
+		if !errors.Is(err, ErrMappingVersion) {
+			return fmt.Errorf("shard: index %s: committing new fields: %w", nm.name, err)
+		}
+		base := nm.committed
+		v, err := s.meta.AwaitView(ctx, func(v *View) bool {
+			ix, ok := v.IndexByUUID(nm.uuid)
+			return !ok || ix.MappingVersion > base
+		})
+		if err != nil {
+			return fmt.Errorf("shard: index %s: waiting for the mapping that won: %w", nm.name, err)
+		}
+		ix, ok := v.IndexByUUID(nm.uuid)
+		if !ok {
+			return fmt.Errorf("%w: index [%s] was deleted", ErrIndexNotFound, nm.name)
+		}
+		committed, err := index.ParseMapping(ix.Mapping)
+		if err != nil {
+			return err
+		}
+		if err := nm.m.Merge(committed); err != nil {
+			nm.m.Reset(committed)
+			nm.committed, nm.synced = ix.MappingVersion, nm.m.Version()
+			return err
+		}
+		nm.committed = ix.MappingVersion
+	}
+}
+
+// ensureCopy opens or creates one copy that v assigns to this node.
+func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *ShardView, c CopyView) error {
+	if oc, ok := s.copy(c.AllocationID); ok {
+		oc.term.Store(sh.PrimaryTerm)
+		return nil
+	}
+	s.mu.RLock()
+	why, failed := s.failed[c.AllocationID]
+	s.mu.RUnlock()
+	if failed {
+		return fmt.Errorf("shard: copy %s of %s/%d failed earlier: %s", c.AllocationID, ix.Name, num, why)
+	}
+	if !c.Primary || c.RelocatingFrom != "" {
+		// Replicas and move targets recover from the primary (recovery.go).
+		return nil
+	}
+	nm, ok := s.mapping(ix.UUID)
+	if !ok {
+		return fmt.Errorf("shard: index %s has no mapping on this node", ix.Name)
+	}
+	dir := filepath.Join(s.dir, c.AllocationID)
+	_, statErr := os.Stat(filepath.Join(dir, copyMetaFile))
+	exists := statErr == nil
+	if c.Started && !exists {
+		// A started primary whose files are gone: never recreate it empty,
+		// which would silently lose every acknowledged write.
+		reason := fmt.Sprintf("the files of started primary %s/%d (allocation %s) are missing from %s", ix.Name, num, c.AllocationID, dir)
+		s.markFailed(c.AllocationID, reason)
+		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, false, reason)
+	}
+	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num}
+	sc, err := openCopy(dir, meta, nm.m, !exists, sh.PrimaryTerm, s.cfg.LogSegmentBytes, s.logger)
+	if err != nil {
+		reason := fmt.Sprintf("opening %s: %v", dir, err)
+		s.markFailed(c.AllocationID, reason)
+		s.logger.Error("shard copy failed to open", "shard", meta.Index, "num", num, "allocation_id", c.AllocationID, "err", err)
+		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, false, reason)
+	}
+	sc.beforeLog = func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), mappingCommitTimeout)
+		defer cancel()
+		return s.commitMapping(cctx, nm)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.Join(ErrClosed, sc.close())
+	}
+	s.copies[c.AllocationID] = sc
+	s.mu.Unlock()
+	s.logger.Info("shard copy opened", "shard", sc.name, "allocation_id", c.AllocationID, "created", !exists, "term", sh.PrimaryTerm)
+	if !c.Started {
+		return s.meta.CopyStarted(ctx, ix.UUID, num, c.AllocationID)
+	}
+	return nil
+}
+
+func (s *Store) markFailed(allocationID, reason string) {
+	s.mu.Lock()
+	s.failed[allocationID] = reason
+	s.mu.Unlock()
+}
+
+// dropUnassigned closes and deletes the open copies, and deletes the copy
+// directories, that the shard table no longer assigns to this node. Only
+// directories that hold a copy.json are touched. Local directories are
+// created only after their assignment was applied locally, so a lagging
+// view never deletes a copy it has not yet heard of.
+func (s *Store) dropUnassigned(v *View, assigned map[string]bool) error {
+	var gone []*shardCopy
+	s.mu.Lock()
+	for id, c := range s.copies {
+		if !assigned[id] {
+			gone = append(gone, c)
+			delete(s.copies, id)
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range gone {
+		if err := c.close(); err != nil {
+			s.logger.Warn("closing an unassigned shard copy", "shard", c.name, "allocation_id", c.meta.AllocationID, "err", err)
+		}
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("shard: list %s: %w", s.dir, err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || assigned[e.Name()] || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(s.dir, e.Name())
+		meta, err := readCopyMeta(dir)
+		if err != nil {
+			continue // not a copy directory (or one whose creation never finished: keep it for a person to look at)
+		}
+		if err := removeDir(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.logger.Info("shard copy deleted", "shard", fmt.Sprintf("%s/%d", meta.Index, meta.Shard), "allocation_id", meta.AllocationID)
+	}
+	return errors.Join(errs...)
+}
+
+// removeDir deletes dir, renaming it first so that a crash mid-removal
+// leaves no half copy that looks whole.
+func removeDir(dir string) error {
+	gone := filepath.Join(filepath.Dir(dir), deletedPrefix+filepath.Base(dir))
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("shard: remove %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("shard: remove %s: %w", gone, err)
+	}
+	return nil
+}
+
+// deletedPrefix marks a directory being removed.
+const deletedPrefix = ".deleted-"
+
+// cleanDeleted finishes removals that a crash interrupted.
+func (s *Store) cleanDeleted() {
+	entries, _ := os.ReadDir(s.dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), deletedPrefix) {
+			_ = os.RemoveAll(filepath.Join(s.dir, e.Name()))
+		}
+	}
+}
+
+// writeFileAtomic writes v as JSON to p through a synced temporary file and
+// a rename, then syncs the directory: p holds the old or the new content,
+// never a mix.
+func writeFileAtomic(p string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("shard: write %s: %w", tmp, err)
+	}
+	if _, err := f.Write(raw); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("shard: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("shard: fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("shard: rename %s: %w", tmp, err)
+	}
+	return syncDir(filepath.Dir(p))
+}

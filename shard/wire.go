@@ -1,0 +1,228 @@
+package shard
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/index"
+)
+
+// The shard layer's messages between nodes. Each method's request and
+// reply start with wireVersion; a node refuses a version it does not know
+// with CodeBadRequest. Writes and gets use a compact binary encoding
+// (documents travel as they came, without JSON escaping); search phases
+// use JSON, since their bodies are JSON already.
+//
+// Methods (offsets from fabric.MethodShardBase; part of the wire format):
+const (
+	methodBulk       = fabric.MethodShardBase + iota // a group of writes to one primary
+	methodGet                                        // a realtime get from the primary
+	methodRefresh                                    // wait for a copy's writes in flight
+	methodCopyStats                                  // document counts of every copy on the node
+	methodSearchStats                                // search phase 1: term statistics
+	methodSearchQuery                                // search phase 2: ids, scores, sort keys, facets
+	methodSearchFetch                                // search phase 3: sources and term locations of the final page
+)
+
+const wireVersion = 1
+
+// Error codes of the shard layer on the wire: a sentinel error crosses a
+// node boundary as its code (fabric.CodeUserBase + n for whole-request
+// errors, the bare n inside a bulk reply) and comes back as the same
+// sentinel, so errors.Is works on both sides. Codes are part of the wire
+// format: never renumber.
+var wireErrors = []error{
+	1:  ErrIndexNotFound,
+	2:  ErrDocumentNotFound,
+	3:  ErrVersionConflict,
+	4:  ErrInvalidRequest,
+	5:  ErrClosed,
+	6:  ErrUnavailable,
+	7:  ErrStaleRouting,
+	8:  ErrClusterBlocked,
+	9:  ErrMappingVersion,
+	10: index.ErrDocParse,
+	11: index.ErrStrictDynamic,
+	12: index.ErrMappingConflict,
+	13: index.ErrInvalidMapping,
+	14: index.ErrClosed,
+	15: ErrInvalidIndexName,
+	16: ErrIndexExists,
+}
+
+// ErrStaleRouting: the request was routed with an older (or newer) view of
+// the shard table than the receiving copy's — the copy is no longer the
+// primary, or the primary term differs. Nothing was done; the sender
+// refreshes its view and retries.
+var ErrStaleRouting = errors.New("stale routing")
+
+// errCode returns the wire code of err's sentinel (0: none) and its
+// message with the sentinel's own text cut from the front.
+func errCode(err error) (uint16, string) {
+	msg := err.Error()
+	for code, s := range wireErrors {
+		if s != nil && errors.Is(err, s) {
+			if d, ok := strings.CutPrefix(msg, s.Error()+": "); ok {
+				msg = d
+			}
+			return uint16(code), msg
+		}
+	}
+	return 0, msg
+}
+
+// codeErr rebuilds the error errCode encoded.
+func codeErr(code uint16, msg string) error {
+	if int(code) < len(wireErrors) && wireErrors[code] != nil {
+		return fmt.Errorf("%w: %s", wireErrors[code], msg)
+	}
+	return errors.New(msg)
+}
+
+// remoteErr turns a handler's error into the fabric error the caller sees.
+func remoteErr(err error) error {
+	code, msg := errCode(err)
+	if code == 0 {
+		return err
+	}
+	return fabric.Errorf(fabric.CodeUserBase+fabric.Code(code), "%s", msg)
+}
+
+// fromRemote turns a fabric call's error back into the shard layer's
+// sentinel; other errors (transport failures) stay as they are.
+func fromRemote(err error) error {
+	var re *fabric.RemoteError
+	if errors.As(err, &re) && re.Code > fabric.CodeUserBase && int(re.Code-fabric.CodeUserBase) < len(wireErrors) {
+		return codeErr(uint16(re.Code-fabric.CodeUserBase), re.Message)
+	}
+	return err
+}
+
+// errBadMessage: a message that does not decode. Every decoder returns it
+// (wrapped) rather than panic on any input.
+var errBadMessage = errors.New("malformed shard message")
+
+// enc appends a message.
+type enc struct{ b []byte }
+
+func (e *enc) u8(v byte)        { e.b = append(e.b, v) }
+func (e *enc) u16(v uint16)     { e.b = binary.BigEndian.AppendUint16(e.b, v) }
+func (e *enc) u64(v uint64)     { e.b = binary.BigEndian.AppendUint64(e.b, v) }
+func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) bytes(v []byte) {
+	e.uvarint(uint64(len(v)))
+	e.b = append(e.b, v...)
+}
+func (e *enc) str(v string) {
+	e.uvarint(uint64(len(v)))
+	e.b = append(e.b, v...)
+}
+
+// dec reads a message; the first malformed field sets err and every later
+// read returns zero values, so a decoder checks err once at the end.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errBadMessage, what)
+	}
+	d.b = nil
+}
+
+func (d *dec) u8() byte {
+	if len(d.b) < 1 {
+		d.fail("short u8")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *dec) u16() uint16 {
+	if len(d.b) < 2 {
+		d.fail("short u16")
+		return 0
+	}
+	v := binary.BigEndian.Uint16(d.b)
+	d.b = d.b[2:]
+	return v
+}
+
+func (d *dec) u64() uint64 {
+	if len(d.b) < 8 {
+		d.fail("short u64")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *dec) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a length that must fit in what is left (each element taking
+// at least min bytes), so a corrupt count never makes a decoder allocate
+// without bound.
+func (d *dec) count(min int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/max(min, 1)) || n > math.MaxInt32 {
+		d.fail("count exceeds the message")
+		return 0
+	}
+	return int(n)
+}
+
+// bytes returns a slice of the message (not a copy).
+func (d *dec) bytes() []byte {
+	n := d.count(1)
+	if d.err != nil {
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) str() string { return string(d.bytes()) }
+
+// end checks that the whole message was read.
+func (d *dec) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
+}
+
+// version reads and checks the message version.
+func (d *dec) version() {
+	if v := d.u8(); d.err == nil && v != wireVersion {
+		d.err = fmt.Errorf("%w: version %d, this node speaks %d", errBadMessage, v, wireVersion)
+	}
+}
