@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS ?=
 
-.PHONY: all build run test vet test-go test-rdma test-rdma-auto fuzz bench clean
+.PHONY: all build run run-cluster test vet test-go test-rdma test-rdma-auto fuzz bench clean
 
 all: build
 
@@ -37,6 +37,12 @@ test-rdma-auto:
 # emails and stays in the foreground (scripts/run.sh; Ctrl-C stops it).
 run:
 	GO=$(GO) scripts/run.sh
+
+# run-cluster builds, starts three nodes on this machine that form one
+# cluster (HTTP 127.0.0.1:9201-9203), loads the sample emails into an index
+# of 6 shards and stays in the foreground (scripts/run-cluster.sh).
+run-cluster:
+	GO=$(GO) scripts/run-cluster.sh
 
 # sample-data fetches and converts the SpamAssassin corpus into the cache
 # (scripts/sample-data.sh prints the NDJSON file's path).

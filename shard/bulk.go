@@ -377,6 +377,9 @@ func decodeBulk(p []byte) (bulkHeader, []item, error) {
 		}
 		op.Type = OpType(t)
 		flags := d.u8()
+		if flags&^(opfAutoID|opfIfSeqNo|opfIfTerm|opfUpdate|opfDocAsUpsert) != 0 {
+			d.fail("unknown op flags")
+		}
 		op.ID = d.str()
 		if flags&opfIfSeqNo != 0 {
 			v := d.u64()

@@ -188,6 +188,10 @@ func (c *Coordinator) view() (*View, error) {
 	return c.meta.View(), nil
 }
 
+// ClusterView returns the committed view of the cluster's metadata;
+// ErrClusterBlocked while this node cannot serve.
+func (c *Coordinator) ClusterView() (*View, error) { return c.view() }
+
 // ValidateIndexName applies Elasticsearch's index name rules.
 func ValidateIndexName(name string) error {
 	switch {

@@ -14,25 +14,35 @@ import (
 // time counts nothing.
 const statsWait = 2 * time.Second
 
-// copyStats are one copy's counts.
-type copyStats struct {
+// CopyStats are one copy's counts.
+type CopyStats struct {
 	Docs           uint64 `json:"docs"`
 	StoreSizeBytes int64  `json:"bytes"`
 }
 
 // localCopyStats counts the copies open on this node, by allocation ID.
-func (c *Coordinator) localCopyStats() map[string]copyStats {
-	out := map[string]copyStats{}
+func (c *Coordinator) localCopyStats() map[string]CopyStats {
+	out := map[string]CopyStats{}
 	for _, sc := range c.store.openCopies() {
 		st := sc.idx.Stats()
-		out[sc.meta.AllocationID] = copyStats{Docs: st.DocCount, StoreSizeBytes: st.StoreSizeBytes}
+		out[sc.meta.AllocationID] = CopyStats{Docs: st.DocCount, StoreSizeBytes: st.StoreSizeBytes}
 	}
 	return out
 }
 
+// CopyStats counts the documents and bytes of every copy whose node
+// answers before ctx ends, by allocation ID.
+func (c *Coordinator) CopyStats(ctx context.Context) map[string]CopyStats {
+	v, err := c.view()
+	if err != nil {
+		return map[string]CopyStats{}
+	}
+	return c.gatherCopyStats(ctx, v)
+}
+
 // gatherCopyStats counts the copies of every live node that holds some, in
 // parallel, until ctx ends.
-func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]copyStats {
+func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]CopyStats {
 	out := c.localCopyStats()
 	if c.peers == nil {
 		return out
@@ -57,7 +67,7 @@ func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]c
 			if err != nil {
 				return
 			}
-			var remote map[string]copyStats
+			var remote map[string]CopyStats
 			if len(reply) < 1 || reply[0] != wireVersion || json.Unmarshal(reply[1:], &remote) != nil {
 				return
 			}

