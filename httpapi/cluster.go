@@ -14,9 +14,8 @@ import (
 	"github.com/weftsearch/weft/shard"
 )
 
-// health is the cluster's (or some indexes') shard allocation summary. A
-// single node holds every primary and no replica, so an index with replicas
-// is yellow, as in Elasticsearch.
+// health is the cluster's (or some indexes') shard allocation summary,
+// computed from the committed shard table as Elasticsearch computes it.
 type health struct {
 	ClusterName                 string  `json:"cluster_name"`
 	Status                      string  `json:"status"`
@@ -38,55 +37,161 @@ type health struct {
 
 var statusRank = map[string]int{"red": 0, "yellow": 1, "green": 2}
 
+// health summarises the indexes expr names (all when empty).
 func (s *Server) health(expr string) (health, error) {
-	h := health{ClusterName: s.cfg.ClusterName, Status: "green", NumberOfNodes: 1, NumberOfDataNodes: 1, ActiveShardsPercentAsNumber: 100}
-	infos, err := s.infos(expr)
+	v, err := s.eng.ClusterView()
 	if err != nil {
-		return h, err
+		return health{}, err
 	}
-	for _, info := range infos {
-		h.ActivePrimaryShards += info.Settings.NumberOfShards
-		h.ActiveShards += info.Settings.NumberOfShards
-		h.UnassignedShards += info.Settings.NumberOfShards * info.Settings.NumberOfReplicas
-		if info.Health != "" && statusRank[info.Health] < statusRank[h.Status] {
-			h.Status = info.Health
-		}
+	names, err := s.resolve(expr)
+	if err != nil {
+		return health{}, err
 	}
-	if h.UnassignedShards > 0 && h.Status == "green" {
-		h.Status = "yellow"
-	}
-	if total := h.ActiveShards + h.UnassignedShards; total > 0 {
-		h.ActiveShardsPercentAsNumber = 100 * float64(h.ActiveShards) / float64(total)
-	}
-	return h, nil
+	return healthOf(v, s.cfg.ClusterName, names), nil
 }
 
-// handleClusterHealth serves GET /_cluster/health[/{index}]. A single node's
-// health cannot change by waiting, so wait_for_status answers at once: 200
-// when the status is reached, else 408 with timed_out, as Elasticsearch
-// answers when its wait runs out.
+// healthOf counts the copies of the named indexes: a shard is red without
+// an active primary, yellow with fewer active replicas than it should have.
+func healthOf(v *shard.View, cluster string, names []string) health {
+	h := health{ClusterName: cluster, Status: "green"}
+	for _, n := range v.Nodes {
+		if n.Live {
+			h.NumberOfNodes++
+			h.NumberOfDataNodes++
+		}
+	}
+	worsen := func(to string) {
+		if statusRank[to] < statusRank[h.Status] {
+			h.Status = to
+		}
+	}
+	for _, name := range names {
+		ix, ok := v.Indices[name]
+		if !ok {
+			continue
+		}
+		for k := range ix.Shards {
+			sh := &ix.Shards[k]
+			replicas, activeReplicas := 0, 0
+			primaryActive := false
+			for _, c := range sh.Copies {
+				switch {
+				case c.RelocatingFrom != "":
+					h.InitializingShards++
+					continue
+				case v.Active(c):
+					h.ActiveShards++
+					if c.RelocatingTo != "" {
+						h.RelocatingShards++
+					}
+				case v.Nodes[c.NodeID].Live:
+					h.InitializingShards++
+				default:
+					h.UnassignedShards++
+				}
+				if c.Primary {
+					primaryActive = v.Active(c)
+					if primaryActive {
+						h.ActivePrimaryShards++
+					}
+					continue
+				}
+				replicas++
+				if v.Active(c) {
+					activeReplicas++
+				}
+			}
+			if _, ok := sh.Primary(); !ok {
+				h.UnassignedShards++
+			}
+			if !primaryActive {
+				h.UnassignedPrimaryShards++
+				worsen("red")
+			}
+			h.UnassignedShards += max(0, ix.NumberOfReplicas-replicas)
+			if activeReplicas < ix.NumberOfReplicas {
+				worsen("yellow")
+			}
+		}
+	}
+	total := h.ActiveShards + h.InitializingShards + h.UnassignedShards
+	h.ActiveShardsPercentAsNumber = 100
+	if total > 0 {
+		h.ActiveShardsPercentAsNumber = 100 * float64(h.ActiveShards) / float64(total)
+	}
+	return h
+}
+
+// healthWaitStep is how often a health request that waits looks again.
+const healthWaitStep = 50 * time.Millisecond
+
+// handleClusterHealth serves GET /_cluster/health[/{index}]. With
+// wait_for_status and/or wait_for_nodes it waits, up to ?timeout (30s by
+// default), until the cluster reaches them; 408 with timed_out if it does
+// not, as Elasticsearch answers.
 func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.health(r.PathValue("index"))
+	q := r.URL.Query()
+	want := q.Get("wait_for_status")
+	if _, ok := statusRank[want]; want != "" && !ok {
+		return illegalArgument("unknown cluster health status [%s]; use green, yellow or red", want)
+	}
+	nodesOK, err := parseWaitForNodes(q.Get("wait_for_nodes"))
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if want := r.URL.Query().Get("wait_for_status"); want != "" {
-		rank, ok := statusRank[want]
-		if !ok {
-			return illegalArgument("unknown cluster health status [%s]; use green, yellow or red", want)
-		}
-		if statusRank[h.Status] < rank {
-			h.TimedOut, status = true, http.StatusRequestTimeout
-		}
-	}
-	if v := r.URL.Query().Get("timeout"); v != "" {
-		if _, err := parseTimeValue(v); err != nil {
+	timeout := 30 * time.Second
+	if v := q.Get("timeout"); v != "" {
+		if timeout, err = parseTimeValue(v); err != nil {
 			return err
 		}
 	}
-	s.writeJSON(w, r, status, h)
-	return nil
+	deadline := time.Now().Add(timeout)
+	for {
+		h, err := s.health(r.PathValue("index"))
+		if err != nil {
+			return err
+		}
+		met := (want == "" || statusRank[h.Status] >= statusRank[want]) && nodesOK(h.NumberOfNodes)
+		if met || !time.Now().Before(deadline) {
+			status := http.StatusOK
+			if !met {
+				h.TimedOut, status = true, http.StatusRequestTimeout
+			}
+			s.writeJSON(w, r, status, h)
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return r.Context().Err()
+		case <-time.After(min(healthWaitStep, time.Until(deadline))):
+		}
+	}
+}
+
+// parseWaitForNodes reads wait_for_nodes: N, >=N, <=N, >N or <N.
+func parseWaitForNodes(v string) (func(int) bool, error) {
+	if v == "" {
+		return func(int) bool { return true }, nil
+	}
+	for _, op := range []struct {
+		prefix string
+		ok     func(have, want int) bool
+	}{
+		{">=", func(h, w int) bool { return h >= w }}, {"<=", func(h, w int) bool { return h <= w }},
+		{">", func(h, w int) bool { return h > w }}, {"<", func(h, w int) bool { return h < w }},
+		{"", func(h, w int) bool { return h == w }},
+	} {
+		num, ok := strings.CutPrefix(v, op.prefix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 {
+			break
+		}
+		return func(have int) bool { return op.ok(have, n) }, nil
+	}
+	return nil, illegalArgument("failed to parse [wait_for_nodes] value [%s]; use N, >=N, <=N, >N or <N", v)
 }
 
 // parseTimeValue parses an Elasticsearch time value such as 30s, 1m, 500ms.
@@ -290,8 +395,9 @@ func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
 		cols: []string{"epoch", "timestamp", "cluster", "status", "node.total", "node.data", "shards", "pri", "relo", "init", "unassign", "unassign.pri", "pending_tasks", "max_task_wait_time", "active_shards_percent"},
 		rows: [][]string{{
 			strconv.FormatInt(now.Unix(), 10), now.UTC().Format("15:04:05"), h.ClusterName, h.Status,
-			"1", "1", strconv.Itoa(h.ActiveShards), strconv.Itoa(h.ActivePrimaryShards), "0", "0",
-			strconv.Itoa(h.UnassignedShards), "0", "0", "-",
+			strconv.Itoa(h.NumberOfNodes), strconv.Itoa(h.NumberOfDataNodes), strconv.Itoa(h.ActiveShards),
+			strconv.Itoa(h.ActivePrimaryShards), strconv.Itoa(h.RelocatingShards), strconv.Itoa(h.InitializingShards),
+			strconv.Itoa(h.UnassignedShards), strconv.Itoa(h.UnassignedPrimaryShards), "0", "-",
 			strconv.FormatFloat(h.ActiveShardsPercentAsNumber, 'f', 1, 64) + "%",
 		}},
 	}

@@ -11,12 +11,18 @@ import (
 	"github.com/weftsearch/weft/shard"
 )
 
-// handleInfo answers GET / with the body the official clients check.
+// handleInfo answers GET / with the body the official clients check. It
+// answers before the node has joined a cluster too, with the cluster UUID
+// "_na_" as Elasticsearch's.
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) error {
+	uuid := "_na_"
+	if v, err := s.eng.ClusterView(); err == nil && v.ClusterUUID != "" {
+		uuid = v.ClusterUUID
+	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{
 		"name":         s.cfg.NodeName,
 		"cluster_name": s.cfg.ClusterName,
-		"cluster_uuid": s.cfg.ClusterUUID,
+		"cluster_uuid": uuid,
 		"version": map[string]any{
 			"number":                              Version,
 			"build_flavor":                        "default",

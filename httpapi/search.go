@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
 )
 
 // handleSearch serves GET|POST /_search and /{index}/_search (bodies on GET
@@ -41,12 +42,14 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 }
 
 func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time) (*esdsl.SearchResponse, error) {
-	res, err := s.eng.Search(r.Context(), names, srch.Request)
+	res, err := s.eng.Search(r.Context(), names, srch)
 	if err != nil {
 		return nil, err
 	}
-	resp := srch.Response(res, time.Since(start))
-	id, err := srch.ScrollID(names, res, s.now())
+	resp := srch.Response(res.SearchResult, time.Since(start))
+	resp.TimedOut = res.TimedOut
+	resp.Shards.Failures = shardFailures(res.Failures)
+	id, err := srch.ScrollID(names, res.SearchResult, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -63,22 +66,15 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, err := esdsl.ParseCount(body, r.URL.Query(), s.eng.Fields(names))
+	srch, err := esdsl.ParseCount(body, r.URL.Query(), s.eng.Fields(names))
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.Search(r.Context(), names, req)
+	res, err := s.eng.Search(r.Context(), names, srch)
 	if err != nil {
 		return err
 	}
-	h := shardsHeader{Total: 0}
-	for _, n := range names {
-		if info, err := s.eng.Index(n); err == nil {
-			h.Total += info.Settings.NumberOfShards
-		}
-	}
-	h.Failed = len(res.Status.Errors)
-	h.Successful = h.Total - h.Failed
+	h := shardsHeader{Total: res.Status.Total, Successful: res.Status.Successful, Failed: res.Status.Failed}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{"count": res.Total, "_shards": h})
 	return nil
 }
@@ -237,4 +233,15 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 	}
 	s.writeJSON(w, r, status, map[string]any{"succeeded": true, "num_freed": freed})
 	return nil
+}
+
+// shardFailures renders the shards a search lost as _shards.failures.
+func shardFailures(fs []shard.ShardFailure) []esdsl.ShardFailure {
+	var out []esdsl.ShardFailure
+	for _, f := range fs {
+		ae := translate(f.Err)
+		reason := map[string]any{"type": ae.Type, "reason": ae.Reason}
+		out = append(out, esdsl.ShardFailure{Index: f.Index, Shard: f.Shard, Node: f.Node, Reason: reason})
+	}
+	return out
 }

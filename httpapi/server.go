@@ -26,13 +26,9 @@ import (
 	"github.com/weftsearch/weft/shard"
 )
 
-// Engine is what the API needs from the shard layer; *shard.Manager
-// implements it (the node package checks that at compile time). Every method
-// may be called concurrently.
-//
-// bleve is named here only for the two search types that pass through
-// untouched from index/esdsl to the engine and back; httpapi never builds or
-// inspects a bleve value itself.
+// Engine is what the API needs from the shard layer; *shard.Coordinator
+// implements it (the node package checks that at compile time). Every
+// method may be called concurrently.
 type Engine interface {
 	CreateIndex(ctx context.Context, name string, s shard.IndexSettings, mp *index.Mapping) error
 	DeleteIndex(ctx context.Context, name string) error
@@ -45,14 +41,20 @@ type Engine interface {
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shard.FieldTypes
-	Search(ctx context.Context, names []string, req *index.SearchRequest) (*index.SearchResult, error)
+	Search(ctx context.Context, names []string, srch *esdsl.Search) (*shard.SearchResult, error)
 	Stats() shard.NodeStats
+	// ClusterView is the committed cluster metadata as this node sees it
+	// (nodes, indices, shard copies); ErrClusterBlocked while the node
+	// has not joined a cluster.
+	ClusterView() (*shard.View, error)
+	// CopyStats counts the documents and bytes of every copy that answers,
+	// by allocation ID (asking the nodes that hold them until ctx ends).
+	CopyStats(ctx context.Context) map[string]shard.CopyStats
 }
 
 // Config describes the node the API speaks for.
 type Config struct {
 	ClusterName string
-	ClusterUUID string
 	NodeName    string
 	NodeID      string
 	// MaxBodyBytes is the largest request body read; larger bodies get 413.
@@ -62,6 +64,9 @@ type Config struct {
 	// Fabric serves GET /_weft/fabric/devices and /_weft/fabric/conns;
 	// nil answers them with 404.
 	Fabric FabricDiagnostics
+	// Cluster serves the Raft status, cluster settings and shard moves;
+	// nil answers those endpoints with 404.
+	Cluster ClusterAdmin
 }
 
 // Version is the Elasticsearch version Weft reports in GET /: the 8.x REST
@@ -470,7 +475,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
 	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
 
-	healthParams := []string{"wait_for_status", "timeout", "master_timeout", "local", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events"}
+	healthParams := []string{"wait_for_status", "wait_for_nodes", "timeout", "master_timeout", "local", "level", "wait_for_active_shards", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events"}
 	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
 	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
 	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}
@@ -479,6 +484,16 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
 	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
 	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
+	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
+	s.handle("GET /_cat/shards", s.handleCatShards, catParams...)
+	s.handle("GET /_cat/shards/{index}", s.handleCatShards, catParams...)
+	s.handle("GET /_nodes", s.handleNodes, "timeout")
+	s.handle("GET /_nodes/{node_id}", s.handleNodes, "timeout")
+	s.handle("GET /_cluster/state", s.handleClusterState, "local", "master_timeout")
+	s.handle("POST /_cluster/reroute", s.handleReroute, "dry_run", "explain", "retry_failed", "metric", "master_timeout", "timeout")
+	s.handle("GET /_cluster/settings", s.handleGetClusterSettings, "flat_settings", "include_defaults", "master_timeout", "timeout")
+	s.handle("PUT /_cluster/settings", s.handlePutClusterSettings, "flat_settings", "master_timeout", "timeout")
+	s.handle("GET /_weft/raft", s.handleRaft, noParams...)
 
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}))
 	if s.cfg.EnablePprof {

@@ -50,6 +50,10 @@ func translate(err error) *apiError {
 		// cause is in the reason; client errors were caught before the
 		// engine ran (esdsl validates queries), so this is the node's side.
 		{shard.ErrAllShardsFailed, http.StatusServiceUnavailable, "search_phase_execution_exception"},
+		{shard.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
+		{shard.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
+		{shard.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},
+		{shard.ErrMappingVersion, http.StatusServiceUnavailable, "process_cluster_event_timeout_exception"},
 		{shard.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 	} {

@@ -40,6 +40,7 @@ type ShardsInfo struct {
 type ShardFailure struct {
 	Index  string         `json:"index,omitempty"`
 	Shard  int            `json:"shard"`
+	Node   string         `json:"node,omitempty"`
 	Reason map[string]any `json:"reason"`
 }
 

@@ -1,0 +1,419 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/weftsearch/weft/shard"
+)
+
+// ClusterAdmin is what the cluster endpoints need from the node beyond the
+// engine's view of the shard table: the Raft status, the cluster settings
+// and shard moves. The node implements it over package cluster. Every
+// method may be called concurrently.
+type ClusterAdmin interface {
+	// Raft describes this node's Raft state.
+	Raft() RaftStatus
+	// Settings returns the persistent cluster settings.
+	Settings() ClusterSettings
+	// PutSettings replaces them (through the Raft leader).
+	PutSettings(ctx context.Context, s ClusterSettings) error
+	// Move starts moving the copy of index's shard held by node from to
+	// node to (names or IDs); the move completes in the background.
+	Move(ctx context.Context, index string, shard int, from, to string) error
+}
+
+// RaftStatus is a node's view of the Raft cluster.
+type RaftStatus struct {
+	NodeID       string   `json:"node_id"`
+	State        string   `json:"state"` // Leader, Follower, Candidate, Shutdown
+	Term         uint64   `json:"term"`
+	LeaderID     string   `json:"leader_id"`
+	LeaderName   string   `json:"leader_name"`
+	Voters       []string `json:"voters"`     // node names
+	NonVoters    []string `json:"non_voters"` // node names
+	AppliedIndex uint64   `json:"applied_index"`
+	CommitIndex  uint64   `json:"commit_index"`
+	LastIndex    uint64   `json:"last_index"`
+}
+
+// ClusterSettings are the cluster settings Weft honours.
+type ClusterSettings struct {
+	// ExcludeNames is cluster.routing.allocation.exclude._name: the nodes
+	// every copy is moved off (drain).
+	ExcludeNames []string
+}
+
+// excludeNameSetting is the one cluster setting Weft has.
+const excludeNameSetting = "cluster.routing.allocation.exclude._name"
+
+// errNoCluster answers the cluster admin endpoints on an API built without
+// Config.Cluster.
+var errNoCluster = &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception",
+	Reason: "this node has no cluster administration (httpapi.Config.Cluster is nil)"}
+
+// masterID is the ID of the node that leads Raft, "" if unknown.
+func (s *Server) masterID() string {
+	if s.cfg.Cluster == nil {
+		return ""
+	}
+	return s.cfg.Cluster.Raft().LeaderID
+}
+
+// handleRaft serves GET /_weft/raft: this node's Raft status.
+func (s *Server) handleRaft(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Cluster == nil {
+		return errNoCluster
+	}
+	s.writeJSON(w, r, http.StatusOK, s.cfg.Cluster.Raft())
+	return nil
+}
+
+// liveNodes returns the view's live nodes sorted by name.
+func liveNodes(v *shard.View) []shard.NodeView {
+	var out []shard.NodeView
+	for _, n := range v.Nodes {
+		if n.Live {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// handleCatNodes serves GET /_cat/nodes: one row per live node.
+func (s *Server) handleCatNodes(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return err
+	}
+	shards := map[string]int{}
+	for _, ix := range v.Indices {
+		for _, sh := range ix.Shards {
+			for _, c := range sh.Copies {
+				shards[c.NodeID]++
+			}
+		}
+	}
+	master := s.masterID()
+	t := catTable{cols: []string{"id", "name", "ip", "http_address", "fabric_address", "node.role", "master", "shards"}}
+	for _, n := range liveNodes(v) {
+		m := "-"
+		if n.ID == master {
+			m = "*"
+		}
+		fabric := n.FabricAddr
+		if fabric == "" {
+			fabric = "-"
+		}
+		t.rows = append(t.rows, []string{n.ID, n.Name, hostOf(n.HTTPAddr), n.HTTPAddr, fabric, "dim", m, strconv.Itoa(shards[n.ID])})
+	}
+	return s.writeCat(w, r, t)
+}
+
+// handleCatShards serves GET /_cat/shards[/{index}]: one row per copy.
+func (s *Server) handleCatShards(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return err
+	}
+	names, err := s.resolve(r.PathValue("index"))
+	if err != nil {
+		return err
+	}
+	unit := r.URL.Query().Get("bytes")
+	stats := s.eng.CopyStats(r.Context())
+	t := catTable{cols: []string{"index", "shard", "prirep", "state", "docs", "store", "ip", "node", "id", "term"}}
+	for _, name := range names {
+		ix := v.Indices[name]
+		for num := range ix.Shards {
+			sh := &ix.Shards[num]
+			for _, c := range sh.Copies {
+				prirep := "r"
+				if c.Primary {
+					prirep = "p"
+				}
+				docs, store := "", ""
+				if st, ok := stats[c.AllocationID]; ok {
+					docs = strconv.FormatUint(st.Docs, 10)
+					if store, err = byteSize(st.StoreSizeBytes, unit); err != nil {
+						return err
+					}
+				}
+				n := v.Nodes[c.NodeID]
+				t.rows = append(t.rows, []string{name, strconv.Itoa(num), prirep, copyState(v, c), docs, store,
+					hostOf(n.HTTPAddr), n.Name, c.AllocationID, strconv.FormatUint(sh.PrimaryTerm, 10)})
+			}
+			if missing := ix.NumberOfReplicas - replicaCount(sh); missing > 0 {
+				for range missing {
+					t.rows = append(t.rows, []string{name, strconv.Itoa(num), "r", "UNASSIGNED", "", "", "", "", "", strconv.FormatUint(sh.PrimaryTerm, 10)})
+				}
+			}
+		}
+	}
+	return s.writeCat(w, r, t)
+}
+
+// copyState names a copy's state as Elasticsearch's _cat/shards does.
+func copyState(v *shard.View, c shard.CopyView) string {
+	switch {
+	case !v.Nodes[c.NodeID].Live:
+		return "UNASSIGNED"
+	case c.RelocatingTo != "" && c.Started:
+		return "RELOCATING"
+	case c.Started:
+		return "STARTED"
+	}
+	return "INITIALIZING"
+}
+
+func replicaCount(sh *shard.ShardView) int {
+	n := 0
+	for _, c := range sh.Copies {
+		if !c.Primary && c.RelocatingFrom == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// handleNodes serves GET /_nodes[/{node_id}]: the live nodes' addresses.
+func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return err
+	}
+	want := r.PathValue("node_id")
+	nodes := map[string]any{}
+	for _, n := range liveNodes(v) {
+		if want != "" && want != "_all" && want != n.ID && want != n.Name && !(want == "_local" && n.ID == v.LocalNode) && !(want == "_master" && n.ID == s.masterID()) {
+			continue
+		}
+		nodes[n.ID] = map[string]any{
+			"name": n.Name, "host": hostOf(n.HTTPAddr), "ip": hostOf(n.HTTPAddr), "version": Version,
+			"roles":             []string{"data", "ingest", "master"},
+			"transport_address": n.FabricAddr,
+			"http":              map[string]any{"publish_address": n.HTTPAddr},
+			"attributes":        map[string]any{"weft.fabric": n.FabricAddr},
+		}
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{
+		"_nodes":       map[string]int{"total": len(nodes), "successful": len(nodes), "failed": 0},
+		"cluster_name": s.cfg.ClusterName,
+		"nodes":        nodes,
+	})
+	return nil
+}
+
+// handleClusterState serves GET /_cluster/state: the committed metadata,
+// routing table and nodes, in Elasticsearch's shape.
+func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return err
+	}
+	nodes := map[string]any{}
+	for _, n := range liveNodes(v) {
+		nodes[n.ID] = map[string]any{"name": n.Name, "transport_address": n.FabricAddr, "http_address": n.HTTPAddr}
+	}
+	metaIndices := map[string]any{}
+	routing := map[string]any{}
+	for name, ix := range v.Indices {
+		primaryTerms := map[string]uint64{}
+		inSync := map[string][]string{}
+		shards := map[string]any{}
+		for num := range ix.Shards {
+			sh := &ix.Shards[num]
+			key := strconv.Itoa(num)
+			primaryTerms[key] = sh.PrimaryTerm
+			inSync[key] = append([]string{}, sh.InSync...)
+			var copies []any
+			for _, c := range sh.Copies {
+				entry := map[string]any{"state": copyState(v, c), "primary": c.Primary, "node": c.NodeID, "shard": num,
+					"index": name, "allocation_id": map[string]string{"id": c.AllocationID}, "relocating_node": nil}
+				if c.RelocatingTo != "" {
+					if t, ok := sh.Copy(c.RelocatingTo); ok {
+						entry["relocating_node"] = t.NodeID
+					}
+				}
+				copies = append(copies, entry)
+			}
+			shards[key] = copies
+		}
+		settings := map[string]any{"index": map[string]any{
+			"number_of_shards": strconv.Itoa(ix.NumberOfShards), "number_of_replicas": strconv.Itoa(ix.NumberOfReplicas),
+			"uuid": ix.UUID, "creation_date": strconv.FormatInt(ix.CreationDate.UnixMilli(), 10), "provided_name": name,
+		}}
+		metaIndices[name] = map[string]any{"state": "open", "settings": settings, "mappings": json.RawMessage(ix.Mapping),
+			"mapping_version": ix.MappingVersion, "aliases": []string{}, "primary_terms": primaryTerms, "in_sync_allocations": inSync}
+		routing[name] = map[string]any{"shards": shards}
+	}
+	persistent := map[string]any{}
+	if s.cfg.Cluster != nil {
+		if ex := s.cfg.Cluster.Settings().ExcludeNames; len(ex) > 0 {
+			persistent[excludeNameSetting] = strings.Join(ex, ",")
+		}
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{
+		"cluster_name": s.cfg.ClusterName, "cluster_uuid": v.ClusterUUID, "version": v.Version,
+		"master_node": s.masterID(), "nodes": nodes,
+		"metadata": map[string]any{"cluster_uuid": v.ClusterUUID, "indices": metaIndices,
+			"persistent_settings": persistent},
+		"routing_table": map[string]any{"indices": routing},
+	})
+	return nil
+}
+
+// rerouteBody is the body of POST /_cluster/reroute. Weft supports the
+// move command.
+type rerouteBody struct {
+	Commands []map[string]json.RawMessage `json:"commands"`
+}
+
+type moveCommand struct {
+	Index    string `json:"index"`
+	Shard    *int   `json:"shard"`
+	FromNode string `json:"from_node"`
+	ToNode   string `json:"to_node"`
+}
+
+// handleReroute serves POST /_cluster/reroute with move commands; each
+// starts a move that the cluster completes in the background.
+func (s *Server) handleReroute(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Cluster == nil {
+		return errNoCluster
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req rerouteBody
+	if err := decodeStrict(body, &req); err != nil {
+		return badRequest("x_content_parse_exception", "failed to parse the reroute body: %v", err)
+	}
+	if len(req.Commands) == 0 {
+		return illegalArgument("no reroute commands; send {\"commands\":[{\"move\":{\"index\":…,\"shard\":…,\"from_node\":…,\"to_node\":…}}]}")
+	}
+	var moves []moveCommand
+	for i, c := range req.Commands {
+		if len(c) != 1 || c["move"] == nil {
+			keys := make([]string, 0, len(c))
+			for k := range c {
+				keys = append(keys, k)
+			}
+			return illegalArgument("reroute command %d: only [move] is supported, got %v", i, keys)
+		}
+		var m moveCommand
+		if err := decodeStrict(c["move"], &m); err != nil {
+			return badRequest("x_content_parse_exception", "reroute command %d: %v", i, err)
+		}
+		if m.Index == "" || m.Shard == nil || m.FromNode == "" || m.ToNode == "" {
+			return illegalArgument("reroute command %d: move needs index, shard, from_node and to_node", i)
+		}
+		moves = append(moves, m)
+	}
+	for _, m := range moves {
+		if err := s.cfg.Cluster.Move(r.Context(), m.Index, *m.Shard, m.FromNode, m.ToNode); err != nil {
+			return err
+		}
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true})
+	return nil
+}
+
+// handleGetClusterSettings serves GET /_cluster/settings.
+func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Cluster == nil {
+		return errNoCluster
+	}
+	persistent := map[string]any{}
+	if ex := s.cfg.Cluster.Settings().ExcludeNames; len(ex) > 0 {
+		persistent[excludeNameSetting] = strings.Join(ex, ",")
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"persistent": persistent, "transient": map[string]any{}})
+	return nil
+}
+
+// handlePutClusterSettings serves PUT /_cluster/settings: the allocation
+// exclusion by node name, persistent or transient (both are kept in the
+// cluster's metadata), a comma list or null to clear.
+func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Cluster == nil {
+		return errNoCluster
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Persistent map[string]json.RawMessage `json:"persistent"`
+		Transient  map[string]json.RawMessage `json:"transient"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return badRequest("x_content_parse_exception", "failed to parse the cluster settings body: %v", err)
+	}
+	cur := s.cfg.Cluster.Settings()
+	changed := map[string]any{}
+	for _, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
+		for k, raw := range flattenSettings(part) {
+			if k != excludeNameSetting {
+				return illegalArgument("persistent setting [%s], not recognized; Weft supports [%s]", k, excludeNameSetting)
+			}
+			if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+				cur.ExcludeNames, changed[k] = nil, nil
+				continue
+			}
+			var list string
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return illegalArgument("[%s] must be a string of comma-separated node names or null", k)
+			}
+			cur.ExcludeNames = nil
+			for _, n := range strings.Split(list, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					cur.ExcludeNames = append(cur.ExcludeNames, n)
+				}
+			}
+			changed[k] = list
+		}
+	}
+	if err := s.cfg.Cluster.PutSettings(r.Context(), cur); err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "persistent": changed, "transient": map[string]any{}})
+	return nil
+}
+
+// flattenSettings turns nested settings objects into dotted keys.
+func flattenSettings(m map[string]json.RawMessage) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	var walk func(prefix string, m map[string]json.RawMessage)
+	walk = func(prefix string, m map[string]json.RawMessage) {
+		for k, v := range m {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			var inner map[string]json.RawMessage
+			if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &inner) == nil {
+				walk(key, inner)
+				continue
+			}
+			out[key] = v
+		}
+	}
+	walk("", m)
+	return out
+}
