@@ -166,6 +166,8 @@ type Health struct {
 	NumberOfNodes       int    `json:"number_of_nodes"`
 	ActivePrimaryShards int    `json:"active_primary_shards"`
 	ActiveShards        int    `json:"active_shards"`
+	InitializingShards  int    `json:"initializing_shards"`
+	RelocatingShards    int    `json:"relocating_shards"`
 	UnassignedShards    int    `json:"unassigned_shards"`
 }
 

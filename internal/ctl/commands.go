@@ -120,7 +120,7 @@ func NewCommand(stdio IO) *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 
 	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio), countCommand(g, stdio),
-		fabricCommand(g, stdio))
+		fabricCommand(g, stdio), clusterCommand(g, stdio), shardCommand(g, stdio))
 	return root
 }
 
