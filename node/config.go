@@ -6,6 +6,12 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+
+	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/fabric"
 )
 
 // Config is everything a node needs to start. Flags and WEFT_* environment
@@ -36,7 +42,55 @@ type Config struct {
 	// FabricRDMA is FabricRDMAAuto (the default), FabricRDMAOn or
 	// FabricRDMAOff; it matters only when FabricAddr is set.
 	FabricRDMA string
+	// FabricTransport is FabricAdaptive (the default: the adaptive
+	// transport over the TCP path and, when on, the RDMA path) or
+	// FabricTCP (plain TCP, no adaptive layer; for comparisons).
+	FabricTransport string
+
+	// GossipAddr is the host:port where the node gossips membership
+	// (memberlist, TCP and UDP). "" (the default, with RaftAddr "") makes
+	// the node a single-node cluster of itself that nothing can join.
+	GossipAddr string
+	// RaftAddr is the host:port of the node's Raft transport (TCP).
+	RaftAddr string
+	// Seeds are the gossip addresses of the nodes to join (every node gets
+	// the same list; its own address may be in it).
+	Seeds []string
+	// InitialNodes are the names of the nodes that form the cluster's first
+	// Raft configuration once they see each other (Elasticsearch's
+	// cluster.initial_master_nodes). A node with Raft state ignores it.
+	InitialNodes []string
+	// GossipKey, when set, encrypts gossip (16, 24 or 32 bytes; every node
+	// the same).
+	GossipKey []byte
+
+	// Hooks are for tests: zero in production.
+	Hooks Hooks
 }
+
+// Hooks let tests run several nodes in one process with fault injection.
+type Hooks struct {
+	// ClusterTiming replaces the cluster's production timings (e.g.
+	// cluster.LocalTiming()) when its Gossip field is set.
+	ClusterTiming cluster.Timing
+	// Fabric, when set, is the transport the node serves and dials its
+	// fabric with instead of TCP (e.g. a fabrictest in-memory network node).
+	Fabric fabric.Transport
+	// RaftLayer and GossipWrap wrap the cluster's Raft stream layer and
+	// gossip transport (partitions).
+	RaftLayer  func(raft.StreamLayer) raft.StreamLayer
+	GossipWrap func(memberlist.Transport) memberlist.Transport
+}
+
+// Values of Config.FabricTransport.
+const (
+	FabricAdaptive = "adaptive"
+	FabricTCP      = "tcp"
+)
+
+// Clustered reports whether the node gossips with others (cluster flags
+// set), rather than being a single-node cluster of itself.
+func (c Config) Clustered() bool { return c.GossipAddr != "" || c.RaftAddr != "" }
 
 // Defaults shared by DefaultConfig and the searchnode flags.
 const (
@@ -62,6 +116,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		FabricRDMA:      FabricRDMAAuto,
+		FabricTransport: FabricAdaptive,
 	}
 }
 
@@ -99,6 +154,32 @@ func (c Config) Validate() error {
 	case FabricRDMAAuto, FabricRDMAOn, FabricRDMAOff:
 	default:
 		errs = append(errs, fmt.Errorf("node: FabricRDMA %q is not auto, on or off; set --fabric-rdma (WEFT_FABRIC_RDMA)", c.FabricRDMA))
+	}
+	switch c.FabricTransport {
+	case FabricAdaptive, FabricTCP:
+	default:
+		errs = append(errs, fmt.Errorf("node: FabricTransport %q is not adaptive or tcp; set --fabric-transport (WEFT_FABRIC_TRANSPORT)", c.FabricTransport))
+	}
+	if c.Clustered() {
+		for _, f := range []struct{ name, flag, val string }{
+			{"GossipAddr", "--gossip-addr (WEFT_GOSSIP_ADDR)", c.GossipAddr},
+			{"RaftAddr", "--raft-addr (WEFT_RAFT_ADDR)", c.RaftAddr},
+			{"FabricAddr", "--fabric-addr (WEFT_FABRIC_ADDR)", c.FabricAddr},
+		} {
+			if f.val == "" {
+				errs = append(errs, fmt.Errorf("node: a node of a cluster needs %s too; set %s", f.name, f.flag))
+			} else if _, _, err := net.SplitHostPort(f.val); err != nil {
+				errs = append(errs, fmt.Errorf("node: %s %q is not host:port: %v; set %s", f.name, f.val, err, f.flag))
+			}
+		}
+		if len(c.Seeds) == 0 && len(c.InitialNodes) == 0 {
+			errs = append(errs, errors.New("node: a node of a cluster needs --seeds (WEFT_SEEDS) to find the others, or --initial-nodes (WEFT_INITIAL_NODES) to form a new cluster"))
+		}
+	} else if len(c.Seeds) > 0 || len(c.InitialNodes) > 0 {
+		errs = append(errs, errors.New("node: --seeds and --initial-nodes need --gossip-addr and --raft-addr (and --fabric-addr) too"))
+	}
+	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
+		errs = append(errs, fmt.Errorf("node: the gossip key is %d bytes; it must be 16, 24 or 32 (base64 in --gossip-key, WEFT_GOSSIP_KEY)", n))
 	}
 	return errors.Join(errs...)
 }

@@ -30,17 +30,18 @@ const (
 )
 
 // fabricService is the node's fabric endpoint: an adaptive listener over a
-// TCP path (and an RDMA path when enabled) serving the node's fabric.Mux,
-// plus the connections the node dialled. Its goroutines belong to the
-// transports, which Close waits for.
+// TCP path (and an RDMA path when enabled) serving the node's fabric.Mux —
+// the cluster's and the shard layer's handlers — plus the connections the
+// node dialled. Its goroutines belong to the transports, which Close waits
+// for.
 type fabricService struct {
 	log    *slog.Logger
 	counts *fabricdiag.Counting
-	tr     *adaptive.Transport
-	rdma   *rdma.Transport // nil without an RDMA path
-	rdmaOn string          // "on" or "off: reason"
+	tr     fabric.Transport // adaptive, plain tcp, or a test transport
+	rdma   *rdma.Transport  // nil without an RDMA path
+	rdmaOn string           // "on" or "off: reason"
 	ln     fabric.Listener
-	mux    fabric.Mux // nothing registered yet: transports answer MethodPing themselves
+	mux    *fabric.Mux // the node's handlers
 
 	mu     sync.Mutex
 	dialed map[*dialedConn]struct{}
@@ -50,21 +51,39 @@ type fabricService struct {
 	closeErr error
 }
 
-// startFabric listens on addr (host:port) with the adaptive transport over a
-// TCP path and, as mode says, an RDMA path on the same host (port chosen by
-// the kernel). It returns once every path accepts.
-func startFabric(ctx context.Context, addr, mode string, log *slog.Logger) (*fabricService, error) {
-	f := &fabricService{log: log, counts: fabricdiag.NewCounting(), dialed: make(map[*dialedConn]struct{})}
+// startFabric serves mux on cfg.FabricAddr (host:port) with the adaptive
+// transport over a TCP path and, as cfg.FabricRDMA says, an RDMA path on
+// the same host (port chosen by the kernel) — or plain TCP with
+// cfg.FabricTransport "tcp", or the test transport in cfg.Hooks.Fabric. It
+// returns once every path accepts.
+func startFabric(ctx context.Context, cfg Config, mux *fabric.Mux, log *slog.Logger) (*fabricService, error) {
+	f := &fabricService{log: log, counts: fabricdiag.NewCounting(), dialed: make(map[*dialedConn]struct{}), mux: mux}
+	addr := cfg.FabricAddr
+	if cfg.Hooks.Fabric != nil {
+		f.tr, f.rdmaOn = f.counts.Wrap(cfg.Hooks.Fabric), "off: a test transport ("+cfg.Hooks.Fabric.Name()+")"
+		var err error
+		if f.ln, err = f.tr.Listen(ctx, addr, mux); err != nil {
+			return nil, fmt.Errorf("node: fabric listening on %s: %w", addr, err)
+		}
+		return f, nil
+	}
 	tcfg := tcp.DefaultConfig()
 	tcfg.Logger = log
 	ttr, err := tcp.New(tcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: fabric TCP transport: %w", err)
 	}
+	if cfg.FabricTransport == FabricTCP {
+		f.tr, f.rdmaOn = f.counts.Wrap(ttr), "off: --fabric-transport=tcp"
+		if f.ln, err = f.tr.Listen(ctx, addr, mux); err != nil {
+			return nil, fmt.Errorf("node: fabric listening on %s: %w; pick another --fabric-addr or stop what uses it", addr, err)
+		}
+		return f, nil
+	}
 	host, _, _ := net.SplitHostPort(addr) // Validate checked the form
 	trs := []fabric.Transport{f.counts.Wrap(ttr)}
 	paths := []adaptive.PathAddr{{Transport: "tcp", Addr: addr}}
-	f.rdma, f.rdmaOn, err = openRDMA(mode, log)
+	f.rdma, f.rdmaOn, err = openRDMA(cfg.FabricRDMA, log)
 	if err != nil {
 		return nil, err
 	}
@@ -72,16 +91,19 @@ func startFabric(ctx context.Context, addr, mode string, log *slog.Logger) (*fab
 		trs = append(trs, f.counts.Wrap(f.rdma))
 		paths = append(paths, adaptive.PathAddr{Transport: "rdma", Addr: net.JoinHostPort(host, "0")})
 	}
-	f.tr, err = adaptive.New(adaptive.Config{Logger: log}, trs...)
+	var atr *adaptive.Transport
+	atr, err = adaptive.New(adaptive.Config{Logger: log}, trs...)
 	if err == nil {
-		f.ln, err = f.tr.Listen(ctx, adaptive.FormatAddr(paths), &f.mux)
+		f.tr = atr
+		f.ln, err = atr.Listen(ctx, adaptive.FormatAddr(paths), mux)
 	}
-	if err != nil && f.rdma != nil && mode == FabricRDMAAuto {
+	if err != nil && f.rdma != nil && cfg.FabricRDMA == FabricRDMAAuto {
 		log.Warn("node: fabric RDMA path could not listen; serving the fabric over TCP only", "err", err)
 		_ = f.rdma.Close()
 		f.rdma, f.rdmaOn = nil, "off: listening failed: "+err.Error()
-		if f.tr, err = adaptive.New(adaptive.Config{Logger: log}, trs[0]); err == nil {
-			f.ln, err = f.tr.Listen(ctx, adaptive.FormatAddr(paths[:1]), &f.mux)
+		if atr, err = adaptive.New(adaptive.Config{Logger: log}, trs[0]); err == nil {
+			f.tr = atr
+			f.ln, err = atr.Listen(ctx, adaptive.FormatAddr(paths[:1]), mux)
 		}
 	}
 	if err != nil {

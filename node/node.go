@@ -1,13 +1,11 @@
-// Package node is Weft's composition root: it builds the engine
-// (shard.Manager), the REST API (httpapi) and the HTTP server from a Config,
-// and, when configured, the node-to-node fabric endpoint, and owns their
-// start and orderly shutdown.
+// Package node is Weft's composition root: it builds the cluster
+// membership and metadata (package cluster), the shard layer (store and
+// coordinator), the node-to-node fabric, the REST API (httpapi) and the
+// HTTP server from a Config, and owns their start and orderly shutdown.
 package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,25 +22,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/node/placement"
 	"github.com/weftsearch/weft/shard"
 )
 
 // The engine is what the API serves.
-var _ httpapi.Engine = (*shard.Manager)(nil)
+var _ httpapi.Engine = (*shard.Coordinator)(nil)
 
-// Node is one running Weft node. New opens its data; Start serves; Shutdown
-// stops. Its methods are safe for concurrent use.
+// Node is one running Weft node. New takes its data directory; Start joins
+// or forms the cluster and serves; Shutdown stops. Its methods are safe for
+// concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	meta   nodeMeta
-	lock   *os.File
-	engine *shard.Manager
-	srv    *http.Server
+	cfg  Config
+	log  *slog.Logger
+	meta nodeMeta
+	lock *os.File
+	mux  fabric.Mux // the fabric's handlers: the cluster's and the shard layer's
 
 	mu       sync.Mutex
+	clu      *cluster.Cluster
+	engine   *shard.Coordinator
+	peers    *peers
+	srv      *http.Server
 	ln       net.Listener
 	fab      *fabricService // nil while the fabric is off
 	served   chan struct{}  // closed when the serve goroutine has returned
@@ -53,15 +57,15 @@ type Node struct {
 }
 
 // nodeMeta is the node's identity, kept in DataDir/node.json so that it
-// survives restarts.
+// survives restarts. (Wave 1 nodes kept a cluster UUID there too; the
+// cluster's UUID now lives in its Raft state.)
 type nodeMeta struct {
-	ClusterUUID string `json:"cluster_uuid"`
-	NodeID      string `json:"node_id"`
+	NodeID string `json:"node_id"`
 }
 
 // New validates cfg, takes the data directory (an exclusive lock, so two
-// nodes never share one), opens every index in it (replaying shard logs) and
-// builds the API. The node serves nothing until Start; call Shutdown to
+// nodes never share one) and reads or creates the node's identity. The
+// node opens its indexes and serves nothing until Start; call Shutdown to
 // release it either way.
 func New(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -78,52 +82,14 @@ func New(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: logger, lock: lock}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = lock.Close()
-		}
-	}()
 	if n.meta, err = loadMeta(cfg.DataDir); err != nil {
+		_ = lock.Close()
 		return nil, err
 	}
-	scfg := shard.DefaultConfig()
-	if n.engine, err = shard.Open(filepath.Join(cfg.DataDir, "indices"), scfg, logger.With("component", "shard")); err != nil {
-		return nil, fmt.Errorf("node: opening the indexes in %s: %w", cfg.DataDir, err)
-	}
-	defer func() {
-		if !ok {
-			_ = n.engine.Close()
-		}
-	}()
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(collectors.NewGoCollector()); err != nil {
-		return nil, fmt.Errorf("node: registering Go metrics: %w", err)
-	}
-	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, fmt.Errorf("node: registering process metrics: %w", err)
-	}
-	api, err := httpapi.New(httpapi.Config{
-		ClusterName:  cfg.ClusterName,
-		ClusterUUID:  n.meta.ClusterUUID,
-		NodeName:     cfg.NodeName,
-		NodeID:       n.meta.NodeID,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		EnablePprof:  cfg.EnablePprof,
-		Fabric:       fabricDiag{n},
-	}, n.engine, logger.With("component", "httpapi"), reg)
-	if err != nil {
+	if err := checkLegacy(cfg); err != nil {
+		_ = lock.Close()
 		return nil, err
 	}
-	n.srv = &http.Server{
-		Handler:           api,
-		ConnContext:       httpapi.ConnContext, // with CoalescingListener in Start: one write per reply
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	ok = true
 	return n, nil
 }
 
@@ -142,25 +108,22 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// loadMeta reads dir/node.json, creating it with fresh identifiers on first start.
+// loadMeta reads dir/node.json, creating it with a fresh node ID (a UUID)
+// on first start.
 func loadMeta(dir string) (nodeMeta, error) {
 	path := filepath.Join(dir, "node.json")
 	var m nodeMeta
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		if err := json.Unmarshal(b, &m); err != nil || m.ClusterUUID == "" || m.NodeID == "" {
+		if err := json.Unmarshal(b, &m); err != nil || m.NodeID == "" {
 			return m, fmt.Errorf("node: %s is damaged (%v); restore it or remove it to give the node a new identity", path, err)
 		}
 		return m, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return m, fmt.Errorf("node: reading %s: %w", path, err)
 	}
-	id := make([]byte, 8)
-	if _, err := rand.Read(id); err != nil {
-		return m, fmt.Errorf("node: generating a node id: %w", err)
-	}
-	m = nodeMeta{ClusterUUID: uuid.NewString(), NodeID: hex.EncodeToString(id)}
+	m = nodeMeta{NodeID: uuid.NewString()}
 	b, _ = json.Marshal(m)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
@@ -187,11 +150,17 @@ func syncFile(path string) error {
 	return nil
 }
 
-// Start serves the fabric on Config.FabricAddr (when set), then listens on
-// Config.HTTPAddr and serves the API in a goroutine that Shutdown waits for.
+// readyWait bounds how long Start waits for a single-node cluster's Raft
+// to elect itself before migrating a wave 1 data directory.
+const readyWait = 30 * time.Second
+
+// Start serves the fabric (when configured), listens on Config.HTTPAddr,
+// starts the cluster (forming or joining it in the background) and the
+// shard layer, and serves the API in a goroutine that Shutdown waits for.
 // It returns once the listeners are open, so HTTPAddr, URL and FabricAddr
-// are valid when it returns without error.
-func (n *Node) Start(ctx context.Context) error {
+// are valid when it returns without error; until the node has joined a
+// cluster with a leader, the API answers 503 cluster_block_exception.
+func (n *Node) Start(ctx context.Context) (err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -200,26 +169,63 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.started {
 		return errors.New("node: Start called twice")
 	}
-	var fab *fabricService
-	if n.cfg.FabricAddr != "" {
-		var err error
-		if fab, err = startFabric(ctx, n.cfg.FabricAddr, n.cfg.FabricRDMA, n.log.With("component", "fabric")); err != nil {
+	n.started = true
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for k := len(undo) - 1; k >= 0; k-- {
+				undo[k]()
+			}
+			n.ln, n.fab, n.clu, n.engine, n.peers = nil, nil, nil, nil, nil
+		}
+	}()
+	if n.cfg.FabricAddr != "" || n.cfg.Hooks.Fabric != nil {
+		if n.fab, err = startFabric(ctx, n.cfg, &n.mux, n.log.With("component", "fabric")); err != nil {
 			return err
 		}
+		undo = append(undo, func() { _ = n.fab.Close() })
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.HTTPAddr)
 	if err != nil {
-		if fab != nil {
-			_ = fab.Close()
-		}
 		return fmt.Errorf("node: listening on %s: %w; pick another --http-addr or stop what uses it", n.cfg.HTTPAddr, err)
 	}
-	ln = httpapi.CoalescingListener(ln)
-	n.ln, n.fab, n.started, n.served = ln, fab, true, make(chan struct{})
+	n.ln = httpapi.CoalescingListener(ln)
+	undo = append(undo, func() { _ = n.ln.Close() })
+
+	if n.clu, err = n.newCluster(); err != nil {
+		return err
+	}
+	n.clu.Register(&n.mux)
+	meta := placement.New(n.clu)
+	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), shard.DefaultConfig(), meta, n.log.With("component", "shard"))
+	if err != nil {
+		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)
+	}
+	var sp shard.Peers
+	if n.peers != nil {
+		sp = n.peers
+	}
+	n.engine = shard.NewCoordinator(st, meta, sp, shard.DefaultConfig(), n.log.With("component", "shard"))
+	undo = append(undo, func() { _ = n.engine.Close() })
+	n.engine.Register(&n.mux)
+	if n.srv, err = n.newHTTPServer(); err != nil {
+		return err
+	}
+	if err := n.clu.Start(ctx); err != nil {
+		return fmt.Errorf("node: starting the cluster: %w", err)
+	}
+	undo = append(undo, func() { _ = n.clu.Shutdown(context.Background()) })
+	if !n.cfg.Clustered() {
+		if err := n.migrateLegacy(ctx, meta); err != nil {
+			return err
+		}
+	}
+	n.engine.Start()
+	n.served = make(chan struct{})
 	go func() {
 		defer close(n.served)
-		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.srv.Serve(n.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.mu.Lock()
 			n.serveErr = err
 			n.mu.Unlock()
@@ -228,6 +234,85 @@ func (n *Node) Start(ctx context.Context) error {
 	}()
 	return nil
 }
+
+// newCluster configures the node's membership and metadata: alone (no
+// gossip, Raft in memory) or with the cluster flags.
+func (n *Node) newCluster() (*cluster.Cluster, error) {
+	ccfg := cluster.Config{
+		NodeID: n.meta.NodeID, NodeName: n.cfg.NodeName, DataDir: n.cfg.DataDir,
+		HTTPAddr: n.ln.Addr().String(), GossipAddr: n.cfg.GossipAddr, RaftAddr: n.cfg.RaftAddr,
+		Seeds: n.cfg.Seeds, InitialNodes: n.cfg.InitialNodes, GossipKey: n.cfg.GossipKey,
+		Timing: cluster.DefaultTiming(), Logger: n.log.With("component", "cluster"),
+		RaftLayer: n.cfg.Hooks.RaftLayer, GossipWrap: n.cfg.Hooks.GossipWrap,
+	}
+	if n.cfg.Hooks.ClusterTiming.Gossip != "" {
+		ccfg.Timing = n.cfg.Hooks.ClusterTiming
+	}
+	if n.fab != nil {
+		ccfg.FabricAddr = n.fab.Addr()
+		ccfg.RDMA = n.fab.rdmaOn
+		n.peers = newPeers(n.fab.dial, func(id string) (string, bool) {
+			nd, ok := n.clu.State().Nodes[id]
+			if ok && nd.FabricAddr != "" {
+				return nd.FabricAddr, true
+			}
+			for _, m := range n.clu.Members() {
+				if m.ID == id {
+					return m.FabricAddr, m.FabricAddr != ""
+				}
+			}
+			return "", false
+		})
+		ccfg.Peers = n.peers
+	}
+	c, err := cluster.New(ccfg)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	return c, nil
+}
+
+// newHTTPServer builds the REST API over the engine.
+func (n *Node) newHTTPServer() (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("node: registering Go metrics: %w", err)
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("node: registering process metrics: %w", err)
+	}
+	api, err := httpapi.New(httpapi.Config{
+		ClusterName:  n.cfg.ClusterName,
+		NodeName:     n.cfg.NodeName,
+		NodeID:       n.meta.NodeID,
+		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		EnablePprof:  n.cfg.EnablePprof,
+		Fabric:       fabricDiag{n},
+		Cluster:      clusterAdmin{n.clu},
+	}, n.engine, n.log.With("component", "httpapi"), reg)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Server{
+		Handler:           api,
+		ConnContext:       httpapi.ConnContext, // with CoalescingListener in Start: one write per reply
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+	}, nil
+}
+
+// Cluster returns the node's cluster (nil before Start), for tests and
+// diagnostics.
+func (n *Node) Cluster() *cluster.Cluster {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clu
+}
+
+// ID is the node's ID (a UUID kept in its data directory).
+func (n *Node) ID() string { return n.meta.NodeID }
 
 // HTTPAddr is the address the API listens on (with the real port when
 // Config.HTTPAddr asked for port 0), or "" before Start.
@@ -276,9 +361,10 @@ func (n *Node) URL() string {
 
 // Shutdown stops the node: it stops accepting connections, lets in-flight
 // requests finish until ctx ends (then closes their connections), closes
-// the fabric (the connections it dialled, then its listener, which waits
-// for its handlers) and closes the engine, which flushes every shard. It is idempotent; later
-// calls return the first call's result.
+// the shard layer (which flushes every copy), leaves the cluster, and
+// closes the fabric (the connections it dialled, then its listener, which
+// waits for its handlers). It is idempotent; later calls return the first
+// call's result.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
@@ -286,25 +372,35 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		return n.closeErr
 	}
 	n.closed = true
-	started, served, fab := n.started, n.served, n.fab
+	srv, served, fab, engine, clu, prs := n.srv, n.served, n.fab, n.engine, n.clu, n.peers
 	n.mu.Unlock()
 
 	var errs []error
-	if started {
-		if err := n.srv.Shutdown(ctx); err != nil {
+	if served != nil {
+		if err := srv.Shutdown(ctx); err != nil {
 			n.log.Warn("node: in-flight requests did not finish in time; closing their connections", "err", err)
-			_ = n.srv.Close()
+			_ = srv.Close()
 			errs = append(errs, fmt.Errorf("node: HTTP shutdown: %w", err))
 		}
 		<-served
+	}
+	if engine != nil {
+		if err := engine.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: closing indexes: %w", err))
+		}
+	}
+	if clu != nil {
+		if err := clu.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: leaving the cluster: %w", err))
+		}
+	}
+	if prs != nil {
+		prs.Close()
 	}
 	if fab != nil {
 		if err := fab.Close(); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if err := n.engine.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("node: closing indexes: %w", err))
 	}
 	if err := n.lock.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("node: releasing the data directory lock: %w", err))
@@ -330,7 +426,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url st
 		_ = n.Shutdown(context.Background())
 		return err
 	}
-	logger.Info("node ready", "url", n.URL(), "fabric", n.FabricAddr(), "data_dir", cfg.DataDir, "node_name", cfg.NodeName, "cluster_name", cfg.ClusterName)
+	logger.Info("node ready", "url", n.URL(), "fabric", n.FabricAddr(), "data_dir", cfg.DataDir, "node_name", cfg.NodeName,
+		"node_id", n.ID(), "cluster_name", cfg.ClusterName, "gossip", cfg.GossipAddr, "raft", cfg.RaftAddr)
 	if ready != nil {
 		ready(n.URL())
 	}

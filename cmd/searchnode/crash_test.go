@@ -29,7 +29,22 @@ var readyLine = regexp.MustCompile(`^searchnode ready: (http://\S+) `)
 // for its ready line, which carries the URL.
 func startProc(t *testing.T, bin, dataDir string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--node-name", "crash-test", "--log-level", "warn")
+	return startProcArgs(t, bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--node-name", "crash-test", "--log-level", "warn")
+}
+
+// buildBinary builds searchnode into dir.
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "searchnode")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// startProcArgs runs the binary with args and waits for its ready line.
+func startProcArgs(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = testWriter{t}
@@ -94,10 +109,7 @@ func TestKillAfterAcknowledgedBulk(t *testing.T) {
 		t.Skip("builds and runs the searchnode binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "searchnode")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildBinary(t, dir)
 	data := filepath.Join(dir, "data")
 
 	p := startProc(t, bin, data)

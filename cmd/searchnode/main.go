@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,7 +97,25 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			fs.StringVar(&cfg.FabricAddr, "fabric-addr", cfg.FabricAddr, "host:port where the node serves the node-to-node fabric, e.g. 127.0.0.1:9300; empty (the default) leaves it off (WEFT_FABRIC_ADDR)")
 		}},
 		{"fabric-rdma", "WEFT_FABRIC_RDMA", func() {
-			fs.Var(rdmaModeFlag{&cfg.FabricRDMA}, "fabric-rdma", "auto (the default: add an RDMA path when the build and an ACTIVE device allow), on (fail start-up without one) or off (TCP only) (WEFT_FABRIC_RDMA)")
+			fs.Var(choiceFlag{&cfg.FabricRDMA, []string{node.FabricRDMAAuto, node.FabricRDMAOn, node.FabricRDMAOff}}, "fabric-rdma", "auto (the default: add an RDMA path when the build and an ACTIVE device allow), on (fail start-up without one) or off (TCP only) (WEFT_FABRIC_RDMA)")
+		}},
+		{"fabric-transport", "WEFT_FABRIC_TRANSPORT", func() {
+			fs.Var(choiceFlag{&cfg.FabricTransport, []string{node.FabricAdaptive, node.FabricTCP}}, "fabric-transport", "adaptive (the default: per-message path choice over TCP and RDMA) or tcp (plain TCP, for comparisons) (WEFT_FABRIC_TRANSPORT)")
+		}},
+		{"gossip-addr", "WEFT_GOSSIP_ADDR", func() {
+			fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "host:port where the node gossips membership (TCP and UDP); with --raft-addr and --fabric-addr it makes the node part of a cluster; empty (the default): a single-node cluster (WEFT_GOSSIP_ADDR)")
+		}},
+		{"raft-addr", "WEFT_RAFT_ADDR", func() {
+			fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "host:port of the node's Raft transport (cluster metadata) (WEFT_RAFT_ADDR)")
+		}},
+		{"seeds", "WEFT_SEEDS", func() {
+			fs.Var(listFlag{&cfg.Seeds}, "seeds", "comma-separated gossip addresses of the nodes to join; give every node the same list (WEFT_SEEDS)")
+		}},
+		{"initial-nodes", "WEFT_INITIAL_NODES", func() {
+			fs.Var(listFlag{&cfg.InitialNodes}, "initial-nodes", "comma-separated names of the nodes that form a new cluster once they see each other (like Elasticsearch's cluster.initial_master_nodes); ignored by a node that already belongs to a cluster (WEFT_INITIAL_NODES)")
+		}},
+		{"gossip-key", "WEFT_GOSSIP_KEY", func() {
+			fs.Var(keyFlag{&cfg.GossipKey}, "gossip-key", "base64 of a 16, 24 or 32 byte key that encrypts gossip; every node the same (WEFT_GOSSIP_KEY)")
 		}},
 		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
 		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},
@@ -193,20 +213,62 @@ func (f formatFlag) Set(s string) error {
 	return nil
 }
 
-type rdmaModeFlag struct{ m *string }
-
-func (f rdmaModeFlag) String() string {
-	if f.m == nil {
-		return node.FabricRDMAAuto
-	}
-	return *f.m
+// choiceFlag is a string flag that takes one of a few values.
+type choiceFlag struct {
+	v       *string
+	choices []string
 }
 
-func (f rdmaModeFlag) Set(s string) error {
-	switch s {
-	case node.FabricRDMAAuto, node.FabricRDMAOn, node.FabricRDMAOff:
-		*f.m = s
+func (f choiceFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+
+func (f choiceFlag) Set(s string) error {
+	if slices.Contains(f.choices, s) {
+		*f.v = s
 		return nil
 	}
-	return fmt.Errorf("unknown fabric RDMA mode %q; use auto, on or off", s)
+	return fmt.Errorf("unknown value %q; use %s", s, strings.Join(f.choices, " or "))
+}
+
+// listFlag is a comma-separated list; empty items are dropped.
+type listFlag struct{ v *[]string }
+
+func (f listFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return strings.Join(*f.v, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	*f.v = nil
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*f.v = append(*f.v, item)
+		}
+	}
+	return nil
+}
+
+// keyFlag is a key given in base64.
+type keyFlag struct{ v *[]byte }
+
+func (f keyFlag) String() string {
+	if f.v == nil || len(*f.v) == 0 {
+		return ""
+	}
+	return "(set)"
+}
+
+func (f keyFlag) Set(s string) error {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("the gossip key is not base64: %v; make one with: head -c 32 /dev/urandom | base64", err)
+	}
+	*f.v = b
+	return nil
 }

@@ -1,0 +1,174 @@
+// Package placement is the one adapter between the cluster's committed
+// metadata (package cluster's Raft state and proposals) and what the shard
+// layer owns and needs of it (shard.Metadata): it converts each committed
+// State into a shard.View once, and turns the shard layer's changes into
+// cluster commands and the cluster's errors into the shard layer's.
+package placement
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/shard"
+)
+
+// Adapter implements shard.Metadata over a *cluster.Cluster. Safe for
+// concurrent use.
+type Adapter struct {
+	c *cluster.Cluster
+
+	mu   sync.Mutex
+	last *cluster.State // the state view was built from
+	view *shard.View
+}
+
+var _ shard.Metadata = (*Adapter)(nil)
+
+// New adapts c.
+func New(c *cluster.Cluster) *Adapter { return &Adapter{c: c} }
+
+// View returns the view of the latest applied state (built once per state).
+func (a *Adapter) View() *shard.View {
+	st := a.c.State()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st != a.last || a.view == nil {
+		a.view, a.last = ViewOf(st, a.c.LocalNodeID()), st
+	}
+	return a.view
+}
+
+// AwaitView waits until ok holds on the view of a newly applied state.
+func (a *Adapter) AwaitView(ctx context.Context, ok func(*shard.View) bool) (*shard.View, error) {
+	ch, stop := a.c.Watch()
+	defer stop()
+	for {
+		if v := a.View(); ok(v) {
+			return v, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Watch signals after every applied command.
+func (a *Adapter) Watch() (<-chan struct{}, func()) { return a.c.Watch() }
+
+// Ready is nil once this node knows a leader and has applied everything it
+// knows to be committed.
+func (a *Adapter) Ready() error {
+	if !a.c.Ready() {
+		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shard.ErrClusterBlocked)
+	}
+	r := a.c.Raft()
+	if r.CommitIndex == 0 || r.AppliedIndex < r.CommitIndex {
+		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (applied %d of %d)", shard.ErrClusterBlocked, r.AppliedIndex, r.CommitIndex)
+	}
+	return nil
+}
+
+// ViewOf converts a committed cluster state into the shard layer's view.
+func ViewOf(st *cluster.State, local string) *shard.View {
+	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local,
+		Nodes: make(map[string]shard.NodeView, len(st.Nodes)), Indices: make(map[string]*shard.IndexView, len(st.Indices))}
+	for id, n := range st.Nodes {
+		v.Nodes[id] = shard.NodeView{ID: n.ID, Name: n.Name, Live: n.Live, HTTPAddr: n.HTTPAddr, FabricAddr: n.FabricAddr}
+	}
+	for name, ix := range st.Indices {
+		iv := &shard.IndexView{Name: name, UUID: ix.UUID, NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas,
+			Mapping: ix.Mapping, MappingVersion: ix.MappingVersion, CreationDate: time.UnixMilli(ix.CreationDateMS).UTC(),
+			Shards: make([]shard.ShardView, len(ix.Shards))}
+		for k, sh := range ix.Shards {
+			sv := shard.ShardView{PrimaryTerm: sh.PrimaryTerm, InSync: sh.InSync, Copies: make([]shard.CopyView, len(sh.Copies))}
+			for j, c := range sh.Copies {
+				sv.Copies[j] = shard.CopyView{AllocationID: c.AllocationID, NodeID: c.NodeID, Primary: c.Primary,
+					Started: c.State == cluster.CopyStarted, RelocatingFrom: c.RelocatingFrom, RelocatingTo: c.RelocatingTo}
+			}
+			iv.Shards[k] = sv
+		}
+		v.Indices[name] = iv
+	}
+	return v
+}
+
+// propose commits cmd and translates the cluster's errors into the shard
+// layer's sentinels.
+func (a *Adapter) propose(ctx context.Context, cmd cluster.Command) (cluster.Result, error) {
+	cmd.V = cluster.CommandVersion
+	res, err := a.c.Propose(ctx, cmd)
+	return res, shardErr(err)
+}
+
+// shardErr maps package cluster's errors onto package shard's.
+func shardErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range []struct{ from, to error }{
+		{cluster.ErrIndexExists, shard.ErrIndexExists},
+		{cluster.ErrIndexNotFound, shard.ErrIndexNotFound},
+		{cluster.ErrMappingVersion, shard.ErrMappingVersion},
+		{cluster.ErrStale, shard.ErrStaleRouting},
+		{cluster.ErrInvalidCommand, shard.ErrInvalidRequest},
+		{cluster.ErrNoLeader, shard.ErrClusterBlocked},
+		{cluster.ErrNotReady, shard.ErrClusterBlocked},
+		{cluster.ErrClosed, shard.ErrClosed},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w: %w", m.to, err)
+		}
+	}
+	return err
+}
+
+// CreateIndex proposes a new index; the leader places its primaries.
+func (a *Adapter) CreateIndex(ctx context.Context, spec shard.IndexSpec) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdCreateIndex, CreateIndex: &cluster.CreateIndex{Index: cluster.Index{
+		Name: spec.Name, NumberOfShards: spec.NumberOfShards, NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping}}})
+	return err
+}
+
+// DeleteIndex proposes the index's removal.
+func (a *Adapter) DeleteIndex(ctx context.Context, name, uuid string) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdDeleteIndex, DeleteIndex: &cluster.DeleteIndex{Name: name, UUID: uuid}})
+	return err
+}
+
+// PutMapping proposes a mapping computed from baseVersion.
+func (a *Adapter) PutMapping(ctx context.Context, name, uuid string, mapping json.RawMessage, baseVersion uint64) (uint64, error) {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdPutMapping, PutMapping: &cluster.PutMapping{
+		Index: name, UUID: uuid, Mapping: mapping, BaseVersion: baseVersion}})
+	if err != nil {
+		return 0, err
+	}
+	return baseVersion + 1, nil
+}
+
+// UpdateReplicas proposes a new number_of_replicas.
+func (a *Adapter) UpdateReplicas(ctx context.Context, name, uuid string, replicas int) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdUpdateIndexSettings, UpdateIndexSettings: &cluster.UpdateIndexSettings{
+		Index: name, UUID: uuid, NumberOfReplicas: &replicas}})
+	return err
+}
+
+// CopyStarted reports a copy open and serving.
+func (a *Adapter) CopyStarted(ctx context.Context, indexUUID string, num int, allocationID string) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdStartCopy, StartCopy: &cluster.StartCopy{
+		IndexUUID: indexUUID, Shard: num, AllocationID: allocationID}})
+	return err
+}
+
+// CopyFailed reports a copy failed.
+func (a *Adapter) CopyFailed(ctx context.Context, indexUUID string, num int, allocationID string, remove bool, reason string) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdFailCopy, FailCopy: &cluster.FailCopy{
+		IndexUUID: indexUUID, Shard: num, AllocationID: allocationID, Remove: remove, Reason: reason}})
+	return err
+}
