@@ -34,6 +34,12 @@ func isNumeric(t string) bool {
 	return false
 }
 
+// isValueType reports whether fields of type t hold values (numbers, dates,
+// booleans) rather than terms: they match exactly and take no patterns.
+func isValueType(t string) bool {
+	return isNumeric(t) || t == "date" || t == "boolean"
+}
+
 func isIntegral(t string) bool {
 	switch t {
 	case "long", "integer", "short", "byte", "unsigned_long":
