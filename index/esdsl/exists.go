@@ -3,8 +3,11 @@ package esdsl
 import (
 	"encoding/json"
 	"math"
+	"time"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
 )
 
 func (t *translator) exists(body json.RawMessage) (query.Query, error) {
@@ -45,7 +48,16 @@ func (t *translator) existsField(field string) (query.Query, error) {
 		tq.SetField(field)
 		fq.SetField(field)
 		return query.NewDisjunctionQuery([]query.Query{tq, fq}), nil
-	case ft == "text" || ft == "keyword":
+	case index.IsRange(ft):
+		lo, _ := index.RangeBounds(field)
+		if ft == index.TypeDateRange {
+			q := query.NewDateRangeInclusiveQuery(query.MinRFC3339CompatibleTime, time.Time{}, nil, nil)
+			q.SetField(lo)
+			return q, nil
+		}
+		min := -math.MaxFloat64
+		return numRange(lo, &min, nil, true, true), nil
+	case ft == "text" || ft == "keyword" || ft == index.TypeIP:
 		q := query.NewWildcardQuery("*")
 		q.SetField(field)
 		return q, nil

@@ -1,6 +1,10 @@
 package esdsl
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/weftsearch/weft/index"
+)
 
 // Fields tells the translator how each field is mapped. The index layer
 // (shard.Manager) implements it; the translator only reads.
@@ -35,9 +39,10 @@ func isNumeric(t string) bool {
 }
 
 // isValueType reports whether fields of type t hold values (numbers, dates,
-// booleans) rather than terms: they match exactly and take no patterns.
+// booleans, IP addresses, ranges) rather than terms: they match exactly and
+// take no patterns.
 func isValueType(t string) bool {
-	return isNumeric(t) || t == "date" || t == "boolean"
+	return isNumeric(t) || t == "date" || t == "boolean" || t == index.TypeIP || index.IsRange(t)
 }
 
 func isIntegral(t string) bool {

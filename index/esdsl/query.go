@@ -6,6 +6,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search/query"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/scoring"
 )
 
@@ -33,11 +34,21 @@ type namedQuery struct {
 // indices.query.bool.max_nested_depth does.
 const maxQueryDepth = 30
 
+// fieldType returns the type of the field at path as the translator treats
+// it: date_nanos as date (bleve dates hold nanoseconds), completion as
+// keyword (its inputs are indexed as terms).
 func (t *translator) fieldType(path string) string {
 	if t.fields == nil {
 		return ""
 	}
-	return t.fields.FieldType(path)
+	switch ft := t.fields.FieldType(path); ft {
+	case index.TypeDateNanos:
+		return index.TypeDate
+	case index.TypeCompletion:
+		return index.TypeKeyword
+	default:
+		return ft
+	}
 }
 
 // queryKind returns the translation of the query called name, or nil. (A

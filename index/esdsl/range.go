@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
 )
 
 type rangeBounds struct {
@@ -54,10 +56,11 @@ func (t *translator) rangeQuery(body json.RawMessage) (query.Query, error) {
 		"format":        strParam(&rb.format),
 		"time_zone":     strParam(&rb.timeZone),
 		"relation": checked(strParam(&rb.relation), func(string) error {
-			if !strings.EqualFold(rb.relation, "intersects") && !strings.EqualFold(rb.relation, "within") {
-				return argErr("[range] relation [%s] applies to range fields, which this node does not have; drop it", rb.relation)
+			switch strings.ToLower(rb.relation) {
+			case "intersects", "within", "contains":
+				return nil
 			}
-			return nil
+			return argErr("[range] relation [%s] is not supported; use intersects, within or contains", rb.relation)
 		}),
 	}
 	if err := ps.read(p, "range", &c); err != nil {
@@ -99,6 +102,10 @@ func (t *translator) buildRange(field string, rb rangeBounds) (query.Query, erro
 		}
 	}
 	switch {
+	case ft == index.TypeIP:
+		return t.ipRange(field, rb)
+	case index.IsRange(ft):
+		return t.rangeFieldRange(field, ft, rb)
 	case isNumeric(ft):
 		var lo, hi *float64
 		for i, b := range []json.RawMessage{rb.lower, rb.upper} {

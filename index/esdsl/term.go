@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
 )
 
 func (t *translator) term(body json.RawMessage) (query.Query, error) {
@@ -61,6 +63,14 @@ func (t *translator) exactValue(field, ft, value string, isNumber bool) (query.Q
 		return query.NewDocIDQuery([]string{value}), nil
 	case field == "_index" || field == "_routing" || field == "_source":
 		return nil, argErr("querying the metadata field [%s] is not supported; use the index name in the URL", field)
+	case ft == index.TypeIP:
+		return t.ipValue(field, value)
+	case index.IsRange(ft):
+		raw := jsonString(value)
+		if isNumber {
+			raw = json.RawMessage(value)
+		}
+		return t.rangeFieldTerm(field, ft, raw)
 	case isNumeric(ft):
 		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
