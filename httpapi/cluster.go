@@ -80,6 +80,12 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 			h.TimedOut, status = true, http.StatusRequestTimeout
 		}
 	}
+	switch lvl := r.URL.Query().Get("level"); lvl {
+	case "", "cluster", "indices", "shards":
+		// Accepted; the per-index and per-shard sections are not reported.
+	default:
+		return illegalArgument("level must be one of [cluster, indices, shards], got [%s]", lvl)
+	}
 	if v := r.URL.Query().Get("timeout"); v != "" {
 		if _, err := parseTimeValue(v); err != nil {
 			return err

@@ -423,7 +423,7 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_settings", s.handleGetSettings, "local", "master_timeout")
 	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout")
 
-	docParams := []string{"refresh", "routing", "timeout", "op_type"}
+	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
@@ -433,9 +433,9 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
 	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards")
 
-	bulkParams := []string{"refresh", "routing", "timeout"}
+	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
 	s.handle("PUT /_bulk", s.handleBulk, bulkParams...)
 	s.handle("POST /{index}/_bulk", s.handleBulk, bulkParams...)
@@ -457,12 +457,12 @@ func (s *Server) routes() {
 	s.handle("POST /_count", s.handleCount)
 	s.handle("GET /{index}/_count", s.handleCount)
 	s.handle("POST /{index}/_count", s.handleCount)
-	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips"}
+	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips", "rest_total_hits_as_int", "typed_keys", "max_concurrent_shard_requests", "pre_filter_shard_size"}
 	s.handle("GET /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("GET /{index}/_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /{index}/_msearch", s.handleMsearch, msearchParams...)
-	scrollParams := []string{"scroll", "scroll_id"}
+	scrollParams := []string{"scroll", "scroll_id", "rest_total_hits_as_int"}
 	s.handle("GET /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
@@ -470,7 +470,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
 	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
 
-	healthParams := []string{"wait_for_status", "timeout", "master_timeout", "local", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events"}
+	healthParams := []string{"wait_for_status", "timeout", "master_timeout", "local", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events", "level", "wait_for_active_shards", "wait_for_nodes"}
 	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
 	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
 	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}

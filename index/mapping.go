@@ -373,7 +373,10 @@ func checkMeta(path string, raw json.RawMessage) error {
 func (m *Mapping) MarshalJSON() ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := map[string]any{"properties": propsJSON(m.props)}
+	out := map[string]any{}
+	if len(m.props) > 0 {
+		out["properties"] = propsJSON(m.props)
+	}
 	if m.dynamic != DynamicTrue {
 		out["dynamic"] = dynamicJSON(m.dynamic)
 	}
