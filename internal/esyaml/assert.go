@@ -217,7 +217,7 @@ func (st *state) compare(kind string, arg any) error {
 
 func match(path string, got any, ok bool, want any) error {
 	if s, isStr := want.(string); isStr {
-		if re, isRe := regexOf(s); isRe {
+		if re, isRe := regexOf(s, true); isRe {
 			var text string
 			if gs, isGs := got.(string); isGs {
 				text = gs
@@ -312,14 +312,19 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// regexOf reads "/pattern/" in Java's COMMENTS mode, where unescaped
-// whitespace outside character classes and # comments are ignored.
-func regexOf(s string) (*regexp.Regexp, bool) {
+// regexOf reads "/pattern/". With comments (match assertions) it is read
+// in Java's COMMENTS mode, where unescaped whitespace outside character
+// classes and # comments are ignored; a catch pattern is read as it is.
+func regexOf(s string, comments bool) (*regexp.Regexp, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) < 2 || s[0] != '/' || s[len(s)-1] != '/' {
 		return nil, false
 	}
 	src := s[1 : len(s)-1]
+	if !comments {
+		re, err := regexp.Compile(src)
+		return re, err == nil
+	}
 	var b strings.Builder
 	inClass := false
 	for i := 0; i < len(src); i++ {

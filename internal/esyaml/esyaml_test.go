@@ -88,7 +88,7 @@ setup:
       get: {index: i, id: missing}
   - match: {error.type: not_found}
   - do:
-      catch: /no\ doc\ \[missing\]/
+      catch: /no doc \[missing\]/
       get: {index: i, id: missing}
   - do:
       indices.exists: {index: there}

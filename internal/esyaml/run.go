@@ -339,7 +339,7 @@ func (st *state) do(arg any) error {
 	if catch == "request" {
 		return nil
 	}
-	if re, ok := regexOf(catch); ok {
+	if re, ok := regexOf(catch, false); ok {
 		if !re.Match(resp.raw) {
 			return failf("%s: error %s does not match %s", api, clip(resp.raw), catch)
 		}
