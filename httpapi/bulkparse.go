@@ -43,9 +43,10 @@ type bulkAction struct {
 // with a clear message instead of silently ignoring, say, optimistic
 // concurrency control.
 type bulkMeta struct {
-	Index   *string `json:"_index"`
-	ID      *string `json:"_id"`
-	Routing *string `json:"routing"`
+	Index   *string         `json:"_index"`
+	ID      json.RawMessage `json:"_id"`
+	Routing *string         `json:"routing"`
+	OpType  *string         `json:"op_type"`
 
 	IfSeqNo         json.RawMessage `json:"if_seq_no"`
 	IfPrimaryTerm   json.RawMessage `json:"if_primary_term"`
@@ -77,8 +78,6 @@ func (m *bulkMeta) unsupported() string {
 		return "_source"
 	case m.DynamicTmpl != nil:
 		return "dynamic_templates"
-	case m.RequireAlias != nil:
-		return "require_alias"
 	}
 	return ""
 }
@@ -188,16 +187,49 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 			Reason: fmt.Sprintf("Validation Failed: 1: index is missing for the action on line %d; name it in _index or use /{index}/_bulk;", lineNo)}
 	}
 	if meta.ID != nil {
-		a.ID = *meta.ID
+		// Elasticsearch takes a number as the id's text.
+		var id any
+		dec := json.NewDecoder(bytes.NewReader(meta.ID))
+		dec.UseNumber()
+		if err := dec.Decode(&id); err != nil {
+			return a, false, illegalArgument("action/metadata line [%d]: _id is not valid: %v", lineNo, err)
+		}
+		switch v := id.(type) {
+		case string:
+			a.ID = v
+		case json.Number:
+			a.ID = v.String()
+		default:
+			return a, false, illegalArgument("action/metadata line [%d]: _id must be a string or a number", lineNo)
+		}
 		if a.ID == "" {
-			a.Err = &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
-				Reason: "Validation Failed: 1: if _id is specified it must not be empty;"}
+			a.Err = illegalArgument("if _id is specified it must not be empty")
 		}
 	}
 	if meta.Routing != nil {
 		a.Routing = *meta.Routing
 	} else {
 		a.Routing = defaultRouting
+	}
+	if meta.OpType != nil && a.Err == nil {
+		switch *meta.OpType {
+		case "create":
+			if a.Action == actionIndex {
+				a.Action = actionCreate
+			}
+		case "index":
+		default:
+			a.Err = illegalArgument("opType must be 'create' or 'index', found: [%s]", *meta.OpType)
+		}
+	}
+	if meta.RequireAlias != nil && a.Err == nil {
+		// Accepted: Weft has no aliases yet, so every name is an index
+		// name and require_alias true cannot be honoured; false is what
+		// every write does.
+		var b bool
+		if err := json.Unmarshal(meta.RequireAlias, &b); err != nil {
+			a.Err = illegalArgument("require_alias must be true or false")
+		}
 	}
 	if opt := meta.unsupported(); opt != "" && a.Err == nil {
 		a.Err = illegalArgument("bulk action option [%s] is not supported by Weft; remove it from the action on line %d", opt, lineNo)

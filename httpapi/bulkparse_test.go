@@ -105,7 +105,7 @@ func TestParseBulk(t *testing.T) {
 		{name: "unknown action", body: "{\"upsert\":{\"_index\":\"a\"}}\n{}\n", wantErr: "[upsert]", wantStatus: 400},
 		{name: "two actions on one line", body: "{\"index\":{},\"delete\":{}}\n", wantErr: "exactly one action", wantStatus: 400},
 		{name: "unknown metadata field", body: "{\"index\":{\"_index\":\"a\",\"colour\":1}}\n{}\n", wantErr: "colour", wantStatus: 400},
-		{name: "wrong type of _id", body: "{\"index\":{\"_index\":\"a\",\"_id\":5}}\n{}\n", wantErr: "line [1]", wantStatus: 400},
+		{name: "wrong type of _id", body: "{\"index\":{\"_index\":\"a\",\"_id\":{\"a\":1}}}\n{}\n", wantErr: "line [1]", wantStatus: 400},
 		{name: "missing index", body: "{\"index\":{\"_id\":\"1\"}}\n{}\n", wantErr: "index is missing", wantStatus: 400},
 		{name: "missing source line", body: "{\"index\":{\"_index\":\"a\"}}\n", wantErr: "no source line", wantStatus: 400},
 		{name: "empty body", body: "\n\n", wantErr: "no requests added", wantStatus: 400},

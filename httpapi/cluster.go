@@ -139,6 +139,12 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
+	switch lvl := q.Get("level"); lvl {
+	case "", "cluster", "indices", "shards":
+		// Accepted; the per-index and per-shard sections are not reported.
+	default:
+		return illegalArgument("level must be one of [cluster, indices, shards], got [%s]", lvl)
+	}
 	timeout := 30 * time.Second
 	if v := q.Get("timeout"); v != "" {
 		if timeout, err = parseTimeValue(v); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -161,34 +162,8 @@ type getResult struct {
 	Source      json.RawMessage `json:"_source,omitempty"`
 }
 
-// wantSource reads the _source parameter of the get endpoints. Filtering
-// by field lists is not implemented and is rejected by name.
-func wantSource(r *http.Request) (bool, error) {
-	q := r.URL.Query()
-	for _, p := range []string{"_source_includes", "_source_excludes", "stored_fields"} {
-		if q.Has(p) {
-			return false, illegalArgument("parameter [%s] is not supported on document gets by Weft; filter _source in a _search request instead", p)
-		}
-	}
-	if !q.Has("_source") {
-		return true, nil
-	}
-	switch v := q.Get("_source"); v {
-	case "", "true":
-		return true, nil
-	case "false":
-		return false, nil
-	default:
-		return false, illegalArgument("_source filtering by field list [%s] is not supported on document gets; use _source=true|false or a _search request", v)
-	}
-}
-
 func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
-	withSource, err := wantSource(r)
-	if err != nil {
-		return err
-	}
 	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
 	if errors.Is(err, shard.ErrDocumentNotFound) {
 		s.writeJSON(w, r, http.StatusNotFound, getResult{Index: name, ID: id})
@@ -199,8 +174,8 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	}
 	seq := doc.SeqNo
 	out := getResult{Index: name, ID: doc.ID, Version: doc.Version, SeqNo: &seq, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
-	if withSource {
-		out.Source = doc.Source
+	if out.Source, err = esdsl.FilterSource(doc.Source, r.URL.Query()); err != nil {
+		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
@@ -208,14 +183,14 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
-	if _, err := wantSource(r); err != nil {
-		return err
-	}
 	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
 	if errors.Is(err, shard.ErrDocumentNotFound) {
 		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Document not found [" + name + "]/[" + id + "]"}
 	}
 	if err != nil {
+		return err
+	}
+	if doc.Source, err = esdsl.FilterSource(doc.Source, r.URL.Query()); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(doc.Source)))

@@ -187,6 +187,11 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	asInt, err := boolParam(r, "rest_total_hits_as_int", false)
+	if err != nil {
+		return err
+	}
+	srch.SetTotalAsInt(asInt)
 	resp, err := s.runSearch(r, names, srch, start)
 	if err != nil {
 		return err

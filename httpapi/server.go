@@ -428,7 +428,7 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_settings", s.handleGetSettings, "local", "master_timeout")
 	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout")
 
-	docParams := []string{"refresh", "routing", "timeout", "op_type"}
+	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
@@ -438,9 +438,9 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
 	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards")
 
-	bulkParams := []string{"refresh", "routing", "timeout"}
+	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
 	s.handle("PUT /_bulk", s.handleBulk, bulkParams...)
 	s.handle("POST /{index}/_bulk", s.handleBulk, bulkParams...)
@@ -462,12 +462,12 @@ func (s *Server) routes() {
 	s.handle("POST /_count", s.handleCount)
 	s.handle("GET /{index}/_count", s.handleCount)
 	s.handle("POST /{index}/_count", s.handleCount)
-	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips"}
+	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips", "rest_total_hits_as_int", "typed_keys", "max_concurrent_shard_requests", "pre_filter_shard_size"}
 	s.handle("GET /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("GET /{index}/_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /{index}/_msearch", s.handleMsearch, msearchParams...)
-	scrollParams := []string{"scroll", "scroll_id"}
+	scrollParams := []string{"scroll", "scroll_id", "rest_total_hits_as_int"}
 	s.handle("GET /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)

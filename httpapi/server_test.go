@@ -222,7 +222,6 @@ func TestDocuments(t *testing.T) {
 		{"get from missing index", "GET", "/none/_doc/1", "", 404, "index_not_found_exception"},
 		{"delete from missing index", "DELETE", "/none/_doc/1", "", 404, "index_not_found_exception"},
 		{"bad refresh", "PUT", "/docs/_doc/3?refresh=soon", `{}`, 400, "illegal_argument_exception"},
-		{"source filtering by list", "GET", "/docs/_doc/1?_source_includes=title", "", 400, "illegal_argument_exception"},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,9 +3,7 @@ package index
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/custom"  // registers "custom"
@@ -80,73 +78,6 @@ func newAnalyzerSet() (analyzerSet, error) {
 		set[es] = a
 	}
 	return set, nil
-}
-
-// dateParser parses one ES date value.
-type dateParser func(s string) (time.Time, bool)
-
-var isoLayouts = []string{
-	time.RFC3339Nano,
-	"2006-01-02T15:04:05.999999999Z0700",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02T15:04:05Z07:00",
-	"2006-01-02T15:04:05",
-	"2006-01-02T15:04Z07:00",
-	"2006-01-02T15:04",
-	"2006-01-02T15",
-	"2006-01-02",
-	"2006-01",
-	"2006",
-}
-
-func parseISO(s string) (time.Time, bool) {
-	if len(s) < 4 || s[0] < '0' || s[0] > '9' {
-		return time.Time{}, false
-	}
-	for _, l := range isoLayouts {
-		if t, err := time.Parse(l, s); err == nil {
-			return t.UTC(), true
-		}
-	}
-	return time.Time{}, false
-}
-
-func parseStrictDate(s string) (time.Time, bool) {
-	t, err := time.Parse("2006-01-02", s)
-	return t, err == nil
-}
-
-func parseEpoch(unit time.Duration) dateParser {
-	return func(s string) (time.Time, bool) {
-		if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "eE") {
-			return time.Unix(0, int64(f*float64(unit))).UTC(), true
-		}
-		return time.Time{}, false
-	}
-}
-
-// dateParsers returns the parsers of an ES format expression ("a||b").
-func dateParsers(format string) ([]dateParser, error) {
-	if format == "" {
-		format = defaultDateFormat
-	}
-	var out []dateParser
-	for _, f := range strings.Split(format, "||") {
-		switch strings.TrimSpace(f) {
-		case "strict_date_optional_time", "date_optional_time", "strict_date_time", "date_time",
-			"strict_date_time_no_millis", "date_time_no_millis", "strict_date_optional_time_nanos":
-			out = append(out, parseISO)
-		case "epoch_millis":
-			out = append(out, parseEpoch(time.Millisecond))
-		case "epoch_second":
-			out = append(out, parseEpoch(time.Second))
-		case "strict_date", "date", "yyyy-MM-dd":
-			out = append(out, parseStrictDate)
-		default:
-			return nil, fmt.Errorf("date format [%s] is not supported; supported: strict_date_optional_time, date_optional_time, strict_date, yyyy-MM-dd, epoch_millis, epoch_second", f)
-		}
-	}
-	return out, nil
 }
 
 // BleveAnalyzerName maps an Elasticsearch analyzer name to the name of the

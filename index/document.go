@@ -221,7 +221,7 @@ func (b *docBuilder) leafValues(f *Field, path string, val any, ap []uint64) err
 		}
 		return nil
 	}
-	if _, ok := val.(map[string]any); ok {
+	if _, ok := val.(map[string]any); ok && !IsRange(f.Type) && f.Type != TypeCompletion {
 		return fmt.Errorf("%w: failed to parse field [%s] of type [%s] in document with id '%s': found an object, expected a value", ErrDocParse, path, f.Type, b.id)
 	}
 	if err := b.leaf(f, path, val, ap); err != nil {
@@ -261,10 +261,14 @@ func (b *docBuilder) leaf(f *Field, path string, val any, ap []uint64) error {
 			return nil
 		}
 		b.doc.AddField(document.NewTextFieldCustom(path, ap, []byte(s), keywordOpts, b.an["keyword"]))
-	case TypeLong, TypeInteger, TypeShort, TypeByte, TypeDouble, TypeFloat:
+	case TypeLong, TypeInteger, TypeShort, TypeByte, TypeDouble, TypeFloat, TypeHalfFloat, TypeScaledFloat:
 		n, err := toNumber(f.Type, val)
 		if err != nil {
 			return b.parseErr(f, path, val, err.Error())
+		}
+		if f.ScalingFactor > 0 {
+			// scaled_float keeps round(value × factor): queries see that.
+			n = math.Round(n*f.ScalingFactor) / f.ScalingFactor
 		}
 		if !f.NoIndex {
 			b.doc.AddField(document.NewNumericFieldWithIndexingOptions(path, ap, n, valueOpts))
@@ -277,8 +281,29 @@ func (b *docBuilder) leaf(f *Field, path string, val any, ap []uint64) error {
 		if !f.NoIndex {
 			b.doc.AddField(document.NewBooleanFieldWithIndexingOptions(path, ap, v, valueOpts))
 		}
-	case TypeDate:
-		t, err := toDate(f.Format, val)
+	case TypeIP:
+		addr, err := toIP(val)
+		if err != nil {
+			return b.parseErr(f, path, val, err.Error())
+		}
+		if !f.NoIndex {
+			b.doc.AddField(document.NewTextFieldCustom(path, ap, []byte(addr.String()), keywordOpts, b.an["keyword"]))
+			if addr.Is4() {
+				b.doc.AddField(document.NewNumericFieldWithIndexingOptions(IPv4Field(path), ap, float64(ipv4Value(addr)), valueOpts))
+			}
+		}
+	case TypeCompletion:
+		inputs, err := completionInputs(val)
+		if err != nil {
+			return b.parseErr(f, path, val, err.Error())
+		}
+		for _, in := range inputs {
+			b.doc.AddField(document.NewTextFieldCustom(path, ap, []byte(in), keywordOpts, b.an["keyword"]))
+		}
+	case TypeIntegerRange, TypeLongRange, TypeFloatRange, TypeDoubleRange, TypeDateRange, TypeIPRange:
+		return b.rangeValue(f, path, val, ap)
+	case TypeDate, TypeDateNanos:
+		t, err := toDate(f, val)
 		if err != nil {
 			return b.parseErr(f, path, val, err.Error())
 		}
@@ -357,10 +382,13 @@ func toBool(v any) (bool, error) {
 	return false, fmt.Errorf("only [true] or [false] are allowed")
 }
 
-func toDate(format string, v any) (time.Time, error) {
-	parsers, err := dateParsers(format)
-	if err != nil {
-		return time.Time{}, err
+// defaultDates parses dates of fields without a format.
+var defaultDates, _ = ParseDateFormat("")
+
+func toDate(f *Field, v any) (time.Time, error) {
+	df := f.dates
+	if df == nil {
+		df = defaultDates
 	}
 	var s string
 	switch x := v.(type) {
@@ -371,16 +399,10 @@ func toDate(format string, v any) (time.Time, error) {
 	default:
 		return time.Time{}, fmt.Errorf("expected a date string or epoch millis")
 	}
-	for _, p := range parsers {
-		if t, ok := p(s); ok {
-			return t, nil
-		}
+	if t, ok := df.Parse(s, time.UTC); ok {
+		return t, nil
 	}
-	f := format
-	if f == "" {
-		f = defaultDateFormat
-	}
-	return time.Time{}, fmt.Errorf("failed to parse date with format [%s]", f)
+	return time.Time{}, fmt.Errorf("failed to parse date with format [%s]", df)
 }
 
 // looksLikeDate is ES date_detection with its default dynamic_date_formats:
@@ -390,7 +412,7 @@ func looksLikeDate(s string) bool {
 	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
 		return false
 	}
-	_, ok := parseISO(s)
+	_, ok := defaultDates.Parse(s, time.UTC)
 	return ok
 }
 
@@ -506,17 +528,17 @@ func bleveFieldMapping(f *Field, name string, searchSide bool) *mapping.FieldMap
 		fm.Store = true
 		fm.IncludeTermVectors = true
 		fm.DocValues = false
-	case TypeKeyword:
+	case TypeKeyword, TypeIP, TypeCompletion:
 		fm = mapping.NewKeywordFieldMapping()
 		fm.Store = false
 		fm.DocValues = true
 	case TypeBoolean:
 		fm = mapping.NewBooleanFieldMapping()
 		fm.Store = false
-	case TypeDate:
+	case TypeDate, TypeDateNanos:
 		fm = mapping.NewDateTimeFieldMapping()
 		fm.Store = false
-	default: // numbers
+	default: // numbers; range fields (their bounds are fields of their own)
 		fm = mapping.NewNumericFieldMapping()
 		fm.Store = false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -24,7 +25,42 @@ const (
 	TypeBoolean = "boolean"
 	TypeDate    = "date"
 	TypeObject  = "object"
+
+	TypeHalfFloat   = "half_float"
+	TypeScaledFloat = "scaled_float"
+	TypeDateNanos   = "date_nanos"
+	TypeIP          = "ip"
+	TypeCompletion  = "completion"
 )
+
+// Range field types hold an interval per value ({"gte": 1, "lt": 5}); each
+// is indexed as its two inclusive bounds (RangeBounds).
+const (
+	TypeIntegerRange = "integer_range"
+	TypeLongRange    = "long_range"
+	TypeFloatRange   = "float_range"
+	TypeDoubleRange  = "double_range"
+	TypeDateRange    = "date_range"
+	TypeIPRange      = "ip_range"
+)
+
+// IsRange reports whether t is a range field type.
+func IsRange(t string) bool {
+	switch t {
+	case TypeIntegerRange, TypeLongRange, TypeFloatRange, TypeDoubleRange, TypeDateRange, TypeIPRange:
+		return true
+	}
+	return false
+}
+
+// RangeBounds names the bleve fields that hold the inclusive lower and
+// upper bounds of the range field at path: numbers (IPv4 addresses as
+// their 32-bit value) or, for date_range, dates.
+func RangeBounds(path string) (lo, hi string) { return path + "#lo", path + "#hi" }
+
+// IPv4Field names the numeric bleve field that holds an ip field's IPv4
+// addresses as 32-bit values, for CIDR and range queries.
+func IPv4Field(path string) string { return path + "#v4" }
 
 // Dynamic settings of a mapping or object.
 const (
@@ -32,9 +68,6 @@ const (
 	DynamicFalse  = "false"
 	DynamicStrict = "strict"
 )
-
-// defaultDateFormat is Elasticsearch's default date format.
-const defaultDateFormat = "strict_date_optional_time||epoch_millis"
 
 // keywordIgnoreAbove is the ignore_above that dynamic mapping gives the
 // .keyword sub-field of a string, as Elasticsearch does.
@@ -48,12 +81,14 @@ type Field struct {
 	Analyzer       string            // text: index-time analyzer ("" = standard)
 	SearchAnalyzer string            // text: query-time analyzer ("" = Analyzer)
 	IgnoreAbove    int               // keyword: longer values are not indexed (0 = no limit)
-	Format         string            // date: "" = strict_date_optional_time||epoch_millis
+	Format         string            // date, date_nanos, date_range: "" = strict_date_optional_time||epoch_millis
+	ScalingFactor  float64           // scaled_float: values are rounded to multiples of 1/ScalingFactor
 	NoIndex        bool              // "index": false — kept in _source, not searchable
 	Dynamic        string            // object: "" inherits from the parent
 	Properties     map[string]*Field // object
 	Fields         map[string]*Field // multi-fields ("fields"), e.g. title.keyword
 	extra          map[string]json.RawMessage
+	dates          *DateFormat // date: Format parsed (nil: the default)
 }
 
 // Mapping is an Elasticsearch-style mapping (the "mappings" object of
@@ -76,18 +111,23 @@ func NewDynamicMapping() *Mapping {
 	return &Mapping{dynamic: DynamicTrue, props: map[string]*Field{}}
 }
 
-var numericTypes = map[string]bool{TypeLong: true, TypeInteger: true, TypeShort: true, TypeByte: true, TypeDouble: true, TypeFloat: true}
+var numericTypes = map[string]bool{TypeLong: true, TypeInteger: true, TypeShort: true, TypeByte: true, TypeDouble: true, TypeFloat: true,
+	TypeHalfFloat: true, TypeScaledFloat: true}
 
 // allowedParams lists the mapping parameters accepted per type; the ones
 // without behaviour here (store, doc_values, norms, ...) are kept and shown
 // back by MarshalJSON.
 var allowedParams = map[string][]string{
-	TypeText:    {"analyzer", "search_analyzer", "fields", "index", "store", "norms", "term_vector", "index_options", "similarity", "position_increment_gap", "fielddata"},
-	TypeKeyword: {"ignore_above", "fields", "index", "store", "doc_values", "norms", "similarity", "null_value"},
-	TypeBoolean: {"index", "store", "doc_values", "null_value", "fields"},
-	TypeDate:    {"format", "index", "store", "doc_values", "null_value", "fields"},
-	TypeObject:  {"properties", "dynamic", "enabled"},
-	"number":    {"index", "store", "doc_values", "coerce", "null_value", "fields"},
+	TypeText:       {"analyzer", "search_analyzer", "fields", "index", "store", "norms", "term_vector", "index_options", "similarity", "position_increment_gap", "fielddata"},
+	TypeKeyword:    {"ignore_above", "fields", "index", "store", "doc_values", "norms", "similarity", "null_value"},
+	TypeBoolean:    {"index", "store", "doc_values", "null_value", "fields"},
+	TypeDate:       {"format", "index", "store", "doc_values", "null_value", "fields", "locale", "ignore_malformed"},
+	TypeDateNanos:  {"format", "index", "store", "doc_values", "null_value", "fields", "locale", "ignore_malformed"},
+	TypeIP:         {"index", "store", "doc_values", "null_value", "fields", "ignore_malformed"},
+	TypeCompletion: {"analyzer", "search_analyzer", "preserve_separators", "preserve_position_increments", "max_input_length", "contexts"},
+	TypeObject:     {"properties", "dynamic", "enabled"},
+	"number":       {"index", "store", "doc_values", "coerce", "null_value", "fields", "ignore_malformed", "scaling_factor"},
+	"range":        {"index", "store", "doc_values", "coerce", "format"},
 }
 
 var knownParams = map[string]bool{"type": true, "analyzer": true, "search_analyzer": true, "fields": true,
@@ -210,18 +250,25 @@ func parseField(path string, raw json.RawMessage) (*Field, error) {
 		return nil, fmt.Errorf("%w: no type specified for field [%s]", ErrInvalidMapping, path)
 	}
 	group := f.Type
-	if numericTypes[f.Type] {
+	switch {
+	case numericTypes[f.Type]:
 		group = "number"
+	case IsRange(f.Type):
+		group = "range"
 	}
 	allowed, ok := allowedParams[group]
 	if !ok {
-		return nil, fmt.Errorf("%w: no handler for type [%s] declared on field [%s]; supported: text, keyword, long, integer, short, byte, double, float, boolean, date, object", ErrInvalidMapping, f.Type, path)
+		return nil, fmt.Errorf("%w: no handler for type [%s] declared on field [%s]; supported: text, keyword, long, integer, short, byte, double, float, half_float, scaled_float, boolean, date, date_nanos, ip, completion, integer_range, long_range, float_range, double_range, date_range, ip_range, object", ErrInvalidMapping, f.Type, path)
 	}
 	for k, v := range params {
 		if k == "type" {
 			continue
 		}
-		if !slices.Contains(allowed, k) {
+		if k == "meta" && f.Type != TypeObject {
+			if err := checkMeta(path, v); err != nil {
+				return nil, err
+			}
+		} else if !slices.Contains(allowed, k) {
 			return nil, fmt.Errorf("%w: unknown parameter [%s] on mapper [%s] of type [%s]", ErrInvalidMapping, k, path, f.Type)
 		}
 		var err error
@@ -243,10 +290,20 @@ func parseField(path string, raw json.RawMessage) (*Field, error) {
 			if err == nil && f.IgnoreAbove < 0 {
 				err = fmt.Errorf("must be >= 0")
 			}
+		case "scaling_factor":
+			if err = json.Unmarshal(v, &f.ScalingFactor); err == nil && (f.ScalingFactor <= 0 || math.IsInf(f.ScalingFactor, 0)) {
+				err = fmt.Errorf("must be a positive number")
+			}
+			if err == nil && f.Type != TypeScaledFloat {
+				err = fmt.Errorf("applies to scaled_float fields only")
+			}
 		case "format":
+			if f.Type != TypeDate && f.Type != TypeDateNanos && f.Type != TypeDateRange {
+				return nil, fmt.Errorf("%w: unknown parameter [format] on mapper [%s] of type [%s]", ErrInvalidMapping, path, f.Type)
+			}
 			if err = json.Unmarshal(v, &f.Format); err == nil {
-				if _, perr := dateParsers(f.Format); perr != nil {
-					return nil, fmt.Errorf("%w: field [%s]: %v", ErrInvalidMapping, path, perr)
+				if f.dates, err = ParseDateFormat(f.Format); err != nil {
+					return nil, fmt.Errorf("%w: field [%s]: %v", ErrInvalidMapping, path, err)
 				}
 			}
 		case "index":
@@ -287,7 +344,28 @@ func parseField(path string, raw json.RawMessage) (*Field, error) {
 	if f.Type == TypeObject && f.Properties == nil {
 		f.Properties = map[string]*Field{}
 	}
+	if f.Type == TypeScaledFloat && f.ScalingFactor == 0 {
+		return nil, fmt.Errorf("%w: field [%s] of type [scaled_float] needs [scaling_factor]", ErrInvalidMapping, path)
+	}
 	return f, nil
+}
+
+// checkMeta validates a field's "meta": an object of at most 5 string
+// values, as Elasticsearch requires. It is kept and shown back as given.
+func checkMeta(path string, raw json.RawMessage) error {
+	var meta map[string]any
+	if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+		return fmt.Errorf("%w: [meta] on field [%s] must be an object", ErrInvalidMapping, path)
+	}
+	if len(meta) > 5 {
+		return fmt.Errorf("%w: [meta] on field [%s] can't have more than 5 entries, but got %d", ErrInvalidMapping, path, len(meta))
+	}
+	for k, v := range meta {
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%w: [meta] values can only be strings, but got %T for field [%s] of [%s]", ErrInvalidMapping, v, k, path)
+		}
+	}
+	return nil
 }
 
 // MarshalJSON renders the mapping as GET /{index}/_mapping shows it,
@@ -295,7 +373,10 @@ func parseField(path string, raw json.RawMessage) (*Field, error) {
 func (m *Mapping) MarshalJSON() ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := map[string]any{"properties": propsJSON(m.props)}
+	out := map[string]any{}
+	if len(m.props) > 0 {
+		out["properties"] = propsJSON(m.props)
+	}
 	if m.dynamic != DynamicTrue {
 		out["dynamic"] = dynamicJSON(m.dynamic)
 	}
@@ -339,6 +420,9 @@ func (f *Field) toJSON() map[string]any {
 	}
 	if f.Format != "" {
 		o["format"] = f.Format
+	}
+	if f.ScalingFactor != 0 {
+		o["scaling_factor"] = f.ScalingFactor
 	}
 	if f.NoIndex {
 		o["index"] = false

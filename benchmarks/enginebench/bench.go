@@ -268,7 +268,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	bt, err := loadInterleaved(ctx, docs, cfg, rawSafe, raw, h)
 	rawSafe.Close()
 	if err == nil {
-		err = raw.persist(ctx) // untimed: the worker opens the index from disk
+		// Untimed: the node's BM25 statistics for the raw side to score
+		// with, and a persisted index for the worker to open from disk.
+		err = raw.persist(ctx, esMapping.BleveMapping(), docs)
 	}
 	if cerr := raw.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("raw bleve: close %s: %w", rawDir, cerr)

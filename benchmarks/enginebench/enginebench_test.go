@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/index"
@@ -188,4 +189,47 @@ func TestWriteTableAndJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &back))
 	require.Equal(t, *r, back)
+}
+
+// TestRawSideScoresLikeTheNode loads the same documents into raw bleve and
+// into the node's index package and checks that every derived term query
+// scores its top hits the same on both sides: the raw side searches with
+// the node's BM25 statistics (tokens per field), not bleve's own.
+func TestRawSideScoresLikeTheNode(t *testing.T) {
+	docs, err := LoadDocs(sampleCorpus, 150)
+	require.NoError(t, err)
+	raw, err := os.ReadFile(sampleMapping)
+	require.NoError(t, err)
+	m, err := index.ParseMapping(raw)
+	require.NoError(t, err)
+	ctx := context.Background()
+	ri, err := openRaw(filepath.Join(t.TempDir(), "raw"), m.BleveMapping(), true)
+	require.NoError(t, err)
+	defer ri.Close()
+	_, err = ri.load(ctx, docs, 100)
+	require.NoError(t, err)
+	require.NoError(t, ri.persist(ctx, m.BleveMapping(), docs))
+
+	node, err := index.Create(filepath.Join(t.TempDir(), "node"), m)
+	require.NoError(t, err)
+	defer node.Close()
+	ops := make([]index.Op, len(docs))
+	for i, d := range docs {
+		ops[i] = index.Op{ID: d.ID, Source: d.Source, SeqNo: uint64(i + 1), Version: 1, PrimaryTerm: 1}
+	}
+	require.NoError(t, node.Apply(ctx, ops))
+
+	qs, err := MakeQueries(docs, 20, 1)
+	require.NoError(t, err)
+	for _, q := range qs[KindTerm] {
+		a, err := ri.search(ctx, q, 10)
+		require.NoError(t, err)
+		res, err := node.Search(ctx, bleve.NewSearchRequestOptions(rawQuery(q), 10, 0, false))
+		require.NoError(t, err)
+		var scores []float64
+		for _, h := range res.Hits {
+			scores = append(scores, h.Score)
+		}
+		require.True(t, sameScores(a.Scores, scores), "term %q: raw %v, node %v", q.Terms, a.Scores, scores)
+	}
 }

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -16,6 +18,39 @@ import (
 // mapping the node builds from the same ES mapping.
 type rawIndex struct {
 	idx bleve.Index
+	// bm25 are the statistics its searches score with (nil: bleve's own).
+	bm25 *search.BM25Stats
+}
+
+// bm25Key is the internal key under which persist stores the BM25
+// statistics for the worker that searches the index.
+var bm25Key = []byte("enginebench-bm25")
+
+// bm25Stats counts what the node scores BM25 with: the documents, and per
+// field the tokens indexed (the node's average field length is tokens ÷
+// documents, Lucene's). Left to itself bleve divides the number of distinct
+// terms in the field by the documents instead, which ranks differently, so
+// the raw side searches with these to score like for like. Each document is
+// mapped and analyzed as bleve indexes it.
+func bm25Stats(m mapping.IndexMapping, docs []Doc) (*search.BM25Stats, error) {
+	st := &search.BM25Stats{DocCount: float64(len(docs)), FieldCardinality: map[string]int{}}
+	for _, d := range docs {
+		var src map[string]any
+		if err := json.Unmarshal(d.Source, &src); err != nil {
+			return nil, fmt.Errorf("raw bleve: document %s: %w", d.ID, err)
+		}
+		doc := document.NewDocument(d.ID)
+		if err := m.MapDocument(doc, src); err != nil {
+			return nil, fmt.Errorf("raw bleve: document %s: %w", d.ID, err)
+		}
+		for _, f := range doc.Fields {
+			if f.Options().IsIndexed() {
+				f.Analyze()
+				st.FieldCardinality[f.Name()] += f.AnalyzedLength()
+			}
+		}
+	}
+	return st, nil
 }
 
 // openRaw creates a scorch index in dir. unsafeBatch selects scorch's
@@ -67,10 +102,19 @@ func (r *rawIndex) load(ctx context.Context, docs []Doc, batchSize int) (time.Du
 // is closed and opened again (by the raw worker). It sends an empty batch
 // (an internal key) and waits for scorch to persist it: scorch persists
 // its snapshots in order, so the earlier batches are on disk too.
-func (r *rawIndex) persist(ctx context.Context) error {
+func (r *rawIndex) persist(ctx context.Context, m mapping.IndexMapping, docs []Doc) error {
+	st, err := bm25Stats(m, docs)
+	if err != nil {
+		return err
+	}
+	r.bm25 = st
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
 	done := make(chan error, 1)
 	b := r.idx.NewBatch()
-	b.SetInternal([]byte("enginebench-persisted"), []byte("1"))
+	b.SetInternal(bm25Key, raw)
 	b.SetPersistedCallback(func(err error) { done <- err })
 	if err := r.idx.Batch(b); err != nil {
 		return fmt.Errorf("raw bleve: persist: %w", err)
@@ -114,6 +158,9 @@ func rawQuery(q Query) query.Query {
 func (r *rawIndex) search(ctx context.Context, q Query, size int) (answer, error) {
 	req := bleve.NewSearchRequestOptions(rawQuery(q), size, 0, false)
 	req.Fields = []string{"*"}
+	if r.bm25 != nil {
+		ctx = context.WithValue(ctx, search.BM25StatsKey, r.bm25)
+	}
 	res, err := r.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return answer{}, fmt.Errorf("raw bleve: %s query %q: %w", q.Kind, q.Terms, err)

@@ -109,6 +109,13 @@ func serveRawWorker(ctx context.Context, dir string, in io.Reader, out io.Writer
 	}
 	r := &rawIndex{idx: idx}
 	defer r.Close()
+	if raw, err := idx.GetInternal(bm25Key); err != nil {
+		return fmt.Errorf("raw index %s: read BM25 statistics: %w", dir, err)
+	} else if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &r.bm25); err != nil {
+			return fmt.Errorf("raw index %s: BM25 statistics: %w", dir, err)
+		}
+	}
 	n, err := idx.DocCount()
 	if err != nil {
 		return fmt.Errorf("raw index %s: count documents: %w", dir, err)

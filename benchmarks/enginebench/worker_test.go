@@ -37,7 +37,7 @@ func loadedRawIndex(t *testing.T, n int) (*rawIndex, string, []Doc) {
 	require.NoError(t, err)
 	_, err = ri.load(context.Background(), docs, 100)
 	require.NoError(t, err)
-	require.NoError(t, ri.persist(context.Background()))
+	require.NoError(t, ri.persist(context.Background(), m.BleveMapping(), docs))
 	return ri, dir, docs
 }
 

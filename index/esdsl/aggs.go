@@ -626,11 +626,7 @@ func (a *aggSpec) parseDateHistogram(p object, t *translator) error {
 	}
 	a.format = dp
 	// Keys print in the first format of the list, as in Elasticsearch.
-	if first, _, _ := strings.Cut(format, "||"); first == "epoch_millis" || first == "epoch_second" {
-		a.layout = first
-	} else if l, ok := javaLayout(first); ok && first != "" {
-		a.layout = l
-	}
+	a.layout = dp.df.Layout()
 	conv := func(v json.RawMessage, what string) (float64, error) {
 		s, err := asScalarString(v, what)
 		if err != nil {

@@ -1,27 +1,31 @@
 package esdsl
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weftsearch/weft/index"
 )
 
-// dateParser parses Elasticsearch date values: formats joined by "||"
-// (named formats such as strict_date_optional_time, epoch_millis,
-// epoch_second, or Java-style patterns such as yyyy-MM-dd HH:mm:ss), date
-// math ("now-1d/d", "2024-01-01||+1M"), in an optional time zone.
+// dateParser parses Elasticsearch date values: a format expression
+// (index.DateFormat: names such as strict_date_optional_time, epoch_millis,
+// or Java-style patterns such as yyyy-MM-dd HH:mm:ss[.SSS], joined by
+// "||"), date math ("now-1d/d", "2024-01-01||+1M"), in an optional time
+// zone.
 type dateParser struct {
-	formats []string
-	loc     *time.Location
-	now     time.Time
+	df  *index.DateFormat
+	loc *time.Location
+	now time.Time
 }
 
-const defaultDateFormat = "strict_date_optional_time||epoch_millis"
+// epochMillis parses a JSON number given for a date whatever the format.
+var epochMillisFormat, _ = index.ParseDateFormat("epoch_millis")
 
 func newDateParser(format, timeZone string, now time.Time) (*dateParser, error) {
-	if format == "" {
-		format = defaultDateFormat
+	df, err := index.ParseDateFormat(format)
+	if err != nil {
+		return nil, argErr("%v", err)
 	}
 	loc := time.UTC
 	if timeZone != "" {
@@ -31,7 +35,7 @@ func newDateParser(format, timeZone string, now time.Time) (*dateParser, error) 
 		}
 		loc = l
 	}
-	return &dateParser{formats: strings.Split(format, "||"), loc: loc, now: now}, nil
+	return &dateParser{df: df, loc: loc, now: now}, nil
 }
 
 // parseTimeZone accepts UTC/Z, fixed offsets (+01:00, -0530) and IANA names
@@ -94,119 +98,17 @@ func (p *dateParser) parse(v string, isNumber bool, roundUp bool) (time.Time, er
 }
 
 func (p *dateParser) parseAbsolute(v string, isNumber bool) (time.Time, error) {
-	for _, f := range p.formats {
-		if t, ok := parseWithFormat(v, strings.TrimSpace(f), p.loc); ok {
-			return t, nil
-		}
+	if t, ok := p.df.Parse(v, p.loc); ok {
+		return t, nil
 	}
 	if isNumber {
 		// A JSON number is epoch milliseconds even when the format list
 		// names only patterns, as Elasticsearch does.
-		if t, ok := parseEpoch(v, time.Millisecond); ok {
+		if t, ok := epochMillisFormat.Parse(v, time.UTC); ok {
 			return t, nil
 		}
 	}
-	return time.Time{}, argErr("failed to parse date field [%s] with format [%s]; send a date in that format, epoch milliseconds, or set \"format\"", v, strings.Join(p.formats, "||"))
-}
-
-var optionalTimeLayouts = []string{
-	"2006-01-02T15:04:05Z07:00",
-	"2006-01-02T15:04:05",
-	"2006-01-02T15:04Z07:00",
-	"2006-01-02T15:04",
-	"2006-01-02T15Z07:00",
-	"2006-01-02T15",
-	"2006-01-02Z07:00",
-	"2006-01-02",
-	"2006-01",
-	"2006",
-}
-
-func parseWithFormat(v, f string, loc *time.Location) (time.Time, bool) {
-	switch f {
-	case "epoch_millis":
-		return parseEpoch(v, time.Millisecond)
-	case "epoch_second":
-		return parseEpoch(v, time.Second)
-	case "strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos",
-		"strict_date_time", "date_time", "strict_date_time_no_millis", "date_time_no_millis",
-		"strict_date", "date", "strict_year_month_day", "year_month_day", "strict_year_month",
-		"year_month", "strict_year", "year", "":
-		for _, l := range optionalTimeLayouts {
-			if t, err := time.ParseInLocation(l, v, loc); err == nil {
-				return t, true
-			}
-		}
-		return time.Time{}, false
-	case "basic_date":
-		t, err := time.ParseInLocation("20060102", v, loc)
-		return t, err == nil
-	case "basic_date_time":
-		t, err := time.ParseInLocation("20060102T150405.000Z0700", v, loc)
-		return t, err == nil
-	}
-	layout, ok := javaLayout(f)
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.ParseInLocation(layout, v, loc)
-	return t, err == nil
-}
-
-func parseEpoch(v string, unit time.Duration) (time.Time, bool) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return time.Time{}, false
-	}
-	ns := f * float64(unit)
-	if ns > math.MaxInt64 || ns < math.MinInt64 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, int64(ns)).UTC(), true
-}
-
-// javaLayout converts the common Java DateTimeFormatter letters to a Go
-// layout; it reports false for patterns it cannot convert.
-func javaLayout(f string) (string, bool) {
-	repl := []struct{ java, goLayout string }{
-		{"yyyy", "2006"}, {"uuuu", "2006"}, {"yy", "06"},
-		{"MMMM", "January"}, {"MMM", "Jan"}, {"MM", "01"},
-		{"dd", "02"}, {"HH", "15"}, {"hh", "03"}, {"mm", "04"}, {"ss", "05"},
-		{"SSSSSSSSS", "000000000"}, {"SSSSSS", "000000"}, {"SSS", "000"},
-		{"XXX", "Z07:00"}, {"XX", "Z0700"}, {"ZZ", "-07:00"}, {"Z", "-0700"}, {"a", "PM"},
-		{"EEEE", "Monday"}, {"EEE", "Mon"},
-	}
-	var b strings.Builder
-	for i := 0; i < len(f); {
-		if f[i] == '\'' {
-			j := strings.IndexByte(f[i+1:], '\'')
-			if j < 0 {
-				return "", false
-			}
-			b.WriteString(f[i+1 : i+1+j])
-			i += j + 2
-			continue
-		}
-		matched := false
-		for _, r := range repl {
-			if strings.HasPrefix(f[i:], r.java) {
-				b.WriteString(r.goLayout)
-				i += len(r.java)
-				matched = true
-				break
-			}
-		}
-		if matched {
-			continue
-		}
-		c := f[i]
-		if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') {
-			return "", false
-		}
-		b.WriteByte(c)
-		i++
-	}
-	return b.String(), true
+	return time.Time{}, argErr("failed to parse date field [%s] with format [%s]; send a date in that format, epoch milliseconds, or set \"format\"", v, p.df)
 }
 
 // applyDateMath applies "+1d", "-2h", "/M"... to t.

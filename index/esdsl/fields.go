@@ -1,6 +1,10 @@
 package esdsl
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/weftsearch/weft/index"
+)
 
 // Fields tells the translator how each field is mapped. The index layer
 // (shard.Manager) implements it; the translator only reads.
@@ -32,6 +36,13 @@ func isNumeric(t string) bool {
 		return true
 	}
 	return false
+}
+
+// isValueType reports whether fields of type t hold values (numbers, dates,
+// booleans, IP addresses, ranges) rather than terms: they match exactly and
+// take no patterns.
+func isValueType(t string) bool {
+	return isNumeric(t) || t == "date" || t == "boolean" || t == index.TypeIP || index.IsRange(t)
 }
 
 func isIntegral(t string) bool {

@@ -69,91 +69,76 @@ func (t *translator) queryString(body json.RawMessage, simple bool) (query.Query
 	if simple {
 		name = "simple_query_string"
 	}
-	o, err := asObject(body, name)
-	if err != nil {
-		return nil, err
-	}
+	c := newCommon()
 	opts := qsOptions{simple: simple, sumFields: simple, match: matchOpts{boost: 1}, allowLeading: true}
-	var text string
+	var text, typ string
+	var fields []string
 	hasQuery := false
-	for _, k := range o.sortedKeys() {
-		v := o[k]
-		if ok, err := common(k, v, &opts.match.boost, name); ok {
-			if err != nil {
-				return nil, err
+	ps := opts.match.params()
+	ps["query"] = func(v json.RawMessage, where string) (err error) {
+		hasQuery = true
+		text, err = asScalarString(v, where)
+		return err
+	}
+	ps["default_field"] = func(v json.RawMessage, where string) error {
+		s, err := asString(v, where)
+		fields = append(fields, s)
+		return err
+	}
+	ps["fields"] = stringsParam(&fields)
+	ps["analyze_wildcard"] = boolParam(&opts.lowerWild)
+	ps["allow_leading_wildcard"] = boolParam(&opts.allowLeading)
+	if simple {
+		var flags string
+		ps["flags"] = checked(scalarParam(&flags), func(string) error {
+			if flags != "ALL" && flags != "NONE" && flags != "" && flags != "-1" {
+				return argErr("[simple_query_string] flags [%s] are not supported; drop flags (ALL is used)", flags)
 			}
-			continue
+			return nil
+		})
+	}
+	var slop int
+	ps["phrase_slop"] = checked(intParam(&slop), func(string) error {
+		if slop != 0 {
+			return argErr("[%s] phrase_slop %d is not supported (bleve matches phrases exactly); use 0", name, slop)
 		}
-		switch k {
-		case "query":
-			hasQuery = true
-			text, err = asScalarString(v, name+".query")
-		case "default_field":
-			var f string
-			if f, err = asString(v, name+".default_field"); err == nil {
-				err = opts.addField(f)
-			}
-		case "fields":
-			var arr []json.RawMessage
-			if arr, err = asArray(v, name+".fields", true); err != nil {
-				return nil, err
-			}
-			for _, e := range arr {
-				f, err := asString(e, name+".fields")
-				if err != nil {
-					return nil, err
-				}
-				if err := opts.addField(f); err != nil {
-					return nil, err
-				}
-			}
-		case "analyze_wildcard":
-			opts.lowerWild, err = asBool(v, name+".analyze_wildcard")
-		case "allow_leading_wildcard":
-			opts.allowLeading, err = asBool(v, name+".allow_leading_wildcard")
-		case "flags":
-			if !simple {
-				return nil, unknownKey(name, k)
-			}
-			var s string
-			if s, err = asScalarString(v, name+".flags"); err == nil && s != "ALL" && s != "NONE" && s != "" && s != "-1" {
-				err = argErr("[simple_query_string] flags [%s] are not supported; drop flags (ALL is used)", s)
-			}
-		case "phrase_slop":
-			var n int
-			if n, err = asInt(v, name+".phrase_slop"); err == nil && n != 0 {
-				err = argErr("[%s] phrase_slop %d is not supported (bleve matches phrases exactly); use 0", name, n)
-			}
-		case "quote_field_suffix", "time_zone", "rewrite", "quote_analyzer":
-			_, err = asString(v, name+"."+k)
-			if err == nil && k != "rewrite" {
-				err = argErr("[%s] %s is not supported; drop it", name, k)
-			}
-		case "type":
-			var s string
-			if s, err = asString(v, name+".type"); err == nil && s != "best_fields" && s != "most_fields" {
-				err = argErr("[%s] type [%s] is not supported; use best_fields or most_fields", name, s)
-			}
-			opts.sumFields = opts.sumFields || s == "most_fields"
-		case "tie_breaker":
-			opts.tie, err = tieBreaker(v, name+".tie_breaker")
-		case "enable_position_increments", "escape":
-			_, err = asBool(v, name+"."+k)
-		case "max_determinized_states":
-			_, err = asInt(v, name+"."+k)
-		case "minimum_should_match":
-			return nil, argErr("[%s] minimum_should_match is not supported; use AND/OR or + in the query text", name)
-		default:
-			err = opts.match.set(k, v, name)
+		return nil
+	})
+	ps["rewrite"] = ignoredString
+	for _, k := range []string{"quote_field_suffix", "time_zone", "quote_analyzer"} {
+		ps[k] = checked(ignoredString, func(string) error { return argErr("[%s] %s is not supported; drop it", name, k) })
+	}
+	ps["type"] = checked(strParam(&typ), func(string) error {
+		if typ != "best_fields" && typ != "most_fields" {
+			return argErr("[%s] type [%s] is not supported; use best_fields or most_fields", name, typ)
 		}
-		if err != nil {
-			return nil, err
-		}
+		opts.sumFields = opts.sumFields || typ == "most_fields"
+		return nil
+	})
+	ps["tie_breaker"] = tieBreakerParam(&opts.tie)
+	ps["enable_position_increments"] = ignoredBool
+	ps["escape"] = ignoredBool
+	ps["max_determinized_states"] = ignoredInt
+	ps["minimum_should_match"] = func(json.RawMessage, string) error {
+		return argErr("[%s] minimum_should_match is not supported; use AND/OR or + in the query text", name)
+	}
+	if err := ps.readObject(body, name, &c); err != nil {
+		return nil, err
 	}
 	if !hasQuery {
 		return nil, parsingErr("[%s] needs [query]", name)
 	}
-	return t.parseQueryString(text, opts)
+	for _, f := range fields {
+		if err := opts.addField(f); err != nil {
+			return nil, err
+		}
+	}
+	opts.match.boost = c.boost
+	q, err := t.parseQueryString(text, opts)
+	if err != nil {
+		return nil, err
+	}
+	return t.apply(q, common{boost: 1, name: c.name}), nil
 }
 
 func (o *qsOptions) addField(spec string) error {
@@ -634,7 +619,7 @@ func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Que
 	if len(must) == 0 && len(should) == 0 && len(mustNot) > 0 {
 		must = []query.Query{query.NewMatchAllQuery()}
 	}
-	return buildBool(must, should, mustNot, nil, min, 1), nil
+	return buildBool(must, should, mustNot, nil, min), nil
 }
 
 // buildSimple combines simple_query_string clauses as Lucene's
@@ -740,7 +725,7 @@ func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {
 
 func (t *translator) buildLeaf(n qsNode, field string, opts qsOptions) (query.Query, error) {
 	ft := t.fieldType(field)
-	textual := !(isNumeric(ft) || ft == "date" || ft == "boolean")
+	textual := !isValueType(ft)
 	lower := func(s string) string {
 		if ft == "keyword" {
 			return s
@@ -749,7 +734,7 @@ func (t *translator) buildLeaf(n qsNode, field string, opts qsOptions) (query.Qu
 	}
 	switch {
 	case n.isRange:
-		rb := rangeBounds{inclLower: n.inclLo, inclUpp: n.inclHi, boost: 1}
+		rb := rangeBounds{inclLower: n.inclLo, inclUpp: n.inclHi}
 		if n.lo != "*" {
 			rb.lower = jsonString(n.lo)
 		}

@@ -102,6 +102,9 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 				Reason: map[string]any{"type": "exception", "reason": err.Error()}})
 		}
 	}
+	if s.trackTotal == -2 && s.totalAsInt {
+		out.Hits.Total = &TotalHits{Value: -1, asInt: true} // as Elasticsearch answers
+	}
 	if s.trackTotal != -2 {
 		total := int64(res.Total)
 		th := &TotalHits{Value: total, Relation: "eq", asInt: s.totalAsInt}

@@ -299,6 +299,7 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		s.ensureTiebreak()
 	}
 
+	trackGiven := false
 	if raw, ok := o["track_total_hits"]; ok {
 		str, err := asScalarString(raw, "track_total_hits")
 		if err != nil {
@@ -307,15 +308,20 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		if s.trackTotal, err = parseTrackTotal(str); err != nil {
 			return nil, err
 		}
+		trackGiven = true
 	}
 	if params.Has("track_total_hits") {
 		if s.trackTotal, err = parseTrackTotal(params.Get("track_total_hits")); err != nil {
 			return nil, err
 		}
+		trackGiven = true
 	}
-	if s.totalAsInt && s.trackTotal >= 0 && s.trackTotal != math.MaxInt32 {
-		// rest_total_hits_as_int needs an exact total, as Elasticsearch
-		// requires track_total_hits true with it.
+	if s.totalAsInt && s.trackTotal >= 0 {
+		// rest_total_hits_as_int needs an exact total: it implies
+		// track_total_hits true, and refuses a limit, as Elasticsearch does.
+		if trackGiven {
+			return nil, argErr("[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", s.trackTotal)
+		}
 		s.trackTotal = -1
 	}
 
@@ -510,6 +516,16 @@ func (s *Search) parseSort(entries []json.RawMessage, t *translator) error {
 	return nil
 }
 
+// SetTotalAsInt renders hits.total as a bare number (the
+// rest_total_hits_as_int parameter of a scroll continuation, which the
+// scroll id does not carry).
+func (s *Search) SetTotalAsInt(asInt bool) {
+	s.totalAsInt = asInt
+	if asInt && s.trackTotal >= 0 {
+		s.trackTotal = -1
+	}
+}
+
 // parseSearchAfter converts the search_after values to bleve's strings.
 func (s *Search) parseSearchAfter(raw json.RawMessage, from int) error {
 	vals, err := asArray(raw, "search_after", false)
@@ -615,8 +631,14 @@ func parseTrackTotal(v string) (int64, error) {
 		return -2, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil {
 		return 0, argErr("[track_total_hits] must be true, false or a non-negative integer, got %q", v)
+	}
+	if n == -1 {
+		return -1, nil
+	}
+	if n < 0 {
+		return 0, argErr("[track_total_hits] parameter must be positive or equals to -1, got %d", n)
 	}
 	if n >= math.MaxInt32 {
 		return -1, nil

@@ -235,3 +235,17 @@ func globMatch(pattern, s string, prefix bool) bool {
 	}
 	return states[len(pattern)]
 }
+
+// FilterSource applies the _source, _source_includes and _source_excludes
+// URL parameters of a document get to src: nil when _source=false, the
+// filtered object otherwise. Bad parameters are an *Error.
+func FilterSource(src []byte, params url.Values) (json.RawMessage, error) {
+	f, err := parseSourceFilter(nil, params)
+	if err != nil {
+		return nil, err
+	}
+	if f.passthrough() {
+		return src, nil
+	}
+	return f.apply(string(src)), nil
+}

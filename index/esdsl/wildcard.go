@@ -1,0 +1,11 @@
+package esdsl
+
+import (
+	"encoding/json"
+
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+func (t *translator) wildcard(body json.RawMessage) (query.Query, error) {
+	return t.textPattern(body, "wildcard", func(s string) fieldQuery { return query.NewWildcardQuery(s) })
+}
