@@ -31,6 +31,9 @@ var stateKey = []byte("_weft_state")
 type state struct {
 	Seq  uint64            `json:"seq"`
 	Lens map[string]uint64 `json:"lens"`
+	// GCP is the global checkpoint the copy knew when this state was
+	// written: every operation up to it is on every in-sync copy.
+	GCP uint64 `json:"gcp,omitempty"`
 }
 
 // Op is one write to apply to an index. Source is the full JSON object of the
@@ -102,6 +105,7 @@ type Index struct {
 	lensMu       sync.RWMutex        // guards lens for readers
 	appliedSeq   atomic.Uint64
 	persistedSeq atomic.Uint64
+	gcp          atomic.Uint64 // see SetGlobalCheckpoint
 }
 
 func bleveConfig() map[string]any {
@@ -185,6 +189,7 @@ func newIndex(dir string, m *Mapping, bl bleve.Index, replaying bool) (*Index, e
 		}
 		i.appliedSeq.Store(st.Seq)
 		i.persistedSeq.Store(st.Seq)
+		i.gcp.Store(st.GCP)
 		i.countedUpTo = st.Seq
 	}
 	return i, nil
@@ -362,7 +367,7 @@ func (i *Index) Apply(ctx context.Context, ops []Op) error {
 		i.lens[f] = uint64(v)
 	}
 	maxSeq = max(maxSeq, i.appliedSeq.Load())
-	raw, err := json.Marshal(state{Seq: maxSeq, Lens: i.lens})
+	raw, err := json.Marshal(state{Seq: maxSeq, Lens: i.lens, GCP: i.gcp.Load()})
 	i.lensMu.Unlock()
 	if err != nil {
 		return err
@@ -432,6 +437,41 @@ func (i *Index) EndReplay() {
 	i.applyMu.Lock()
 	defer i.applyMu.Unlock()
 	i.replayed = nil
+}
+
+// SetGlobalCheckpoint records the copy's global checkpoint (never
+// lowering it); it is persisted with the state of the next Apply, so after
+// a crash the copy knows a checkpoint at most this one — on the safe side.
+func (i *Index) SetGlobalCheckpoint(g uint64) {
+	for {
+		cur := i.gcp.Load()
+		if g <= cur || i.gcp.CompareAndSwap(cur, g) {
+			return
+		}
+	}
+}
+
+// GlobalCheckpoint is the highest global checkpoint recorded.
+func (i *Index) GlobalCheckpoint() uint64 { return i.gcp.Load() }
+
+// Snapshot writes a consistent copy of the index, as searchable now, into
+// dir (which must not exist): a fully functional index that Open opens,
+// with the state (applied sequence number) of the snapshot it copies. It
+// runs while writes go on.
+func (i *Index) Snapshot(dir string) error {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if i.closed {
+		return ErrClosed
+	}
+	cp, ok := i.bl.(bleve.IndexCopyable)
+	if !ok {
+		return fmt.Errorf("index: %s cannot be copied online", i.dir)
+	}
+	if err := cp.CopyTo(bleve.FileSystemDirectory(dir)); err != nil {
+		return fmt.Errorf("index: snapshot of %s into %s: %w", i.dir, dir, err)
+	}
+	return nil
 }
 
 // AppliedSeq is the highest sequence number applied (in memory, searchable).

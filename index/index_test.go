@@ -1,14 +1,14 @@
 package index
 
 import (
-	"fmt"
-	"strings"
-
 	"context"
-	"github.com/blevesearch/bleve/v2/search/query"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
 )
 
@@ -250,4 +250,35 @@ func TestSearchSourcesFromTheSlab(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSnapshotOpensAsAnIndex: a snapshot taken while the index serves opens
+// as an index of its own with the same documents, state and global
+// checkpoint, and later writes to the original do not reach it.
+func TestSnapshotOpensAsAnIndex(t *testing.T) {
+	dir := t.TempDir()
+	m := NewDynamicMapping()
+	idx, err := Create(filepath.Join(dir, "a"), m)
+	require.NoError(t, err)
+	var seq uint64
+	applyDocs(t, idx, map[string]string{"1": `{"t":"one"}`, "2": `{"t":"two"}`}, &seq)
+	idx.SetGlobalCheckpoint(1)
+	applyDocs(t, idx, map[string]string{"3": `{"t":"three"}`}, &seq)
+	require.NoError(t, idx.Snapshot(filepath.Join(dir, "copy")))
+	applyDocs(t, idx, map[string]string{"4": `{"t":"four"}`}, &seq)
+	require.NoError(t, idx.Close())
+
+	cp, err := Open(filepath.Join(dir, "copy"), m)
+	require.NoError(t, err)
+	defer cp.Close()
+	require.Equal(t, uint64(3), cp.Stats().DocCount)
+	require.Equal(t, uint64(3), cp.AppliedSeq())
+	require.Equal(t, uint64(1), cp.GlobalCheckpoint())
+	d, ok, err := cp.Get("3")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.JSONEq(t, `{"t":"three"}`, string(d.Source))
+	_, ok, err = cp.Get("4")
+	require.NoError(t, err)
+	require.False(t, ok)
 }

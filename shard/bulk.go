@@ -236,6 +236,9 @@ func (c *Coordinator) writeLocal(allocationID string, term uint64, items []item)
 	if t := sc.term.Load(); t != term {
 		return fmt.Errorf("%w: copy %s has primary term %d, the request %d", ErrStaleRouting, allocationID, t, term)
 	}
+	if !sc.primary.Load() {
+		return fmt.Errorf("%w: copy %s is not serving as primary (yet, or any more)", ErrUnavailable, allocationID)
+	}
 	sc.prepare(items)
 	return sc.write(items)
 }

@@ -64,29 +64,71 @@ func (p *memPeers) close() {
 // testCluster is several nodes of the shard layer sharing a memCluster's
 // shard table and talking over an in-memory fabric with fault hooks.
 type testCluster struct {
+	t     *testing.T
 	net   *fabrictest.Network
 	mc    *memCluster
 	nodes map[string]*testNode
+	dirs  map[string]string
+	stops map[string]func()
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
-	tc := &testCluster{net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...), nodes: map[string]*testNode{}}
+	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
+		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}}
 	for _, id := range ids {
-		mux := &fabric.Mux{}
-		tr := tc.net.Node(id)
-		ln, err := tr.Listen(context.Background(), id, mux)
-		require.NoError(t, err)
-		peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
-		n := startNode(t, tc.mc, id, t.TempDir(), peers)
-		n.Register(mux)
-		tc.nodes[id] = n
-		t.Cleanup(func() {
-			peers.close()
-			_ = ln.Close()
-			_ = n.Close()
-		})
+		tc.dirs[id] = t.TempDir()
+		tc.start(id)
 	}
+	t.Cleanup(func() {
+		for id := range tc.stops {
+			tc.stop(id)
+		}
+	})
 	return tc
+}
+
+// start starts node id on its data directory, serving the fabric.
+func (tc *testCluster) start(id string) *testNode {
+	t := tc.t
+	mux := &fabric.Mux{}
+	streams := fabric.NewStreamReceiver(10 * time.Second)
+	mux.Handle(fabric.MethodStream, streams)
+	tr := tc.net.Node(id)
+	ln, err := tr.Listen(context.Background(), id, mux)
+	require.NoError(t, err)
+	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
+	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, testConfig(), func(c *Coordinator) { c.Register(mux, streams) })
+	tc.nodes[id] = n
+	tc.stops[id] = func() {
+		_ = n.Close()
+		peers.close()
+		_ = ln.Close()
+		_ = streams.Close()
+	}
+	return n
+}
+
+// stop shuts node id down cleanly.
+func (tc *testCluster) stop(id string) {
+	if stop := tc.stops[id]; stop != nil {
+		stop()
+		delete(tc.stops, id)
+		delete(tc.nodes, id)
+	}
+}
+
+// kill takes node id down at once: the cluster marks it not live (so it
+// reaches no leader any more), its fabric connections break, and it stops.
+func (tc *testCluster) kill(id string) {
+	tc.mc.setLive(id, false)
+	tc.net.Kill(id)
+	tc.stop(id)
+}
+
+// revive marks node id live again and starts it.
+func (tc *testCluster) revive(id string) *testNode {
+	tc.mc.setLive(id, true)
+	return tc.start(id)
 }
 
 // search runs an ES search body over names through node id.

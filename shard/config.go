@@ -51,11 +51,15 @@ type Config struct {
 	AutoCreateIndex bool
 	// MaxShards bounds number_of_shards at index creation.
 	MaxShards int
+	// RecoveryMaxBytesPerSec throttles the files a primary streams to a
+	// recovering copy (Elasticsearch's indices.recovery.max_bytes_per_sec);
+	// 0 means no limit.
+	RecoveryMaxBytesPerSec int64
 }
 
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
-	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024}
+	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20}
 }
 
 // Validate names the first field out of bounds.
@@ -65,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxShards < 1 {
 		return fmt.Errorf("shard: Config.MaxShards %d must be at least 1", c.MaxShards)
+	}
+	if c.RecoveryMaxBytesPerSec < 0 {
+		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)
 	}
 	return nil
 }

@@ -93,13 +93,13 @@ type NodeStats struct {
 // to become active, as Elasticsearch's default write timeout of 1m does.
 const primaryWait = time.Minute
 
-// NewCoordinator builds the engine over a store and the metadata; peers may
-// be nil on a node without a fabric. Start runs its reconcile loop.
-func NewCoordinator(store *Store, meta Metadata, peers Peers, cfg Config, logger *slog.Logger) *Coordinator {
+// NewCoordinator builds the engine over a store (and the store's metadata
+// and peers). Start runs its reconcile loop.
+func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, meta: meta, store: store, peers: peers, logger: logger, ars: newCopySelector(),
+	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(),
 		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 

@@ -470,7 +470,7 @@ func TestShardLogTrimmedOncePersisted(t *testing.T) {
 	cfg := testConfig()
 	cfg.LogSegmentBytes = 4096
 	dir := t.TempDir()
-	m := startNodeWith(t, newMemCluster(t, "", "n1"), "n1", dir, nil, cfg)
+	m := startNodeWith(t, newMemCluster(t, "", "n1"), "n1", dir, nil, cfg, nil)
 	defer m.Close()
 	ctx := context.Background()
 	require.NoError(t, m.CreateIndex(ctx, "t", IndexSettings{NumberOfShards: 1}, nil))
@@ -549,7 +549,7 @@ func TestConfigValidate(t *testing.T) {
 				return
 			}
 			require.ErrorContains(t, err, tc.err)
-			_, err = OpenStore(t.TempDir(), c, nil, nil)
+			_, err = OpenStore(t.TempDir(), c, nil, nil, nil)
 			require.ErrorContains(t, err, tc.err)
 		})
 	}

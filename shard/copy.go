@@ -31,12 +31,18 @@ type shardCopy struct {
 	log    *Log
 	logger *slog.Logger
 
-	// term is the primary term the copy writes with (from the shard table).
-	term atomic.Uint64
+	// store is the node's store (mapping commits, replication, failures);
+	// mapping is the node's mapping of the copy's index.
+	store   *Store
+	mapping *nodeMapping
 
-	// beforeLog is called, with the group's ops prepared, before they are
-	// logged: it commits a mapping that dynamic fields changed.
-	beforeLog func() error
+	// term is the primary term the copy writes with, or (a replica) the
+	// highest it has accepted operations of.
+	term atomic.Uint64
+	// primary: the copy has taken over as primary (after its resync).
+	primary atomic.Bool
+	// group is the copies a primary replicates to (empty on a replica).
+	group replicationGroup
 
 	qmu   sync.Mutex
 	queue []*writeReq
@@ -92,7 +98,8 @@ type writeReq struct {
 // openCopy opens the copy in dir, or creates it there (create: the
 // directory holds no index yet), replaying its log past the index's
 // persisted state. m is the node's mapping of the copy's index.
-func openCopy(dir string, meta copyMeta, m *index.Mapping, create bool, term uint64, segBytes int64, logger *slog.Logger) (*shardCopy, error) {
+func openCopy(st *Store, dir string, meta copyMeta, nm *nodeMapping, create bool, term uint64) (*shardCopy, error) {
+	m, segBytes, logger := nm.m, st.cfg.LogSegmentBytes, st.logger
 	if create {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("shard: create copy directory %s: %w", dir, err)
@@ -120,7 +127,8 @@ func openCopy(dir string, meta copyMeta, m *index.Mapping, create bool, term uin
 		_ = idx.Close()
 		return nil, err
 	}
-	s := &shardCopy{meta: meta, name: fmt.Sprintf("%s/%d", meta.Index, meta.Shard), dir: dir, idx: idx, log: lg, logger: logger}
+	s := &shardCopy{meta: meta, name: fmt.Sprintf("%s/%d", meta.Index, meta.Shard), dir: dir, idx: idx, log: lg, logger: logger,
+		store: st, mapping: nm}
 	s.term.Store(term)
 	if err := s.replay(logger); err != nil {
 		_ = lg.Close()
@@ -333,34 +341,57 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	fault := func(err error) error {
+	fault := func(status int, err error) error {
 		for _, it := range okItems {
-			fail(it.res, http.StatusInternalServerError, err)
+			fail(it.res, status, err)
 		}
 		return nil
 	}
-	if s.beforeLog != nil {
-		if err := s.beforeLog(); err != nil {
-			s.nextSeq -= uint64(len(ops))
-			return fault(err)
-		}
+	mv, err := s.store.commitMapping(s.mapping)
+	if err != nil {
+		s.nextSeq -= uint64(len(ops))
+		return fault(http.StatusBadRequest, err)
 	}
+	// The replicas log and index while this copy does; the group is
+	// acknowledged once both are done.
+	replicated := s.store.replicate(s, term, mv, recs)
 	if err := s.log.Append(recs); err != nil {
 		// Nothing acknowledged; the seqs may have reached the file, so they
-		// are not reused.
-		return fault(fmt.Errorf("shard %s: %w", s.name, err))
+		// are not reused. The log refuses every later write: this copy is
+		// failed, and an in-sync replica (which may have these operations;
+		// they were never acknowledged) takes over.
+		_ = replicated()
+		s.store.failCopy(s, fmt.Sprintf("its log failed: %v", err))
+		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: %w", s.name, err))
 	}
 	if err := s.idx.Apply(context.Background(), ops); err != nil {
-		return fault(fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
+		_ = replicated()
+		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
 	}
-	if p := s.idx.PersistedSeq(); s.log.Segments() > 1 {
-		if err := s.log.Trim(p); err != nil {
-			// The writes are durable and applied; a segment left behind
-			// only costs disk and is retried on the next commit.
-			s.logger.Warn("shard log trim failed", "shard", s.name, "persisted_seq", p, "err", err)
-		}
+	if err := replicated(); err != nil {
+		return fault(http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
 	}
+	s.trimLog()
 	return nil
+}
+
+// lastSeq is the highest sequence number the copy has logged; under the
+// leader lock.
+func (s *shardCopy) lastSeq() uint64 { return s.nextSeq - 1 }
+
+// trimLog deletes log segments wholly below what the index has persisted,
+// what recoveries in progress still need, and what the copies of its
+// replication group (failed ones too, while assigned) still lack.
+func (s *shardCopy) trimLog() {
+	if s.log.Segments() < 2 {
+		return
+	}
+	keep := min(s.idx.PersistedSeq(), s.store.retention(s.meta.AllocationID), s.group.retained())
+	if err := s.log.Trim(keep); err != nil {
+		// The writes are durable and applied; a segment left behind only
+		// costs disk and is retried on the next commit.
+		s.logger.Warn("shard log trim failed", "shard", s.name, "keep_after", keep, "err", err)
+	}
 }
 
 func optU64(v *uint64) string {

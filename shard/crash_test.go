@@ -29,12 +29,12 @@ func crashDoc(n int) json.RawMessage {
 func crashChild() {
 	dir := os.Getenv(crashChildEnv)
 	meta := newMemCluster(crashTB{}, filepath.Join(dir, "test-meta.json"), "n1").node("n1")
-	st, err := OpenStore(filepath.Join(dir, "shards"), testConfig(), meta, slog.New(slog.DiscardHandler))
+	st, err := OpenStore(filepath.Join(dir, "shards"), testConfig(), meta, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
-	m := NewCoordinator(st, meta, nil, testConfig(), slog.New(slog.DiscardHandler))
+	m := NewCoordinator(st, testConfig(), slog.New(slog.DiscardHandler))
 	m.Start()
 	ctx := context.Background()
 	if _, err := m.Index("c"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -63,7 +64,10 @@ func FuzzShardHandlers(f *testing.F) {
 	ix := v.Indices["f"]
 	p, _ := ix.Shards[0].Primary()
 	mux := &fabric.Mux{}
-	m.Register(mux)
+	streams := fabric.NewStreamReceiver(time.Second)
+	f.Cleanup(func() { _ = streams.Close() })
+	mux.Handle(fabric.MethodStream, streams)
+	m.Register(mux, streams)
 	target := searchTarget{Cluster: v.ClusterUUID, Index: ix.UUID, Shard: 0, Alloc: p.AllocationID, Indices: []string{"f"}, MappingVersion: ix.MappingVersion}
 	for _, seed := range []any{statsRequest{target}, queryRequest{searchTarget: target, Size: 3}, fetchRequest{searchTarget: target, IDs: []string{"x"}}} {
 		raw, err := json.Marshal(seed)
@@ -74,7 +78,7 @@ func FuzzShardHandlers(f *testing.F) {
 	f.Add(uint8(0), encodeBulk(bulkHeader{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: p.AllocationID, term: 1}, items))
 	f.Add(uint8(3), []byte{wireVersion})
 	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
-		method := methodBulk + fabric.Method(which%uint8(methodSearchFetch-methodBulk+1))
+		method := methodBulk + fabric.Method(which%uint8(methodRecoveryOps-methodBulk+1))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*routingWait)
 		defer cancel()
 		_, _ = mux.ServeFabric(ctx, &fabric.Request{Method: method, Payload: payload})

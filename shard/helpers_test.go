@@ -55,15 +55,20 @@ func openManager(t testing.TB, dir string) *testNode {
 // the others (nil: none), and waits until it has opened every copy the
 // shard table assigns to it.
 func startNode(t testing.TB, mc *memCluster, id, dir string, peers Peers) *testNode {
-	return startNodeWith(t, mc, id, dir, peers, testConfig())
+	return startNodeWith(t, mc, id, dir, peers, testConfig(), nil)
 }
 
-func startNodeWith(t testing.TB, mc *memCluster, id, dir string, peers Peers, cfg Config) *testNode {
+// startNodeWith is startNode with a configuration, and register (when not
+// nil) called before the node starts (to serve the fabric).
+func startNodeWith(t testing.TB, mc *memCluster, id, dir string, peers Peers, cfg Config, register func(*Coordinator)) *testNode {
 	t.Helper()
 	meta := mc.node(id)
-	st, err := OpenStore(filepath.Join(dir, "shards"), cfg, meta, testLogger(t))
+	st, err := OpenStore(filepath.Join(dir, "shards"), cfg, meta, peers, testLogger(t))
 	require.NoError(t, err)
-	n := &testNode{Coordinator: NewCoordinator(st, meta, peers, cfg, testLogger(t)), mc: mc, dir: dir}
+	n := &testNode{Coordinator: NewCoordinator(st, cfg, testLogger(t)), mc: mc, dir: dir}
+	if register != nil {
+		register(n.Coordinator)
+	}
 	n.Start()
 	n.awaitOpen(t)
 	return n

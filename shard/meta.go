@@ -40,7 +40,11 @@ type Metadata interface {
 	// (created, reopened or recovered).
 	CopyStarted(ctx context.Context, indexUUID string, shard int, allocationID string) error
 	// CopyFailed reports that a copy failed; with remove it is unassigned.
-	CopyFailed(ctx context.Context, indexUUID string, shard int, allocationID string, remove bool, reason string) error
+	// A primary failing one of its replicas names its own primary term
+	// (byTerm); the cluster refuses it when the shard has moved to a newer
+	// term (a deposed primary cannot fail the copies that replaced it). A
+	// copy reporting its own failure passes 0.
+	CopyFailed(ctx context.Context, indexUUID string, shard int, allocationID string, byTerm uint64, remove bool, reason string) error
 }
 
 // IndexSpec is what CreateIndex defines.

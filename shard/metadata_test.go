@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -213,8 +214,13 @@ func (m *memMeta) UpdateReplicas(_ context.Context, name, id string, replicas in
 	})
 }
 
-func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView, k int)) error {
+// copyOp changes one copy; it is refused from a node that is not live
+// (a dead or partitioned node reaches no leader).
+func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView, k int) error) error {
 	return m.mc.update(func(v *View) error {
+		if n, ok := v.Nodes[m.id]; ok && !n.Live {
+			return fmt.Errorf("%w: node %s is cut off from the cluster", ErrClusterBlocked, m.id)
+		}
 		ix, ok := v.IndexByUUID(id)
 		if !ok {
 			return fmt.Errorf("%w: index %s", ErrIndexNotFound, id)
@@ -223,8 +229,7 @@ func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView
 		sh := &ix.Shards[num]
 		for k := range sh.Copies {
 			if sh.Copies[k].AllocationID == alloc {
-				fn(sh, k)
-				return nil
+				return fn(sh, k)
 			}
 		}
 		return fmt.Errorf("%w: no copy %s", ErrStaleRouting, alloc)
@@ -232,17 +237,72 @@ func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView
 }
 
 func (m *memMeta) CopyStarted(_ context.Context, id string, num int, alloc string) error {
-	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) {
+	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) error {
 		sh.Copies[k].Started = true
-		sh.InSync = append(sh.InSync, alloc)
+		if !slices.Contains(sh.InSync, alloc) {
+			sh.InSync = append(sh.InSync, alloc)
+		}
+		return nil
 	})
 }
 
-func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string, remove bool, _ string) error {
-	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) {
-		sh.Copies[k].Started = false
+// CopyFailed follows package cluster's FailCopy: the copy leaves the
+// in-sync set (and, with remove, the shard); a failed primary is replaced
+// by an in-sync started replica on a live node with the next primary term.
+func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string, byTerm uint64, remove bool, _ string) error {
+	var nodes map[string]NodeView
+	m.mc.mu.Lock()
+	nodes = m.mc.v.Nodes
+	m.mc.mu.Unlock()
+	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) error {
+		if byTerm != 0 && byTerm < sh.PrimaryTerm {
+			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", ErrStaleRouting, byTerm, sh.PrimaryTerm)
+		}
+		wasPrimary := sh.Copies[k].Primary
+		sh.InSync = slices.DeleteFunc(sh.InSync, func(a string) bool { return a == alloc })
+		sh.Copies[k].Started, sh.Copies[k].Primary = false, false
 		if remove {
 			sh.Copies = append(sh.Copies[:k], sh.Copies[k+1:]...)
 		}
+		if !wasPrimary {
+			return nil
+		}
+		for j := range sh.Copies {
+			c := &sh.Copies[j]
+			if c.Started && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID) {
+				c.Primary = true
+				sh.PrimaryTerm++
+				return nil
+			}
+		}
+		return nil
 	})
+}
+
+// addReplica assigns a new replica (initializing) of a shard to a node, as
+// the allocator would.
+func (mc *memCluster) addReplica(t testing.TB, name string, num int, node string) string {
+	alloc := uuid.NewString()
+	require.NoError(t, mc.update(func(v *View) error {
+		ix := cloneIndex(v, name)
+		ix.Shards[num].Copies = append(ix.Shards[num].Copies, CopyView{AllocationID: alloc, NodeID: node})
+		return nil
+	}))
+	return alloc
+}
+
+// failNode fails a node's copies as the leader would once the node is
+// down: primaries are replaced by in-sync replicas, replicas leave the
+// in-sync set.
+func (mc *memCluster) failNode(t testing.TB, node string) {
+	v := mc.node(node).View()
+	for _, ix := range v.Indices {
+		for num, sh := range ix.Shards {
+			for _, c := range sh.Copies {
+				if c.NodeID == node {
+					require.NoError(t, mc.node("leader").CopyFailed(context.Background(), ix.UUID, num, c.AllocationID, 0, false, "node left"))
+				}
+			}
+		}
+	}
 }

@@ -346,10 +346,12 @@ func jsonReply(v any) ([]byte, error) {
 	return append([]byte{wireVersion}, raw...), nil
 }
 
-// Register serves this node's side of the shard layer's methods on mux:
-// writes and gets on its primaries, search phases on its copies. Call it
+// Register serves this node's side of the shard layer's methods on mux —
+// writes and gets on its primaries, search phases on its copies,
+// replication and recovery — and the recovery file streams on streams (a
+// receiver the node registered on mux for fabric.MethodStream). Call it
 // before the fabric listens.
-func (c *Coordinator) Register(mux *fabric.Mux) {
+func (c *Coordinator) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(methodBulk, c.serveBulk)
 	mux.HandleFunc(methodGet, c.serveGet)
 	mux.HandleFunc(methodRefresh, c.serveRefresh)
@@ -357,4 +359,9 @@ func (c *Coordinator) Register(mux *fabric.Mux) {
 	mux.HandleFunc(methodSearchStats, c.serveSearchStats)
 	mux.HandleFunc(methodSearchQuery, c.serveSearchQuery)
 	mux.HandleFunc(methodSearchFetch, c.serveSearchFetch)
+	mux.HandleFunc(methodReplicate, c.serveReplicate)
+	mux.HandleFunc(methodRecoveryStart, c.serveRecoveryStart)
+	mux.HandleFunc(methodRecoveryFiles, c.serveRecoveryFiles)
+	mux.HandleFunc(methodRecoveryOps, c.serveRecoveryOps)
+	streams.Handle(methodRecoveryFiles, c.store.receiveFiles)
 }

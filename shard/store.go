@@ -26,14 +26,22 @@ type Store struct {
 	dir    string
 	cfg    Config
 	meta   Metadata
+	peers  Peers // nil: no fabric (a single node never replicates)
 	logger *slog.Logger
 
-	mu       sync.RWMutex
-	copies   map[string]*shardCopy   // open copies, by allocation ID
-	mappings map[string]*nodeMapping // by index UUID
-	failed   map[string]string       // allocation IDs that failed to open → why
-	closed   bool
-	writes   sync.WaitGroup // writes in flight on local copies
+	mu         sync.RWMutex
+	copies     map[string]*shardCopy   // open copies, by allocation ID
+	mappings   map[string]*nodeMapping // by index UUID
+	failed     map[string]string       // allocation IDs that failed to open → why
+	recovering map[string]bool         // allocation IDs with a recovery running
+	recoveries map[string]*recovery    // the latest recovery of each local copy
+	expected   map[string]*recovery    // copies whose files may be streamed in now
+	sources    map[string]*sourceRecovery
+	leases     map[string]*lease
+	closed     bool
+	writes     sync.WaitGroup // writes in flight on local copies
+	background sync.WaitGroup // recoveries and failure reports
+	stop       chan struct{}  // closed by Close: background work ends
 }
 
 // nodeMapping is the node's mapping of one index: shared by the index's
@@ -56,8 +64,9 @@ type nodeMapping struct {
 const mappingCommitTimeout = 30 * time.Second
 
 // OpenStore opens the store in dir (created if missing). Copies are opened
-// by Reconcile, once the committed metadata says which to serve.
-func OpenStore(dir string, cfg Config, meta Metadata, logger *slog.Logger) (*Store, error) {
+// by Reconcile, once the committed metadata says which to serve. peers
+// reaches the other nodes (nil on a node without a fabric).
+func OpenStore(dir string, cfg Config, meta Metadata, peers Peers, logger *slog.Logger) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,8 +76,10 @@ func OpenStore(dir string, cfg Config, meta Metadata, logger *slog.Logger) (*Sto
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("shard: create data dir %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, cfg: cfg, meta: meta, logger: logger,
-		copies: map[string]*shardCopy{}, mappings: map[string]*nodeMapping{}, failed: map[string]string{}}
+	s := &Store{dir: dir, cfg: cfg, meta: meta, peers: peers, logger: logger,
+		copies: map[string]*shardCopy{}, mappings: map[string]*nodeMapping{}, failed: map[string]string{},
+		recovering: map[string]bool{}, recoveries: map[string]*recovery{}, expected: map[string]*recovery{},
+		sources: map[string]*sourceRecovery{}, leases: map[string]*lease{}, stop: make(chan struct{})}
 	s.cleanDeleted()
 	return s, nil
 }
@@ -82,8 +93,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stop)
 	s.mu.Unlock()
 	s.writes.Wait()
+	s.background.Wait()
 	var errs []error
 	for _, c := range s.copies {
 		if err := c.close(); err != nil {
@@ -243,28 +256,31 @@ func (nm *nodeMapping) mergeLocked(ix *IndexView) error {
 
 // commitMapping commits the node mapping's dynamic fields, if any await
 // their commit, through the metadata (compare-and-set on the mapping
-// version; a lost race merges the winner's mapping and tries again). A
-// field that conflicts with one committed meanwhile fails with
+// version; a lost race merges the winner's mapping and tries again), and
+// returns the committed mapping version that covers them. A field that
+// conflicts with one committed meanwhile fails with
 // index.ErrMappingConflict and resets the node mapping to the committed one.
-func (s *Store) commitMapping(ctx context.Context, nm *nodeMapping) error {
+func (s *Store) commitMapping(nm *nodeMapping) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), mappingCommitTimeout)
+	defer cancel()
 	nm.mu.Lock()
 	defer nm.mu.Unlock()
 	for {
 		local := nm.m.Version()
 		if local == nm.synced {
-			return nil
+			return nm.committed, nil
 		}
 		raw, err := json.Marshal(nm.m)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		ver, err := s.meta.PutMapping(ctx, nm.name, nm.uuid, raw, nm.committed)
 		if err == nil {
 			nm.committed, nm.synced = ver, local
-			return nil
+			return ver, nil
 		}
 		if !errors.Is(err, ErrMappingVersion) {
-			return fmt.Errorf("shard: index %s: committing new fields: %w", nm.name, err)
+			return 0, fmt.Errorf("shard: index %s: committing new fields: %w", nm.name, err)
 		}
 		base := nm.committed
 		v, err := s.meta.AwaitView(ctx, func(v *View) bool {
@@ -272,40 +288,48 @@ func (s *Store) commitMapping(ctx context.Context, nm *nodeMapping) error {
 			return !ok || ix.MappingVersion > base
 		})
 		if err != nil {
-			return fmt.Errorf("shard: index %s: waiting for the mapping that won: %w", nm.name, err)
+			return 0, fmt.Errorf("shard: index %s: waiting for the mapping that won: %w", nm.name, err)
 		}
 		ix, ok := v.IndexByUUID(nm.uuid)
 		if !ok {
-			return fmt.Errorf("%w: index [%s] was deleted", ErrIndexNotFound, nm.name)
+			return 0, fmt.Errorf("%w: index [%s] was deleted", ErrIndexNotFound, nm.name)
 		}
 		committed, err := index.ParseMapping(ix.Mapping)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := nm.m.Merge(committed); err != nil {
 			nm.m.Reset(committed)
 			nm.committed, nm.synced = ix.MappingVersion, nm.m.Version()
-			return err
+			return 0, err
 		}
 		nm.committed = ix.MappingVersion
 	}
 }
 
-// ensureCopy opens or creates one copy that v assigns to this node.
+// committedVersion is the cluster's mapping version merged into the node
+// mapping.
+func (nm *nodeMapping) committedVersion() uint64 {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	return nm.committed
+}
+
+// ensureCopy brings one copy that v assigns to this node in line: a new
+// primary is created, a started one reopened (never recreated empty), a
+// replica or move target recovers from the primary; an open primary's
+// replication group follows the shard table, and a replica just promoted
+// resyncs the others before it takes writes.
 func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *ShardView, c CopyView) error {
 	if oc, ok := s.copy(c.AllocationID); ok {
-		oc.term.Store(sh.PrimaryTerm)
-		return nil
+		return s.follow(ctx, oc, sh, c)
 	}
 	s.mu.RLock()
 	why, failed := s.failed[c.AllocationID]
+	recovering := s.recovering[c.AllocationID]
 	s.mu.RUnlock()
 	if failed {
 		return fmt.Errorf("shard: copy %s of %s/%d failed earlier: %s", c.AllocationID, ix.Name, num, why)
-	}
-	if !c.Primary || c.RelocatingFrom != "" {
-		// Replicas and move targets recover from the primary (recovery.go).
-		return nil
 	}
 	nm, ok := s.mapping(ix.UUID)
 	if !ok {
@@ -314,38 +338,128 @@ func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *Shar
 	dir := filepath.Join(s.dir, c.AllocationID)
 	_, statErr := os.Stat(filepath.Join(dir, copyMetaFile))
 	exists := statErr == nil
-	if c.Started && !exists {
-		// A started primary whose files are gone: never recreate it empty,
-		// which would silently lose every acknowledged write.
-		reason := fmt.Sprintf("the files of started primary %s/%d (allocation %s) are missing from %s", ix.Name, num, c.AllocationID, dir)
-		s.markFailed(c.AllocationID, reason)
-		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, false, reason)
-	}
 	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num}
-	sc, err := openCopy(dir, meta, nm.m, !exists, sh.PrimaryTerm, s.cfg.LogSegmentBytes, s.logger)
+	switch {
+	case !c.Started && (!c.Primary || c.RelocatingFrom != ""):
+		// A replica or move target: it recovers from the primary.
+		if !recovering {
+			s.startRecovery(ix, num, c)
+		}
+		return nil
+	case c.Started && !exists:
+		// A started copy whose files are gone: never recreate it empty,
+		// which would silently lose every acknowledged write.
+		reason := fmt.Sprintf("the files of started copy %s/%d (allocation %s) are missing from %s", ix.Name, num, c.AllocationID, dir)
+		s.markFailed(c.AllocationID, reason)
+		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, 0, false, reason)
+	}
+	sc, err := s.openLocal(dir, meta, nm, !exists, sh.PrimaryTerm)
 	if err != nil {
 		reason := fmt.Sprintf("opening %s: %v", dir, err)
 		s.markFailed(c.AllocationID, reason)
 		s.logger.Error("shard copy failed to open", "shard", meta.Index, "num", num, "allocation_id", c.AllocationID, "err", err)
-		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, false, reason)
+		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, 0, false, reason)
 	}
-	sc.beforeLog = func() error {
-		cctx, cancel := context.WithTimeout(context.Background(), mappingCommitTimeout)
-		defer cancel()
-		return s.commitMapping(cctx, nm)
+	sc.idx.EndReplay()
+	s.logger.Info("shard copy opened", "shard", sc.name, "allocation_id", c.AllocationID, "created", !exists, "term", sh.PrimaryTerm, "primary", c.Primary)
+	if err := s.follow(ctx, sc, sh, c); err != nil {
+		return err
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return errors.Join(ErrClosed, sc.close())
-	}
-	s.copies[c.AllocationID] = sc
-	s.mu.Unlock()
-	s.logger.Info("shard copy opened", "shard", sc.name, "allocation_id", c.AllocationID, "created", !exists, "term", sh.PrimaryTerm)
 	if !c.Started {
 		return s.meta.CopyStarted(ctx, ix.UUID, num, c.AllocationID)
 	}
 	return nil
+}
+
+// follow keeps an open copy in line with the shard table: a primary's
+// replication group, and the resync a freshly promoted primary owes the
+// other in-sync copies.
+func (s *Store) follow(ctx context.Context, sc *shardCopy, sh *ShardView, c CopyView) error {
+	if !c.Primary {
+		sc.primary.Store(false)
+		return nil
+	}
+	sc.group.sync(c.AllocationID, sh)
+	if sc.primary.Load() && sc.term.Load() >= sh.PrimaryTerm {
+		return nil
+	}
+	return s.promote(ctx, sc, sh.PrimaryTerm)
+}
+
+// openLocal opens (or creates) the copy in dir and registers it.
+func (s *Store) openLocal(dir string, meta copyMeta, nm *nodeMapping, create bool, term uint64) (*shardCopy, error) {
+	sc, err := openCopy(s, dir, meta, nm, create, term)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.Join(ErrClosed, sc.close())
+	}
+	if old := s.copies[meta.AllocationID]; old != nil {
+		_ = old.close()
+	}
+	s.copies[meta.AllocationID] = sc
+	return sc, nil
+}
+
+// unregister forgets an open copy (its caller closes it).
+func (s *Store) unregister(sc *shardCopy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.copies[sc.meta.AllocationID] == sc {
+		delete(s.copies, sc.meta.AllocationID)
+	}
+}
+
+// startRecovery runs the recovery of copy c in the background.
+func (s *Store) startRecovery(ix *IndexView, num int, c CopyView) {
+	s.mu.Lock()
+	if s.closed || s.recovering[c.AllocationID] {
+		s.mu.Unlock()
+		return
+	}
+	s.recovering[c.AllocationID] = true
+	s.background.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.background.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		s.recover(ctx, ix, num, c)
+		s.mu.Lock()
+		delete(s.recovering, c.AllocationID)
+		s.mu.Unlock()
+	}()
+}
+
+// failCopy reports, in the background, that a local copy failed (its log
+// failed); the cluster promotes another in-sync copy.
+func (s *Store) failCopy(sc *shardCopy, reason string) {
+	s.markFailed(sc.meta.AllocationID, reason)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.background.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.background.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), replicationTimeout)
+		defer cancel()
+		if err := s.meta.CopyFailed(ctx, sc.meta.IndexUUID, sc.meta.Shard, sc.meta.AllocationID, 0, false, reason); err != nil {
+			s.logger.Error("could not report a failed shard copy to the cluster", "shard", sc.name, "allocation_id", sc.meta.AllocationID, "err", err)
+		}
+	}()
 }
 
 func (s *Store) markFailed(allocationID, reason string) {

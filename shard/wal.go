@@ -362,6 +362,42 @@ func (l *Log) Replay(after uint64, fn func(*LogRecord) error) error {
 	return nil
 }
 
+// FirstSeq is the lowest seq the log still holds (0 if empty): the log has
+// every operation from it to LastSeq.
+func (l *Log) FirstSeq() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segs {
+		if s.first != 0 {
+			return s.first
+		}
+	}
+	return 0
+}
+
+// decodeFramedRecord decodes one record in its log frame (length, CRC,
+// payload) from the front of b — how records travel in replication
+// messages — and returns the bytes after it. The source is copied.
+func decodeFramedRecord(b []byte) (LogRecord, []byte, error) {
+	if len(b) < recHeader {
+		return LogRecord{}, nil, fmt.Errorf("%w: short record header", errCorruptRecord)
+	}
+	n := binary.LittleEndian.Uint32(b[0:])
+	sum := binary.LittleEndian.Uint32(b[4:])
+	if uint64(n) > uint64(len(b)-recHeader) || n > maxRecord {
+		return LogRecord{}, nil, fmt.Errorf("%w: record length %d exceeds the message", errCorruptRecord, n)
+	}
+	payload := b[recHeader : recHeader+int(n)]
+	if crc32.Checksum(payload, crcTable) != sum {
+		return LogRecord{}, nil, fmt.Errorf("%w: checksum mismatch", errCorruptRecord)
+	}
+	r, err := decodeRecord(payload)
+	if err != nil {
+		return LogRecord{}, nil, fmt.Errorf("%w: %v", errCorruptRecord, err)
+	}
+	return r, b[recHeader+int(n):], nil
+}
+
 // LastSeq is the highest seq in the log (0 if empty).
 func (l *Log) LastSeq() uint64 {
 	l.mu.Lock()

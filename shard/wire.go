@@ -26,6 +26,10 @@ const (
 	methodSearchStats                                 // search phase 1: term statistics
 	methodSearchQuery                                 // search phase 2: ids, scores, sort keys, facets
 	methodSearchFetch                                 // search phase 3: sources and term locations of the final page
+	methodReplicate                                   // a group of log records from a primary to a copy of its group
+	methodRecoveryStart                               // a recovering copy asks its primary how to recover
+	methodRecoveryFiles                               // the primary streams its index snapshot (also the stream's method)
+	methodRecoveryOps                                 // the primary replays its log to the copy and adds it to its group
 )
 
 const wireVersion = 1
@@ -52,6 +56,9 @@ var wireErrors = []error{
 	14: index.ErrClosed,
 	15: ErrInvalidIndexName,
 	16: ErrIndexExists,
+	17: ErrSeqGap,
+	18: ErrDiverged,
+	19: errCorruptRecord,
 }
 
 // ErrStaleRouting: the request was routed with an older (or newer) view of

@@ -167,8 +167,8 @@ func (a *Adapter) CopyStarted(ctx context.Context, indexUUID string, num int, al
 }
 
 // CopyFailed reports a copy failed.
-func (a *Adapter) CopyFailed(ctx context.Context, indexUUID string, num int, allocationID string, remove bool, reason string) error {
+func (a *Adapter) CopyFailed(ctx context.Context, indexUUID string, num int, allocationID string, byTerm uint64, remove bool, reason string) error {
 	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdFailCopy, FailCopy: &cluster.FailCopy{
-		IndexUUID: indexUUID, Shard: num, AllocationID: allocationID, Remove: remove, Reason: reason}})
+		IndexUUID: indexUUID, Shard: num, AllocationID: allocationID, PrimaryTerm: byTerm, Remove: remove, Reason: reason}})
 	return err
 }

@@ -1,0 +1,335 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/index"
+)
+
+// withReplicas creates index name with shards primaries placed by the
+// memCluster and one replica of each on the next node, and waits until
+// every replica has recovered and joined the in-sync set.
+func withReplicas(t *testing.T, tc *testCluster, name string, shards int, nodes []string) {
+	t.Helper()
+	n := tc.nodes[nodes[0]]
+	require.NoError(t, n.CreateIndex(context.Background(), name, IndexSettings{NumberOfShards: shards, NumberOfReplicas: 1}, sampleMapping(t)))
+	ix, err := n.meta.View().Index(name)
+	require.NoError(t, err)
+	for num, sh := range ix.Shards {
+		p, _ := sh.Primary()
+		k := slices.Index(nodes, p.NodeID)
+		tc.mc.addReplica(t, name, num, nodes[(k+1)%len(nodes)])
+	}
+	awaitInSync(t, tc, name, 2)
+}
+
+// awaitInSync waits until every shard of name has want in-sync started copies.
+func awaitInSync(t *testing.T, tc *testCluster, name string, want int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v := tc.mc.node("x").View()
+		ix, ok := v.Indices[name]
+		if !ok {
+			return false
+		}
+		for _, sh := range ix.Shards {
+			started := 0
+			for _, c := range sh.Copies {
+				if c.Started && slices.Contains(sh.InSync, c.AllocationID) {
+					started++
+				}
+			}
+			if started < want {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond)
+}
+
+// copyDocs returns the documents of every copy of shard num of name, by
+// allocation ID (only copies open on running nodes).
+func copyDocs(t *testing.T, tc *testCluster, name string, num int) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	for _, c := range ix.Shards[num].Copies {
+		n := tc.nodes[c.NodeID]
+		if n == nil {
+			continue
+		}
+		sc, ok := n.store.copy(c.AllocationID)
+		if !ok {
+			continue
+		}
+		docs := map[string]string{}
+		res, err := sc.idx.Search(context.Background(), func() *bleve.SearchRequest {
+			r := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10000, 0, false)
+			r.Fields = []string{index.SourceField}
+			return r
+		}())
+		require.NoError(t, err)
+		for _, h := range res.Hits {
+			docs[h.ID], _ = h.Fields[index.SourceField].(string)
+		}
+		out[c.AllocationID] = docs
+	}
+	return out
+}
+
+// TestReplicasHoldEveryAcknowledgedWrite: with one replica per shard, every
+// write acknowledged by the primaries is logged and indexed on the
+// replicas too — the same documents, versions and sequence numbers — and a
+// search served by a replica finds them.
+func TestReplicasHoldEveryAcknowledgedWrite(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "r", 3, nodes)
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n2"], "r", ids[:200], sources[:200])
+	res, err := tc.nodes["n3"].Bulk(context.Background(), []Op{
+		{Type: OpUpdate, Index: "r", ID: ids[0], Update: &UpdateSpec{Doc: json.RawMessage(`{"label":"changed"}`)}},
+		{Type: OpDelete, Index: "r", ID: ids[1]},
+	}, RefreshFalse)
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	require.NoError(t, res[1].Err)
+	total := 0
+	for num := range 3 {
+		byCopy := copyDocs(t, tc, "r", num)
+		require.Len(t, byCopy, 2, "shard %d has a primary and a replica open", num)
+		var first map[string]string
+		for _, docs := range byCopy {
+			if first == nil {
+				first = docs
+				total += len(docs)
+				continue
+			}
+			requireSameDocs(t, first, docs, fmt.Sprintf("shard %d", num))
+		}
+	}
+	require.Equal(t, 199, total)
+	// Searches may be served by either copy; both have every document.
+	for range 4 {
+		r := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}},"size":0}`)
+		require.EqualValues(t, 199, r.Total)
+	}
+}
+
+// TestFailoverLosesNoAcknowledgedWrite: clients write while the node holding
+// primaries dies; the cluster promotes the in-sync replicas (next primary
+// term) and writes go on. Every write that was acknowledged is found on the
+// new primaries afterwards; writes refused during the failover may be
+// retried by the clients, as Elasticsearch's are.
+func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "f", 3, nodes)
+	ix, _ := tc.mc.node("x").View().Index("f")
+	p0, _ := ix.Shards[0].Primary()
+	victim := p0.NodeID
+	var writers []string
+	for _, n := range nodes {
+		if n != victim {
+			writers = append(writers, n)
+		}
+	}
+	var mu sync.Mutex
+	acked := map[string]string{}
+	var attempts, refused atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := tc.nodes[writers[w%len(writers)]]
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, k)
+				src := fmt.Sprintf(`{"w":%d,"k":%d}`, w, k)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				res, err := n.Bulk(ctx, []Op{{Type: OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, RefreshFalse)
+				cancel()
+				attempts.Add(1)
+				if err == nil && res[0].Err == nil {
+					mu.Lock()
+					acked[id] = src
+					mu.Unlock()
+					continue
+				}
+				refused.Add(1)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	tc.kill(victim)
+	tc.mc.failNode(t, victim)
+	time.Sleep(700 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d writes, %d acknowledged, %d refused during the failover", attempts.Load(), len(acked), refused.Load())
+	require.NotEmpty(t, acked)
+	v := tc.mc.node("x").View()
+	ix, _ = v.Indices["f"]
+	for num, sh := range ix.Shards {
+		p, ok := sh.Primary()
+		require.True(t, ok, "shard %d has a primary after the failover", num)
+		require.NotEqual(t, victim, p.NodeID)
+	}
+	require.Equal(t, uint64(2), ix.Shards[0].PrimaryTerm, "the promotion bumped the term")
+	n := tc.nodes[writers[0]]
+	for id, src := range acked {
+		d, err := n.Get(context.Background(), "f", id, "")
+		require.NoError(t, err, "acknowledged write %s lost", id)
+		require.JSONEq(t, src, string(d.Source))
+	}
+	// Writes keep working on the new primaries.
+	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, RefreshFalse)
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+}
+
+// TestRecoveryReusesOrReplacesTheCopy: a replica whose node restarts after
+// missing writes catches up by replaying the primary's log (ops-based,
+// moving only the missed operations); a replica whose files are gone gets
+// a snapshot of the primary's index (file-based), then the operations.
+func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "rec", 1, nodes)
+	ix, _ := tc.mc.node("x").View().Index("rec")
+	p, _ := ix.Shards[0].Primary()
+	replicaNode := nodes[(slices.Index(nodes, p.NodeID)+1)%2]
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "rec", ids[:100], sources[:100])
+
+	// The replica's node goes away; the next writes fail it out of the
+	// in-sync set; it comes back and recovers from its checkpoint.
+	tc.kill(replicaNode)
+	bulkIndex(t, tc.nodes[p.NodeID], "rec", ids[100:150], sources[100:150])
+	require.Len(t, tc.mc.node("x").View().Indices["rec"].Shards[0].InSync, 1, "the replica that missed writes left the in-sync set")
+	tc.revive(replicaNode)
+	awaitInSync(t, tc, "rec", 2)
+	rec := latestRecovery(t, tc.nodes[replicaNode])
+	require.Equal(t, RecoveryOps, rec.Mode)
+	require.Equal(t, int64(50), rec.OpsDone, "only the missed operations are sent")
+	require.Zero(t, rec.BytesDone)
+	same(t, copyDocs(t, tc, "rec", 0))
+
+	// Wiped: the replica's files are gone; it gets the primary's snapshot.
+	tc.kill(replicaNode)
+	bulkIndex(t, tc.nodes[p.NodeID], "rec", ids[150:160], sources[150:160])
+	ix, _ = tc.mc.node("x").View().Indices["rec"]
+	for _, c := range ix.Shards[0].Copies {
+		if c.NodeID == replicaNode {
+			require.NoError(t, removeDir(fmt.Sprintf("%s/shards/%s", tc.dirs[replicaNode], c.AllocationID)))
+		}
+	}
+	tc.revive(replicaNode)
+	awaitInSync(t, tc, "rec", 2)
+	rec = latestRecovery(t, tc.nodes[replicaNode])
+	require.Equal(t, RecoveryFiles, rec.Mode)
+	require.Positive(t, rec.BytesDone)
+	same(t, copyDocs(t, tc, "rec", 0))
+	d, err := tc.nodes[replicaNode].Get(context.Background(), "rec", ids[155], "")
+	require.NoError(t, err)
+	require.JSONEq(t, string(sources[155]), string(d.Source))
+}
+
+func latestRecovery(t *testing.T, n *testNode) RecoveryInfo {
+	t.Helper()
+	rs := n.store.Recoveries()
+	require.NotEmpty(t, rs)
+	require.Equal(t, "done", rs[0].Stage, "%+v", rs[0])
+	return rs[0]
+}
+
+// same requires every copy to hold the same documents.
+func same(t *testing.T, byCopy map[string]map[string]string) {
+	t.Helper()
+	require.Len(t, byCopy, 2)
+	var docs []map[string]string
+	for _, d := range byCopy {
+		docs = append(docs, d)
+	}
+	requireSameDocs(t, docs[0], docs[1], "copies")
+}
+
+// requireSameDocs compares two copies' documents, naming the differences
+// rather than printing both.
+func requireSameDocs(t *testing.T, a, b map[string]string, what string) {
+	t.Helper()
+	var onlyA, onlyB, differ []string
+	for id, src := range a {
+		other, ok := b[id]
+		switch {
+		case !ok:
+			onlyA = append(onlyA, id)
+		case other != src:
+			differ = append(differ, id)
+		}
+	}
+	for id := range b {
+		if _, ok := a[id]; !ok {
+			onlyB = append(onlyB, id)
+		}
+	}
+	require.True(t, len(onlyA)+len(onlyB)+len(differ) == 0, "%s: %d vs %d documents; only in the first %v, only in the second %v, different %v",
+		what, len(a), len(b), onlyA, onlyB, differ)
+}
+
+// TestDeposedPrimaryAcknowledgesNothing: a primary cut off from its replica
+// and from the cluster (its replica was promoted meanwhile) cannot
+// acknowledge a write: the new primary refuses its term, and failing that
+// copy through the cluster is refused too.
+func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "d", 1, nodes)
+	ix, _ := tc.mc.node("x").View().Index("d")
+	p, _ := ix.Shards[0].Primary()
+	old := tc.nodes[p.NodeID]
+	sc, ok := old.store.copy(p.AllocationID)
+	require.True(t, ok)
+	// The cluster promotes the replica; the old primary has not heard (its
+	// copy still has the old term and believes it is primary).
+	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
+	awaitTermOnOthers(t, tc, p.NodeID, "d", 2)
+	items := []item{{op: &Op{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
+	sc.prepare(items)
+	require.NoError(t, sc.write(items))
+	require.Error(t, items[0].res.Err, "a deposed primary acknowledged a write")
+	require.Equal(t, http.StatusServiceUnavailable, items[0].res.Status)
+}
+
+func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term uint64) {
+	t.Helper()
+	for id, n := range tc.nodes {
+		if id == except {
+			continue
+		}
+		require.Eventually(t, func() bool {
+			ix, _ := tc.mc.node(id).View().Index(name)
+			p, _ := ix.Shards[0].Primary()
+			sc, ok := n.store.copy(p.AllocationID)
+			return ok && sc.primary.Load() && sc.term.Load() == term
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+}
