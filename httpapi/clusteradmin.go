@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weftsearch/weft/shard"
 )
@@ -163,6 +164,54 @@ func (s *Server) handleCatShards(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		}
+	}
+	return s.writeCat(w, r, t)
+}
+
+// handleCatRecovery serves GET /_cat/recovery[/{index}]: the recoveries of
+// shard copies (from the primary's files or log), latest first;
+// ?active_only=true keeps those in progress.
+func (s *Server) handleCatRecovery(w http.ResponseWriter, r *http.Request) error {
+	names, err := s.resolve(r.PathValue("index"))
+	if err != nil {
+		return err
+	}
+	activeOnly, err := boolParam(r, "active_only", false)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	unit := r.URL.Query().Get("bytes")
+	t := catTable{cols: []string{"index", "shard", "time", "type", "stage", "source_node", "target_node",
+		"bytes_recovered", "bytes_total", "bytes_percent", "translog_ops_recovered", "start_seq"}}
+	for _, rec := range s.eng.Recoveries(r.Context()) {
+		if !want[rec.Index] || (activeOnly && (rec.Stage == "done" || rec.Stage == "failed")) {
+			continue
+		}
+		end := rec.Stopped
+		if end.IsZero() {
+			end = s.now()
+		}
+		done, err := byteSize(rec.BytesDone, unit)
+		if err != nil {
+			return err
+		}
+		total, _ := byteSize(rec.BytesTotal, unit)
+		pct := "0.0%"
+		if rec.BytesTotal > 0 {
+			pct = strconv.FormatFloat(100*float64(rec.BytesDone)/float64(rec.BytesTotal), 'f', 1, 64) + "%"
+		}
+		typ := "peer"
+		if rec.Mode == shard.RecoveryOps {
+			typ = "peer (operations)"
+		} else if rec.Mode == shard.RecoveryFiles {
+			typ = "peer (files)"
+		}
+		t.rows = append(t.rows, []string{rec.Index, strconv.Itoa(rec.Shard), end.Sub(rec.Started).Round(time.Millisecond).String(), typ, rec.Stage,
+			rec.SourceNode, rec.TargetNode, done, total, pct, strconv.FormatInt(rec.OpsDone, 10), strconv.FormatUint(rec.StartSeq, 10)})
 	}
 	return s.writeCat(w, r, t)
 }

@@ -86,11 +86,11 @@ func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeR
 // writeOne runs one write through the engine and replies as Elasticsearch
 // does for single-document endpoints.
 func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) error {
-	refresh, err := refreshParam(r)
+	opts, err := writeOptions(r)
 	if err != nil {
 		return err
 	}
-	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, refresh)
+	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, opts)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ type bulkReply struct {
 // that they share one log sync.
 func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
-	refresh, err := refreshParam(r)
+	opts, err := writeOptions(r)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	}
 	var results []shard.OpResult
 	if len(ops) > 0 {
-		if results, err = s.eng.Bulk(r.Context(), ops, refresh); err != nil {
+		if results, err = s.eng.Bulk(r.Context(), ops, opts); err != nil {
 			return err
 		}
 		if len(results) != len(ops) {

@@ -37,7 +37,7 @@ type Engine interface {
 	ResolveIndices(expr string) ([]string, error)
 	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
 	UpdateSettings(ctx context.Context, name string, replicas int) error
-	Bulk(ctx context.Context, ops []shard.Op, refresh shard.RefreshPolicy) ([]shard.OpResult, error)
+	Bulk(ctx context.Context, ops []shard.Op, opts shard.WriteOptions) ([]shard.OpResult, error)
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shard.FieldTypes
@@ -50,6 +50,9 @@ type Engine interface {
 	// CopyStats counts the documents and bytes of every copy that answers,
 	// by allocation ID (asking the nodes that hold them until ctx ends).
 	CopyStats(ctx context.Context) map[string]shard.CopyStats
+	// Recoveries lists the shard recoveries of the nodes that answer
+	// before ctx ends, newest first.
+	Recoveries(ctx context.Context) []shard.RecoveryInfo
 }
 
 // Config describes the node the API speaks for.
@@ -389,22 +392,34 @@ func boolParam(r *http.Request, name string, def bool) (bool, error) {
 	}
 }
 
-// refreshParam parses ?refresh=true|false|wait_for ("" means true).
-func refreshParam(r *http.Request) (shard.RefreshPolicy, error) {
+// writeOptions reads a write's ?refresh=true|false|wait_for ("" means
+// true) and ?wait_for_active_shards=N|all (default 1: the primary).
+func writeOptions(r *http.Request) (shard.WriteOptions, error) {
 	q := r.URL.Query()
-	if !q.Has("refresh") {
-		return shard.RefreshFalse, nil
+	var opts shard.WriteOptions
+	if q.Has("refresh") {
+		switch v := q.Get("refresh"); v {
+		case "", "true":
+			opts.Refresh = shard.RefreshTrue
+		case "false":
+		case "wait_for":
+			opts.Refresh = shard.RefreshWaitFor
+		default:
+			return opts, illegalArgument("Unknown value for refresh: [%s]; use true, false or wait_for", v)
+		}
 	}
-	switch v := q.Get("refresh"); v {
-	case "", "true":
-		return shard.RefreshTrue, nil
-	case "false":
-		return shard.RefreshFalse, nil
-	case "wait_for":
-		return shard.RefreshWaitFor, nil
+	switch v := q.Get("wait_for_active_shards"); v {
+	case "":
+	case "all":
+		opts.WaitForActiveShards = shard.AllShards
 	default:
-		return shard.RefreshFalse, illegalArgument("Unknown value for refresh: [%s]; use true, false or wait_for", v)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return opts, illegalArgument("failed to parse [wait_for_active_shards] value [%s]; use a number of copies or all", v)
+		}
+		opts.WaitForActiveShards = n
 	}
+	return opts, nil
 }
 
 // routes registers every endpoint. Keep docs/http-api.md in step. Each
@@ -487,6 +502,8 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
 	s.handle("GET /_cat/shards", s.handleCatShards, catParams...)
 	s.handle("GET /_cat/shards/{index}", s.handleCatShards, catParams...)
+	s.handle("GET /_cat/recovery", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
+	s.handle("GET /_cat/recovery/{index}", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
 	s.handle("GET /_nodes", s.handleNodes, "timeout")
 	s.handle("GET /_nodes/{node_id}", s.handleNodes, "timeout")
 	s.handle("GET /_cluster/state", s.handleClusterState, "local", "master_timeout")

@@ -44,7 +44,7 @@ func BenchmarkBulkManager(b *testing.B) {
 		for j := range ops {
 			ops[j] = Op{Type: OpIndex, Index: "b", ID: ids[k*benchBatch+j], Source: srcs[k*benchBatch+j]}
 		}
-		res, err := m.Bulk(context.Background(), ops, RefreshFalse)
+		res, err := m.Bulk(context.Background(), ops, WriteOptions{Refresh: RefreshFalse})
 		if err != nil || res[0].Err != nil {
 			b.Fatal(err, res[0].Err)
 		}
@@ -87,7 +87,7 @@ func benchSearchSetup(b *testing.B) (*testNode, bleve.Index) {
 	for k := range ids {
 		ops[k] = Op{Type: OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
 	}
-	_, err := m.Bulk(context.Background(), ops, RefreshFalse)
+	_, err := m.Bulk(context.Background(), ops, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(b, err)
 	raw, err := bleve.New(filepath.Join(b.TempDir(), "raw"), sampleMapping(b).BleveMapping())
 	require.NoError(b, err)

@@ -25,7 +25,7 @@ import (
 // failures (cancelled ctx, the node not in a cluster). Each touched shard
 // logs its ops with one fsync (shared with concurrent Bulks) and indexes
 // them as one batch before Bulk returns.
-func (c *Coordinator) Bulk(ctx context.Context, ops []Op, refresh RefreshPolicy) ([]OpResult, error) {
+func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]OpResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, refresh RefreshPolicy)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.writeGroup(ctx, kk.uuid, kk.num, g.items)
+			c.writeGroup(ctx, kk.uuid, kk.num, opts.WaitForActiveShards, g.items)
 			ic := c.countersFor(g.name)
 			for _, it := range g.items {
 				switch {
@@ -104,8 +104,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, refresh RefreshPolicy)
 			c.countersFor(groups[kk].name).indexNanos.Add(el)
 		}
 	}
-	_ = refresh // documents are searchable on return (package doc)
-	return results, nil
+	return results, nil // documents are searchable on return, whatever opts.Refresh (package doc)
 }
 
 // statusOf is the HTTP status of an item that failed before reaching its
@@ -146,14 +145,18 @@ func (c *Coordinator) indexForWrite(ctx context.Context, op *Op) (*IndexView, er
 }
 
 // writeGroup sends one shard's items to its primary and fills their
-// results, waiting (up to primaryWait) for an active primary and retrying
-// when the primary refused the group unapplied because routing changed.
-func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num int, items []item) {
+// results, waiting (up to primaryWait) for an active primary — and for
+// activeShards active copies — and retrying when the primary refused the
+// group unapplied because routing changed.
+func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeShards int, items []item) {
 	ctx, cancel := context.WithTimeout(ctx, primaryWait)
 	defer cancel()
 	for {
 		v := c.meta.View()
-		err := c.tryWriteGroup(ctx, v, uuid, num, items)
+		err := c.enoughActive(v, uuid, num, activeShards)
+		if err == nil {
+			err = c.tryWriteGroup(ctx, v, uuid, num, items)
+		}
 		if err == nil {
 			return
 		}
@@ -183,6 +186,30 @@ func statusForGroupErr(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// enoughActive checks wait_for_active_shards against v.
+func (c *Coordinator) enoughActive(v *View, uuid string, num, want int) error {
+	ix, ok := v.IndexByUUID(uuid)
+	if !ok {
+		return fmt.Errorf("%w: the index was deleted", ErrIndexNotFound)
+	}
+	if want == AllShards {
+		want = 1 + ix.NumberOfReplicas
+	}
+	if want <= 1 {
+		return nil
+	}
+	active := 0
+	for _, cp := range ix.Shards[num].Copies {
+		if v.Active(cp) && cp.RelocatingFrom == "" {
+			active++
+		}
+	}
+	if active < want {
+		return fmt.Errorf("%w: [%s][%d] Not enough active copies to meet shard count of [%d] (have %d, needed %d)", ErrUnavailable, ix.Name, num, want, active, want)
+	}
+	return nil
 }
 
 // awaitNewer waits for a view newer than v, or for a short while when none

@@ -286,7 +286,7 @@ func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
 	for k := range 60 {
 		ops = append(ops, Op{Type: OpIndex, Index: "w", ID: fmt.Sprint("d", k), Source: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag%d":"x"}`, k, k%3))})
 	}
-	res, err := tc.nodes["n2"].Bulk(ctx, ops, RefreshFalse)
+	res, err := tc.nodes["n2"].Bulk(ctx, ops, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	for _, r := range res {
 		require.NoError(t, r.Err, r.ID)
@@ -307,7 +307,7 @@ func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
 		{Type: OpCreate, Index: "w", ID: "d7", Source: json.RawMessage(`{"n":1}`)},
 		{Type: OpUpdate, Index: "w", ID: "d8", Update: &UpdateSpec{Doc: json.RawMessage(`{"m":1}`)}},
 		{Type: OpIndex, Index: "w", ID: "d9", Source: json.RawMessage(`{"n":"not a number"}`)},
-	}, RefreshFalse)
+	}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.ErrorIs(t, res[0].Err, ErrVersionConflict)
 	require.Equal(t, 409, res[0].Status)
@@ -362,7 +362,7 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 			break
 		}
 	}
-	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, RefreshFalse)
+	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
 }

@@ -161,7 +161,7 @@ func TestBulkItemSemantics(t *testing.T) {
 	}
 	for _, st := range steps {
 		st.op.Index = "i"
-		res, err := m.Bulk(ctx, []Op{st.op}, RefreshFalse)
+		res, err := m.Bulk(ctx, []Op{st.op}, WriteOptions{Refresh: RefreshFalse})
 		require.NoError(t, err, st.name)
 		r := res[0]
 		require.Equal(t, st.want.status, r.Status, "%s: %v", st.name, r.Err)
@@ -180,16 +180,16 @@ func TestBulkItemSemantics(t *testing.T) {
 
 	// Optimistic concurrency control (if_seq_no / if_primary_term).
 	stale, term := d.SeqNo-1, d.PrimaryTerm
-	res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, RefreshFalse)
+	res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, res[0].Status)
 	require.ErrorIs(t, res[0].Err, ErrVersionConflict)
 	cur := d.SeqNo
-	res, err = m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, RefreshFalse)
+	res, err = m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, int64(4), res[0].Version)
-	res, err = m.Bulk(ctx, []Op{{Type: OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, RefreshFalse)
+	res, err = m.Bulk(ctx, []Op{{Type: OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, res[0].Status, "a condition on a missing document is a conflict")
 	_, err = m.Get(ctx, "i", "2", "")
@@ -203,7 +203,7 @@ func TestBulkItemSemantics(t *testing.T) {
 		{Type: OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
 		{Type: OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},
 		{Type: OpUpdate, Index: "i", ID: "a", Update: &UpdateSpec{Doc: json.RawMessage(`{"n":3}`)}},
-	}, RefreshTrue)
+	}, WriteOptions{Refresh: RefreshTrue})
 	require.NoError(t, err)
 	require.Equal(t, []string{"created", "", "updated", "updated"}, []string{res[0].Result, res[1].Result, res[2].Result, res[3].Result})
 	require.Equal(t, []int64{1, 0, 2, 3}, []int64{res[0].Version, res[1].Version, res[2].Version, res[3].Version})
@@ -221,7 +221,7 @@ func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
 		{Type: OpIndex, Index: "auto", Source: json.RawMessage(`{"msg":"hello world","when":"2024-01-02T03:04:05Z","n":1}`)},
 		{Type: OpDelete, Index: "absent", ID: "x"},
 		{Type: OpIndex, Index: "BAD", ID: "x", Source: json.RawMessage(`{}`)},
-	}, RefreshWaitFor)
+	}, WriteOptions{Refresh: RefreshWaitFor})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, res[0].Status, "%v", res[0].Err)
 	require.Len(t, res[0].ID, 20)
@@ -276,7 +276,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.NoError(t, m.CreateIndex(ctx, "i", IndexSettings{NumberOfShards: 3, NumberOfReplicas: 0}, nil))
 	ids, sources := sampleDocs(t)
 	bulkIndex(t, m, "i", ids[:100], sources[:100])
-	res, err := m.Bulk(ctx, []Op{{Type: OpDelete, Index: "i", ID: ids[0]}}, RefreshFalse)
+	res, err := m.Bulk(ctx, []Op{{Type: OpDelete, Index: "i", ID: ids[0]}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	put, err := index.ParseMapping([]byte(`{"properties":{"extra":{"type":"keyword"}}}`))
@@ -285,7 +285,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.ErrorIs(t, m.PutMapping(ctx, "i", mustMapping(t, `{"properties":{"extra":{"type":"long"}}}`)), index.ErrMappingConflict)
 	require.NoError(t, m.Close())
 	require.NoError(t, m.Close(), "Close is idempotent")
-	_, err = m.Bulk(ctx, nil, RefreshFalse)
+	_, err = m.Bulk(ctx, nil, WriteOptions{})
 	require.ErrorIs(t, err, ErrClosed)
 
 	m = openManager(t, dir)
@@ -302,7 +302,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(sources[1]), string(d.Source))
 	// Sequence numbers continue after a restart.
-	res, err = m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, RefreshFalse)
+	res, err = m.Bulk(ctx, []Op{{Type: OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.Greater(t, res[0].SeqNo, d.SeqNo)
 	require.Equal(t, int64(2), res[0].Version)
@@ -442,7 +442,7 @@ func TestConcurrentBulksAndSearches(t *testing.T) {
 				res, err := m.Bulk(ctx, []Op{
 					{Type: OpIndex, Index: "c", ID: fmt.Sprintf("w%d-%d", w, k), Source: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d}`, w, k))},
 					{Type: OpIndex, Index: "c", ID: "hot", Source: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w))},
-				}, RefreshFalse)
+				}, WriteOptions{Refresh: RefreshFalse})
 				if err == nil {
 					err = errors.Join(res[0].Err, res[1].Err)
 				}
@@ -570,7 +570,7 @@ func TestConcurrentBulksShareFsyncs(t *testing.T) {
 	sh.log.beforeSync = func() { once.Do(func() { <-release }) }
 	before := sh.log.Fsyncs()
 	bulk := func(id string) error {
-		res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "g", ID: id, Source: json.RawMessage(`{"a":1}`)}}, RefreshFalse)
+		res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "g", ID: id, Source: json.RawMessage(`{"a":1}`)}}, WriteOptions{Refresh: RefreshFalse})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"sync"
 	"time"
 
@@ -44,8 +45,40 @@ func (c *Coordinator) CopyStats(ctx context.Context) map[string]CopyStats {
 // parallel, until ctx ends.
 func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]CopyStats {
 	out := c.localCopyStats()
+	for _, rep := range c.askHolders(ctx, v) {
+		for k, st := range rep.Copies {
+			out[k] = st
+		}
+	}
+	return out
+}
+
+// Recoveries lists the recoveries of copies on every live node that
+// answers before ctx ends (this node's too), newest first.
+func (c *Coordinator) Recoveries(ctx context.Context) []RecoveryInfo {
+	v, err := c.view()
+	if err != nil {
+		return nil
+	}
+	out := c.store.Recoveries()
+	for _, rep := range c.askHolders(ctx, v) {
+		out = append(out, rep.Recoveries...)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Started.After(out[b].Started) })
+	return out
+}
+
+// nodeReport is what methodCopyStats answers: a node's copies and their
+// recoveries.
+type nodeReport struct {
+	Copies     map[string]CopyStats `json:"copies"`
+	Recoveries []RecoveryInfo       `json:"recoveries"`
+}
+
+// askHolders asks every other live node that holds copies for its report.
+func (c *Coordinator) askHolders(ctx context.Context, v *View) []nodeReport {
 	if c.peers == nil {
-		return out
+		return nil
 	}
 	holders := map[string]bool{}
 	for _, ix := range v.Indices {
@@ -58,6 +91,7 @@ func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]C
 		}
 	}
 	var mu sync.Mutex
+	var out []nodeReport
 	var wg sync.WaitGroup
 	for id := range holders {
 		wg.Add(1)
@@ -67,14 +101,12 @@ func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]C
 			if err != nil {
 				return
 			}
-			var remote map[string]CopyStats
-			if len(reply) < 1 || reply[0] != wireVersion || json.Unmarshal(reply[1:], &remote) != nil {
+			var rep nodeReport
+			if len(reply) < 1 || reply[0] != wireVersion || json.Unmarshal(reply[1:], &rep) != nil {
 				return
 			}
 			mu.Lock()
-			for k, st := range remote {
-				out[k] = st
-			}
+			out = append(out, rep)
 			mu.Unlock()
 		}()
 	}
@@ -86,9 +118,5 @@ func (c *Coordinator) serveCopyStats(_ context.Context, req *fabric.Request) ([]
 	if len(req.Payload) != 1 || req.Payload[0] != wireVersion {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "copy stats: unknown request version")
 	}
-	raw, err := json.Marshal(c.localCopyStats())
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte{wireVersion}, raw...), nil
+	return jsonReply(nodeReport{Copies: c.localCopyStats(), Recoveries: c.store.Recoveries()})
 }

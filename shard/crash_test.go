@@ -50,7 +50,7 @@ func crashChild() {
 			ops[k] = Op{Type: OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
 			n++
 		}
-		res, err := m.Bulk(ctx, ops, RefreshFalse)
+		res, err := m.Bulk(ctx, ops, WriteOptions{Refresh: RefreshFalse})
 		if err != nil {
 			fmt.Println("ERR", err)
 			os.Exit(1)

@@ -173,7 +173,7 @@ func bulkIndex(t *testing.T, m *testNode, name string, ids []string, sources []j
 	for k := range ids {
 		ops[k] = Op{Type: OpIndex, Index: name, ID: ids[k], Source: sources[k]}
 	}
-	res, err := m.Bulk(context.Background(), ops, RefreshFalse)
+	res, err := m.Bulk(context.Background(), ops, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	for _, r := range res {
 		require.NoError(t, r.Err, r.ID)

@@ -54,6 +54,21 @@ const (
 	RefreshWaitFor
 )
 
+// WriteOptions are a write request's options.
+type WriteOptions struct {
+	// Refresh is the request's refresh policy.
+	Refresh RefreshPolicy
+	// WaitForActiveShards is how many copies of a shard (its primary
+	// included) must be active before a write to it proceeds, as
+	// Elasticsearch's wait_for_active_shards: 0 means 1, AllShards every
+	// copy the index should have. A write waits for them (up to a minute,
+	// or its context) and fails with ErrUnavailable otherwise.
+	WaitForActiveShards int
+}
+
+// AllShards is WaitForActiveShards for every copy: 1 + number_of_replicas.
+const AllShards = -1
+
 // OpResult is the outcome of one Bulk item.
 type OpResult struct {
 	Index       string

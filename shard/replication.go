@@ -371,6 +371,11 @@ func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, er
 	if t := sc.term.Load(); m.term < t {
 		return 0, fmt.Errorf("%w: operations of primary term %d, but copy %s is at term %d", ErrStaleRouting, m.term, m.alloc, t)
 	}
+	if sc.primary.Load() {
+		// A primary takes no operations from another: the sender lost
+		// the shard to it (a move handed over, or a promotion).
+		return 0, fmt.Errorf("%w: copy %s is the primary now", ErrStaleRouting, m.alloc)
+	}
 	sc.term.Store(m.term)
 	fresh := m.recs
 	if m.resync {

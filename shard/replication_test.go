@@ -102,7 +102,7 @@ func TestReplicasHoldEveryAcknowledgedWrite(t *testing.T) {
 	res, err := tc.nodes["n3"].Bulk(context.Background(), []Op{
 		{Type: OpUpdate, Index: "r", ID: ids[0], Update: &UpdateSpec{Doc: json.RawMessage(`{"label":"changed"}`)}},
 		{Type: OpDelete, Index: "r", ID: ids[1]},
-	}, RefreshFalse)
+	}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.NoError(t, res[1].Err)
@@ -165,7 +165,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 				id := fmt.Sprintf("w%d-%d", w, k)
 				src := fmt.Sprintf(`{"w":%d,"k":%d}`, w, k)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				res, err := n.Bulk(ctx, []Op{{Type: OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, RefreshFalse)
+				res, err := n.Bulk(ctx, []Op{{Type: OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, WriteOptions{Refresh: RefreshFalse})
 				cancel()
 				attempts.Add(1)
 				if err == nil && res[0].Err == nil {
@@ -201,7 +201,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		require.JSONEq(t, src, string(d.Source))
 	}
 	// Writes keep working on the new primaries.
-	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, RefreshFalse)
+	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 }
@@ -332,4 +332,34 @@ func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term 
 			return ok && sc.primary.Load() && sc.term.Load() == term
 		}, 10*time.Second, 5*time.Millisecond)
 	}
+}
+
+// TestWaitForActiveShards: a write asking for every copy waits for them and
+// fails with 503 when a replica stays down; the default (the primary)
+// proceeds.
+func TestWaitForActiveShards(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "a", 1, nodes)
+	ix, _ := tc.mc.node("x").View().Index("a")
+	p, _ := ix.Shards[0].Primary()
+	n := tc.nodes[p.NodeID]
+	write := func(ctx context.Context, id string, active int) OpResult {
+		res, err := n.Bulk(ctx, []Op{{Type: OpIndex, Index: "a", ID: id, Source: json.RawMessage(`{}`)}}, WriteOptions{WaitForActiveShards: active})
+		require.NoError(t, err)
+		return res[0]
+	}
+	require.NoError(t, write(context.Background(), "1", AllShards).Err)
+	for _, id := range nodes {
+		if id != p.NodeID {
+			tc.kill(id)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r := write(ctx, "2", AllShards)
+	require.ErrorIs(t, r.Err, ErrUnavailable)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status)
+	require.ErrorContains(t, r.Err, "have 1, needed 2")
+	require.NoError(t, write(context.Background(), "3", 0).Err)
 }

@@ -22,7 +22,7 @@ const (
 	methodBulk        = fabric.MethodShardBase + iota // a group of writes to one primary
 	methodGet                                         // a realtime get from the primary
 	methodRefresh                                     // wait for a copy's writes in flight
-	methodCopyStats                                   // document counts of every copy on the node
+	methodCopyStats                                   // a node's copies: document counts, recoveries
 	methodSearchStats                                 // search phase 1: term statistics
 	methodSearchQuery                                 // search phase 2: ids, scores, sort keys, facets
 	methodSearchFetch                                 // search phase 3: sources and term locations of the final page

@@ -53,6 +53,24 @@ type ShardRow struct {
 	Term   string `json:"term"`
 }
 
+// RecoveryRow is one row of GET /_cat/recovery?format=json.
+type RecoveryRow struct {
+	Index        string `json:"index"`
+	Shard        string `json:"shard"`
+	Type         string `json:"type"`
+	Stage        string `json:"stage"`
+	TargetNode   string `json:"target_node"`
+	BytesPercent string `json:"bytes_percent"`
+	Ops          string `json:"translog_ops_recovered"`
+}
+
+// ShardsView is what `cluster shards` shows: the copies, with the progress
+// of those recovering.
+type ShardsView struct {
+	Shards     []ShardRow    `json:"shards"`
+	Recoveries []RecoveryRow `json:"recoveries"`
+}
+
 // ClusterStatus is what `cluster status` shows: health and Raft.
 type ClusterStatus struct {
 	Health Health     `json:"health"`
@@ -82,6 +100,24 @@ func (c *Client) Shards(ctx context.Context, index string) ([]ShardRow, []byte, 
 	var rows []ShardRow
 	raw, err := c.getRaw(ctx, path+"?format=json", &rows)
 	return rows, raw, err
+}
+
+// ShardsWithRecoveries returns the shard table and the recoveries in progress.
+func (c *Client) ShardsWithRecoveries(ctx context.Context, index string) (ShardsView, []byte, error) {
+	var sv ShardsView
+	var err error
+	if sv.Shards, _, err = c.Shards(ctx, index); err != nil {
+		return sv, nil, err
+	}
+	path := "/_cat/recovery"
+	if index != "" {
+		path += "/" + url.PathEscape(index)
+	}
+	if _, err = c.getRaw(ctx, path+"?format=json&active_only=true", &sv.Recoveries); err != nil {
+		return sv, nil, err
+	}
+	raw, err := json.Marshal(sv)
+	return sv, raw, err
 }
 
 // Status returns the cluster's health and this node's Raft status.
@@ -179,7 +215,7 @@ func clusterCommand(g *globals, stdio IO) *cobra.Command {
 			if len(args) == 1 {
 				index = args[0]
 			}
-			fetch := func(c *Client, ctx context.Context) ([]ShardRow, []byte, error) { return c.Shards(ctx, index) }
+			fetch := func(c *Client, ctx context.Context) (ShardsView, []byte, error) { return c.ShardsWithRecoveries(ctx, index) }
 			return show(cmd.Context(), g, stdio.Stdout, fetch, printShards)
 		},
 	}
@@ -311,11 +347,16 @@ func printNodes(w io.Writer, rows []NodeRow) error {
 	return tw.Flush()
 }
 
-func printShards(w io.Writer, rows []ShardRow) error {
+func printShards(w io.Writer, sv ShardsView) error {
+	progress := map[string]string{}
+	for _, r := range sv.Recoveries {
+		progress[r.Index+"/"+r.Shard+"/"+r.TargetNode] = fmt.Sprintf("%s %s, %s bytes, %s ops", r.Type, r.Stage, r.BytesPercent, r.Ops)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INDEX\tSHARD\tP/R\tSTATE\tDOCS\tSTORE\tNODE\tTERM\tALLOCATION")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Index, r.Shard, r.PriRep, r.State, dash(r.Docs), dash(r.Store), dash(r.Node), r.Term, dash(r.ID))
+	fmt.Fprintln(tw, "INDEX\tSHARD\tP/R\tSTATE\tDOCS\tSTORE\tNODE\tTERM\tALLOCATION\tRECOVERY")
+	for _, r := range sv.Shards {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Index, r.Shard, r.PriRep, r.State, dash(r.Docs), dash(r.Store), dash(r.Node), r.Term, dash(r.ID),
+			dash(progress[r.Index+"/"+r.Shard+"/"+r.Node]))
 	}
 	return tw.Flush()
 }
