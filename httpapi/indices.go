@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard"
@@ -135,7 +137,12 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 			return err
 		}
 	}
-	if err := s.eng.CreateIndex(r.Context(), name, settings, mp); err != nil {
+	ctx, cancel, err := metadataContext(r)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := s.eng.CreateIndex(ctx, name, settings, mp); err != nil {
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "shards_acknowledged": true, "index": name})
@@ -219,8 +226,13 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	ctx, cancel, err := metadataContext(r)
+	if err != nil {
+		return err
+	}
+	defer cancel()
 	for _, n := range names {
-		if err := s.eng.DeleteIndex(r.Context(), n); err != nil {
+		if err := s.eng.DeleteIndex(ctx, n); err != nil {
 			return err
 		}
 	}
@@ -262,8 +274,13 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	ctx, cancel, err := metadataContext(r)
+	if err != nil {
+		return err
+	}
+	defer cancel()
 	for _, n := range names {
-		if err := s.eng.PutMapping(r.Context(), n, mp.Clone()); err != nil {
+		if err := s.eng.PutMapping(ctx, n, mp.Clone()); err != nil {
 			return err
 		}
 	}
@@ -315,8 +332,13 @@ func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request) error
 	if replicas == nil {
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: no settings to update;"}
 	}
+	ctx, cancel, err := metadataContext(r)
+	if err != nil {
+		return err
+	}
+	defer cancel()
 	for _, n := range names {
-		if err := s.eng.UpdateSettings(r.Context(), n, *replicas); err != nil {
+		if err := s.eng.UpdateSettings(ctx, n, *replicas); err != nil {
 			return err
 		}
 	}
@@ -346,4 +368,29 @@ func (s *Server) copiesOf(names []string) shardsHeader {
 		h.Successful += info.Settings.NumberOfShards
 	}
 	return h
+}
+
+// defaultMetadataTimeout is how long a metadata change waits for the
+// cluster to commit it, when the request names no timeout (Elasticsearch's
+// master_timeout default).
+const defaultMetadataTimeout = 30 * time.Second
+
+// metadataContext bounds a metadata change by the request's timeout or
+// master_timeout (the shorter), so that a node cut off from the cluster
+// answers 503 in time rather than waiting.
+func metadataContext(r *http.Request) (context.Context, context.CancelFunc, error) {
+	limit := defaultMetadataTimeout
+	for _, p := range []string{"timeout", "master_timeout"} {
+		if v := r.URL.Query().Get(p); v != "" {
+			d, err := parseTimeValue(v)
+			if err != nil {
+				return nil, nil, err
+			}
+			if d > 0 {
+				limit = min(limit, d)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), limit)
+	return ctx, cancel, nil
 }

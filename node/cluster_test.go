@@ -1,0 +1,311 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/clustertest"
+	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/node"
+)
+
+// nodeCluster is several nodes in one process: real memberlist on loopback,
+// real Raft over TCP on loopback, the fabric over an in-memory network, all
+// three partitionable by name (clustertest).
+type nodeCluster struct {
+	t      *testing.T
+	net    *fabrictest.Network
+	faults *clustertest.Faults
+	cfgs   map[string]node.Config
+	nodes  map[string]*node.Node
+}
+
+// freeGossipAddr returns a loopback address free for TCP and UDP.
+func freeGossipAddr(t *testing.T) string {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		if pc, err := net.ListenPacket("udp", addr); err == nil {
+			_ = pc.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port for gossip")
+	return ""
+}
+
+// newNodeCluster starts nodes named n1..nN that form one cluster.
+func newNodeCluster(t *testing.T, n int) *nodeCluster {
+	nc := &nodeCluster{t: t, net: fabrictest.NewNetwork(), cfgs: map[string]node.Config{}, nodes: map[string]*node.Node{}}
+	nc.faults = clustertest.New(nc.net)
+	var names, seeds []string
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("n%d", i))
+		seeds = append(seeds, freeGossipAddr(t))
+	}
+	for i, name := range names {
+		cfg := testConfig(t.TempDir())
+		cfg.NodeName = name
+		cfg.FabricAddr = name + ":1"
+		cfg.GossipAddr = seeds[i]
+		cfg.RaftAddr = "127.0.0.1:0"
+		cfg.Seeds = seeds
+		cfg.InitialNodes = names
+		cfg.Hooks = node.Hooks{ClusterTiming: cluster.LocalTiming(), Fabric: nc.net.Node(name),
+			RaftLayer: nc.faults.RaftLayer(name), GossipWrap: nc.faults.GossipWrap(name)}
+		nc.cfgs[name] = cfg
+	}
+	for _, name := range names {
+		nc.start(name)
+	}
+	t.Cleanup(func() {
+		for name := range nc.nodes {
+			nc.stop(name)
+		}
+	})
+	nc.awaitHealth("n1", "green", n)
+	return nc
+}
+
+func (nc *nodeCluster) start(name string) *node.Node {
+	n, err := node.New(nc.cfgs[name], testLogger(nc.t))
+	require.NoError(nc.t, err)
+	require.NoError(nc.t, n.Start(context.Background()))
+	nc.nodes[name] = n
+	return n
+}
+
+func (nc *nodeCluster) stop(name string) {
+	if n := nc.nodes[name]; n != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+		delete(nc.nodes, name)
+	}
+}
+
+func (nc *nodeCluster) url(name string) string { return nc.nodes[name].URL() }
+
+// awaitHealth waits for status with n nodes, as seen through node name.
+func (nc *nodeCluster) awaitHealth(name, status string, n int) {
+	nc.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, h := call(nc.t, "GET", fmt.Sprintf("%s/_cluster/health?wait_for_status=%s&wait_for_nodes=%d&timeout=5s", nc.url(name), status, n), "")
+		if code == 200 {
+			return
+		}
+		require.True(nc.t, time.Now().Before(deadline), "no %s with %d nodes through %s: %v", status, n, name, h)
+	}
+}
+
+// searchJSON runs a search and returns the decoded reply.
+func searchJSON(t *testing.T, url, index, body string) map[string]any {
+	t.Helper()
+	code, res := call(t, "POST", url+"/"+index+"/_search", body)
+	require.Equal(t, 200, code, "%s: %v", body, res)
+	return res
+}
+
+type hitRow struct {
+	ID    string
+	Score float64
+	Sort  string
+}
+
+func hitsOf(res map[string]any) (total float64, hits []hitRow) {
+	h := res["hits"].(map[string]any)
+	if tot, ok := h["total"].(map[string]any); ok {
+		total = tot["value"].(float64)
+	}
+	for _, x := range h["hits"].([]any) {
+		m := x.(map[string]any)
+		row := hitRow{ID: m["_id"].(string)}
+		if s, ok := m["_score"].(float64); ok {
+			row.Score = s
+		}
+		if s, ok := m["sort"]; ok {
+			b, _ := json.Marshal(s)
+			row.Sort = string(b)
+		}
+		hits = append(hits, row)
+	}
+	return total, hits
+}
+
+func requireSameHits(t *testing.T, a, b map[string]any, what string) {
+	t.Helper()
+	ta, ha := hitsOf(a)
+	tb, hb := hitsOf(b)
+	require.Equal(t, ta, tb, "%s: totals", what)
+	require.Len(t, hb, len(ha), what)
+	for k := range ha {
+		require.Equal(t, ha[k].ID, hb[k].ID, "%s: hit %d", what, k)
+		x, y := ha[k].Score, hb[k].Score
+		require.LessOrEqual(t, math.Abs(x-y), 1e-9*math.Max(math.Abs(x), math.Abs(y)), "%s: hit %d score", what, k)
+		require.Equal(t, ha[k].Sort, hb[k].Sort, "%s: hit %d sort", what, k)
+	}
+}
+
+// loadSample bulk-loads the sample emails into index through url.
+func loadSample(t *testing.T, url, index string) int {
+	t.Helper()
+	raw, err := os.ReadFile("../testdata/sample/emails.ndjson")
+	require.NoError(t, err)
+	var b strings.Builder
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var d struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &d))
+		fmt.Fprintf(&b, "{\"index\":{\"_index\":%q,\"_id\":%q}}\n%s\n", index, d.ID, line)
+		n++
+	}
+	code, res := callNDJSON(t, url+"/_bulk", b.String())
+	require.Equal(t, 200, code)
+	require.Equal(t, false, res["errors"], "%v", res)
+	return n
+}
+
+// TestClusterRanksLikeOneNode is issue 9's acceptance test: a 6-shard index
+// spread over three nodes, searched through each node (each holds only two
+// of its shards), ranks exactly like a 1-shard index of the same documents
+// — the 26 acceptance queries, two pages, aggregations, search_after and
+// scroll — over HTTP, through Raft-placed shards and the fabric.
+func TestClusterRanksLikeOneNode(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	mapping, err := os.ReadFile("../testdata/sample/emails.mapping.json")
+	require.NoError(t, err)
+	for name, shards := range map[string]int{"six": 6, "one": 1} {
+		code, res := call(t, "PUT", nc.url("n2")+"/"+name, fmt.Sprintf(`{"settings":{"number_of_shards":%d,"number_of_replicas":0},"mappings":%s}`, shards, mapping))
+		require.Equal(t, 200, code, "%v", res)
+	}
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n3"), "six")
+	require.Equal(t, docs, loadSample(t, nc.url("n1"), "one"))
+
+	// Each node holds two of six's shards.
+	code, shardsBody := callRaw(t, "GET", nc.url("n1")+"/_cat/shards/six?format=json", "")
+	require.Equal(t, 200, code)
+	var rows []map[string]string
+	require.NoError(t, json.Unmarshal(shardsBody, &rows))
+	perNode := map[string]int{}
+	for _, r := range rows {
+		perNode[r["node"]]++
+	}
+	require.Equal(t, map[string]int{"n1": 2, "n2": 2, "n3": 2}, perNode)
+
+	raw, err := os.ReadFile("../testdata/sample/queries.json")
+	require.NoError(t, err)
+	var queries map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &queries))
+	names := make([]string, 0, len(queries))
+	for n := range queries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		through := nc.url(fmt.Sprintf("n%d", 1+i%3))
+		for _, page := range []string{`"from":0,"size":10`, `"from":10,"size":10`} {
+			body := fmt.Sprintf(`{"query":%s,%s,"sort":["_score",{"_id":"asc"}],"_source":["subject"]}`, queries[name], page)
+			requireSameHits(t, searchJSON(t, nc.url("n1"), "one", body), searchJSON(t, through, "six", body), name+" "+page)
+		}
+	}
+	aggs := `{"size":0,"aggs":{"labels":{"terms":{"field":"label"}},"groups":{"terms":{"field":"group","size":3}},"months":{"date_histogram":{"field":"date","calendar_interval":"month","hard_bounds":{"min":"2002-01-01","max":"2003-01-01"}}}}}`
+	one, six := searchJSON(t, nc.url("n2"), "one", aggs), searchJSON(t, nc.url("n3"), "six", aggs)
+	require.Equal(t, one["aggregations"], six["aggregations"])
+
+	// search_after pages through the same hits.
+	after := ""
+	for page := 0; page < 4; page++ {
+		body := `{"query":{"match":{"body":"the"}},"size":9,"sort":[{"date":"desc"},{"_id":"asc"}]` + after + `}`
+		a, b := searchJSON(t, nc.url("n1"), "one", body), searchJSON(t, nc.url("n2"), "six", body)
+		requireSameHits(t, a, b, "search_after page")
+		_, hits := hitsOf(a)
+		after = `,"search_after":` + hits[len(hits)-1].Sort
+	}
+	// Scroll through another node than the one that started it.
+	scroll := func(index string) []string {
+		var ids []string
+		res := searchJSON(t, nc.url("n1"), index+"/_search?scroll=1m&size=25", `{"query":{"match":{"subject":"re"}}}`)
+		for {
+			_, hits := hitsOf(res)
+			if len(hits) == 0 {
+				return ids
+			}
+			for _, h := range hits {
+				ids = append(ids, h.ID)
+			}
+			code, r := call(t, "POST", nc.url("n3")+"/_search/scroll", fmt.Sprintf(`{"scroll":"1m","scroll_id":%q}`, res["_scroll_id"]))
+			require.Equal(t, 200, code, "%v", r)
+			res = r
+		}
+	}
+	require.Equal(t, scroll("one"), scroll("six"))
+}
+
+// TestPartitionedNodeCannotChangeMetadata: a node cut off from the others
+// (Raft, gossip and fabric alike) cannot create an index — it answers 503
+// within the request's timeout — while the majority can; once the
+// partition heals it catches up with what the majority committed.
+func TestPartitionedNodeCannotChangeMetadata(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	heal := nc.faults.Partition([]string{"n3"}, []string{"n1", "n2"})
+	start := time.Now()
+	code, res := call(t, "PUT", nc.url("n3")+"/minority?timeout=3s", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
+	require.Equal(t, 503, code, "%v", res)
+	require.Less(t, time.Since(start), 30*time.Second)
+	code, res = call(t, "PUT", nc.url("n1")+"/majority", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
+	require.Equal(t, 200, code, "%v", res)
+	heal()
+	require.Eventually(t, func() bool {
+		code, _ := call(t, "GET", nc.url("n3")+"/majority", "")
+		return code == 200
+	}, 30*time.Second, 50*time.Millisecond, "the healed node learns of the index the majority created")
+	code, _ = call(t, "GET", nc.url("n1")+"/minority", "")
+	require.Equal(t, 404, code, "nothing the minority tried was committed")
+}
+
+// callRaw sends a request and returns the status and body.
+func callRaw(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+// callNDJSON posts an NDJSON body and decodes the JSON reply.
+func callNDJSON(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := client.Post(url, "application/x-ndjson", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var v map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+	return resp.StatusCode, v
+}
