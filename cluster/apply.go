@@ -219,7 +219,7 @@ func (s *State) createIndex(c *CreateIndex) error {
 	case len(ix.Shards) != ix.NumberOfShards:
 		return fmt.Errorf("%w: index %q has %d shards in its table for number_of_shards %d", ErrInvalidCommand, ix.Name, len(ix.Shards), ix.NumberOfShards)
 	}
-	if len(ix.Mapping) == 0 {
+	if len(ix.Mapping) == 0 || string(ix.Mapping) == "null" {
 		ix.Mapping = json.RawMessage(`{}`)
 	}
 	if err := checkObject("mapping", ix.Mapping); err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -15,15 +14,9 @@ import (
 // immutable State. Raft calls Apply, Snapshot and Restore from one
 // goroutine; State and the watchers may be used from any.
 type fsm struct {
-	state atomic.Pointer[State]
-
-	mu       sync.Mutex
-	watchers map[*watcher]struct{}
+	state   atomic.Pointer[State]
+	applied broadcast // after every applied command and restore
 }
-
-// watcher is one Watch subscription: a signal channel of capacity one, so
-// a burst of commands coalesces into one wake-up and the FSM never blocks.
-type watcher struct{ ch chan struct{} }
 
 // fsmResult is what Apply answers (raft.ApplyFuture.Response on the
 // leader that proposed the command).
@@ -32,7 +25,7 @@ type fsmResult struct{ err error }
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM() *fsm {
-	f := &fsm{watchers: make(map[*watcher]struct{})}
+	f := &fsm{}
 	f.state.Store(&State{})
 	return f
 }
@@ -55,28 +48,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 
 func (f *fsm) publish(s *State) {
 	f.state.Store(s)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for w := range f.watchers {
-		select {
-		case w.ch <- struct{}{}:
-		default:
-		}
-	}
+	f.applied.Signal()
 }
 
 // Watch subscribes to a signal after every applied command (and restore).
-func (f *fsm) Watch() (<-chan struct{}, func()) {
-	w := &watcher{ch: make(chan struct{}, 1)}
-	f.mu.Lock()
-	f.watchers[w] = struct{}{}
-	f.mu.Unlock()
-	return w.ch, func() {
-		f.mu.Lock()
-		delete(f.watchers, w)
-		f.mu.Unlock()
-	}
-}
+func (f *fsm) Watch() (<-chan struct{}, func()) { return f.applied.Watch() }
 
 // Snapshot captures the current state; Persist writes it as JSON.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
