@@ -135,6 +135,17 @@ func (s *State) editShard(uuid string, n int) (*Index, *Shard, error) {
 	return ix, sh, nil
 }
 
+// editCopy is editShard for a command about one copy: it also finds the
+// copy's position (ErrStale when it is gone).
+func (s *State) editCopy(uuid string, n int, allocationID string) (*Shard, int, error) {
+	_, sh, err := s.editShard(uuid, n)
+	if err != nil {
+		return nil, -1, err
+	}
+	i, err := copyAt(sh, allocationID)
+	return sh, i, err
+}
+
 func checkName(what, name string) error {
 	if name == "" || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: %s %q must have 1 to %d bytes", ErrInvalidCommand, what, name, MaxNameBytes)
@@ -392,11 +403,7 @@ func addInSync(sh *Shard, allocationID string) {
 }
 
 func (s *State) startCopy(c *StartCopy) error {
-	_, sh, err := s.editShard(c.IndexUUID, c.Shard)
-	if err != nil {
-		return err
-	}
-	i, err := copyAt(sh, c.AllocationID)
+	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.AllocationID)
 	if err != nil {
 		return err
 	}
@@ -429,11 +436,7 @@ func (s *State) startCopy(c *StartCopy) error {
 }
 
 func (s *State) failCopy(c *FailCopy) error {
-	_, sh, err := s.editShard(c.IndexUUID, c.Shard)
-	if err != nil {
-		return err
-	}
-	i, err := copyAt(sh, c.AllocationID)
+	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.AllocationID)
 	if err != nil {
 		return err
 	}
@@ -472,11 +475,7 @@ func (s *State) promote(sh *Shard) {
 }
 
 func (s *State) moveCopy(c *MoveCopy) error {
-	_, sh, err := s.editShard(c.IndexUUID, c.Shard)
-	if err != nil {
-		return err
-	}
-	i, err := copyAt(sh, c.AllocationID)
+	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.AllocationID)
 	if err != nil {
 		return err
 	}
@@ -508,11 +507,7 @@ func relocating(sh *Shard) bool {
 }
 
 func (s *State) cancelMove(c *CancelMove) error {
-	_, sh, err := s.editShard(c.IndexUUID, c.Shard)
-	if err != nil {
-		return err
-	}
-	i, err := copyAt(sh, c.TargetAllocationID)
+	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.TargetAllocationID)
 	if err != nil {
 		return err
 	}

@@ -222,6 +222,48 @@ func TestDeadNodeIsReplacedAndRemovedFromRaft(t *testing.T) {
 	})
 }
 
+func TestDrainAndManualMove(t *testing.T) {
+	n := newTestNet(t)
+	nodes := n.startInitial("n1", "n2", "n3")
+	for _, tn := range nodes {
+		startCopies(t, tn)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := nodes[2].c.Propose(ctx, createIndex("logs", 3, 0))
+	require.NoError(t, err)
+	s := awaitState(t, nodes[2].c, 20*time.Second, func(s *State) bool { return s.Version >= res.Version && s.Health() == "green" })
+
+	// A manual move names the target node by name (as _cluster/reroute
+	// does); the copy moves and the shard stays green.
+	sh := s.Indices["logs"].Shards[0]
+	from, _ := sh.Primary()
+	var to *testNode
+	for _, tn := range nodes {
+		if !holds(&sh, tn.id) {
+			to = tn
+		}
+	}
+	moved, err := nodes[0].c.Propose(ctx, Command{MoveCopy: &MoveCopy{IndexUUID: res.IndexUUID, Shard: 0, AllocationID: from.AllocationID, ToNode: to.name}})
+	require.NoError(t, err)
+	awaitState(t, nodes[0].c, 20*time.Second, func(s *State) bool {
+		p, ok := s.Indices["logs"].Shards[0].Primary()
+		return ok && p.AllocationID == moved.AllocationID && p.NodeID == to.id && p.State == CopyStarted && s.Health() == "green"
+	})
+
+	// Drain: cluster.routing.allocation.exclude._name moves every copy off.
+	_, err = nodes[1].c.Propose(ctx, Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{"n1"}}}})
+	require.NoError(t, err)
+	awaitState(t, nodes[1].c, 20*time.Second, func(s *State) bool {
+		for _, sh := range s.Indices["logs"].Shards {
+			if holds(&sh, "id-n1") {
+				return false
+			}
+		}
+		return s.Health() == "green"
+	})
+}
+
 func TestConfigValidate(t *testing.T) {
 	ok := Config{NodeID: "id", NodeName: "n", DataDir: "/d"}
 	long := make([]byte, 200)

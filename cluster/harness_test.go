@@ -103,7 +103,7 @@ func (n *testNet) config(name, dir string, initial []string) Config {
 		NodeID: "id-" + name, NodeName: name, DataDir: dir,
 		HTTPAddr: "http-" + name, FabricAddr: "fabric-" + name,
 		GossipAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
-		Seeds: slices.Clone(n.seeds), InitialNodes: initial,
+		Seeds: slices.Clone(n.seeds), InitialNodes: initial, GossipKey: []byte("0123456789abcdef"),
 		Timing: LocalTiming(), Peers: caller{n: n, from: name}, Logger: testLogger(n.t).With("test_node", name),
 		RaftLayer: n.faults.RaftLayer(name), GossipWrap: n.faults.GossipWrap(name),
 	}
