@@ -278,7 +278,7 @@ func (c *Cluster) Raft() RaftInfo {
 // Members returns gossip's view of the nodes, by node ID; without gossip,
 // this node alone.
 func (c *Cluster) Members() []Member {
-	if c.ms != nil && c.isStarted() {
+	if c.isStarted() && c.ms != nil { // phase first: it orders the read of ms after Start
 		return c.ms.Members()
 	}
 	m := c.cfg.localMeta(c.State().ClusterUUID)

@@ -222,6 +222,25 @@ func TestDeadNodeIsReplacedAndRemovedFromRaft(t *testing.T) {
 	})
 }
 
+func TestASecondLiveNodeWithATakenNameIsRefused(t *testing.T) {
+	n := newTestNet(t)
+	nodes := n.startInitial("n1", "n2", "n3")
+	lead := leader(t, nodes)
+	cfg := n.config("n2", t.TempDir(), nil)
+	cfg.NodeID = "id-dup"
+	n.start(cfg)
+	eventually(t, 10*time.Second, "the leader to see id-dup in gossip", func() bool {
+		return slices.ContainsFunc(lead.c.Members(), func(m Member) bool { return m.ID == "id-dup" && m.Status == "alive" })
+	})
+	// The leader goes through its members in ID order: once it has
+	// admitted id-n4, it has looked at id-dup too.
+	n4 := n.start(n.config("n4", t.TempDir(), nil))
+	s := awaitState(t, lead.c, 20*time.Second, func(s *State) bool { _, ok := s.Nodes[n4.id]; return ok })
+	require.NotContains(t, s.Nodes, "id-dup")
+	info := lead.c.Raft()
+	require.NotContains(t, append(info.Voters, info.Nonvoters...), "id-dup")
+}
+
 func TestDrainAndManualMove(t *testing.T) {
 	n := newTestNet(t)
 	nodes := n.startInitial("n1", "n2", "n3")

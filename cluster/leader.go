@@ -193,7 +193,7 @@ func (l *leaderLoop) reconcileMembers(ctx context.Context) {
 		}
 		if o, ok := st.NodeByName(m.Name); ok && o.ID != m.ID && o.Live && isAlive(members[o.ID]) {
 			l.refuse("cluster: a node with a taken name is not admitted: stop it and give it another --node-name",
-				"name", m.Name, "node", m.ID, "holder", o.ID)
+				"name", m.Name, "member", m.ID, "holder", o.ID)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -263,11 +263,11 @@ func (l *leaderLoop) configure(ctx context.Context, f raft.IndexFuture, what str
 	err := waitFuture(ctx, f)
 	if err != nil {
 		if ctx.Err() == nil {
-			l.refuse("cluster: Raft configuration change failed", "change", what, "node", m.ID, "name", m.Name, "err", err)
+			l.refuse("cluster: Raft configuration change failed", "change", what, "member", m.ID, "name", m.Name, "err", err)
 		}
 		return err
 	}
-	l.c.log.Info("cluster: Raft configuration changed", "change", what, "node", m.ID, "name", m.Name, "raft_addr", m.RaftAddr)
+	l.c.log.Info("cluster: Raft configuration changed", "change", what, "member", m.ID, "name", m.Name, "raft_addr", m.RaftAddr)
 	return nil
 }
 
