@@ -126,8 +126,9 @@ type AllocateCopy struct {
 // StartCopy marks an initializing copy started and in sync: its node has
 // created it (a new primary) or it has recovered from the primary. For the
 // target of a move it also completes the move in the same entry: the
-// source copy goes, and the target takes its place (and its primary role,
-// keeping the primary term).
+// source copy goes, and the target takes its place — and its primary role,
+// with the next primary term, so that writes the old primary still sends
+// are refused as stale rather than mixed into the new primary's sequence.
 type StartCopy struct {
 	IndexUUID    string `json:"index_uuid"`
 	Shard        int    `json:"shard"`
@@ -140,10 +141,17 @@ type StartCopy struct {
 // A failed primary is replaced in the same entry by an in-sync started
 // replica on a live node, if there is one, with PrimaryTerm+1; if there is
 // none the shard has no primary until one is allocated.
+//
+// A primary failing one of its replicas (it missed writes) names its own
+// PrimaryTerm; the command is refused (ErrStale) when the shard has moved
+// to a newer term, so a deposed primary cannot fail the copies that
+// replaced it. 0 (the leader, or a copy reporting its own failure) skips
+// the check.
 type FailCopy struct {
 	IndexUUID    string `json:"index_uuid"`
 	Shard        int    `json:"shard"`
 	AllocationID string `json:"allocation_id"`
+	PrimaryTerm  uint64 `json:"primary_term,omitempty"`
 	Remove       bool   `json:"remove"`
 	Reason       string `json:"reason"`
 }

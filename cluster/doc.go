@@ -6,6 +6,11 @@
 // Raft leader allocates and moves shard copies; every node reads the
 // committed State and reconciles its own copies with it.
 //
+// On disk, a node keeps DataDir/raft: raft.db (Raft's log and stable
+// store, bolt), snapshots/ (the two latest state snapshots, JSON) and
+// cluster_uuid (the cluster this state belongs to, gossiped from start-up
+// so that another cluster refuses the node at once).
+//
 // It never imports the shard or index packages: mappings and uninterpreted
 // settings are opaque JSON here, and what a shard copy holds is the shard
 // layer's business.

@@ -95,6 +95,12 @@ type Shard struct {
 	// acknowledged write; always a subset of Copies' allocation IDs. Only
 	// an in-sync copy may be promoted.
 	InSync []string `json:"in_sync"`
+	// Started is set when a primary of this shard first starts: from then
+	// on the shard holds acknowledged writes, so a shard that has lost
+	// every in-sync copy stays without a primary (red) rather than getting
+	// a new, empty one. Before that, a primary whose node died is simply
+	// allocated again.
+	Started bool `json:"started,omitempty"`
 }
 
 // CopyState is the lifecycle state of an assigned copy.

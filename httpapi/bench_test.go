@@ -19,12 +19,10 @@ import (
 
 // benchAPI loads the sample corpus into one index and returns the handler
 // (served in-process, without sockets) and the engine.
-func benchAPI(b *testing.B) (http.Handler, *shard.Manager) {
+func benchAPI(b *testing.B) (http.Handler, *shard.Coordinator) {
 	b.Helper()
 	logger := testLogger(b)
-	eng, err := shard.Open(b.TempDir(), shard.DefaultConfig(), logger)
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = eng.Close() })
+	eng := openEngine(b, logger)
 	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())
 	require.NoError(b, err)
 	mapping, err := os.ReadFile("../testdata/sample/emails.mapping.json")
@@ -75,7 +73,7 @@ func BenchmarkSearchEngine(b *testing.B) {
 	for b.Loop() {
 		s, err := esdsl.ParseSearch([]byte(benchQuery), nil, eng.Fields(names))
 		require.NoError(b, err)
-		if _, err := eng.Search(b.Context(), names, s.Request); err != nil {
+		if _, err := eng.Search(b.Context(), names, s); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -239,16 +239,17 @@ func replicaCount(sh *shard.ShardView) int {
 	return n
 }
 
-// handleNodes serves GET /_nodes[/{node_id}]: the live nodes' addresses.
+// handleNodes serves GET /_nodes[/_local|_all|_master]: the live nodes'
+// addresses.
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.eng.ClusterView()
 	if err != nil {
 		return err
 	}
-	want := r.PathValue("node_id")
+	want := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/_nodes"), "/")
 	nodes := map[string]any{}
 	for _, n := range liveNodes(v) {
-		if want != "" && want != "_all" && want != n.ID && want != n.Name && !(want == "_local" && n.ID == v.LocalNode) && !(want == "_master" && n.ID == s.masterID()) {
+		if want != "" && want != "_all" && !(want == "_local" && n.ID == v.LocalNode) && !(want == "_master" && n.ID == s.masterID()) {
 			continue
 		}
 		nodes[n.ID] = map[string]any{

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/httpapi"
-	"github.com/weftsearch/weft/shard"
 )
 
 // FuzzAPI sends arbitrary requests to the API over a real engine: none may
@@ -45,9 +44,7 @@ func FuzzAPI(f *testing.F) {
 	}
 	// The fuzz target may not log through f; failures carry the reply instead.
 	logger := slog.New(slog.DiscardHandler)
-	eng, err := shard.Open(f.TempDir(), shard.DefaultConfig(), logger)
-	require.NoError(f, err)
-	f.Cleanup(func() { _ = eng.Close() })
+	eng := openEngine(f, logger)
 	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())
 	require.NoError(f, err)
 

@@ -2,19 +2,24 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/node/placement"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -38,7 +43,32 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // apiConfig is a small configuration for tests.
 func apiConfig() httpapi.Config {
-	return httpapi.Config{ClusterName: "test-cluster", ClusterUUID: "uuid-1", NodeName: "node-1", NodeID: "n1", MaxBodyBytes: 1 << 20}
+	return httpapi.Config{ClusterName: "test-cluster", NodeName: "node-1", NodeID: "n1", MaxBodyBytes: 1 << 20}
+}
+
+// openEngine runs the real engine over a single-node cluster of its own
+// (Raft in memory, durable stores in a temporary directory), ready to
+// serve; the test's cleanup stops it.
+func openEngine(t testing.TB, logger *slog.Logger) *shard.Coordinator {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := cluster.New(cluster.Config{NodeID: "node-1-id", NodeName: "node-1", DataDir: dir, Timing: cluster.LocalTiming(), Logger: logger})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	meta := placement.New(c)
+	st, err := shard.OpenStore(filepath.Join(dir, "shards"), shard.DefaultConfig(), meta, nil, logger)
+	require.NoError(t, err)
+	eng := shard.NewCoordinator(st, shard.DefaultConfig(), logger)
+	eng.Start()
+	t.Cleanup(func() {
+		require.NoError(t, eng.Close())
+		require.NoError(t, c.Shutdown(context.Background()))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = meta.AwaitView(ctx, func(*shard.View) bool { return meta.Ready() == nil })
+	require.NoError(t, err, "the single-node cluster did not elect itself")
+	return eng
 }
 
 // testAPI is an API over a real engine in a temporary directory, served on
@@ -46,21 +76,17 @@ func apiConfig() httpapi.Config {
 type testAPI struct {
 	t   *testing.T
 	srv *httptest.Server
-	eng *shard.Manager
+	eng *shard.Coordinator
 }
 
 func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 	t.Helper()
 	logger := testLogger(t)
-	eng, err := shard.Open(t.TempDir(), shard.DefaultConfig(), logger)
-	require.NoError(t, err)
+	eng := openEngine(t, logger)
 	api, err := httpapi.New(cfg, eng, logger, prometheus.NewRegistry())
 	require.NoError(t, err)
 	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		require.NoError(t, eng.Close())
-	})
+	t.Cleanup(srv.Close)
 	return &testAPI{t: t, srv: srv, eng: eng}
 }
 

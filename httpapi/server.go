@@ -505,7 +505,11 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/recovery", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
 	s.handle("GET /_cat/recovery/{index}", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
 	s.handle("GET /_nodes", s.handleNodes, "timeout")
-	s.handle("GET /_nodes/{node_id}", s.handleNodes, "timeout")
+	// GET /_nodes/{node_id} would overlap every /{index}/_x pattern; the
+	// selectors clients use are served by name.
+	for _, sel := range []string{"_local", "_all", "_master"} {
+		s.handle("GET /_nodes/"+sel, s.handleNodes, "timeout")
+	}
 	s.handle("GET /_cluster/state", s.handleClusterState, "local", "master_timeout")
 	s.handle("POST /_cluster/reroute", s.handleReroute, "dry_run", "explain", "retry_failed", "metric", "master_timeout", "timeout")
 	s.handle("GET /_cluster/settings", s.handleGetClusterSettings, "flat_settings", "include_defaults", "master_timeout", "timeout")

@@ -130,8 +130,8 @@ func TestFabricConnsCountsInboundPeer(t *testing.T) {
 	require.Equal(t, "hello", string(reply))
 	const calls = 5
 	for range calls {
-		_, err := conn.Call(ctx, fabric.MethodUserBase, []byte("0123456789"))
-		require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod}, "the node serves no user methods yet")
+		_, err := conn.Call(ctx, fabric.MethodShardEnd, []byte("0123456789"))
+		require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod}, "no service answers a method outside the ranges of fabric/methods.go")
 	}
 
 	var rep fabricdiag.ConnsReport
@@ -156,10 +156,10 @@ func TestFabricOutboundConnShowsDecisionTable(t *testing.T) {
 	_, err = conn.Call(ctx, fabric.MethodPing, make([]byte, 100))
 	require.NoError(t, err)
 	for range 4 {
-		_, err := conn.Call(ctx, fabric.MethodUserBase, make([]byte, 100))
+		_, err := conn.Call(ctx, fabric.MethodShardEnd, make([]byte, 100))
 		require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod})
 	}
-	require.NoError(t, conn.Send(ctx, fabric.MethodUserBase, make([]byte, 300)))
+	require.NoError(t, conn.Send(ctx, fabric.MethodShardEnd, make([]byte, 300)))
 
 	var rep fabricdiag.ConnsReport
 	getJSON(t, a.URL()+"/_weft/fabric/conns", &rep)

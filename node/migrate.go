@@ -49,8 +49,8 @@ func checkLegacy(cfg Config) error {
 }
 
 // migrateLegacy moves a wave 1 data directory into the single-node
-// cluster, once it has elected itself.
-func (n *Node) migrateLegacy(ctx context.Context, meta *placement.Adapter) error {
+// cluster; it runs once the cluster has elected itself.
+func (n *Node) migrateLegacy(ctx context.Context, _ *placement.Adapter) error {
 	root := legacyRoot(n.cfg.DataDir)
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -58,11 +58,6 @@ func (n *Node) migrateLegacy(ctx context.Context, meta *placement.Adapter) error
 	}
 	if err != nil {
 		return fmt.Errorf("node: reading %s: %w", root, err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, readyWait)
-	defer cancel()
-	if _, err := meta.AwaitView(wctx, func(*shard.View) bool { return meta.Ready() == nil }); err != nil {
-		return fmt.Errorf("node: the single-node cluster did not elect itself within %v, so the indexes in %s could not be migrated: %w", readyWait, root, err)
 	}
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())

@@ -41,6 +41,9 @@ type Node struct {
 	meta nodeMeta
 	lock *os.File
 	mux  fabric.Mux // the fabric's handlers: the cluster's and the shard layer's
+	// streams receives the fabric streams (shard recovery's file copies);
+	// registered on mux for fabric.MethodStream.
+	streams *fabric.StreamReceiver
 
 	mu       sync.Mutex
 	clu      *cluster.Cluster
@@ -81,7 +84,8 @@ func New(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: logger, lock: lock}
+	n := &Node{cfg: cfg, log: logger, lock: lock, streams: fabric.NewStreamReceiver(streamIdle)}
+	n.mux.Handle(fabric.MethodStream, n.streams)
 	if n.meta, err = loadMeta(cfg.DataDir); err != nil {
 		_ = lock.Close()
 		return nil, err
@@ -150,8 +154,11 @@ func syncFile(path string) error {
 	return nil
 }
 
+// streamIdle aborts an incoming stream whose sender went silent this long.
+const streamIdle = time.Minute
+
 // readyWait bounds how long Start waits for a single-node cluster's Raft
-// to elect itself before migrating a wave 1 data directory.
+// to elect itself.
 const readyWait = 30 * time.Second
 
 // Start serves the fabric (when configured), listens on Config.HTTPAddr,
@@ -198,17 +205,17 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.clu.Register(&n.mux)
 	meta := placement.New(n.clu)
-	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), shard.DefaultConfig(), meta, n.log.With("component", "shard"))
-	if err != nil {
-		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)
-	}
 	var sp shard.Peers
 	if n.peers != nil {
 		sp = n.peers
 	}
-	n.engine = shard.NewCoordinator(st, meta, sp, shard.DefaultConfig(), n.log.With("component", "shard"))
+	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), shard.DefaultConfig(), meta, sp, n.log.With("component", "shard"))
+	if err != nil {
+		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)
+	}
+	n.engine = shard.NewCoordinator(st, shard.DefaultConfig(), n.log.With("component", "shard"))
 	undo = append(undo, func() { _ = n.engine.Close() })
-	n.engine.Register(&n.mux)
+	n.engine.Register(&n.mux, n.streams)
 	if n.srv, err = n.newHTTPServer(); err != nil {
 		return err
 	}
@@ -217,6 +224,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	undo = append(undo, func() { _ = n.clu.Shutdown(context.Background()) })
 	if !n.cfg.Clustered() {
+		// A single node is its own cluster: it serves once it has elected
+		// itself (a moment), and migrates a wave 1 data directory first.
+		wctx, cancel := context.WithTimeout(ctx, readyWait)
+		_, err := meta.AwaitView(wctx, func(*shard.View) bool { return meta.Ready() == nil })
+		cancel()
+		if err != nil {
+			return fmt.Errorf("node: the single-node cluster did not elect itself within %v: %w", readyWait, err)
+		}
 		if err := n.migrateLegacy(ctx, meta); err != nil {
 			return err
 		}
@@ -402,6 +417,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	_ = n.streams.Close()
 	if err := n.lock.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("node: releasing the data directory lock: %w", err))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/node"
 )
 
@@ -47,6 +48,7 @@ func testConfig(dir string) node.Config {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.NodeName = "test-node"
 	cfg.ShutdownTimeout = 10 * time.Second
+	cfg.Hooks.ClusterTiming = cluster.LocalTiming()
 	return cfg
 }
 

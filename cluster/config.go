@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// Config configures a Cluster. NodeID, NodeName and DataDir are required;
+// the zero value of every other field is safe (a single node alone).
+type Config struct {
+	NodeID   string // required; a UUID the caller keeps in DataDir (node.json)
+	NodeName string // required; unique among live nodes (a second live node with the same name is refused)
+	DataDir  string // required; Raft's state lives in DataDir/raft
+	// Advertised in gossip metadata (together under memberlist's 512-byte
+	// limit: Validate refuses a config that cannot fit).
+	HTTPAddr, FabricAddr, RDMA string
+	// GossipAddr is where memberlist listens (TCP and UDP, host:port; port
+	// 0 picks one). "" means no membership at all: a single node that is
+	// alone forever.
+	GossipAddr string
+	// RaftAddr is where Raft listens (TCP, host:port; port 0 picks one).
+	// "" means a single node: Raft over an in-memory transport, never
+	// reachable from outside (so GossipAddr must be "" too).
+	RaftAddr string
+	// Seeds are gossip addresses to join; every node gets the same list.
+	// Seeds that are not members are joined again every RejoinInterval.
+	Seeds []string
+	// InitialNodes are the node names that form the first Raft
+	// configuration (Elasticsearch's cluster.initial_master_nodes); see
+	// Start.
+	InitialNodes []string
+	// GossipKey is nil (no encryption) or a 16, 24 or 32 byte AES key that
+	// every node shares.
+	GossipKey []byte
+	// MaxVoters is how many nodes vote in Raft (the rest are non-voters):
+	// 0 means 3; at most 7 and odd.
+	MaxVoters int
+	// Timing is DefaultTiming() in production, LocalTiming() in tests; the
+	// zero value means DefaultTiming().
+	Timing Timing
+	// Peers reaches other nodes' fabric, for proposals forwarded to the
+	// leader; nil only when GossipAddr is "".
+	Peers Caller
+	// Logger receives the cluster's, Raft's and memberlist's logs; nil
+	// discards them.
+	Logger *slog.Logger
+	// Test hooks, nil in production: they wrap Raft's stream layer and
+	// memberlist's transport so that tests can partition nodes.
+	RaftLayer  func(raft.StreamLayer) raft.StreamLayer
+	GossipWrap func(memberlist.Transport) memberlist.Transport
+}
+
+// Caller reaches another node over the fabric; node implements it by
+// resolving the node ID to its fabric address. It must be safe for
+// concurrent use and return promptly when ctx ends.
+type Caller interface {
+	Call(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error)
+}
+
+// Timing holds every period and timeout of the cluster.
+type Timing struct {
+	// Raft's timeouts (raft.Config's fields of the same names).
+	RaftHeartbeat, RaftElection, RaftLeaderLease, RaftCommit time.Duration
+	// Gossip is memberlist's profile: "lan" (DefaultLANConfig) or "local"
+	// (DefaultLocalConfig, probing faster still, for tests on one host).
+	Gossip string
+	// RejoinInterval is how often seeds that are not members are joined
+	// again.
+	RejoinInterval time.Duration
+	// GossipSettle is how long a new leader gives gossip to mention a node
+	// that the state says is live before it declares the node gone.
+	GossipSettle time.Duration
+	// DeadNodeRemoval is how long a dead node stays in the Raft
+	// configuration before the leader removes it.
+	DeadNodeRemoval time.Duration
+	// AllocationInterval is the longest the leader goes without planning
+	// (for time-based decisions such as delayed reallocation).
+	AllocationInterval time.Duration
+	// ProposeTimeout bounds Propose (and the leader's Barrier) when ctx
+	// has no deadline.
+	ProposeTimeout time.Duration
+}
+
+// DefaultTiming is for production: memberlist's LAN profile and Raft's
+// defaults.
+func DefaultTiming() Timing {
+	rc := raft.DefaultConfig()
+	return Timing{
+		RaftHeartbeat: rc.HeartbeatTimeout, RaftElection: rc.ElectionTimeout,
+		RaftLeaderLease: rc.LeaderLeaseTimeout, RaftCommit: rc.CommitTimeout,
+		Gossip:             "lan",
+		RejoinInterval:     30 * time.Second,
+		GossipSettle:       30 * time.Second,
+		DeadNodeRemoval:    2 * time.Minute,
+		AllocationInterval: 10 * time.Second,
+		ProposeTimeout:     30 * time.Second,
+	}
+}
+
+// LocalTiming is for tests on one host: every period short.
+func LocalTiming() Timing {
+	return Timing{
+		RaftHeartbeat: 150 * time.Millisecond, RaftElection: 150 * time.Millisecond,
+		RaftLeaderLease: 100 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
+		Gossip:             "local",
+		RejoinInterval:     300 * time.Millisecond,
+		GossipSettle:       2 * time.Second,
+		DeadNodeRemoval:    3 * time.Second,
+		AllocationInterval: 200 * time.Millisecond,
+		ProposeTimeout:     10 * time.Second,
+	}
+}
+
+// Validate reports the first field out of bounds, naming it and the bound.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID == "" || len(c.NodeID) > MaxNameBytes:
+		return fmt.Errorf("cluster: Config.NodeID %q must have 1 to %d bytes", c.NodeID, MaxNameBytes)
+	case c.NodeName == "" || len(c.NodeName) > MaxNameBytes:
+		return fmt.Errorf("cluster: Config.NodeName %q must have 1 to %d bytes", c.NodeName, MaxNameBytes)
+	case c.DataDir == "":
+		return fmt.Errorf("cluster: Config.DataDir is required")
+	case c.GossipAddr != "" && c.RaftAddr == "":
+		return fmt.Errorf("cluster: Config.RaftAddr is required with GossipAddr %q (other nodes must reach this node's Raft)", c.GossipAddr)
+	case c.GossipAddr != "" && c.Peers == nil:
+		return fmt.Errorf("cluster: Config.Peers is required with GossipAddr %q (proposals are forwarded to the leader over it)", c.GossipAddr)
+	case len(c.GossipKey) != 0 && len(c.GossipKey) != 16 && len(c.GossipKey) != 24 && len(c.GossipKey) != 32:
+		return fmt.Errorf("cluster: Config.GossipKey has %d bytes; it must have 16, 24 or 32", len(c.GossipKey))
+	case c.MaxVoters < 0 || c.MaxVoters > 7 || (c.MaxVoters != 0 && c.MaxVoters%2 == 0):
+		return fmt.Errorf("cluster: Config.MaxVoters %d must be 0 (meaning 3) or odd in [1, 7]", c.MaxVoters)
+	}
+	for name, addr := range map[string]string{"GossipAddr": c.GossipAddr, "RaftAddr": c.RaftAddr} {
+		if err := checkHostPort(name, addr); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.Seeds {
+		if err := checkHostPort("Seeds", s); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.InitialNodes {
+		if n == "" || len(n) > MaxNameBytes {
+			return fmt.Errorf("cluster: Config.InitialNodes has a name %q outside 1 to %d bytes", n, MaxNameBytes)
+		}
+	}
+	worst := c.localMeta("00000000-0000-0000-0000-000000000000")
+	if host, port, _ := net.SplitHostPort(worst.RaftAddr); port == "0" {
+		worst.RaftAddr = net.JoinHostPort(host, "65535") // the port it will get
+	}
+	if n := len(worst.encode()); n > memberlist.MetaMaxSize {
+		return fmt.Errorf("cluster: the gossip metadata (node ID, name, HTTP, fabric, Raft and RDMA addresses, cluster UUID) takes %d bytes, over memberlist's limit of %d; shorten the node name or addresses", n, memberlist.MetaMaxSize)
+	}
+	return c.timing().Validate()
+}
+
+func checkHostPort(field, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("cluster: Config.%s %q is not host:port: %v", field, addr, err)
+	}
+	return nil
+}
+
+// Validate reports the first period that is not positive or a profile
+// that does not exist.
+func (t Timing) Validate() error {
+	for name, d := range map[string]time.Duration{
+		"RaftHeartbeat": t.RaftHeartbeat, "RaftElection": t.RaftElection, "RaftLeaderLease": t.RaftLeaderLease,
+		"RaftCommit": t.RaftCommit, "RejoinInterval": t.RejoinInterval, "GossipSettle": t.GossipSettle,
+		"DeadNodeRemoval": t.DeadNodeRemoval, "AllocationInterval": t.AllocationInterval, "ProposeTimeout": t.ProposeTimeout,
+	} {
+		if d <= 0 {
+			return fmt.Errorf("cluster: Timing.%s %v must be positive", name, d)
+		}
+	}
+	if t.RaftLeaderLease > t.RaftHeartbeat {
+		return fmt.Errorf("cluster: Timing.RaftLeaderLease %v must not exceed RaftHeartbeat %v", t.RaftLeaderLease, t.RaftHeartbeat)
+	}
+	if t.Gossip != "lan" && t.Gossip != "local" {
+		return fmt.Errorf("cluster: Timing.Gossip %q must be \"lan\" or \"local\"", t.Gossip)
+	}
+	return nil
+}
+
+func (c Config) timing() Timing {
+	if c.Timing == (Timing{}) {
+		return DefaultTiming()
+	}
+	return c.Timing
+}
+
+func (c Config) maxVoters() int {
+	if c.MaxVoters == 0 {
+		return 3
+	}
+	return c.MaxVoters
+}
+
+func (c Config) localMeta(clusterUUID string) meta {
+	return meta{ID: c.NodeID, Name: c.NodeName, HTTPAddr: c.HTTPAddr, FabricAddr: c.FabricAddr,
+		RaftAddr: c.RaftAddr, RDMA: c.RDMA, ClusterUUID: clusterUUID}
+}

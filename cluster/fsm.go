@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the Raft state machine of the cluster metadata: it decodes each
+// committed command, applies it with the pure apply, and publishes the new
+// immutable State. Raft calls Apply, Snapshot and Restore from one
+// goroutine; State and the watchers may be used from any.
+type fsm struct {
+	state   atomic.Pointer[State]
+	applied broadcast // after every applied command and restore
+}
+
+// fsmResult is what Apply answers (raft.ApplyFuture.Response on the
+// leader that proposed the command).
+type fsmResult struct{ err error }
+
+var _ raft.FSM = (*fsm)(nil)
+
+func newFSM() *fsm {
+	f := &fsm{}
+	f.state.Store(&State{})
+	return f
+}
+
+// State returns the latest applied state; never nil.
+func (f *fsm) State() *State { return f.state.Load() }
+
+// Apply applies one committed log entry. Entries that are not commands
+// (Raft's own) never reach it.
+func (f *fsm) Apply(l *raft.Log) any {
+	cur := f.State()
+	cmd, err := DecodeCommand(l.Data)
+	next := cur.at(l.Index)
+	if err == nil {
+		next, err = apply(cur, l.Index, cmd)
+	}
+	f.publish(next)
+	return fsmResult{err: err}
+}
+
+func (f *fsm) publish(s *State) {
+	f.state.Store(s)
+	f.applied.Signal()
+}
+
+// Watch subscribes to a signal after every applied command (and restore).
+func (f *fsm) Watch() (<-chan struct{}, func()) { return f.applied.Watch() }
+
+// Snapshot captures the current state; Persist writes it as JSON.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{state: f.State()}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *fsm) Restore(r io.ReadCloser) error {
+	defer r.Close()
+	var s State
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return fmt.Errorf("cluster: restoring the metadata snapshot: %w", err)
+	}
+	f.publish(&s)
+	return nil
+}
+
+type fsmSnapshot struct{ state *State }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(s.state); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("cluster: writing the metadata snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+)
+
+// checkInvariants checks what every state must keep, independently of the
+// checks apply makes: no two copies of a shard on one node, at most one
+// primary, allocation IDs unique within a shard, in-sync ⊆ started copies,
+// consistent move links (at most one move per shard), primary term ≥ 1,
+// copies only on known nodes.
+func checkInvariants(s *State) error {
+	for name, ix := range s.Indices {
+		if ix.Name != name {
+			return fmt.Errorf("index %q is filed under %q", ix.Name, name)
+		}
+		if len(ix.Shards) != ix.NumberOfShards {
+			return fmt.Errorf("index %q: %d shards in the table, number_of_shards %d", name, len(ix.Shards), ix.NumberOfShards)
+		}
+		for n, sh := range ix.Shards {
+			if err := checkShard(s, &sh); err != nil {
+				return fmt.Errorf("index %q shard %d: %w", name, n, err)
+			}
+		}
+	}
+	return nil
+}
+
+func checkShard(s *State, sh *Shard) error {
+	if sh.PrimaryTerm < 1 {
+		return fmt.Errorf("primary term %d", sh.PrimaryTerm)
+	}
+	nodes, ids := map[string]bool{}, map[string]Copy{}
+	primaries, moves := 0, 0
+	for _, c := range sh.Copies {
+		if nodes[c.NodeID] {
+			return fmt.Errorf("two copies on node %s", c.NodeID)
+		}
+		if _, ok := ids[c.AllocationID]; ok {
+			return fmt.Errorf("allocation ID %s twice", c.AllocationID)
+		}
+		if _, ok := s.Nodes[c.NodeID]; !ok {
+			return fmt.Errorf("copy %s on unknown node %s", c.AllocationID, c.NodeID)
+		}
+		nodes[c.NodeID], ids[c.AllocationID] = true, c
+		if c.Primary {
+			primaries++
+		}
+	}
+	if primaries > 1 {
+		return fmt.Errorf("%d primaries", primaries)
+	}
+	for _, id := range sh.InSync {
+		c, ok := ids[id]
+		if !ok || c.State != CopyStarted {
+			return fmt.Errorf("in-sync %s is not a started copy", id)
+		}
+	}
+	if len(sh.InSync) != len(slices.Compact(slices.Sorted(slices.Values(sh.InSync)))) {
+		return fmt.Errorf("in-sync set %v repeats an ID", sh.InSync)
+	}
+	for _, c := range sh.Copies {
+		if c.RelocatingFrom != "" {
+			moves++
+			src, ok := ids[c.RelocatingFrom]
+			if !ok || src.RelocatingTo != c.AllocationID || c.Primary || c.State != CopyInitializing {
+				return fmt.Errorf("move target %s does not match its source", c.AllocationID)
+			}
+		}
+		if c.RelocatingTo != "" {
+			if dst, ok := ids[c.RelocatingTo]; !ok || dst.RelocatingFrom != c.AllocationID {
+				return fmt.Errorf("move source %s does not match its target", c.AllocationID)
+			}
+		}
+	}
+	if moves > 1 {
+		return fmt.Errorf("%d moves at once", moves)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/fabric"
+)
+
+// Every sentinel crosses the forwarding hop as its code and comes back as
+// itself, keeping the leader's message; other errors stay internal.
+func TestErrorsCrossTheFabric(t *testing.T) {
+	for _, e := range errorCodes {
+		t.Run(e.err.Error(), func(t *testing.T) {
+			remote := toRemote(fmt.Errorf("create_index: %w: detail", e.err))
+			var re *fabric.RemoteError
+			require.ErrorAs(t, remote, &re)
+			require.Equal(t, e.code, re.Code)
+			back := fromRemote(remote)
+			require.ErrorIs(t, back, e.err)
+			require.Contains(t, back.Error(), "detail")
+		})
+	}
+	plain := toRemote(errors.New("disk on fire"))
+	require.ErrorIs(t, plain, &fabric.RemoteError{Code: fabric.CodeInternal})
+	require.False(t, errors.Is(fromRemote(plain), ErrInvalidCommand))
+}
+
+func FuzzDecodeProposal(f *testing.F) {
+	cmd, err := Command{SetSettings: &SetSettings{}}.normalized()
+	require.NoError(f, err)
+	data, err := cmd.Encode()
+	require.NoError(f, err)
+	good, err := json.Marshal(proposal{V: proposalVersion, From: "n1", ClusterUUID: "c", Command: data})
+	require.NoError(f, err)
+	f.Add(good)
+	f.Add([]byte(`{"v":2,"command":{}}`))
+	f.Add([]byte(`{"v":1,"command":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, c, err := decodeProposal(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidCommand) && !errors.Is(err, ErrUnknownCommand) {
+				t.Fatalf("error %v is no sentinel", err)
+			}
+			return
+		}
+		require.NoError(t, c.checkShape())
+	})
+}
+
+func FuzzDecodeMeta(f *testing.F) {
+	f.Add(meta{ID: "id", Name: "n", HTTPAddr: "h:1", FabricAddr: "f:2", RaftAddr: "r:3", RDMA: "rxe0", ClusterUUID: "c"}.encode())
+	f.Add([]byte{metaVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMeta(b)
+		if err != nil {
+			require.ErrorIs(t, err, errMeta)
+			return
+		}
+		again, err := decodeMeta(m.encode())
+		require.NoError(t, err)
+		require.Equal(t, m, again)
+	})
+}
