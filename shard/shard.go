@@ -15,6 +15,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -87,7 +88,7 @@ func openLocalShard(dir, esName string, num int, m *index.Mapping, create bool, 
 		return nil, err
 	}
 	idx.Bleve().SetName(esName)
-	lg, err := OpenLog(filepath.Join(dir, "log"), segBytes)
+	lg, err := OpenLog(vfs.OS, filepath.Join(dir, "log"), segBytes, logger)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err

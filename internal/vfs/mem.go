@@ -74,10 +74,13 @@ type Op struct {
 // Fault is what a fault function makes of an operation; the zero Fault lets
 // it run. With Err set the operation fails with Err and changes nothing,
 // except that a write first writes Written bytes (a short write) and a Sync
-// loses what it should have made durable.
+// loses what it should have made durable (a writeback error) — unless Halt
+// says that the machine stopped there, which leaves those bytes dirty for
+// the page cache of a restarted process or a crash to deal with.
 type Fault struct {
 	Err     error
 	Written int
+	Halt    bool
 }
 
 // ErrStale is returned by a File opened before the last simulated crash.
@@ -570,7 +573,9 @@ func (f *memFile) Sync() error {
 		return err
 	}
 	if flt := f.m.begin(OpSync, f.name); flt.Err != nil {
-		f.n.failSync()
+		if !flt.Halt {
+			f.n.failSync()
+		}
 		return pathErr("sync", f.name, flt.Err)
 	}
 	f.n.sync()

@@ -190,6 +190,25 @@ func TestMemFailedSyncLosesData(t *testing.T) {
 	require.Equal(t, "aaaa\x00\x00\x00\x00cccc", readFile(t, m, "/d/f"))
 }
 
+// TestMemHaltedSyncLosesNothing: a machine that stopped in an fsync left
+// the bytes dirty; a restarted process syncs them.
+func TestMemHaltedSyncLosesNothing(t *testing.T) {
+	m := memWithDir(t)
+	f, err := m.Create("/d/f")
+	require.NoError(t, err)
+	require.NoError(t, m.SyncDir("/d"))
+	writeAt(t, f, "dirty", 0)
+	stop := errors.New("power cut")
+	m.SetFaults(func(Op) Fault { return Fault{Err: stop, Halt: true} })
+	require.ErrorIs(t, f.Sync(), stop)
+	m.SetFaults(nil)
+	g, err := m.OpenRW("/d/f")
+	require.NoError(t, err)
+	require.NoError(t, g.Sync())
+	m.Crash()
+	require.Equal(t, "dirty", readFile(t, m, "/d/f"))
+}
+
 func TestMemShortWriteAndFaultIndex(t *testing.T) {
 	m := memWithDir(t)
 	f, err := m.Create("/d/f")
