@@ -55,20 +55,25 @@ import (
 // restart) cuts the unacknowledged tail and writes again.
 //
 // Open. Every segment but the last was fsynced whole, so any bad frame in
-// one is corruption. In the last segment, a crash may leave the unsynced
-// tail of the file torn: cut short, zero-filled, or even with some of it
-// written back and an earlier part not (writeback is not in file order),
-// so CRC-valid records after a bad frame are no proof of damage to data
-// that was on disk. A sync mark is: OpenLog searches every byte offset
-// after the first bad frame for a mark frame (exact length, op 2, CRC)
-// that vouches for bytes past that frame. If it finds one, the log is
-// corrupt (ErrLogCorrupt; the open fails, naming the file and offset). If
-// not, the bad frame starts a torn tail: it and everything after it are
-// cut, and the cut is logged. What that rule cannot see: damage to the
-// records of the last fsync before a crash (no mark vouches for them yet)
-// is cut as a torn tail — Close's final mark covers this for a cleanly
-// closed log; and a mark forged inside a document id could make a torn
-// tail read as corruption, which fails safe (the open refuses).
+// one is corruption. In the last segment a crash may leave the unsynced
+// end of the file torn: cut short, zero-filled, or with a later part
+// written back and an earlier one not (writeback is not in file order),
+// so CRC-valid records after a bad frame at offset B prove nothing about
+// data that was on disk. A sync mark does. The rule: OpenLog tries every
+// byte offset after B for a mark frame (length 25, op 2, zero term and seq,
+// CRC match) stating durable > B, at an offset >= durable; a found one
+// makes the log corrupt (ErrLogCorrupt: the open fails, naming the file
+// and B). Otherwise B starts a torn tail: the file is cut at B, fsynced,
+// and the cut logged. CRC-valid records met on the way are counted for the
+// log and skipped whole, so a mark inside their ids is not read.
+//
+// What the rule cannot tell: damage to the records of the last fsync
+// before a crash (no mark vouches for them yet) is cut as a torn tail
+// (Close's final mark covers a cleanly closed log); and a mark inside the
+// id of a record the damage cut into is read, so a crafted id could make a
+// torn tail look corrupt, which fails safe (the open refuses). Random
+// bytes pass as a mark with negligible probability: 17 fixed bytes, a
+// bounded offset and a 32-bit CRC.
 
 // Frame ops.
 const (
@@ -338,27 +343,29 @@ type segment struct {
 
 // Log is one shard copy's write-ahead log. Append may be called from many
 // goroutines, and Replay, LastSeq, Segments and Fsyncs alongside it; Trim
-// from one goroutine at a time; Close once no Append is running.
+// from one goroutine at a time.
 type Log struct {
 	fs      vfs.FS
 	dir     string
 	segSize int64
 	logger  *slog.Logger
 
+	// syncMu is held by whoever fsyncs a segment (syncTo, a rotation,
+	// Close), so that no two fsyncs of one file overlap: the kernel reports
+	// a writeback error to one of them only. Taken before mu.
+	syncMu sync.Mutex
+	synced uint64 // bytes written this session that are durable; guarded by syncMu
+
 	mu        sync.Mutex // guards the fields below
 	f         vfs.File   // the current (last) segment
 	size      int64      // its length
 	syncedOff int64      // how much of it is known fsynced
 	marked    int64      // what its last sync mark vouches for
-	retired   []vfs.File // earlier segments' files, closed after the next fsync
 	segs      []*segment
 	written   uint64 // total bytes written this session
 	buf       []byte
 	closed    bool
 	failed    error // set once a write or fsync fails; wraps ErrLogFailed
-
-	syncMu sync.Mutex // held while fsyncing; guards synced
-	synced uint64
 
 	fsyncs atomic.Uint64
 
@@ -519,6 +526,9 @@ func (l *Log) Append(recs []LogRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	if err := l.rotateIfFull(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	target, err := l.writeLocked(recs)
 	l.mu.Unlock()
@@ -537,11 +547,6 @@ func (l *Log) writeLocked(recs []LogRecord) (uint64, error) {
 		return 0, ErrClosed
 	case l.failed != nil:
 		return 0, l.failed
-	}
-	if l.size >= l.segSize {
-		if err := l.rotateLocked(); err != nil {
-			return 0, err
-		}
 	}
 	l.buf = l.buf[:0]
 	mark := l.syncedOff > l.marked
@@ -591,7 +596,11 @@ func (l *Log) syncTo(target uint64) error {
 		l.beforeSync()
 	}
 	l.mu.Lock()
-	if l.failed != nil {
+	switch {
+	case l.closed:
+		defer l.mu.Unlock()
+		return ErrClosed
+	case l.failed != nil:
 		defer l.mu.Unlock()
 		return l.failed
 	}
@@ -599,45 +608,58 @@ func (l *Log) syncTo(target uint64) error {
 	path := l.segs[len(l.segs)-1].path
 	l.mu.Unlock()
 
-	serr := f.Sync()
+	err := f.Sync()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case serr != nil && l.closed:
-		return ErrClosed
-	case serr != nil:
-		return l.failLocked(fmt.Errorf("fsync %s: %w", path, serr))
-	case l.failed != nil:
-		// Another fsync of this file failed meanwhile; the kernel reports
-		// a writeback error once, so this one's success proves nothing.
-		return l.failed
+	if err != nil {
+		return l.failLocked(fmt.Errorf("fsync %s: %w", path, err))
 	}
 	l.fsyncs.Add(1)
 	l.synced = upTo
 	if l.f == f && off > l.syncedOff {
 		l.syncedOff = off
 	}
-	for _, old := range l.retired {
-		_ = old.Close()
-	}
-	l.retired = l.retired[:0]
 	return nil
 }
 
-// rotateLocked fsyncs the current segment and starts the next. The old
-// file stays open until the next fsync, which a syncTo that read it before
-// the rotation may still be running.
+// rotateIfFull starts the next segment if the current one has reached
+// segSize.
+func (l *Log) rotateIfFull() error {
+	l.mu.Lock()
+	full := l.size >= l.segSize
+	l.mu.Unlock()
+	if !full {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	case l.size < l.segSize: // another Append rotated
+		return nil
+	}
+	return l.rotateLocked()
+}
+
+// rotateLocked fsyncs the current segment, starts the next and closes the
+// old one. l.syncMu and l.mu are held.
 func (l *Log) rotateLocked() error {
 	s := l.segs[len(l.segs)-1]
 	if err := l.f.Sync(); err != nil {
 		return l.failLocked(fmt.Errorf("fsync %s before starting the next segment: %w", s.path, err))
 	}
 	l.fsyncs.Add(1)
+	l.synced = l.written
 	old := l.f
 	if err := l.newSegmentLocked(s.num + 1); err != nil {
 		return l.failLocked(err)
 	}
-	l.retired = append(l.retired, old)
+	_ = old.Close() // fsynced above: closing cannot lose what it holds
 	return nil
 }
 
@@ -713,8 +735,11 @@ func (l *Log) Segments() int {
 func (l *Log) Fsyncs() uint64 { return l.fsyncs.Load() }
 
 // Close ends the current segment with a sync mark for all of it, fsyncs,
-// and closes the log's files; once failed, it only closes them. Idempotent.
+// and closes the log's file; once failed, it only closes it. Appends still
+// waiting for their fsync fail with ErrClosed. Idempotent.
 func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -730,10 +755,8 @@ func (l *Log) Close() error {
 			err = l.failLocked(fmt.Errorf("fsync on close: %w", serr))
 		}
 	}
-	for _, f := range append(l.retired, l.f) {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }

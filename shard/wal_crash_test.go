@@ -112,16 +112,23 @@ func countOps(t *testing.T, reopen bool) int {
 	return m.Ops() - base
 }
 
+// stoppedAt runs the workload (with its reopen and trim) on a new MemFS
+// until the machine stops at operation k, and clears the fault.
+func stoppedAt(t *testing.T, k int) (*vfs.MemFS, string, crashHistory) {
+	m, dir := memLogDir(t)
+	stopAt(m, k)
+	var h crashHistory
+	crashWorkload(m, dir, &h, true, slog.New(slog.DiscardHandler))
+	m.SetFaults(nil)
+	return m, dir, h
+}
+
 // TestLogCrashAtEveryStep stops the machine at every operation of the
 // workload and cuts the power; nothing unsynced survives.
 func TestLogCrashAtEveryStep(t *testing.T) {
 	n := countOps(t, true)
 	for k := 0; k <= n; k++ {
-		m, dir := memLogDir(t)
-		stopAt(m, k)
-		var h crashHistory
-		crashWorkload(m, dir, &h, true, slog.New(slog.DiscardHandler))
-		m.SetFaults(nil)
+		m, dir, h := stoppedAt(t, k)
 		m.Crash()
 		checkRecovered(t, m, dir, h, fmt.Sprintf("power cut at operation %d of %d", k, n))
 	}
@@ -135,11 +142,7 @@ func TestLogCrashAtEveryStep(t *testing.T) {
 func TestLogKillThenCrashAtEveryStep(t *testing.T) {
 	n := countOps(t, true)
 	for k := 0; k <= n; k++ {
-		m, dir := memLogDir(t)
-		stopAt(m, k)
-		var h crashHistory
-		crashWorkload(m, dir, &h, true, slog.New(slog.DiscardHandler))
-		m.SetFaults(nil)
+		m, dir, h := stoppedAt(t, k)
 		acked := h.acked
 		crashWorkload(m, dir, &h, false, slog.New(slog.DiscardHandler))
 		require.Greater(t, h.acked, acked, "the restarted process appends")
@@ -158,19 +161,16 @@ func TestLogTornCrashAtEveryStep(t *testing.T) {
 	n := countOps(t, true)
 	for k := 0; k <= n; k++ {
 		for seed := range uint64(6) {
-			m, dir := memLogDir(t)
+			m, dir, h := stoppedAt(t, k)
 			rng := rand.New(rand.NewPCG(uint64(k), seed))
-			stopAt(m, k)
-			var h crashHistory
-			crashWorkload(m, dir, &h, true, slog.New(slog.DiscardHandler))
 			what := fmt.Sprintf("torn power cut at operation %d of %d, seed %d", k, n, seed)
 			if seed%2 == 1 {
 				j := rng.IntN(24)
 				stopAt(m, j)
 				crashWorkload(m, dir, &h, false, slog.New(slog.DiscardHandler))
+				m.SetFaults(nil)
 				what = fmt.Sprintf("kill at operation %d of %d, restart, torn power cut at its operation %d, seed %d", k, n, j, seed)
 			}
-			m.SetFaults(nil)
 			m.CrashTorn(rng, 16)
 			last := checkRecovered(t, m, dir, h, what)
 

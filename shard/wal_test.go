@@ -84,9 +84,7 @@ func kill(l *Log) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
-	for _, f := range append(l.retired, l.f) {
-		_ = f.Close()
-	}
+	_ = l.f.Close()
 }
 
 func segPath(dir string, num uint64) string {
@@ -440,4 +438,27 @@ func FuzzOpenLog(f *testing.F) {
 		defer l.Close()
 		require.Equal(t, append(got, next), replayAll(t, l, 0))
 	})
+}
+
+// BenchmarkLogAppend: Append (write + fsync) on the OS file system, one
+// record and 100 records a call, one writer.
+func BenchmarkLogAppend(b *testing.B) {
+	for _, n := range []uint64{1, 100} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			l, err := OpenLog(vfs.OS, b.TempDir(), 64<<20, slog.New(slog.DiscardHandler))
+			require.NoError(b, err)
+			defer l.Close()
+			batch := recs(1, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := l.Append(batch); err != nil {
+					b.Fatal(err)
+				}
+				for k := range batch {
+					batch[k].Seq += n
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
 }
