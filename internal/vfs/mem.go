@@ -125,8 +125,17 @@ func (m *MemFS) Ops() int {
 	return m.ops
 }
 
-// begin counts an operation and returns its fault. m.mu is held.
-func (m *MemFS) begin(kind OpKind, name string) Fault {
+// begin counts an operation and returns its fault's error as a
+// *fs.PathError, or nil. m.mu is held.
+func (m *MemFS) begin(kind OpKind, name string) error {
+	if f := m.fault(kind, name); f.Err != nil {
+		return pathErr(kind.String(), name, f.Err)
+	}
+	return nil
+}
+
+// fault counts an operation and returns its fault. m.mu is held.
+func (m *MemFS) fault(kind OpKind, name string) Fault {
 	op := Op{Kind: kind, Name: name, Index: m.ops}
 	m.ops++
 	if m.faults == nil {
@@ -164,14 +173,20 @@ func (m *MemFS) parent(name string) (*memNode, string, error) {
 	if len(parts) == 0 {
 		return nil, "", fs.ErrInvalid
 	}
-	d, err := m.lookup(strings.Join(parts[:len(parts)-1], "/"))
+	d, err := m.lookupDir(strings.Join(parts[:len(parts)-1], "/"))
 	if err != nil {
 		return nil, "", err
 	}
-	if !d.dir {
-		return nil, "", errNotDir
-	}
 	return d, parts[len(parts)-1], nil
+}
+
+// lookupDir returns the directory at name. m.mu is held.
+func (m *MemFS) lookupDir(name string) (*memNode, error) {
+	d, err := m.lookup(name)
+	if err == nil && !d.dir {
+		err = errNotDir
+	}
+	return d, err
 }
 
 func pathErr(op, name string, err error) error {
@@ -181,8 +196,8 @@ func pathErr(op, name string, err error) error {
 func (m *MemFS) Create(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpCreate, name); f.Err != nil {
-		return nil, pathErr("create", name, f.Err)
+	if err := m.begin(OpCreate, name); err != nil {
+		return nil, err
 	}
 	d, base, err := m.parent(name)
 	if err != nil {
@@ -208,8 +223,8 @@ func (m *MemFS) OpenRW(name string) (File, error) { return m.open(name, true) }
 func (m *MemFS) open(name string, writable bool) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpOpen, name); f.Err != nil {
-		return nil, pathErr("open", name, f.Err)
+	if err := m.begin(OpOpen, name); err != nil {
+		return nil, err
 	}
 	n, err := m.lookup(name)
 	if err == nil && n.dir {
@@ -228,8 +243,8 @@ func (m *MemFS) handle(n *memNode, name string, writable bool) *memFile {
 func (m *MemFS) MkdirAll(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpMkdir, dir); f.Err != nil {
-		return pathErr("mkdir", dir, f.Err)
+	if err := m.begin(OpMkdir, dir); err != nil {
+		return err
 	}
 	n := m.root
 	for _, p := range split(dir) {
@@ -248,13 +263,10 @@ func (m *MemFS) MkdirAll(dir string) error {
 func (m *MemFS) List(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpList, dir); f.Err != nil {
-		return nil, pathErr("list", dir, f.Err)
+	if err := m.begin(OpList, dir); err != nil {
+		return nil, err
 	}
-	d, err := m.lookup(dir)
-	if err == nil && !d.dir {
-		err = errNotDir
-	}
+	d, err := m.lookupDir(dir)
 	if err != nil {
 		return nil, pathErr("list", dir, err)
 	}
@@ -269,8 +281,8 @@ func (m *MemFS) List(dir string) ([]string, error) {
 func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpRemove, name); f.Err != nil {
-		return pathErr("remove", name, f.Err)
+	if err := m.begin(OpRemove, name); err != nil {
+		return err
 	}
 	d, base, err := m.parent(name)
 	if err != nil {
@@ -290,8 +302,8 @@ func (m *MemFS) Remove(name string) error {
 func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpRename, oldname); f.Err != nil {
-		return pathErr("rename", oldname, f.Err)
+	if err := m.begin(OpRename, oldname); err != nil {
+		return err
 	}
 	od, obase, err := m.parent(oldname)
 	if err != nil {
@@ -316,13 +328,10 @@ func (m *MemFS) Rename(oldname, newname string) error {
 func (m *MemFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f := m.begin(OpSyncDir, dir); f.Err != nil {
-		return pathErr("syncdir", dir, f.Err)
+	if err := m.begin(OpSyncDir, dir); err != nil {
+		return err
 	}
-	d, err := m.lookup(dir)
-	if err == nil && !d.dir {
-		err = errNotDir
-	}
+	d, err := m.lookupDir(dir)
 	if err != nil {
 		return pathErr("syncdir", dir, err)
 	}
@@ -531,8 +540,8 @@ func (f *memFile) readAt(p []byte, off int64) (int, error) {
 	if err := f.check("read", false); err != nil {
 		return 0, err
 	}
-	if flt := f.m.begin(OpRead, f.name); flt.Err != nil {
-		return 0, pathErr("read", f.name, flt.Err)
+	if err := f.m.begin(OpRead, f.name); err != nil {
+		return 0, err
 	}
 	if off < 0 {
 		return 0, pathErr("read", f.name, fs.ErrInvalid)
@@ -556,7 +565,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("write", f.name, fs.ErrInvalid)
 	}
-	flt := f.m.begin(OpWrite, f.name)
+	flt := f.m.fault(OpWrite, f.name)
 	if flt.Err == nil {
 		f.n.write(p, int(off))
 		return len(p), nil
@@ -572,7 +581,7 @@ func (f *memFile) Sync() error {
 	if err := f.check("sync", false); err != nil {
 		return err
 	}
-	if flt := f.m.begin(OpSync, f.name); flt.Err != nil {
+	if flt := f.m.fault(OpSync, f.name); flt.Err != nil {
 		if !flt.Halt {
 			f.n.failSync()
 		}
@@ -591,8 +600,8 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return pathErr("truncate", f.name, fs.ErrInvalid)
 	}
-	if flt := f.m.begin(OpTruncate, f.name); flt.Err != nil {
-		return pathErr("truncate", f.name, flt.Err)
+	if err := f.m.begin(OpTruncate, f.name); err != nil {
+		return err
 	}
 	f.n.truncate(int(size))
 	return nil

@@ -111,17 +111,23 @@ func memWithDir(t *testing.T) *MemFS {
 	return m
 }
 
-func TestMemCrashKeepsOnlySyncedData(t *testing.T) {
+// memWithFile returns a MemFS holding the durable, empty file /d/f, open.
+func memWithFile(t *testing.T) (*MemFS, File) {
 	m := memWithDir(t)
 	f, err := m.Create("/d/f")
 	require.NoError(t, err)
 	require.NoError(t, m.SyncDir("/d"))
+	return m, f
+}
+
+func TestMemCrashKeepsOnlySyncedData(t *testing.T) {
+	m, f := memWithFile(t)
 	writeAt(t, f, "synced", 0)
 	require.NoError(t, f.Sync())
 	writeAt(t, f, "+lost", 6)
 	m.Crash()
 	require.Equal(t, "synced", readFile(t, m, "/d/f"))
-	_, err = f.WriteAt([]byte("x"), 0)
+	_, err := f.WriteAt([]byte("x"), 0)
 	require.ErrorIs(t, err, ErrStale, "handles from before a crash are dead")
 }
 
@@ -167,10 +173,7 @@ func TestMemCrashKeepsOnlySyncedEntries(t *testing.T) {
 // bytes it should have written stay visible but never reach the disk, even
 // when a later Sync succeeds; later writes do.
 func TestMemFailedSyncLosesData(t *testing.T) {
-	m := memWithDir(t)
-	f, err := m.Create("/d/f")
-	require.NoError(t, err)
-	require.NoError(t, m.SyncDir("/d"))
+	m, f := memWithFile(t)
 	writeAt(t, f, "aaaa", 0)
 	require.NoError(t, f.Sync())
 	writeAt(t, f, "bbbb", 4)
@@ -193,10 +196,7 @@ func TestMemFailedSyncLosesData(t *testing.T) {
 // TestMemHaltedSyncLosesNothing: a machine that stopped in an fsync left
 // the bytes dirty; a restarted process syncs them.
 func TestMemHaltedSyncLosesNothing(t *testing.T) {
-	m := memWithDir(t)
-	f, err := m.Create("/d/f")
-	require.NoError(t, err)
-	require.NoError(t, m.SyncDir("/d"))
+	m, f := memWithFile(t)
 	writeAt(t, f, "dirty", 0)
 	stop := errors.New("power cut")
 	m.SetFaults(func(Op) Fault { return Fault{Err: stop, Halt: true} })
