@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -122,7 +123,7 @@ func openCopy(st *Store, dir string, meta copyMeta, nm *nodeMapping, create bool
 		return nil, err
 	}
 	idx.Bleve().SetName(meta.Index)
-	lg, err := OpenLog(filepath.Join(dir, "log"), segBytes)
+	lg, err := OpenLog(vfs.OS, filepath.Join(dir, "log"), segBytes, logger)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err

@@ -229,7 +229,7 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 		d.fail("unknown replication flags")
 	}
 	m.resync = flags == 1
-	n := d.count(recHeader)
+	n := d.count(frameHeader)
 	if d.err != nil {
 		return m, d.err
 	}

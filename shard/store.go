@@ -328,7 +328,9 @@ func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *Shar
 	why, failed := s.failed[c.AllocationID]
 	recovering := s.recovering[c.AllocationID]
 	s.mu.RUnlock()
-	if failed {
+	if failed && c.Started {
+		// Reported; the cluster will promote another copy, and this one
+		// comes back initializing and recovers over its files.
 		return fmt.Errorf("shard: copy %s of %s/%d failed earlier: %s", c.AllocationID, ix.Name, num, why)
 	}
 	nm, ok := s.mapping(ix.UUID)
@@ -401,6 +403,7 @@ func (s *Store) openLocal(dir string, meta copyMeta, nm *nodeMapping, create boo
 		_ = old.close()
 	}
 	s.copies[meta.AllocationID] = sc
+	delete(s.failed, meta.AllocationID)
 	return sc, nil
 }
 

@@ -7,42 +7,106 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
+	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // The shard log: an append-only write-ahead log of one shard copy.
 //
-// Segment files are named <n>.wal (n = 20-digit segment number). Each record
-// is framed as
+// Segment files are named <n>.wal (n = 20-digit segment number), in one
+// directory. A segment is a sequence of frames:
 //
 //	length  uint32 LE   bytes of payload
 //	crc     uint32 LE   CRC-32C (Castagnoli) of payload
-//	payload: term u64 | seq u64 | version u64 | op u8 | uvarint len(id) | id | source
+//	payload
 //
-// A record is durable once Append returns: Append writes, then fsyncs with
-// group commit (concurrent appenders share one fsync). On open, a record that
-// is cut short or fails its checksum at the tail of the last segment (a crash
-// mid-write) is truncated away; the same damage in an earlier segment is
-// corruption and fails the open.
+// A record's payload, which is also the replication wire format, is
+//
+//	term u64 | seq u64 | version u64 | op u8 (0 index, 1 delete) | uvarint len(id) | id | source
+//
+// (integers big endian, the uvarint in its shortest form). A sync mark's
+// payload is
+//
+//	0 u64 | 0 u64 | durable u64 | op u8 = 2
+//
+// and says that the segment's first `durable` bytes had been fsynced
+// before the mark was written. Append puts one ahead of its records when an
+// fsync has completed since the last mark, and Close ends the segment with
+// one; they cost bytes, not fsyncs.
+//
+// Durability. A record is durable once Append returns nil: Append writes,
+// then fsyncs with group commit (concurrent appenders share one fsync). A
+// new segment's directory entry is fsynced before a record goes into it,
+// and a segment is fsynced before the next one is started.
+//
+// Failure. A failed or short write, or a failed fsync, fails the log for
+// good (ErrLogFailed): that Append and every later one return an error, so
+// nothing written after the failure is acknowledged, and the log never
+// retries an fsync (after a failed one Linux may have dropped the dirty
+// pages and report the next fsync as a success). This is what Elasticsearch
+// does to a shard copy whose translog fails. Reopening the log (a node
+// restart) cuts the unacknowledged tail and writes again.
+//
+// Open. Every segment but the last was fsynced whole, so any bad frame in
+// one is corruption. In the last segment a crash may leave the unsynced
+// end of the file torn: cut short, zero-filled, or with a later part
+// written back and an earlier one not (writeback is not in file order),
+// so CRC-valid records after a bad frame at offset B prove nothing about
+// data that was on disk. A sync mark does. The rule: OpenLog tries every
+// byte offset after B for a mark frame (length 25, op 2, zero term and seq,
+// CRC match) stating durable > B, at an offset >= durable; a found one
+// makes the log corrupt (ErrLogCorrupt: the open fails, naming the file
+// and B). Otherwise B starts a torn tail: the file is cut at B, fsynced,
+// and the cut logged. CRC-valid records met on the way are counted for the
+// log and skipped whole, so a mark inside their ids is not read.
+//
+// What the rule cannot tell: damage to the records of the last fsync
+// before a crash (no mark vouches for them yet) is cut as a torn tail
+// (Close's final mark covers a cleanly closed log); and a mark inside the
+// id of a record the damage cut into is read, so a crafted id could make a
+// torn tail look corrupt, which fails safe (the open refuses). Random
+// bytes pass as a mark with negligible probability: 17 fixed bytes, a
+// bounded offset and a 32-bit CRC.
 
-// Record ops.
+// Frame ops.
 const (
-	recIndex  byte = 0
-	recDelete byte = 1
+	recIndex    byte = 0
+	recDelete   byte = 1
+	recSyncMark byte = 2
 )
 
-const recHeader = 8
+const (
+	frameHeader = 8
+	// recFixed is a record payload's fixed part: term, seq, version, op.
+	recFixed = 25
+	// markPayload is a sync mark's payload length; a record's is longer
+	// (its id length takes at least one byte).
+	markPayload = recFixed
+	// minRecordFrame is the smallest record frame.
+	minRecordFrame = frameHeader + recFixed + 1
+)
 
-// maxRecord bounds one record so that a corrupt length cannot make the
-// reader allocate without limit.
+// maxRecord bounds one record's payload, so that a record the reader
+// would reject is never written.
 const maxRecord = 1 << 30
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+var (
+	// ErrLogFailed: a write or fsync of the log failed; the log accepts no
+	// more appends until it is reopened.
+	ErrLogFailed = errors.New("shard log failed")
+	// ErrLogCorrupt: the log holds damaged data that had been fsynced; the
+	// copy cannot be opened as it is.
+	ErrLogCorrupt = errors.New("shard log corrupt")
+)
 
 // LogRecord is one logged operation.
 type LogRecord struct {
@@ -54,9 +118,10 @@ type LogRecord struct {
 	Source  []byte
 }
 
+// appendTo appends r's frame to b.
 func (r *LogRecord) appendTo(b []byte) []byte {
 	start := len(b)
-	b = append(b, make([]byte, recHeader)...)
+	b = append(b, make([]byte, frameHeader)...)
 	b = binary.BigEndian.AppendUint64(b, r.Term)
 	b = binary.BigEndian.AppendUint64(b, r.Seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Version))
@@ -68,7 +133,21 @@ func (r *LogRecord) appendTo(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.ID)))
 	b = append(b, r.ID...)
 	b = append(b, r.Source...)
-	payload := b[start+recHeader:]
+	return sealFrame(b, start)
+}
+
+// appendMark appends a sync mark's frame to b.
+func appendMark(b []byte, durable int64) []byte {
+	start := len(b)
+	b = append(b, make([]byte, frameHeader+16)...)
+	b = binary.BigEndian.AppendUint64(b, uint64(durable))
+	b = append(b, recSyncMark)
+	return sealFrame(b, start)
+}
+
+// sealFrame fills in the header of the frame that starts at b[start].
+func sealFrame(b []byte, start int) []byte {
+	payload := b[start+frameHeader:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
 	return b
@@ -76,9 +155,11 @@ func (r *LogRecord) appendTo(b []byte) []byte {
 
 var errBadPayload = errors.New("malformed record payload")
 
+// decodeRecord decodes a record payload. It accepts exactly the payloads
+// appendTo produces: re-encoding the record gives p back.
 func decodeRecord(p []byte) (LogRecord, error) {
 	var r LogRecord
-	if len(p) < 25 {
+	if len(p) < recFixed+1 {
 		return r, errBadPayload
 	}
 	r.Term = binary.BigEndian.Uint64(p[0:])
@@ -91,15 +172,167 @@ func decodeRecord(p []byte) (LogRecord, error) {
 	default:
 		return r, errBadPayload
 	}
-	n, k := binary.Uvarint(p[25:])
-	if k <= 0 || uint64(len(p)-25-k) < n {
+	n, k := binary.Uvarint(p[recFixed:])
+	if k <= 0 || (k > 1 && p[recFixed+k-1] == 0) || uint64(len(p)-recFixed-k) < n {
 		return r, errBadPayload
 	}
-	r.ID = string(p[25+k : 25+k+int(n)])
-	if src := p[25+k+int(n):]; len(src) > 0 {
+	id := p[recFixed+k:][:n]
+	r.ID = string(id)
+	if src := p[recFixed+k+int(n):]; len(src) > 0 {
 		r.Source = append([]byte(nil), src...)
 	}
 	return r, nil
+}
+
+// parseMark returns the durable length a sync mark payload states.
+func parseMark(p []byte) (int64, bool) {
+	if len(p) != markPayload || p[24] != recSyncMark ||
+		binary.BigEndian.Uint64(p[0:]) != 0 || binary.BigEndian.Uint64(p[8:]) != 0 {
+		return 0, false
+	}
+	d := binary.BigEndian.Uint64(p[16:])
+	return int64(d), d <= 1<<62
+}
+
+// errBadFrame marks a frame that is cut short, fails its checksum, or does
+// not decode.
+var errBadFrame = errors.New("bad frame")
+
+// frameReader reads the frames of one segment in order.
+type frameReader struct {
+	br      *bufio.Reader
+	size    int64 // the file's size when opened
+	off     int64 // where the frame returned last starts
+	next    int64 // where the frame after it starts
+	payload []byte
+}
+
+// read returns the payload of the frame at r.next (valid until the next
+// call) and moves past it; io.EOF at the end of the file; an error wrapping
+// errBadFrame if the frame is cut short or fails its checksum (r.off is
+// then where it starts); or the file's read error.
+func (r *frameReader) read() ([]byte, error) {
+	r.off = r.next
+	left := r.size - r.off
+	if left == 0 {
+		return nil, io.EOF
+	}
+	if left < frameHeader {
+		return nil, fmt.Errorf("%w: %d bytes left, less than a header", errBadFrame, left)
+	}
+	var hdr [frameHeader]byte
+	if _, err := io.ReadFull(r.br, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int64(binary.LittleEndian.Uint32(hdr[0:]))
+	if n > left-frameHeader {
+		return nil, fmt.Errorf("%w: length %d runs past the end of the file", errBadFrame, n)
+	}
+	if int64(cap(r.payload)) < n {
+		r.payload = make([]byte, n)
+	}
+	r.payload = r.payload[:n]
+	if _, err := io.ReadFull(r.br, r.payload); err != nil {
+		return nil, err
+	}
+	if crc32.Checksum(r.payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errBadFrame)
+	}
+	r.next = r.off + frameHeader + n
+	return r.payload, nil
+}
+
+// segmentScan is what reading one segment found.
+type segmentScan struct {
+	size        int64
+	valid       int64  // the end of the last good frame
+	first, last uint64 // seq range of its records; first == 0: none
+	bad         error  // why the frame at valid is bad; nil if valid == size
+}
+
+// scanSegment calls fn for each record of the segment's valid prefix, in
+// order. A bad frame ends the prefix and is reported in the scan, not as an
+// error; errors are fn's and the file system's.
+func scanSegment(fsys vfs.FS, path string, fn func(*LogRecord) error) (segmentScan, error) {
+	var sc segmentScan
+	f, err := fsys.Open(path)
+	if err != nil {
+		return sc, err
+	}
+	defer f.Close()
+	if sc.size, err = f.Size(); err != nil {
+		return sc, err
+	}
+	r := frameReader{br: bufio.NewReaderSize(f, int(min(max(sc.size, 16), 1<<20))), size: sc.size}
+	for {
+		p, err := r.read()
+		switch {
+		case err == io.EOF:
+			sc.valid = r.off
+			return sc, nil
+		case errors.Is(err, errBadFrame):
+			sc.valid, sc.bad = r.off, err
+			return sc, nil
+		case err != nil:
+			return sc, err
+		}
+		if _, ok := parseMark(p); ok {
+			continue
+		}
+		rec, err := decodeRecord(p)
+		if err != nil {
+			sc.valid, sc.bad = r.off, fmt.Errorf("%w: %v", errBadFrame, err)
+			return sc, nil
+		}
+		if sc.first == 0 {
+			sc.first = rec.Seq
+		}
+		sc.last = rec.Seq
+		if err := fn(&rec); err != nil {
+			return sc, err
+		}
+	}
+}
+
+// afterBadFrame searches tail — a segment's bytes from its first bad frame,
+// at offset bad, to its end — for a sync mark that vouches for bytes past
+// bad, and returns its offset (-1 if none) and what it vouches for. On the
+// way it counts the CRC-valid records it finds after the bad frame (seq
+// above lastSeq, no further above it than the bytes in between allow) and
+// skips over them, so that a mark inside a record's id is not taken for one.
+func afterBadFrame(tail []byte, bad int64, lastSeq uint64) (markAt, durable int64, records int) {
+	gap := 0 // where the bytes since the last record found start
+	for i := 1; i+frameHeader+markPayload <= len(tail); i++ {
+		n := int(binary.LittleEndian.Uint32(tail[i:]))
+		if n < markPayload || n > len(tail)-i-frameHeader {
+			continue
+		}
+		frame := tail[i:][:frameHeader+n]
+		p := frame[frameHeader:]
+		if n == markPayload {
+			if d, ok := parseMark(p); ok && d > bad && d <= bad+int64(i) && checksumOK(frame) {
+				return bad + int64(i), d, records
+			}
+			continue
+		}
+		seq := binary.BigEndian.Uint64(p[8:])
+		if p[24] > recDelete || seq <= lastSeq || seq-lastSeq > uint64((i-gap)/minRecordFrame+1) || !checksumOK(frame) {
+			continue
+		}
+		if _, err := decodeRecord(p); err != nil {
+			continue
+		}
+		records++
+		lastSeq = seq
+		i += frameHeader + n - 1
+		gap = i + 1
+	}
+	return -1, 0, records
+}
+
+// checksumOK reports whether a whole frame's payload matches its CRC.
+func checksumOK(frame []byte) bool {
+	return crc32.Checksum(frame[frameHeader:], crcTable) == binary.LittleEndian.Uint32(frame[4:])
 }
 
 type segment struct {
@@ -109,21 +342,30 @@ type segment struct {
 }
 
 // Log is one shard copy's write-ahead log. Append may be called from many
-// goroutines; Replay and Trim from one at a time.
+// goroutines, and Replay, LastSeq, Segments and Fsyncs alongside it; Trim
+// from one goroutine at a time.
 type Log struct {
+	fs      vfs.FS
 	dir     string
 	segSize int64
+	logger  *slog.Logger
 
-	mu      sync.Mutex // guards the fields below
-	f       *os.File
-	size    int64
-	segs    []*segment
-	written uint64 // total bytes ever written this session
-	buf     []byte
-	closed  bool
+	// syncMu is held by whoever fsyncs a segment (syncTo, a rotation,
+	// Close), so that no two fsyncs of one file overlap: the kernel reports
+	// a writeback error to one of them only. Taken before mu.
+	syncMu sync.Mutex
+	synced uint64 // bytes written this session that are durable; guarded by syncMu
 
-	syncMu sync.Mutex // held while fsyncing; guards synced
-	synced uint64
+	mu        sync.Mutex // guards the fields below
+	f         vfs.File   // the current (last) segment
+	size      int64      // its length
+	syncedOff int64      // how much of it is known fsynced
+	marked    int64      // what its last sync mark vouches for
+	segs      []*segment
+	written   uint64 // total bytes written this session
+	buf       []byte
+	closed    bool
+	failed    error // set once a write or fsync fails; wraps ErrLogFailed
 
 	fsyncs atomic.Uint64
 
@@ -132,165 +374,202 @@ type Log struct {
 	beforeSync func()
 }
 
-// OpenLog opens (creating if needed) the log in dir, truncating a torn tail.
-// segSize is the size at which a new segment file is started.
-func OpenLog(dir string, segSize int64) (*Log, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("shard log: create %s: %w", dir, err)
+// OpenLog opens the log in dir on fsys, creating it if needed, after
+// checking every segment: a torn tail of the last one is cut (and logged),
+// damage to fsynced data fails the open with an error wrapping
+// ErrLogCorrupt. segSize is the size at which a new segment is started.
+// logger gets the log's warnings and errors, which name dir.
+func OpenLog(fsys vfs.FS, dir string, segSize int64, logger *slog.Logger) (*Log, error) {
+	l := &Log{fs: fsys, dir: dir, segSize: segSize, logger: logger}
+	names, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fsys.MkdirAll(dir)
 	}
-	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("shard log: list %s: %w", dir, err)
+		return nil, fmt.Errorf("shard log: open %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, segSize: segSize}
-	for _, e := range entries {
-		name := e.Name()
+	// A process that died may have left entries that are not yet durable
+	// (this directory in its parent, a segment in it): records are about to
+	// be acknowledged on top of them.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := fsys.SyncDir(d); err != nil {
+			return nil, fmt.Errorf("shard log: %w", err)
+		}
+	}
+	for _, name := range names {
+		var num uint64
 		if !strings.HasSuffix(name, ".wal") {
 			continue
 		}
-		var num uint64
 		if _, err := fmt.Sscanf(name, "%020d.wal", &num); err != nil {
 			continue
 		}
 		l.segs = append(l.segs, &segment{num: num, path: filepath.Join(dir, name)})
 	}
 	sort.Slice(l.segs, func(a, b int) bool { return l.segs[a].num < l.segs[b].num })
+	if len(l.segs) == 0 {
+		if err := l.newSegmentLocked(1); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	var lastSeq uint64
+	var tail segmentScan
 	for k, s := range l.segs {
-		last := k == len(l.segs)-1
-		valid, err := scanSegment(s.path, func(r *LogRecord) error {
-			if s.first == 0 {
-				s.first = r.Seq
-			}
-			s.last = r.Seq
+		sc, err := scanSegment(fsys, s.path, func(r *LogRecord) error {
+			lastSeq = r.Seq
 			return nil
 		})
 		if err != nil {
-			if !last || !errors.Is(err, errTorn) {
-				return nil, fmt.Errorf("shard log: segment %s is corrupt at byte %d: %w; move it away to open the shard (its operations are lost)", s.path, valid, err)
-			}
-			if err := os.Truncate(s.path, valid); err != nil {
-				return nil, fmt.Errorf("shard log: truncate torn tail of %s at %d: %w", s.path, valid, err)
-			}
+			return nil, fmt.Errorf("shard log: read %s: %w", s.path, err)
 		}
+		s.first, s.last = sc.first, sc.last
+		if sc.bad != nil && k < len(l.segs)-1 {
+			return nil, corruptError(s.path, sc, "every segment but the last was fsynced whole before the next was started")
+		}
+		tail = sc
 	}
-	if len(l.segs) == 0 {
-		if err := l.newSegment(1); err != nil {
-			return nil, err
-		}
-	} else {
-		s := l.segs[len(l.segs)-1]
-		f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("shard log: open %s: %w", s.path, err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			_ = f.Close()
-			return nil, err
-		}
-		l.f, l.size = f, st.Size()
+	if err := l.openLastSegment(tail, lastSeq); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
 
-func (l *Log) newSegment(num uint64) error {
-	path := filepath.Join(l.dir, fmt.Sprintf("%020d.wal", num))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o644)
+// openLastSegment opens the last segment for appending, cutting its torn
+// tail if it has one, and fsyncs it: what a process that died left in the
+// page cache is read and replayed, so it must be on disk before records
+// after it are acknowledged.
+func (l *Log) openLastSegment(sc segmentScan, lastSeq uint64) error {
+	s := l.segs[len(l.segs)-1]
+	f, err := l.fs.OpenRW(s.path)
 	if err != nil {
-		return fmt.Errorf("shard log: create segment %s: %w", path, err)
+		return fmt.Errorf("shard log: open %s: %w", s.path, err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.cutTornTail(f, s.path, sc, lastSeq); err != nil {
 		_ = f.Close()
 		return err
 	}
-	l.f, l.size = f, 0
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("shard log: fsync %s: %w", s.path, err)
+	}
+	l.f, l.size, l.syncedOff = f, sc.valid, sc.valid
+	return nil
+}
+
+// cutTornTail truncates the last segment after its valid prefix if a bad
+// frame follows it, unless a sync mark shows the bad frame had been
+// fsynced (ErrLogCorrupt).
+func (l *Log) cutTornTail(f vfs.File, path string, sc segmentScan, lastSeq uint64) error {
+	if sc.bad == nil {
+		return nil
+	}
+	tail := make([]byte, sc.size-sc.valid)
+	if _, err := f.ReadAt(tail, sc.valid); err != nil {
+		return fmt.Errorf("shard log: read %s: %w", path, err)
+	}
+	markAt, durable, records := afterBadFrame(tail, sc.valid, lastSeq)
+	if markAt >= 0 {
+		return corruptError(path, sc, fmt.Sprintf("a sync mark at byte %d says its first %d bytes had been fsynced", markAt, durable))
+	}
+	if err := f.Truncate(sc.valid); err != nil {
+		return fmt.Errorf("shard log: cut the torn tail of %s at byte %d: %w", path, sc.valid, err)
+	}
+	if size, err := f.Size(); err != nil || size != sc.valid {
+		return fmt.Errorf("shard log: cut the torn tail of %s at byte %d: size is %d after truncating (%v)", path, sc.valid, size, err)
+	}
+	l.logger.Warn("shard log: cut a torn tail, the unsynced end of a write that a crash interrupted; none of it was acknowledged",
+		"dir", l.dir, "segment", path, "offset", sc.valid, "bytes_cut", sc.size-sc.valid, "reason", sc.bad, "valid_records_cut", records)
+	return nil
+}
+
+func corruptError(path string, sc segmentScan, why string) error {
+	return fmt.Errorf("%w: %s: bad record at byte %d (%v), and %s: data that was on disk is damaged. "+
+		"Recover this shard copy from another copy; or, to open it with the operations before that point (those after it are lost), "+
+		"truncate the file to %d bytes and move the segments after it away",
+		ErrLogCorrupt, path, sc.valid, sc.bad, why, sc.valid)
+}
+
+// newSegmentLocked creates segment num, fsyncs the directory, and makes it
+// the current segment.
+func (l *Log) newSegmentLocked(num uint64) error {
+	path := filepath.Join(l.dir, fmt.Sprintf("%020d.wal", num))
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("shard log: create segment %s: %w", path, err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("shard log: create segment %s: %w", path, err)
+	}
+	l.f, l.size, l.syncedOff, l.marked = f, 0, 0, 0
 	l.segs = append(l.segs, &segment{num: num, path: path})
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("shard log: open dir %s: %w", dir, err)
+// failLocked fails the log with cause (the first failure wins) and returns
+// the error every Append returns from now on.
+func (l *Log) failLocked(cause error) error {
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, cause)
+		l.logger.Error("shard log failed: this shard copy acknowledges no more writes until it is reopened (a node restart), which cuts the unacknowledged tail; check the disk for space and I/O errors",
+			"dir", l.dir, "err", cause)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("shard log: fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
-var errTorn = errors.New("torn or corrupt record")
-
-// scanSegment calls fn for each valid record and returns the length of the
-// valid prefix; err wraps errTorn when invalid bytes follow it.
-func scanSegment(path string, fn func(*LogRecord) error) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	var hdr [recHeader]byte
-	var payload []byte
-	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return off, nil
-			}
-			return off, fmt.Errorf("%w: short header", errTorn)
-		}
-		n := binary.LittleEndian.Uint32(hdr[0:])
-		sum := binary.LittleEndian.Uint32(hdr[4:])
-		if n > maxRecord {
-			return off, fmt.Errorf("%w: length %d", errTorn, n)
-		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(br, payload); err != nil {
-			return off, fmt.Errorf("%w: short payload", errTorn)
-		}
-		if crc32.Checksum(payload, crcTable) != sum {
-			return off, fmt.Errorf("%w: checksum mismatch", errTorn)
-		}
-		r, err := decodeRecord(payload)
-		if err != nil {
-			return off, fmt.Errorf("%w: %v", errTorn, err)
-		}
-		if err := fn(&r); err != nil {
-			return off, err
-		}
-		off += int64(recHeader) + int64(n)
-	}
+	return l.failed
 }
 
 // Append writes recs (in order, seqs increasing) and returns once they are
-// on disk. Concurrent callers share fsyncs (group commit).
+// on disk. Concurrent callers share fsyncs (group commit). An error means
+// none of recs is acknowledged; once one wraps ErrLogFailed, every later
+// call fails with it.
 func (l *Log) Append(recs []LogRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
+	if err := l.rotateIfFull(); err != nil {
+		return err
 	}
-	if l.size >= l.segSize {
-		if err := l.rotateLocked(); err != nil {
-			l.mu.Unlock()
-			return err
-		}
+	l.mu.Lock()
+	target, err := l.writeLocked(recs)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.syncTo(target)
+}
+
+// writeLocked writes recs' frames, after a sync mark if an fsync has
+// completed since the last one, and returns how many bytes this session
+// will have written once they are durable.
+func (l *Log) writeLocked(recs []LogRecord) (uint64, error) {
+	switch {
+	case l.closed:
+		return 0, ErrClosed
+	case l.failed != nil:
+		return 0, l.failed
 	}
 	l.buf = l.buf[:0]
-	for k := range recs {
-		l.buf = recs[k].appendTo(l.buf)
+	mark := l.syncedOff > l.marked
+	if mark {
+		l.buf = appendMark(l.buf, l.syncedOff)
 	}
-	if _, err := l.f.Write(l.buf); err != nil {
-		l.mu.Unlock()
-		return fmt.Errorf("shard log: write %s: %w", l.dir, err)
+	for k := range recs {
+		start := len(l.buf)
+		l.buf = recs[k].appendTo(l.buf)
+		if n := len(l.buf) - start - frameHeader; n > maxRecord {
+			return 0, fmt.Errorf("shard log: record seq %d is %d bytes, over the %d-byte limit", recs[k].Seq, n, maxRecord)
+		}
+	}
+	n, err := l.f.WriteAt(l.buf, l.size)
+	if err == nil && n < len(l.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		s := l.segs[len(l.segs)-1]
+		return 0, l.failLocked(fmt.Errorf("write %d bytes at byte %d of %s (%d written): %w", len(l.buf), l.size, s.path, n, err))
+	}
+	if mark {
+		l.marked = l.syncedOff
 	}
 	l.size += int64(len(l.buf))
 	s := l.segs[len(l.segs)-1]
@@ -299,12 +578,10 @@ func (l *Log) Append(recs []LogRecord) error {
 	}
 	s.last = recs[len(recs)-1].Seq
 	l.written += uint64(len(l.buf))
-	target := l.written
 	if cap(l.buf) > 4<<20 {
 		l.buf = nil // do not pin a huge buffer
 	}
-	l.mu.Unlock()
-	return l.syncTo(target)
+	return l.written, nil
 }
 
 // syncTo returns once the first target bytes written are durable. The first
@@ -319,44 +596,95 @@ func (l *Log) syncTo(target uint64) error {
 		l.beforeSync()
 	}
 	l.mu.Lock()
-	upTo, f := l.written, l.f
+	switch {
+	case l.closed:
+		defer l.mu.Unlock()
+		return ErrClosed
+	case l.failed != nil:
+		defer l.mu.Unlock()
+		return l.failed
+	}
+	upTo, f, off := l.written, l.f, l.size
+	path := l.segs[len(l.segs)-1].path
 	l.mu.Unlock()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("shard log: fsync %s: %w", l.dir, err)
+
+	err := f.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		return l.failLocked(fmt.Errorf("fsync %s: %w", path, err))
 	}
 	l.fsyncs.Add(1)
 	l.synced = upTo
+	if l.f == f && off > l.syncedOff {
+		l.syncedOff = off
+	}
 	return nil
 }
 
-// rotateLocked fsyncs and closes the current segment and starts the next.
-func (l *Log) rotateLocked() error {
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("shard log: fsync %s: %w", l.dir, err)
+// rotateIfFull starts the next segment if the current one has reached
+// segSize.
+func (l *Log) rotateIfFull() error {
+	l.mu.Lock()
+	full := l.size >= l.segSize
+	l.mu.Unlock()
+	if !full {
+		return nil
 	}
-	l.fsyncs.Add(1)
-	if err := l.f.Close(); err != nil {
-		return err
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	case l.size < l.segSize: // another Append rotated
+		return nil
 	}
-	return l.newSegment(l.segs[len(l.segs)-1].num + 1)
+	return l.rotateLocked()
 }
 
-// Replay calls fn, in order, for every record with seq > after.
+// rotateLocked fsyncs the current segment, starts the next and closes the
+// old one. l.syncMu and l.mu are held.
+func (l *Log) rotateLocked() error {
+	s := l.segs[len(l.segs)-1]
+	if err := l.f.Sync(); err != nil {
+		return l.failLocked(fmt.Errorf("fsync %s before starting the next segment: %w", s.path, err))
+	}
+	l.fsyncs.Add(1)
+	l.synced = l.written
+	old := l.f
+	if err := l.newSegmentLocked(s.num + 1); err != nil {
+		return l.failLocked(err)
+	}
+	_ = old.Close() // fsynced above: closing cannot lose what it holds
+	return nil
+}
+
+// Replay calls fn, in order, for every record with seq > after. A bad
+// frame in any segment but the last one (which may be being written) is an
+// error wrapping ErrLogCorrupt.
 func (l *Log) Replay(after uint64, fn func(*LogRecord) error) error {
 	l.mu.Lock()
 	segs := append([]*segment(nil), l.segs...)
 	l.mu.Unlock()
-	for _, s := range segs {
+	for k, s := range segs {
 		if s.last != 0 && s.last <= after {
 			continue
 		}
-		if _, err := scanSegment(s.path, func(r *LogRecord) error {
+		sc, err := scanSegment(l.fs, s.path, func(r *LogRecord) error {
 			if r.Seq <= after {
 				return nil
 			}
 			return fn(r)
-		}); err != nil && !errors.Is(err, errTorn) {
+		})
+		if err != nil {
 			return fmt.Errorf("shard log: replay %s: %w", s.path, err)
+		}
+		if sc.bad != nil && k < len(segs)-1 {
+			return corruptError(s.path, sc, "it is not the segment being written")
 		}
 	}
 	return nil
@@ -379,15 +707,15 @@ func (l *Log) FirstSeq() uint64 {
 // payload) from the front of b — how records travel in replication
 // messages — and returns the bytes after it. The source is copied.
 func decodeFramedRecord(b []byte) (LogRecord, []byte, error) {
-	if len(b) < recHeader {
+	if len(b) < frameHeader {
 		return LogRecord{}, nil, fmt.Errorf("%w: short record header", errCorruptRecord)
 	}
 	n := binary.LittleEndian.Uint32(b[0:])
 	sum := binary.LittleEndian.Uint32(b[4:])
-	if uint64(n) > uint64(len(b)-recHeader) || n > maxRecord {
+	if uint64(n) > uint64(len(b)-frameHeader) || n > maxRecord {
 		return LogRecord{}, nil, fmt.Errorf("%w: record length %d exceeds the message", errCorruptRecord, n)
 	}
-	payload := b[recHeader : recHeader+int(n)]
+	payload := b[frameHeader : frameHeader+int(n)]
 	if crc32.Checksum(payload, crcTable) != sum {
 		return LogRecord{}, nil, fmt.Errorf("%w: checksum mismatch", errCorruptRecord)
 	}
@@ -395,7 +723,7 @@ func decodeFramedRecord(b []byte) (LogRecord, []byte, error) {
 	if err != nil {
 		return LogRecord{}, nil, fmt.Errorf("%w: %v", errCorruptRecord, err)
 	}
-	return r, b[recHeader+int(n):], nil
+	return r, b[frameHeader+int(n):], nil
 }
 
 // LastSeq is the highest seq in the log (0 if empty).
@@ -411,7 +739,9 @@ func (l *Log) LastSeq() uint64 {
 }
 
 // Trim deletes the segments, other than the one being written, whose records
-// all have seq <= persisted (they are in the persisted index).
+// all have seq <= persisted (they are in the persisted index). A removal the
+// directory has not synced may be undone by a crash; the segment then holds
+// only records that replay skips.
 func (l *Log) Trim(persisted uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -419,7 +749,7 @@ func (l *Log) Trim(persisted uint64) error {
 	var firstErr error
 	for k, s := range l.segs {
 		if k < len(l.segs)-1 && s.last <= persisted {
-			if err := os.Remove(s.path); err != nil && firstErr == nil {
+			if err := l.fs.Remove(s.path); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("shard log: trim %s: %w", s.path, err)
 			}
 			continue
@@ -437,20 +767,41 @@ func (l *Log) Segments() int {
 	return len(l.segs)
 }
 
-// Fsyncs returns how many fsyncs the log has done (for tests and metrics).
+// Fsyncs returns how many fsyncs Append has done (for tests and metrics).
 func (l *Log) Fsyncs() uint64 { return l.fsyncs.Load() }
 
-// Close syncs and closes the log. Idempotent.
+// Close ends the current segment with a sync mark for all of it, fsyncs,
+// and closes the log's file; once failed, it only closes it. Appends still
+// waiting for their fsync fail with ErrClosed. Idempotent.
 func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
 	}
 	l.closed = true
-	err := l.f.Sync()
+	var err error
+	if l.failed == nil && l.syncedOff > l.marked {
+		mark := appendMark(l.buf[:0], l.syncedOff)
+		if _, werr := l.f.WriteAt(mark, l.size); werr != nil {
+			err = l.failLocked(fmt.Errorf("write the closing sync mark: %w", werr))
+		} else if serr := l.f.Sync(); serr != nil {
+			err = l.failLocked(fmt.Errorf("fsync on close: %w", serr))
+		}
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// syncDir fsyncs a directory of the operating system's file system, for
+// manager.go's meta.json writes.
+func syncDir(dir string) error {
+	if err := vfs.OS.SyncDir(dir); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	return nil
 }

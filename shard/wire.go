@@ -19,17 +19,17 @@ import (
 //
 // Methods (offsets from fabric.MethodShardBase; part of the wire format):
 const (
-	methodBulk        = fabric.MethodShardBase + iota // a group of writes to one primary
-	methodGet                                         // a realtime get from the primary
-	methodRefresh                                     // wait for a copy's writes in flight
-	methodCopyStats                                   // a node's copies: document counts, recoveries
-	methodSearchStats                                 // search phase 1: term statistics
-	methodSearchQuery                                 // search phase 2: ids, scores, sort keys, facets
-	methodSearchFetch                                 // search phase 3: sources and term locations of the final page
-	methodReplicate                                   // a group of log records from a primary to a copy of its group
-	methodRecoveryStart                               // a recovering copy asks its primary how to recover
-	methodRecoveryFiles                               // the primary streams its index snapshot (also the stream's method)
-	methodRecoveryOps                                 // the primary replays its log to the copy and adds it to its group
+	methodBulk          = fabric.MethodShardBase + iota // a group of writes to one primary
+	methodGet                                           // a realtime get from the primary
+	methodRefresh                                       // wait for a copy's writes in flight
+	methodCopyStats                                     // a node's copies: document counts, recoveries
+	methodSearchStats                                   // search phase 1: term statistics
+	methodSearchQuery                                   // search phase 2: ids, scores, sort keys, facets
+	methodSearchFetch                                   // search phase 3: sources and term locations of the final page
+	methodReplicate                                     // a group of log records from a primary to a copy of its group
+	methodRecoveryStart                                 // a recovering copy asks its primary how to recover
+	methodRecoveryFiles                                 // the primary streams its index snapshot (also the stream's method)
+	methodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
 )
 
 const wireVersion = 1
@@ -59,6 +59,8 @@ var wireErrors = []error{
 	17: ErrSeqGap,
 	18: ErrDiverged,
 	19: errCorruptRecord,
+	20: ErrLogFailed,
+	21: ErrLogCorrupt,
 }
 
 // ErrStaleRouting: the request was routed with an older (or newer) view of
