@@ -185,9 +185,44 @@ func (s *State) upsertNode(c *UpsertNode) error {
 			return fmt.Errorf("%w: node name %q is taken by live node %s; node %s must use another --node-name", ErrInvalidCommand, n.Name, o.ID, n.ID)
 		}
 	}
+	prev, known := s.Nodes[n.ID]
 	n.Live, n.LeftAtMS = true, 0
 	s.putNode(&n)
+	if known && !prev.Live {
+		s.reopenCopies(n.ID)
+	}
 	return nil
+}
+
+// reopenCopies marks the started copies of a node that comes back
+// initializing: it reports each one started again once it has reopened it
+// (a primary) or caught up with its primary (a replica), so nothing is
+// routed to a copy the node has not opened yet.
+func (s *State) reopenCopies(nodeID string) {
+	for _, name := range slices.Sorted(maps.Keys(s.Indices)) {
+		ix := s.Indices[name]
+		touched := false
+		for k := range ix.Shards {
+			for _, c := range ix.Shards[k].Copies {
+				if c.NodeID == nodeID && c.State == CopyStarted {
+					touched = true
+				}
+			}
+		}
+		if !touched {
+			continue
+		}
+		ix = s.editIndex(ix)
+		for k := range ix.Shards {
+			sh := &ix.Shards[k]
+			sh.Copies = slices.Clone(sh.Copies)
+			for j := range sh.Copies {
+				if sh.Copies[j].NodeID == nodeID && sh.Copies[j].State == CopyStarted {
+					sh.Copies[j].State = CopyInitializing
+				}
+			}
+		}
+	}
 }
 
 func (s *State) nodeLeft(c *NodeLeft) error {

@@ -66,7 +66,10 @@ type SetClusterUUID struct {
 }
 
 // UpsertNode records a node joining (or rejoining, or changing addresses):
-// the record is replaced and marked live.
+// the record is replaced and marked live. A node that comes back (it was
+// not live) gets its started copies back initializing: its node reports
+// each started again once it has reopened it, or recovered it from the
+// primary.
 type UpsertNode struct {
 	Node Node `json:"node"`
 }

@@ -105,11 +105,13 @@ func DefaultTiming() Timing {
 	}
 }
 
-// LocalTiming is for tests on one host: every period short.
+// LocalTiming is for tests on one host: every period short, but Raft's
+// timeouts long enough that a loaded two-core machine running race-enabled
+// tests in parallel does not keep deposing its leaders.
 func LocalTiming() Timing {
 	return Timing{
-		RaftHeartbeat: 150 * time.Millisecond, RaftElection: 150 * time.Millisecond,
-		RaftLeaderLease: 100 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
+		RaftHeartbeat: 400 * time.Millisecond, RaftElection: 400 * time.Millisecond,
+		RaftLeaderLease: 300 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
 		Gossip:             "local",
 		RejoinInterval:     300 * time.Millisecond,
 		GossipSettle:       2 * time.Second,

@@ -51,10 +51,12 @@ func checkShard(s *State, sh *Shard) error {
 	if primaries > 1 {
 		return fmt.Errorf("%d primaries", primaries)
 	}
+	// In sync means "holds every acknowledged write"; a copy whose node
+	// came back stays in sync while it reopens (initializing), so the
+	// in-sync set is a subset of the assigned copies, started or not.
 	for _, id := range sh.InSync {
-		c, ok := ids[id]
-		if !ok || c.State != CopyStarted {
-			return fmt.Errorf("in-sync %s is not a started copy", id)
+		if _, ok := ids[id]; !ok {
+			return fmt.Errorf("in-sync %s is not an assigned copy", id)
 		}
 	}
 	if len(sh.InSync) != len(slices.Compact(slices.Sorted(slices.Values(sh.InSync)))) {

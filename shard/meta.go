@@ -92,6 +92,9 @@ type ShardView struct {
 	PrimaryTerm uint64
 	Copies      []CopyView
 	InSync      []string
+	// Started: a primary of the shard has started at some time, so the
+	// shard holds data; a primary is never created empty again.
+	Started bool
 }
 
 // CopyView is one assigned copy of a shard.

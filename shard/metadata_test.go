@@ -239,6 +239,7 @@ func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView
 func (m *memMeta) CopyStarted(_ context.Context, id string, num int, alloc string) error {
 	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) error {
 		sh.Copies[k].Started = true
+		sh.Started = sh.Started || sh.Copies[k].Primary
 		if !slices.Contains(sh.InSync, alloc) {
 			sh.InSync = append(sh.InSync, alloc)
 		}

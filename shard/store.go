@@ -316,22 +316,40 @@ func (nm *nodeMapping) committedVersion() uint64 {
 }
 
 // ensureCopy brings one copy that v assigns to this node in line: a new
-// primary is created, a started one reopened (never recreated empty), a
+// primary is created, a primary whose node came back reopened (never
+// recreated empty: the shard table remembers that the shard has data), a
 // replica or move target recovers from the primary; an open primary's
 // replication group follows the shard table, and a replica just promoted
 // resyncs the others before it takes writes.
 func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *ShardView, c CopyView) error {
-	if oc, ok := s.copy(c.AllocationID); ok {
-		return s.follow(ctx, oc, sh, c)
-	}
+	replica := !c.Primary || c.RelocatingFrom != ""
 	s.mu.RLock()
 	why, failed := s.failed[c.AllocationID]
 	recovering := s.recovering[c.AllocationID]
 	s.mu.RUnlock()
+	if oc, ok := s.copy(c.AllocationID); ok {
+		if err := s.follow(ctx, oc, sh, c); err != nil || c.Started {
+			return err
+		}
+		if !replica {
+			// Its node came back with the copy open: the same files.
+			return s.meta.CopyStarted(ctx, ix.UUID, num, c.AllocationID)
+		}
+		if !recovering {
+			s.startRecovery(ix, num, c) // it may have missed writes: catch up
+		}
+		return nil
+	}
 	if failed && c.Started {
 		// Reported; the cluster will promote another copy, and this one
 		// comes back initializing and recovers over its files.
 		return fmt.Errorf("shard: copy %s of %s/%d failed earlier: %s", c.AllocationID, ix.Name, num, why)
+	}
+	if replica && !c.Started {
+		if !recovering {
+			s.startRecovery(ix, num, c)
+		}
+		return nil
 	}
 	nm, ok := s.mapping(ix.UUID)
 	if !ok {
@@ -340,21 +358,16 @@ func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *Shar
 	dir := filepath.Join(s.dir, c.AllocationID)
 	_, statErr := os.Stat(filepath.Join(dir, copyMetaFile))
 	exists := statErr == nil
-	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num}
-	switch {
-	case !c.Started && (!c.Primary || c.RelocatingFrom != ""):
-		// A replica or move target: it recovers from the primary.
-		if !recovering {
-			s.startRecovery(ix, num, c)
-		}
-		return nil
-	case c.Started && !exists:
-		// A started copy whose files are gone: never recreate it empty,
-		// which would silently lose every acknowledged write.
-		reason := fmt.Sprintf("the files of started copy %s/%d (allocation %s) are missing from %s", ix.Name, num, c.AllocationID, dir)
+	if !exists && (c.Started || sh.Started) {
+		// A copy of a shard that holds data, whose files are gone: never
+		// recreate it empty, which would silently lose acknowledged
+		// writes. Failed, it leaves the in-sync set (a replica then
+		// recovers from the primary).
+		reason := fmt.Sprintf("the files of copy %s/%d (allocation %s) are missing from %s", ix.Name, num, c.AllocationID, dir)
 		s.markFailed(c.AllocationID, reason)
 		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, 0, false, reason)
 	}
+	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num}
 	sc, err := s.openLocal(dir, meta, nm, !exists, sh.PrimaryTerm)
 	if err != nil {
 		reason := fmt.Sprintf("opening %s: %v", dir, err)

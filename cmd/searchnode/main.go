@@ -97,10 +97,10 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			fs.StringVar(&cfg.FabricAddr, "fabric-addr", cfg.FabricAddr, "host:port where the node serves the node-to-node fabric, e.g. 127.0.0.1:9300; empty (the default) leaves it off (WEFT_FABRIC_ADDR)")
 		}},
 		{"fabric-rdma", "WEFT_FABRIC_RDMA", func() {
-			fs.Var(choiceFlag{&cfg.FabricRDMA, []string{node.FabricRDMAAuto, node.FabricRDMAOn, node.FabricRDMAOff}}, "fabric-rdma", "auto (the default: add an RDMA path when the build and an ACTIVE device allow), on (fail start-up without one) or off (TCP only) (WEFT_FABRIC_RDMA)")
+			fs.Var(choiceFlag{&cfg.FabricRDMA, "fabric RDMA mode", []string{node.FabricRDMAAuto, node.FabricRDMAOn, node.FabricRDMAOff}}, "fabric-rdma", "auto (the default: add an RDMA path when the build and an ACTIVE device allow), on (fail start-up without one) or off (TCP only) (WEFT_FABRIC_RDMA)")
 		}},
 		{"fabric-transport", "WEFT_FABRIC_TRANSPORT", func() {
-			fs.Var(choiceFlag{&cfg.FabricTransport, []string{node.FabricAdaptive, node.FabricTCP}}, "fabric-transport", "adaptive (the default: per-message path choice over TCP and RDMA) or tcp (plain TCP, for comparisons) (WEFT_FABRIC_TRANSPORT)")
+			fs.Var(choiceFlag{&cfg.FabricTransport, "fabric transport", []string{node.FabricAdaptive, node.FabricTCP}}, "fabric-transport", "adaptive (the default: per-message path choice over TCP and RDMA) or tcp (plain TCP, for comparisons) (WEFT_FABRIC_TRANSPORT)")
 		}},
 		{"gossip-addr", "WEFT_GOSSIP_ADDR", func() {
 			fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "host:port where the node gossips membership (TCP and UDP); with --raft-addr and --fabric-addr it makes the node part of a cluster; empty (the default): a single-node cluster (WEFT_GOSSIP_ADDR)")
@@ -213,9 +213,11 @@ func (f formatFlag) Set(s string) error {
 	return nil
 }
 
-// choiceFlag is a string flag that takes one of a few values.
+// choiceFlag is a string flag that takes one of a few values; what names
+// the setting in errors.
 type choiceFlag struct {
 	v       *string
+	what    string
 	choices []string
 }
 
@@ -231,7 +233,7 @@ func (f choiceFlag) Set(s string) error {
 		*f.v = s
 		return nil
 	}
-	return fmt.Errorf("unknown value %q; use %s", s, strings.Join(f.choices, " or "))
+	return fmt.Errorf("unknown %s %q; use %s", f.what, s, strings.Join(f.choices, ", "))
 }
 
 // listFlag is a comma-separated list; empty items are dropped.

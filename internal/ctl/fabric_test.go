@@ -137,7 +137,7 @@ func TestFabricConnsAgainstRealNode(t *testing.T) {
 		require.NoError(t, err)
 		defer conn.Close()
 		for range 3 {
-			_, err := conn.Call(ctx, fabric.MethodUserBase, []byte("payload"))
+			_, err := conn.Call(ctx, fabric.MethodShardEnd, []byte("payload"))
 			require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod})
 		}
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftsearch/weft/cluster"
@@ -21,6 +22,9 @@ import (
 // concurrent use.
 type Adapter struct {
 	c *cluster.Cluster
+	// caughtUp: this node has once applied everything it knew committed;
+	// from then on its view only lags by the moment an apply takes.
+	caughtUp atomic.Bool
 
 	mu   sync.Mutex
 	last *cluster.State // the state view was built from
@@ -62,16 +66,21 @@ func (a *Adapter) AwaitView(ctx context.Context, ok func(*shard.View) bool) (*sh
 // Watch signals after every applied command.
 func (a *Adapter) Watch() (<-chan struct{}, func()) { return a.c.Watch() }
 
-// Ready is nil once this node knows a leader and has applied everything it
-// knows to be committed.
+// Ready is nil while this node knows a leader, once it has caught up with
+// the committed log after it started (applied everything it then knew
+// committed).
 func (a *Adapter) Ready() error {
 	if !a.c.Ready() {
 		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shard.ErrClusterBlocked)
+	}
+	if a.caughtUp.Load() {
+		return nil
 	}
 	r := a.c.Raft()
 	if r.CommitIndex == 0 || r.AppliedIndex < r.CommitIndex {
 		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (applied %d of %d)", shard.ErrClusterBlocked, r.AppliedIndex, r.CommitIndex)
 	}
+	a.caughtUp.Store(true)
 	return nil
 }
 
@@ -87,7 +96,7 @@ func ViewOf(st *cluster.State, local string) *shard.View {
 			Mapping: ix.Mapping, MappingVersion: ix.MappingVersion, CreationDate: time.UnixMilli(ix.CreationDateMS).UTC(),
 			Shards: make([]shard.ShardView, len(ix.Shards))}
 		for k, sh := range ix.Shards {
-			sv := shard.ShardView{PrimaryTerm: sh.PrimaryTerm, InSync: sh.InSync, Copies: make([]shard.CopyView, len(sh.Copies))}
+			sv := shard.ShardView{PrimaryTerm: sh.PrimaryTerm, InSync: sh.InSync, Started: sh.Started, Copies: make([]shard.CopyView, len(sh.Copies))}
 			for j, c := range sh.Copies {
 				sv.Copies[j] = shard.CopyView{AllocationID: c.AllocationID, NodeID: c.NodeID, Primary: c.Primary,
 					Started: c.State == cluster.CopyStarted, RelocatingFrom: c.RelocatingFrom, RelocatingTo: c.RelocatingTo}
