@@ -215,7 +215,9 @@ func clusterCommand(g *globals, stdio IO) *cobra.Command {
 			if len(args) == 1 {
 				index = args[0]
 			}
-			fetch := func(c *Client, ctx context.Context) (ShardsView, []byte, error) { return c.ShardsWithRecoveries(ctx, index) }
+			fetch := func(c *Client, ctx context.Context) (ShardsView, []byte, error) {
+				return c.ShardsWithRecoveries(ctx, index)
+			}
 			return show(cmd.Context(), g, stdio.Stdout, fetch, printShards)
 		},
 	}
