@@ -77,17 +77,20 @@ type ClusterStatus struct {
 	Raft   RaftStatus `json:"raft"`
 }
 
+// jsonFormat asks a _cat endpoint for JSON.
+var jsonFormat = url.Values{"format": {"json"}}
+
 // Raft returns GET /_weft/raft.
 func (c *Client) Raft(ctx context.Context) (RaftStatus, []byte, error) {
 	var r RaftStatus
-	raw, err := c.getRaw(ctx, "/_weft/raft", &r)
+	raw, err := c.getRaw(ctx, "/_weft/raft", nil, &r)
 	return r, raw, err
 }
 
 // Nodes returns GET /_cat/nodes.
 func (c *Client) Nodes(ctx context.Context) ([]NodeRow, []byte, error) {
 	var rows []NodeRow
-	raw, err := c.getRaw(ctx, "/_cat/nodes?format=json", &rows)
+	raw, err := c.getRaw(ctx, "/_cat/nodes", jsonFormat, &rows)
 	return rows, raw, err
 }
 
@@ -98,7 +101,7 @@ func (c *Client) Shards(ctx context.Context, index string) ([]ShardRow, []byte, 
 		path += "/" + url.PathEscape(index)
 	}
 	var rows []ShardRow
-	raw, err := c.getRaw(ctx, path+"?format=json", &rows)
+	raw, err := c.getRaw(ctx, path, jsonFormat, &rows)
 	return rows, raw, err
 }
 
@@ -113,7 +116,7 @@ func (c *Client) ShardsWithRecoveries(ctx context.Context, index string) (Shards
 	if index != "" {
 		path += "/" + url.PathEscape(index)
 	}
-	if _, err = c.getRaw(ctx, path+"?format=json&active_only=true", &sv.Recoveries); err != nil {
+	if _, err = c.getRaw(ctx, path, url.Values{"format": {"json"}, "active_only": {"true"}}, &sv.Recoveries); err != nil {
 		return sv, nil, err
 	}
 	raw, err := json.Marshal(sv)
@@ -139,7 +142,7 @@ func (c *Client) ExcludedNodes(ctx context.Context) ([]string, error) {
 	var s struct {
 		Persistent map[string]string `json:"persistent"`
 	}
-	if _, err := c.getRaw(ctx, "/_cluster/settings", &s); err != nil {
+	if _, err := c.getRaw(ctx, "/_cluster/settings", nil, &s); err != nil {
 		return nil, err
 	}
 	var out []string

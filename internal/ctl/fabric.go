@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,20 +21,21 @@ import (
 // FabricDevices returns GET /_weft/fabric/devices and the raw JSON body.
 func (c *Client) FabricDevices(ctx context.Context) (*fabricdiag.DevicesReport, []byte, error) {
 	var rep fabricdiag.DevicesReport
-	raw, err := c.getRaw(ctx, "/_weft/fabric/devices", &rep)
+	raw, err := c.getRaw(ctx, "/_weft/fabric/devices", nil, &rep)
 	return &rep, raw, err
 }
 
 // FabricConns returns GET /_weft/fabric/conns and the raw JSON body.
 func (c *Client) FabricConns(ctx context.Context) (*fabricdiag.ConnsReport, []byte, error) {
 	var rep fabricdiag.ConnsReport
-	raw, err := c.getRaw(ctx, "/_weft/fabric/conns", &rep)
+	raw, err := c.getRaw(ctx, "/_weft/fabric/conns", nil, &rep)
 	return &rep, raw, err
 }
 
-// getRaw GETs path, decodes the 2xx body into v and returns the body too.
-func (c *Client) getRaw(ctx context.Context, path string, v any) ([]byte, error) {
-	data, err := c.Do(ctx, http.MethodGet, path, nil, nil, "")
+// getRaw GETs path (with the query q, may be nil), decodes the 2xx body
+// into v and returns the body too.
+func (c *Client) getRaw(ctx context.Context, path string, q url.Values, v any) ([]byte, error) {
+	data, err := c.Do(ctx, http.MethodGet, path, q, nil, "")
 	if err != nil {
 		return nil, err
 	}
