@@ -32,6 +32,9 @@ type bulkAction struct {
 	Doc         json.RawMessage
 	Upsert      json.RawMessage
 	DocAsUpsert bool
+	// IfSeqNo and IfPrimaryTerm make the write conditional (optimistic
+	// concurrency control), as if_seq_no and if_primary_term do.
+	IfSeqNo, IfPrimaryTerm *uint64
 
 	// Err, when set, is this item's failure; the item is answered with it
 	// and never reaches the engine.
@@ -64,10 +67,6 @@ type bulkMeta struct {
 // document in order, so there is no conflict to retry.
 func (m *bulkMeta) unsupported() string {
 	switch {
-	case m.IfSeqNo != nil:
-		return "if_seq_no"
-	case m.IfPrimaryTerm != nil:
-		return "if_primary_term"
 	case m.Version != nil:
 		return "version"
 	case m.VersionType != nil:
@@ -230,6 +229,21 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 		if err := json.Unmarshal(meta.RequireAlias, &b); err != nil {
 			a.Err = illegalArgument("require_alias must be true or false")
 		}
+	}
+	for _, c := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  **uint64
+	}{{"if_seq_no", meta.IfSeqNo, &a.IfSeqNo}, {"if_primary_term", meta.IfPrimaryTerm, &a.IfPrimaryTerm}} {
+		if c.raw == nil || a.Err != nil {
+			continue
+		}
+		var n uint64
+		if err := json.Unmarshal(c.raw, &n); err != nil {
+			a.Err = illegalArgument("[%s] must be a non-negative number, got %s", c.name, c.raw)
+			continue
+		}
+		*c.dst = &n
 	}
 	if opt := meta.unsupported(); opt != "" && a.Err == nil {
 		a.Err = illegalArgument("bulk action option [%s] is not supported by Weft; remove it from the action on line %d", opt, lineNo)

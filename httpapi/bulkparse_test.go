@@ -73,9 +73,9 @@ func TestParseBulk(t *testing.T) {
 		},
 		{
 			name: "unsupported option fails only its item",
-			body: "{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"1\"}}\n",
+			body: "{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"version_type\":\"external\"}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"1\"}}\n",
 			check: func(t *testing.T, as []bulkAction) {
-				require.Contains(t, as[0].Err.Reason, "if_seq_no")
+				require.Contains(t, as[0].Err.Reason, "version_type")
 				require.Nil(t, as[1].Err)
 			},
 		},
@@ -198,4 +198,16 @@ func BenchmarkParseBulk(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
+}
+
+// TestParseBulkConditions: if_seq_no and if_primary_term reach the action;
+// a value that is not a non-negative number fails only its item.
+func TestParseBulkConditions(t *testing.T) {
+	as, err := parseBulk([]byte("{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3,\"if_primary_term\":2}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\",\"if_seq_no\":-1}}\n"), "", "")
+	require.NoError(t, err)
+	require.Nil(t, as[0].Err)
+	require.Equal(t, uint64(3), *as[0].IfSeqNo)
+	require.Equal(t, uint64(2), *as[0].IfPrimaryTerm)
+	require.NotNil(t, as[1].Err)
+	require.Contains(t, as[1].Err.Reason, "if_seq_no")
 }

@@ -90,6 +90,12 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) e
 	if err != nil {
 		return err
 	}
+	if op.IfSeqNo, err = uintParam(r, "if_seq_no"); err != nil {
+		return err
+	}
+	if op.IfPrimaryTerm, err = uintParam(r, "if_primary_term"); err != nil {
+		return err
+	}
 	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, opts)
 	if err != nil {
 		return err
@@ -253,7 +259,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		if a.Err != nil {
 			continue
 		}
-		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing}
+		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm}
 		switch a.Action {
 		case actionIndex:
 			op.Type, op.Source = shard.OpIndex, a.Source
@@ -316,4 +322,17 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{"_shards": s.copiesOf(names)})
 	return nil
+}
+
+// uintParam reads an optional non-negative integer parameter.
+func uintParam(r *http.Request, name string) (*uint64, error) {
+	q := r.URL.Query()
+	if !q.Has(name) {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(q.Get(name), 10, 64)
+	if err != nil {
+		return nil, illegalArgument("[%s] must be a non-negative integer, got [%s]", name, q.Get(name))
+	}
+	return &n, nil
 }

@@ -443,7 +443,7 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_settings", s.handleGetSettings, "local", "master_timeout")
 	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout")
 
-	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards"}
+	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
@@ -452,8 +452,8 @@ func (s *Server) routes() {
 	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
-	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards")
+	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term")
 
 	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)

@@ -274,7 +274,7 @@ func TestBulk(t *testing.T) {
 		{"update", 404, "", "document_missing_exception"},
 		{"delete", 200, "deleted", ""},
 		{"delete", 404, "not_found", ""},
-		{"index", 400, "", "illegal_argument_exception"},
+		{"index", 409, "", "version_conflict_engine_exception"}, // if_seq_no on a document that does not exist
 		{"index", 201, "created", ""},
 	}
 	items := reply["items"].([]any)
@@ -351,4 +351,23 @@ func TestPprofWhenEnabled(t *testing.T) {
 	a := newTestAPI(t, cfg)
 	r := a.do("GET", "/debug/pprof/cmdline", "")
 	require.Equal(t, 200, r.Status)
+}
+
+// TestConditionalWrites: if_seq_no/if_primary_term on a single-document
+// write succeed against the stored document's and conflict (409) otherwise.
+func TestConditionalWrites(t *testing.T) {
+	a := newTestAPI(t, apiConfig())
+	r := a.do("PUT", "/c/_doc/1", `{"n":1}`, "Content-Type", "application/json")
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	first := r.JSON(t)
+	seq, term := int(first["_seq_no"].(float64)), int(first["_primary_term"].(float64))
+	r = a.do("PUT", fmt.Sprintf("/c/_doc/1?if_seq_no=%d&if_primary_term=%d", seq+1, term), `{"n":2}`, "Content-Type", "application/json")
+	require.Equal(t, 409, r.Status, "%s", r.Body)
+	require.Equal(t, "version_conflict_engine_exception", path(t, r.JSON(t), "error", "type"))
+	r = a.do("PUT", fmt.Sprintf("/c/_doc/1?if_seq_no=%d&if_primary_term=%d", seq, term), `{"n":3}`, "Content-Type", "application/json")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	r = a.do("DELETE", fmt.Sprintf("/c/_doc/1?if_seq_no=%d", seq), "")
+	require.Equal(t, 409, r.Status, "the document moved on: %s", r.Body)
+	r = a.do("PUT", "/c/_doc/1?if_seq_no=x", `{}`, "Content-Type", "application/json")
+	require.Equal(t, 400, r.Status)
 }

@@ -75,10 +75,19 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 	}
 }
 
+// getLocal reads a document from the local primary copy, under the read
+// lease (a primary cut off from the cluster may have been replaced, and
+// its reads would be stale).
 func (c *Coordinator) getLocal(allocationID, id string) (index.Doc, bool, error) {
 	sc, ok := c.store.copy(allocationID)
 	if !ok {
 		return index.Doc{}, false, fmt.Errorf("%w: copy %s is not open on this node yet", ErrUnavailable, allocationID)
+	}
+	if !sc.primary.Load() {
+		return index.Doc{}, false, fmt.Errorf("%w: copy %s is not serving as primary", ErrUnavailable, allocationID)
+	}
+	if err := c.meta.Fresh(); err != nil {
+		return index.Doc{}, false, err
 	}
 	return sc.idx.Get(id)
 }

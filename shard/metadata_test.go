@@ -146,6 +146,13 @@ func (m *memMeta) AwaitView(ctx context.Context, ok func(*View) bool) (*View, er
 
 func (m *memMeta) Ready() error { return nil }
 
+func (m *memMeta) Fresh() error {
+	if n, ok := m.View().Nodes[m.id]; ok && !n.Live {
+		return fmt.Errorf("%w: node %s is cut off", ErrUnavailable, m.id)
+	}
+	return nil
+}
+
 func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
 	return m.mc.update(func(v *View) error {
 		if _, ok := v.Indices[spec.Name]; ok {
