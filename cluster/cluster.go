@@ -244,24 +244,6 @@ func (c *Cluster) Ready() bool {
 
 func (c *Cluster) isStarted() bool { return c.phase.Load() == phaseStarted }
 
-// InContact reports whether this node can vouch that no newer metadata
-// was committed behind its back just now: it leads Raft (and steps down
-// once it loses a quorum for longer than the leader lease), or it heard
-// from the leader within one heartbeat timeout. Failure detection takes
-// longer than that to declare a node gone, so a primary on a node in
-// contact has not been replaced by a promotion it has not heard of (a read
-// lease for realtime gets).
-func (c *Cluster) InContact() bool {
-	if !c.isStarted() {
-		return false
-	}
-	r := c.rn.r
-	if r.State() == raft.Leader {
-		return true
-	}
-	return time.Since(r.LastContact()) < c.cfg.timing().RaftHeartbeat
-}
-
 // LocalNodeID returns this node's ID.
 func (c *Cluster) LocalNodeID() string { return c.cfg.NodeID }
 

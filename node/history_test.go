@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +118,9 @@ type historyClient struct {
 	ops  []porcupine.Operation
 	last map[string]histOutput // the last read of each key
 	next int
+	// Writes without an answer, by why: no HTTP reply (a stopped node, the
+	// client's timeout), or an error status (503, 429, 500).
+	noReply, errStatus int
 }
 
 func (c *historyClient) do(url string, in histInput) {
@@ -134,6 +138,7 @@ func (c *historyClient) do(url string, in histInput) {
 		switch {
 		case err != nil:
 			out.unknown = true
+			c.noReply++
 		case resp.StatusCode == 409:
 			out.conflict = true
 		case resp.StatusCode == 200 || resp.StatusCode == 201:
@@ -147,6 +152,7 @@ func (c *historyClient) do(url string, in histInput) {
 			out.seq, out.term = r.Seq, r.Term
 		default:
 			out.unknown = true
+			c.errStatus++
 		}
 		if resp != nil {
 			resp.Body.Close()
@@ -241,6 +247,10 @@ func TestVersionedWritesAndReadsAreLinearizable(t *testing.T) {
 					}
 				}
 				c.do(pick(r), in)
+				// Paced, so the history stays small enough to check
+				// exhaustively (every unanswered write can take effect at
+				// any later point).
+				time.Sleep(time.Duration(10+r.IntN(20)) * time.Millisecond)
 			}
 		}()
 	}
@@ -296,9 +306,10 @@ func TestVersionedWritesAndReadsAreLinearizable(t *testing.T) {
 	wg.Wait()
 
 	var history []porcupine.Operation
-	writes, acked, unknown := 0, 0, 0
+	writes, acked, unknown, noReply, errStatus := 0, 0, 0, 0, 0
 	for _, c := range clients {
 		history = append(history, c.ops...)
+		noReply, errStatus = noReply+c.noReply, errStatus+c.errStatus
 		for _, op := range c.ops {
 			in, out := op.Input.(histInput), op.Output.(histOutput)
 			if in.write {
@@ -312,11 +323,63 @@ func TestVersionedWritesAndReadsAreLinearizable(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d operations (%d writes: %d acknowledged, %d without an answer), %d faults (a partition, a crash)", len(history), writes, acked, unknown, faults)
+	t.Logf("%d operations (%d writes: %d acknowledged, %d without an answer: %d no reply, %d an error status), %d faults (a partition, a crash)",
+		len(history), writes, acked, unknown, noReply, errStatus, faults)
 	require.Positive(t, acked)
 	result, info := porcupine.CheckOperationsVerbose(docModel.ToModel(), history, 60*time.Second)
 	if result != porcupine.Ok {
-		_ = porcupine.VisualizePath(docModel.ToModel(), info, t.TempDir()+"/history.html")
+		explainHistory(t, history)
+		file := t.TempDir() + "/history.html"
+		_ = porcupine.VisualizePath(docModel.ToModel(), info, file)
+		if dir := os.Getenv("WEFT_HISTORY_DIR"); dir != "" {
+			file = dir + "/history.html"
+			_ = porcupine.VisualizePath(docModel.ToModel(), info, file)
+		}
+		t.Logf("the history is drawn in %s", file)
 	}
 	require.Equal(t, porcupine.Ok, result, "the history of the documents is not linearizable")
+}
+
+// explainHistory logs, for the first document whose history does not
+// check, its operations around where the longest linearization stops.
+func explainHistory(t *testing.T, history []porcupine.Operation) {
+	for _, part := range docModel.Partition(history) {
+		res, info := porcupine.CheckOperationsVerbose(docModel.ToModel(), part, 30*time.Second)
+		if res == porcupine.Ok {
+			continue
+		}
+		longest := []porcupine.Operation{}
+		for _, lin := range info.PartialLinearizationsOperations() {
+			for _, seq := range lin {
+				if len(seq) > len(longest) {
+					longest = seq
+				}
+			}
+		}
+		base := part[0].Call
+		describe := func(op porcupine.Operation) string {
+			ret := "never"
+			if op.Return != math.MaxInt64 {
+				ret = fmt.Sprint((op.Return - base) / 1e6)
+			}
+			return fmt.Sprintf("[%d..%s ms] c%d %s", (op.Call-base)/1e6, ret, op.ClientId, docModel.DescribeOperation(op.Input, op.Output))
+		}
+		t.Logf("document %s: %v; %d operations, the longest linearization covers %d; its last ones:", part[0].Input.(histInput).key, res, len(part), len(longest))
+		from := max(0, len(longest)-8)
+		for _, op := range longest[from:] {
+			t.Logf("  %s", describe(op))
+		}
+		if len(longest) > 0 {
+			last := longest[len(longest)-1].Call
+			t.Logf("operations called around the end of it:")
+			n := 0
+			for _, op := range part {
+				if op.Call >= last-200e6 && n < 30 {
+					t.Logf("  %s", describe(op))
+					n++
+				}
+			}
+		}
+		return
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,15 +31,25 @@ func TestMain(m *testing.M) {
 // client keeps no idle connections, so no goroutine outlives a test.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-type tWriter struct{ t testing.TB }
+// tWriter writes log lines to the test's log until the test and its
+// cleanups (which stop its nodes) are done; a line that a background
+// goroutine (gossip, Raft) logs after that is dropped, not a panic.
+type tWriter struct {
+	t    testing.TB
+	done *atomic.Bool
+}
 
 func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
 }
 
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	done := new(atomic.Bool)
+	t.Cleanup(func() { done.Store(true) }) // registered first, so it runs last
+	return slog.New(slog.NewTextHandler(tWriter{t, done}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // testConfig is a small, fast configuration on a free loopback port.

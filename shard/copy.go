@@ -355,7 +355,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	}
 	// The replicas log and index while this copy does; the group is
 	// acknowledged once both are done.
-	replicated := s.store.replicate(s, term, mv, recs)
+	replicated := s.store.replicate(s, term, mv, s.lastSeq(), recs)
 	if err := s.log.Append(recs); err != nil {
 		// Nothing acknowledged; the seqs may have reached the file, so they
 		// are not reused. The log refuses every later write: this copy is
@@ -370,6 +370,12 @@ func (s *shardCopy) commit(group []*writeReq) error {
 		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
 	}
 	if err := replicated(); err != nil {
+		// The group is applied here but not guaranteed anywhere else: this
+		// copy stops serving as primary (no reads of writes that a new
+		// primary may not have, no more writes) until the shard table says
+		// it still is the primary and it has resynced its replicas.
+		s.primary.Store(false)
+		s.logger.Warn("shard copy stops serving as primary: a group could not be replicated", "shard", s.name, "allocation_id", s.meta.AllocationID, "err", err)
 		return fault(http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
 	}
 	s.trimLog()

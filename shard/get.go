@@ -75,21 +75,31 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 	}
 }
 
-// getLocal reads a document from the local primary copy, under the read
-// lease (a primary cut off from the cluster may have been replaced, and
-// its reads would be stale).
+// getLocal reads a document from the local primary copy. It reads between
+// write groups (under the copy's write lock), so it never sees a write that
+// is not acknowledged yet (one a new primary might not have); then it
+// confirms with the replication group that no other copy has been
+// promoted since (one that may have acknowledged newer writes).
 func (c *Coordinator) getLocal(allocationID, id string) (index.Doc, bool, error) {
 	sc, ok := c.store.copy(allocationID)
 	if !ok {
 		return index.Doc{}, false, fmt.Errorf("%w: copy %s is not open on this node yet", ErrUnavailable, allocationID)
 	}
+	sc.leader.Lock()
 	if !sc.primary.Load() {
+		sc.leader.Unlock()
 		return index.Doc{}, false, fmt.Errorf("%w: copy %s is not serving as primary", ErrUnavailable, allocationID)
 	}
-	if err := c.meta.Fresh(); err != nil {
+	term, last := sc.term.Load(), sc.lastSeq()
+	doc, found, err := sc.idx.Get(id)
+	sc.leader.Unlock()
+	if err != nil {
 		return index.Doc{}, false, err
 	}
-	return sc.idx.Get(id)
+	if err := c.store.confirmPrimary(sc, term, last); err != nil {
+		return index.Doc{}, false, err
+	}
+	return doc, found, nil
 }
 
 func (c *Coordinator) getRemote(ctx context.Context, v *View, uuid string, num int, p CopyView, id string) (index.Doc, bool, error) {

@@ -20,11 +20,6 @@ type Metadata interface {
 	AwaitView(ctx context.Context, ok func(*View) bool) (*View, error)
 	// Watch signals (coalesced) after every change of View; stop ends it.
 	Watch() (changed <-chan struct{}, stop func())
-	// Fresh is nil while this node is in contact with the cluster's
-	// leader, so that no other copy can have been promoted over one of its
-	// primaries without it knowing: a read lease, under which a primary
-	// serves realtime gets (else an error wrapping ErrUnavailable).
-	Fresh() error
 	// Ready is nil when this node belongs to a cluster with a known leader
 	// and its View has caught up with the committed log (so that what the
 	// View lacks is really gone), else an error wrapping ErrClusterBlocked

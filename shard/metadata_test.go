@@ -26,7 +26,8 @@ type memCluster struct {
 	mu       sync.Mutex
 	v        *View // LocalNode unset
 	watchers map[chan struct{}]struct{}
-	path     string // "" : not persisted
+	path     string           // "" : not persisted
+	frozen   map[string]*View // by node: the view it is stuck with (it hears of no change)
 }
 
 func newMemCluster(t testing.TB, path string, nodes ...string) *memCluster {
@@ -44,6 +45,23 @@ func newMemCluster(t testing.TB, path string, nodes ...string) *memCluster {
 		mc.v.Nodes[n] = NodeView{ID: n, Name: n, Live: true}
 	}
 	return mc
+}
+
+// freeze makes node id keep seeing the current view, as a node cut off
+// from the leader would, until thaw.
+func (mc *memCluster) freeze(id string) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.frozen == nil {
+		mc.frozen = map[string]*View{}
+	}
+	mc.frozen[id] = mc.v
+}
+
+func (mc *memCluster) thaw(id string) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	delete(mc.frozen, id)
 }
 
 // node is the metadata as node id sees it.
@@ -113,6 +131,9 @@ func (m *memMeta) View() *View {
 	m.mc.mu.Lock()
 	defer m.mc.mu.Unlock()
 	v := *m.mc.v
+	if f, ok := m.mc.frozen[m.id]; ok {
+		v = *f
+	}
 	v.LocalNode = m.id
 	return &v
 }
@@ -145,13 +166,6 @@ func (m *memMeta) AwaitView(ctx context.Context, ok func(*View) bool) (*View, er
 }
 
 func (m *memMeta) Ready() error { return nil }
-
-func (m *memMeta) Fresh() error {
-	if n, ok := m.View().Nodes[m.id]; ok && !n.Live {
-		return fmt.Errorf("%w: node %s is cut off", ErrUnavailable, m.id)
-	}
-	return nil
-}
 
 func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
 	return m.mc.update(func(v *View) error {

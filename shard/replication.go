@@ -247,17 +247,23 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 
 // replicate starts sending recs (committed with term) to sc's replication
 // group and returns the function that waits for the answers. That function
-// returns nil once every in-sync copy has logged them or has been failed
-// through the cluster; an error means the group must not be acknowledged.
-// Copies that were only recovering are dropped from the group on failure
-// (their recovery fails and starts over).
-func (s *Store) replicate(sc *shardCopy, term, mappingVersion uint64, recs []LogRecord) func() error {
+// returns nil once every copy in the group has logged them or has been
+// failed through the cluster; an error means the group must not be
+// acknowledged. An in-sync copy that missed them is failed (it recovers
+// under the same allocation ID); a recovering one is removed from the shard
+// table, so that a recovery finishing meanwhile cannot mark it in-sync
+// without them (the allocator assigns a new copy). The cluster refuses to
+// fail copies for a primary of an older term: a deposed primary
+// acknowledges nothing. With no recs it is a barrier: it returns nil only
+// if every copy in the group still takes this primary's term. last is the
+// primary's own checkpoint (read under its write lock).
+func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []LogRecord) func() error {
 	targets := sc.group.snapshot()
 	if len(targets) == 0 {
 		return func() error { return nil }
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), replicationTimeout)
-	gcp := sc.group.globalCheckpoint(sc.lastSeq())
+	gcp := sc.group.globalCheckpoint(last)
 	v := s.meta.View()
 	type answer struct {
 		t          replicaTarget
@@ -273,35 +279,54 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion uint64, recs []Log
 			answers <- answer{t, cp, err}
 		}()
 	}
+	what := "a barrier"
+	if len(recs) > 0 {
+		what = fmt.Sprintf("writes up to seq %d", recs[len(recs)-1].Seq)
+	}
 	return func() error {
 		defer cancel()
 		var errs []error
 		for range targets {
 			a := <-answers
-			switch {
-			case a.err == nil:
+			if a.err == nil {
 				sc.group.acked(a.t.alloc, a.checkpoint)
-			case errors.Is(a.err, ErrStaleRouting):
+				continue
+			}
+			if errors.Is(a.err, ErrStaleRouting) {
 				// The replica knows a newer primary: this copy was deposed.
-				errs = append(errs, fmt.Errorf("%w: copy %s refused the writes: %v", ErrStaleRouting, a.t.alloc, a.err))
-			case !a.t.inSync:
-				sc.group.remove(a.t.alloc)
-				s.logger.Info("shard copy dropped from replication during its recovery", "shard", sc.name, "allocation_id", a.t.alloc, "err", a.err)
-			default:
-				reason := fmt.Sprintf("missed writes up to seq %d from primary %s (term %d): %v", recs[len(recs)-1].Seq, sc.meta.AllocationID, term, a.err)
-				fctx, fcancel := context.WithTimeout(context.Background(), replicationTimeout)
-				err := s.meta.CopyFailed(fctx, sc.meta.IndexUUID, sc.meta.Shard, a.t.alloc, term, false, reason)
-				fcancel()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%w: in-sync copy %s missed the writes and could not be failed: %v (after %v)", ErrUnavailable, a.t.alloc, err, a.err))
-					continue
-				}
+				errs = append(errs, fmt.Errorf("%w: copy %s refused %s: %v", ErrStaleRouting, a.t.alloc, what, a.err))
+				continue
+			}
+			reason := fmt.Sprintf("missed %s from primary %s (term %d): %v", what, sc.meta.AllocationID, term, a.err)
+			fctx, fcancel := context.WithTimeout(context.Background(), replicationTimeout)
+			err := s.meta.CopyFailed(fctx, sc.meta.IndexUUID, sc.meta.Shard, a.t.alloc, term, !a.t.inSync, reason)
+			fcancel()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: copy %s missed %s and could not be failed: %v (after %v)", ErrUnavailable, a.t.alloc, what, err, a.err))
+				continue
+			}
+			if a.t.inSync {
 				sc.group.fail(a.t.alloc)
-				s.logger.Warn("in-sync shard copy failed: it missed writes", "shard", sc.name, "allocation_id", a.t.alloc, "err", a.err)
+				s.logger.Warn("in-sync shard copy failed", "shard", sc.name, "allocation_id", a.t.alloc, "reason", reason)
+			} else {
+				sc.group.remove(a.t.alloc)
+				s.logger.Info("recovering shard copy removed", "shard", sc.name, "allocation_id", a.t.alloc, "reason", reason)
 			}
 		}
 		return errors.Join(errs...)
 	}
+}
+
+// confirmPrimary returns nil if sc is still the primary of term: every
+// copy in its replication group takes that term (a promoted copy refuses
+// it), or was failed through the cluster, which refuses a deposed primary.
+// A read done before it (when sc's checkpoint was last) reflects every
+// acknowledged write.
+func (s *Store) confirmPrimary(sc *shardCopy, term, last uint64) error {
+	if err := s.replicate(sc, term, sc.mapping.committedVersion(), last, nil)(); err != nil {
+		return fmt.Errorf("shard %s: cannot confirm it is still the primary: %w", sc.name, err)
+	}
+	return nil
 }
 
 // sendReplicate sends one replication message and returns the copy's

@@ -319,6 +319,43 @@ func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, items[0].res.Status)
 }
 
+// TestDeposedPrimaryServesNoStaleRead: a primary that has not heard that
+// its replica was promoted (and took a write) does not answer a realtime
+// get with what it has: its replication group refuses its term.
+func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "s", 1, nodes)
+	ix, _ := tc.mc.node("x").View().Index("s")
+	p, _ := ix.Shards[0].Primary()
+	old := tc.nodes[p.NodeID]
+	write := func(n *testNode, val int) {
+		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, WriteOptions{})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+	}
+	write(old, 1)
+	tc.mc.freeze(p.NodeID)
+	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
+	awaitTermOnOthers(t, tc, p.NodeID, "s", 2)
+	var other *testNode
+	for id, n := range tc.nodes {
+		if id != p.NodeID {
+			other = n
+		}
+	}
+	write(other, 2)
+	d, err := other.Get(context.Background(), "s", "x", "")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"v":2}`, string(d.Source))
+
+	sc, ok := old.store.copy(p.AllocationID)
+	require.True(t, ok)
+	require.True(t, sc.primary.Load(), "the old primary was meant not to have heard of its replacement")
+	d, found, err := old.getLocal(p.AllocationID, "x")
+	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %s", found, d.Source)
+}
+
 func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term uint64) {
 	t.Helper()
 	for id, n := range tc.nodes {

@@ -398,6 +398,8 @@ func (s *Store) follow(ctx context.Context, sc *shardCopy, sh *ShardView, c Copy
 	if sc.primary.Load() && sc.term.Load() >= sh.PrimaryTerm {
 		return nil
 	}
+	// Newly the primary, or the primary again after a group it could not
+	// replicate: resync the in-sync copies first.
 	return s.promote(ctx, sc, sh.PrimaryTerm)
 }
 

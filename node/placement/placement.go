@@ -84,15 +84,6 @@ func (a *Adapter) Ready() error {
 	return nil
 }
 
-// Fresh is nil while this node is in contact with the Raft leader (see
-// cluster.InContact).
-func (a *Adapter) Fresh() error {
-	if a.c.InContact() {
-		return nil
-	}
-	return fmt.Errorf("%w: this node has not heard from the cluster's leader lately; its copies do not serve realtime reads", shard.ErrUnavailable)
-}
-
 // ViewOf converts a committed cluster state into the shard layer's view.
 func ViewOf(st *cluster.State, local string) *shard.View {
 	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local,
