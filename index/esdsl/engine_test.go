@@ -66,9 +66,19 @@ func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body stri
 	t.Helper()
 	s, err := esdsl.ParseSearch([]byte(body), params, fields)
 	require.NoError(t, err)
-	res, err := idx.Search(context.Background(), s.Request)
+	ac := s.AggCollector("test")
+	var c index.Collector
+	if ac != nil {
+		c = ac
+	}
+	res, err := idx.SearchCollect(context.Background(), s.Request, c)
 	require.NoError(t, err)
-	raw, err := json.Marshal(s.Response(res, time.Millisecond))
+	resp := s.Response(res, time.Millisecond)
+	if ac != nil {
+		resp.Aggregations, err = s.RenderAggs(s.ReduceAggs([]esdsl.AggPartials{ac.Partials()}))
+		require.NoError(t, err)
+	}
+	raw, err := json.Marshal(resp)
 	require.NoError(t, err)
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(raw, &out))

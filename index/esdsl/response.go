@@ -89,7 +89,8 @@ type Explanation struct {
 }
 
 // Response shapes a bleve result of s.Request as an Elasticsearch response.
-// took is the time the search took. It does not set ScrollID; see ScrollID.
+// took is the time the search took. It sets neither ScrollID (see
+// ScrollID) nor Aggregations (see RenderAggs).
 func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchResponse {
 	out := &SearchResponse{Took: took.Milliseconds(), Hits: Hits{Hits: []Hit{}}}
 	if res == nil {
@@ -149,16 +150,6 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 			hit.Explanation = explanation(h.Expl)
 		}
 		out.Hits.Hits = append(out.Hits.Hits, hit)
-	}
-	if len(s.aggs) > 0 && s.scrollPage == 0 {
-		out.Aggregations = make(map[string]any, len(s.aggs))
-		for _, a := range s.aggs {
-			name := a.name
-			if s.typedKeys {
-				name = a.typedName()
-			}
-			out.Aggregations[name] = a.result(res)
-		}
 	}
 	return out
 }

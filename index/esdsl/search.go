@@ -45,7 +45,7 @@ type Search struct {
 	sorts       []sortSpec
 	scoreSorted bool // hits are ordered by _score (or unsorted)
 	trackScores bool
-	aggs        []*aggSpec
+	aggs        *aggTree
 	typedKeys   bool
 	totalAsInt  bool
 	// For scroll ids: the request as the client sent it.
@@ -360,11 +360,6 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 	if hasAggs {
 		if s.aggs, err = parseAggs(aggRaw, t); err != nil {
 			return nil, err
-		}
-		for _, a := range s.aggs {
-			for name, fr := range a.facets {
-				req.AddFacet(name, fr)
-			}
 		}
 	}
 
