@@ -47,6 +47,9 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 		return nil, err
 	}
 	resp := srch.Response(res.SearchResult, time.Since(start))
+	if resp.Aggregations, err = srch.RenderAggs(res.Aggs); err != nil {
+		return nil, err
+	}
 	resp.TimedOut = res.TimedOut
 	resp.Shards.Failures = shardFailures(res.Failures)
 	id, err := srch.ScrollID(names, res.SearchResult, s.now())

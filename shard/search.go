@@ -36,9 +36,13 @@ import (
 // _shards.failed), never waited for without end.
 
 // SearchResult is a search's merged result with what the response needs
-// beyond bleve's: which shards failed, and whether the timeout cut it.
+// beyond bleve's: the merged aggregations, which shards failed, and whether
+// the timeout cut it.
 type SearchResult struct {
 	*bleve.SearchResult
+	// Aggs are the request's aggregations merged over the shards that
+	// answered (nil when it has none); esdsl.Search.RenderAggs shapes them.
+	Aggs esdsl.AggPartials
 	// Failures are the shards that gave no result.
 	Failures []ShardFailure
 	// TimedOut is true when the request's timeout passed before every
@@ -78,7 +82,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	searchers, failures := c.searchers(v, names, srch)
-	res, err := searchShards(sctx, searchers, srch.Request)
+	res, err := searchShards(sctx, searchers, srch.Request, srch)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -88,7 +92,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 		}
 		return nil, err
 	}
-	out := &SearchResult{SearchResult: res.SearchResult, Failures: append(failures, res.failures...)}
+	out := &SearchResult{SearchResult: res.SearchResult, Aggs: res.aggs, Failures: append(failures, res.failures...)}
 	out.TimedOut = srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil
 	st := out.Status
 	st.Total += len(failures)
@@ -139,7 +143,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = &localSearcher{name: name, idx: sc.idx}
+					local = &localSearcher{name: name, idx: sc.idx, aggs: srch.AggCollector(n)}
 				}
 			}
 			switch {
@@ -176,22 +180,44 @@ type fetcher interface {
 
 var _ ShardSearcher = (*localSearcher)(nil)
 
+// aggSearcher is a searcher whose query phase also computed the request's
+// aggregations over its shard.
+type aggSearcher interface {
+	// aggPartials are the shard's partial aggregations, once Search
+	// succeeded (nil when the request has none).
+	aggPartials() esdsl.AggPartials
+}
+
 type localSearcher struct {
 	name string
 	idx  *index.Index
+	aggs esdsl.AggCollector // nil: no aggregations
 }
+
+var _ aggSearcher = (*localSearcher)(nil)
 
 func (l *localSearcher) Name() string { return l.name }
 func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
 	return l.idx.TermStats(ctx, q)
 }
 func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	return l.idx.Search(ctx, req)
+	if l.aggs == nil {
+		return l.idx.Search(ctx, req)
+	}
+	return l.idx.SearchCollect(ctx, req, l.aggs)
+}
+func (l *localSearcher) aggPartials() esdsl.AggPartials {
+	if l.aggs == nil {
+		return nil
+	}
+	return l.aggs.Partials()
 }
 
-// shardsResult is searchShards' merged result and the shards that failed.
+// shardsResult is searchShards' merged result, the merged aggregations and
+// the shards that failed.
 type shardsResult struct {
 	*bleve.SearchResult
+	aggs     esdsl.AggPartials
 	failures []ShardFailure
 }
 
@@ -202,19 +228,25 @@ type shardsResult struct {
 // ErrAllShardsFailed and the first shard's error (a malformed query fails
 // this way).
 func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	res, err := searchShards(ctx, searchers, req)
+	res, err := searchShards(ctx, searchers, req, nil)
 	if err != nil {
 		return nil, err
 	}
 	return res.SearchResult, nil
 }
 
-func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*shardsResult, error) {
+// searchShards runs the phases over searchers; srch (nil for a bare bleve
+// request) reduces the shards' aggregations.
+func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
 		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
 	}
 	if len(searchers) == 0 {
-		return &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}, nil
+		out := &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}
+		if srch != nil {
+			out.aggs = srch.ReduceAggs(nil)
+		}
+		return out, nil
 	}
 	var total *index.TermStats
 	live := searchers
@@ -266,6 +298,9 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		}
 	}
 	out := &shardsResult{SearchResult: res}
+	if srch != nil {
+		out.aggs = srch.ReduceAggs(pending.aggPartials())
+	}
 	for n, e := range res.Status.Errors {
 		out.failures = append(out.failures, failureOf(n, e))
 	}
@@ -318,10 +353,11 @@ func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query) 
 }
 
 // fetchSet remembers which searcher returned each hit that still needs its
-// fetch phase.
+// fetch phase, and which searchers answered the query phase.
 type fetchSet struct {
-	mu    sync.Mutex
-	byHit map[*search.DocumentMatch]fetcher
+	mu       sync.Mutex
+	byHit    map[*search.DocumentMatch]fetcher
+	answered []ShardSearcher
 }
 
 func (f *fetchSet) add(s fetcher, hits search.DocumentMatchCollection) {
@@ -330,6 +366,26 @@ func (f *fetchSet) add(s fetcher, hits search.DocumentMatchCollection) {
 	for _, h := range hits {
 		f.byHit[h] = s
 	}
+}
+
+// searched records that s answered the query phase.
+func (f *fetchSet) searched(s ShardSearcher) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answered = append(f.answered, s)
+}
+
+// aggPartials are the partial aggregations of the searchers that answered.
+func (f *fetchSet) aggPartials() []esdsl.AggPartials {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []esdsl.AggPartials
+	for _, s := range f.answered {
+		if a, ok := s.(aggSearcher); ok {
+			out = append(out, a.aggPartials())
+		}
+	}
+	return out
 }
 
 // fetch runs phase 3 for the hits of res that need it, grouped by shard.
