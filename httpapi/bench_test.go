@@ -15,14 +15,15 @@ import (
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shard/shardtest"
 )
 
 // benchAPI loads the sample corpus into one index and returns the handler
 // (served in-process, without sockets) and the engine.
-func benchAPI(b *testing.B) (http.Handler, *shard.Manager) {
+func benchAPI(b *testing.B) (http.Handler, *shardtest.Node) {
 	b.Helper()
 	logger := testLogger(b)
-	eng, err := shard.Open(b.TempDir(), shard.DefaultConfig(), logger)
+	eng, err := shardtest.Start(b.TempDir(), shard.DefaultConfig(), logger)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = eng.Close() })
 	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())
@@ -75,7 +76,7 @@ func BenchmarkSearchEngine(b *testing.B) {
 	for b.Loop() {
 		s, err := esdsl.ParseSearch([]byte(benchQuery), nil, eng.Fields(names))
 		require.NoError(b, err)
-		if _, err := eng.Search(b.Context(), names, s.Request); err != nil {
+		if _, err := eng.Search(b.Context(), names, s); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shard/shardtest"
 )
 
 // FuzzAPI sends arbitrary requests to the API over a real engine: none may
@@ -45,7 +46,7 @@ func FuzzAPI(f *testing.F) {
 	}
 	// The fuzz target may not log through f; failures carry the reply instead.
 	logger := slog.New(slog.DiscardHandler)
-	eng, err := shard.Open(f.TempDir(), shard.DefaultConfig(), logger)
+	eng, err := shardtest.Start(f.TempDir(), shard.DefaultConfig(), logger)
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = eng.Close() })
 	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shard/shardtest"
 )
 
 func TestMain(m *testing.M) {
@@ -38,7 +39,7 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // apiConfig is a small configuration for tests.
 func apiConfig() httpapi.Config {
-	return httpapi.Config{ClusterName: "test-cluster", ClusterUUID: "uuid-1", NodeName: "node-1", NodeID: "n1", MaxBodyBytes: 1 << 20}
+	return httpapi.Config{ClusterName: "test-cluster", NodeName: "node-1", NodeID: "n1", MaxBodyBytes: 1 << 20}
 }
 
 // testAPI is an API over a real engine in a temporary directory, served on
@@ -46,13 +47,13 @@ func apiConfig() httpapi.Config {
 type testAPI struct {
 	t   *testing.T
 	srv *httptest.Server
-	eng *shard.Manager
+	eng *shardtest.Node
 }
 
 func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 	t.Helper()
 	logger := testLogger(t)
-	eng, err := shard.Open(t.TempDir(), shard.DefaultConfig(), logger)
+	eng, err := shardtest.Start(t.TempDir(), shard.DefaultConfig(), logger)
 	require.NoError(t, err)
 	api, err := httpapi.New(cfg, eng, logger, prometheus.NewRegistry())
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -488,7 +489,8 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/shards", s.handleCatShards, catParams...)
 	s.handle("GET /_cat/shards/{index}", s.handleCatShards, catParams...)
 	s.handle("GET /_nodes", s.handleNodes, "timeout")
-	s.handle("GET /_nodes/{node_id}", s.handleNodes, "timeout")
+	// GET /_nodes/{node_id} would conflict with every GET /{index}/_x
+	// pattern in net/http's mux: handleNoRoute serves it.
 	s.handle("GET /_cluster/state", s.handleClusterState, "local", "master_timeout")
 	s.handle("POST /_cluster/reroute", s.handleReroute, "dry_run", "explain", "retry_failed", "metric", "master_timeout", "timeout")
 	s.handle("GET /_cluster/settings", s.handleGetClusterSettings, "flat_settings", "include_defaults", "master_timeout", "timeout")
@@ -511,6 +513,19 @@ func (s *Server) routes() {
 // does) and known paths asked with the wrong method (405 with the methods
 // that would work).
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	if id, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && id != "" && !strings.Contains(id, "/") {
+		for p := range r.URL.Query() {
+			if p != "timeout" && p != "pretty" && p != "human" && p != "error_trace" && p != "filter_path" {
+				s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
+				return
+			}
+		}
+		r.SetPathValue("node_id", id)
+		if err := s.handleNodes(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+		return
+	}
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		probe := r.Clone(context.Background())

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/shard/shardtest"
 )
 
 func TestInfo(t *testing.T) {
@@ -19,7 +21,7 @@ func TestInfo(t *testing.T) {
 	body := r.JSON(t)
 	require.Equal(t, "node-1", body["name"])
 	require.Equal(t, "test-cluster", body["cluster_name"])
-	require.Equal(t, "uuid-1", body["cluster_uuid"])
+	require.Equal(t, shardtest.ClusterUUID, body["cluster_uuid"])
 	require.Equal(t, "You Know, for Search", body["tagline"])
 	require.Equal(t, "default", path(t, body, "version", "build_flavor"))
 	require.True(t, strings.HasPrefix(path(t, body, "version", "number").(string), "8."))
