@@ -133,7 +133,9 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, 
 		if needsSource {
 			src, ok := nextLine()
 			if !ok {
-				return nil, illegalArgument("the %s action on line %d has no source line after it; every index, create and update action is followed by a line holding its document", a.Action, lineNo)
+				// Elasticsearch drops a last action whose source line
+				// never came.
+				break
 			}
 			if a.Err == nil {
 				a.Err = a.setSource(src)

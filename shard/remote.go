@@ -321,7 +321,7 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 	if ix, ok := c.meta.View().IndexByUUID(m.Index); ok {
 		name = ix.Name
 	}
-	ac := srch.AggCollector(name)
+	ac := srch.AggCollector(name, m.Shard)
 	var col index.Collector
 	if ac != nil {
 		col = ac

@@ -143,7 +143,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = &localSearcher{name: name, idx: sc.idx, aggs: srch.AggCollector(n)}
+					local = &localSearcher{name: name, idx: sc.idx, aggs: srch.AggCollector(n, num)}
 				}
 			}
 			switch {

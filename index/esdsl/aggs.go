@@ -327,14 +327,14 @@ type AggCollector interface {
 	Partials() AggPartials
 }
 
-// AggCollector returns a collector of the request's aggregations over a
-// shard of the named index, nil when the request has none (or is a scroll
-// continuation, which repeats none).
-func (s *Search) AggCollector(indexName string) AggCollector {
+// AggCollector returns a collector of the request's aggregations over
+// shard number shardNum of the named index, nil when the request has none
+// (or is a scroll continuation, which repeats none).
+func (s *Search) AggCollector(indexName string, shardNum int) AggCollector {
 	if s.aggs == nil || s.scrollPage > 0 {
 		return nil
 	}
-	return &aggRoot{tree: s.aggs, subs: newCollectors(s.aggs.specs), index: indexName}
+	return &aggRoot{tree: s.aggs, subs: newCollectors(s.aggs.specs), index: indexName, shard: shardNum}
 }
 
 type aggRoot struct {
@@ -342,6 +342,7 @@ type aggRoot struct {
 	subs  []aggCollector
 	parts AggPartials
 	index string
+	shard int
 }
 
 func (r *aggRoot) Fields() []string                  { return r.tree.fields }
@@ -354,19 +355,19 @@ func (r *aggRoot) Finish(snap *index.Snapshot) error {
 		return err
 	}
 	r.parts = partialsOf(r.tree.specs, r.subs)
-	setHitIndex(r.parts, r.index)
+	setHitShard(r.parts, r.index, r.shard)
 	return nil
 }
 
-// setHitIndex names the index of every top_hits hit in parts.
-func setHitIndex(parts AggPartials, name string) {
+// setHitShard names the index and shard of every top_hits hit in parts.
+func setHitShard(parts AggPartials, name string, num int) {
 	for _, p := range parts {
 		for _, h := range p.Hits {
-			h.Index = name
+			h.Index, h.Shard = name, num
 		}
-		setHitIndex(p.Sub, name)
+		setHitShard(p.Sub, name, num)
 		for _, b := range p.Buckets {
-			setHitIndex(b.Sub, name)
+			setHitShard(b.Sub, name, num)
 		}
 	}
 }

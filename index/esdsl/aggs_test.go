@@ -60,7 +60,7 @@ func aggSearch(t *testing.T, shards []*index.Index, fields esdsl.Fields, body st
 	require.NoError(t, err, body)
 	var parts []esdsl.AggPartials
 	for k, sh := range shards {
-		ac := s.AggCollector(fmt.Sprint("idx", k))
+		ac := s.AggCollector(fmt.Sprint("idx", k), 0)
 		_, err := sh.SearchCollect(context.Background(), s.Request, ac)
 		require.NoError(t, err)
 		// Partials cross the network as JSON.
@@ -198,7 +198,7 @@ func TestAggregationsTooManyBuckets(t *testing.T) {
 	shards, fields := aggShards(t, 1, aggDocs)
 	s, err := esdsl.ParseSearch([]byte(`{"aggs":{"h":{"histogram":{"field":"n","interval":0.001}}}}`), nil, fields)
 	require.NoError(t, err)
-	ac := s.AggCollector("i")
+	ac := s.AggCollector("i", 0)
 	_, err = shards[0].SearchCollect(context.Background(), s.Request, ac)
 	require.NoError(t, err)
 	_, err = s.RenderAggs(s.ReduceAggs([]esdsl.AggPartials{ac.Partials()}))

@@ -37,7 +37,8 @@ const maxInnerResultWindow = 100
 
 // aggHit is one hit of a top_hits partial.
 type aggHit struct {
-	Index   string          `json:"i"` // set by the shard's root collector
+	Index   string          `json:"i"` // Index and Shard are set by the shard's root collector
+	Shard   int             `json:"sh"`
 	ID      string          `json:"id"`
 	Score   float64         `json:"sc"`
 	Sort    []sortVal       `json:"so,omitempty"`
@@ -201,13 +202,15 @@ func (th *topHitsAgg) keys(d *index.MatchedDoc) []sortVal {
 	return out
 }
 
-// less reports whether hit x sorts before y.
+// less reports whether hit x sorts before y; ties go by index and shard
+// (and within a shard stay in document order, the order of its partial).
 func (th *topHitsAgg) less(x, y *aggHit) bool {
+	tie := func() bool { return x.Index < y.Index || (x.Index == y.Index && x.Shard < y.Shard) }
 	if len(th.sorts) == 0 {
 		if x.Score != y.Score {
 			return x.Score > y.Score
 		}
-		return x.Index < y.Index || (x.Index == y.Index && x.ID < y.ID)
+		return tie()
 	}
 	for k, s := range th.sorts {
 		a, b := x.Sort[k], y.Sort[k]
@@ -231,7 +234,7 @@ func (th *topHitsAgg) less(x, y *aggHit) bool {
 			return c < 0
 		}
 	}
-	return x.Index < y.Index || (x.Index == y.Index && x.ID < y.ID)
+	return tie()
 }
 
 type topHitsCollector struct {

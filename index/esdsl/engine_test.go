@@ -66,7 +66,7 @@ func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body stri
 	t.Helper()
 	s, err := esdsl.ParseSearch([]byte(body), params, fields)
 	require.NoError(t, err)
-	ac := s.AggCollector("test")
+	ac := s.AggCollector("test", 0)
 	var c index.Collector
 	if ac != nil {
 		c = ac

@@ -2,6 +2,7 @@ package esyaml
 
 import (
 	"bufio"
+	"encoding/json"
 	"bytes"
 	"context"
 	"io"
@@ -237,4 +238,15 @@ func startNode(t *testing.T) string {
 		t.Fatal("searchnode did not print its ready line within 60s")
 	}
 	return ""
+}
+
+func TestFalsyIsElasticsearchs(t *testing.T) {
+	// Elasticsearch's runner takes null, "", "false" in any case and "0"
+	// (an integer 0 too) as false; everything else as true.
+	for _, v := range []any{nil, false, "", "0", "FALSE", json.Number("0")} {
+		require.True(t, falsy(v), "%#v", v)
+	}
+	for _, v := range []any{true, "x", json.Number("0.0"), json.Number("1"), map[string]any{}, []any{}} {
+		require.False(t, falsy(v), "%#v", v)
+	}
 }
