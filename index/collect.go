@@ -357,3 +357,27 @@ func (f *filterState) close() {
 		f.done = true
 	}
 }
+
+// MatchedQueriesField is the key under which a hit's Fields hold the names
+// of the named queries it matches ([]string), once the search layer has
+// tested the hits of the final page (Matching).
+const MatchedQueriesField = "_weft_matched_queries"
+
+// Matching returns which of ids match q (an unscored search restricted to
+// them).
+func (i *Index) Matching(ctx context.Context, q query.Query, ids []string) (map[string]bool, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(q, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
+	req.Score = "none"
+	res, err := i.Search(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(res.Hits))
+	for _, h := range res.Hits {
+		out[h.ID] = true
+	}
+	return out, nil
+}
