@@ -29,9 +29,7 @@ func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchReques
 	res, err := a.s.Search(ctx, req)
 	if err == nil && a.pending != nil {
 		a.pending.searched(a.s)
-		if f, ok := a.s.(fetcher); ok {
-			a.pending.add(f, res.Hits)
-		}
+		a.pending.add(a.s, res.Hits)
 	}
 	return res, err
 }

@@ -250,6 +250,28 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		require.NotEmpty(t, one["labels"].(map[string]any)["buckets"])
 		requireSameJSON(t, one, six, "aggregations")
 	})
+	t.Run("matched_queries", func(t *testing.T) {
+		// Named queries are tested on the final page's hits: in place on
+		// local copies, in the fetch phase on remote ones (even with
+		// _source off, which otherwise needs no fetch).
+		for _, src := range []string{"true", "false"} {
+			body := `{"query":{"bool":{"should":[{"match":{"body":{"query":"linux","_name":"l"}}},{"match":{"subject":{"query":"re","_name":"r"}}}]}},
+				"size":30,"sort":[{"_id":"asc"}],"_source":` + src + `}`
+			one, six := tc.search(t, "n3", []string{"one"}, body), tc.search(t, "n3", []string{"six"}, body)
+			require.Len(t, six.Hits, 30)
+			both := 0
+			for k := range one.Hits {
+				require.Equal(t, one.Hits[k].ID, six.Hits[k].ID)
+				m := six.Hits[k].Fields[index.MatchedQueriesField]
+				require.Equal(t, one.Hits[k].Fields[index.MatchedQueriesField], m, "hit %s", six.Hits[k].ID)
+				require.NotEmpty(t, m, "hit %s matched some named query", six.Hits[k].ID)
+				if len(m.([]string)) == 2 {
+					both++
+				}
+			}
+			require.Positive(t, both, "some hits match both")
+		}
+	})
 	t.Run("search_after", func(t *testing.T) {
 		var after string
 		var oneIDs, sixIDs []string
@@ -398,4 +420,60 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, RefreshFalse)
 	require.NoError(t, err)
 	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
+}
+
+// TestSearchRoutingReachesOnlyRoutedShards: a search with routing values
+// searches only the shards they route to (over every node), so documents
+// routed elsewhere are not found and _shards counts those shards only.
+func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "r", IndexSettings{NumberOfShards: 6}, nil))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	// Two routing values on different shards, a document under each, and
+	// one document per shard without routing.
+	a, b := "alpha", ""
+	for _, c := range []string{"beta", "gamma", "delta", "epsilon", "zeta"} {
+		if ShardFor("", c, 6) != ShardFor("", a, 6) {
+			b = c
+			break
+		}
+	}
+	require.NotEmpty(t, b)
+	ops := []Op{
+		{Type: OpIndex, Index: "r", ID: "ra", Routing: a, Source: json.RawMessage(`{"k":"x"}`)},
+		{Type: OpIndex, Index: "r", ID: "rb", Routing: b, Source: json.RawMessage(`{"k":"x"}`)},
+	}
+	for k := 0; k < 60; k++ {
+		ops = append(ops, Op{Type: OpIndex, Index: "r", ID: fmt.Sprint("d", k), Source: json.RawMessage(`{"k":"x"}`)})
+	}
+	res, err := tc.nodes["n2"].Bulk(ctx, ops, RefreshTrue)
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	count := func(routing string) *SearchResult {
+		srch, err := esdsl.ParseSearch([]byte(`{"size":100,"query":{"match":{"k":"x"}}}`), map[string][]string{"routing": {routing}}, tc.nodes["n1"].Fields([]string{"r"}))
+		require.NoError(t, err)
+		out, err := tc.nodes["n1"].Search(ctx, []string{"r"}, srch)
+		require.NoError(t, err)
+		return out
+	}
+	onA := count(a)
+	require.Equal(t, 1, onA.Status.Total, "one shard searched")
+	var ids []string
+	for _, h := range onA.Hits {
+		ids = append(ids, h.ID)
+		require.Equal(t, ShardFor(h.ID, "", 6) == ShardFor("", a, 6) || h.ID == "ra", true, h.ID)
+	}
+	require.Contains(t, ids, "ra")
+	require.NotContains(t, ids, "rb")
+	both := count(a + "," + b)
+	require.Equal(t, 2, both.Status.Total)
+	require.Greater(t, both.Total, onA.Total)
+	all := count("")
+	require.Equal(t, 6, all.Status.Total)
+	require.EqualValues(t, 62, all.Total)
 }

@@ -78,6 +78,7 @@ type fetchReply struct {
 type fetchedHit struct {
 	Fields    map[string]any              `json:"fields,omitempty"`
 	Locations search.FieldTermLocationMap `json:"locations,omitempty"`
+	Matched   []string                    `json:"matched,omitempty"` // named queries
 }
 
 // remoteFailure is a phase that failed on a node.
@@ -236,6 +237,7 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 			return fmt.Errorf("fetch of [%s][%d]: document [%s] is gone", r.index, r.num, h.ID)
 		}
 		h.Fields, h.Locations = f.Fields, f.Locations
+		setMatched(h, f.Matched)
 	}
 	return nil
 }
@@ -354,9 +356,13 @@ func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
+	matched, err := matchedQueries(ctx, sc.idx, srch.NamedQueries(), m.IDs)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
 	rep := fetchReply{Hits: make(map[string]fetchedHit, len(res.Hits))}
 	for _, h := range res.Hits {
-		rep.Hits[h.ID] = fetchedHit{Fields: h.Fields, Locations: h.Locations}
+		rep.Hits[h.ID] = fetchedHit{Fields: h.Fields, Locations: h.Locations, Matched: matched[h.ID]}
 	}
 	return jsonReply(rep)
 }

@@ -119,12 +119,16 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 	var out []ShardSearcher
 	var failures []ShardFailure
 	wire := srch.Wire()
+	routing := srch.Routing()
 	for _, n := range names {
 		ix, ok := v.Indices[n]
 		if !ok {
 			continue
 		}
 		for num := range ix.Shards {
+			if !routedTo(routing, num, ix.NumberOfShards) {
+				continue
+			}
 			var active []CopyView
 			for _, cp := range ix.Shards[num].Copies {
 				if v.Active(cp) && cp.RelocatingFrom == "" {
@@ -159,6 +163,20 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 		}
 	}
 	return out, failures
+}
+
+// routedTo reports whether a search with these routing values (none: every
+// shard) reaches shard num of an index of n shards.
+func routedTo(routing []string, num, n int) bool {
+	if len(routing) == 0 {
+		return true
+	}
+	for _, r := range routing {
+		if ShardFor("", r, n) == num {
+			return true
+		}
+	}
+	return false
 }
 
 // ShardSearcher is how a search reaches one shard copy: phase 1 collects
@@ -260,7 +278,7 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, searchers[0].Name(), failed[searchers[0].Name()])
 		}
 	}
-	pending := &fetchSet{byHit: map[*search.DocumentMatch]fetcher{}}
+	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: srch != nil && len(srch.NamedQueries()) > 0}
 	children := make([]bleve.Index, len(live))
 	for k, s := range live {
 		children[k] = aliasChild{s: s, pending: pending}
@@ -287,6 +305,9 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		res.Status.Total, res.Status.Successful = len(live), len(live)
 	}
 	pending.fetch(ctx, req, res)
+	if srch != nil {
+		pending.matchNamed(ctx, srch, res)
+	}
 	for n, e := range failed {
 		if res.Status.Errors == nil {
 			res.Status.Errors = map[string]error{}
@@ -309,6 +330,60 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		return fa.Index < fb.Index || (fa.Index == fb.Index && fa.Shard < fb.Shard)
 	})
 	return out, nil
+}
+
+// matchNamed sets the named queries that each hit of a local copy matches
+// (a remote copy's come with its fetch phase).
+func (f *fetchSet) matchNamed(ctx context.Context, srch *esdsl.Search, res *bleve.SearchResult) {
+	named := srch.NamedQueries()
+	if len(named) == 0 {
+		return
+	}
+	groups := map[*localSearcher][]*search.DocumentMatch{}
+	for _, h := range res.Hits {
+		if l, ok := f.byHit[h].(*localSearcher); ok {
+			groups[l] = append(groups[l], h)
+		}
+	}
+	for l, hits := range groups {
+		ids := make([]string, len(hits))
+		for k, h := range hits {
+			ids[k] = h.ID
+		}
+		matched, err := matchedQueries(ctx, l.idx, named, ids)
+		if err != nil {
+			continue // the hits are still right; they lack matched_queries
+		}
+		for _, h := range hits {
+			setMatched(h, matched[h.ID])
+		}
+	}
+}
+
+// matchedQueries returns, per id, the names of the named queries it
+// matches, in the request's order.
+func matchedQueries(ctx context.Context, idx *index.Index, named []esdsl.NamedQuery, ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, n := range named {
+		m, err := idx.Matching(ctx, n.Query, ids)
+		if err != nil {
+			return nil, err
+		}
+		for id := range m {
+			out[id] = append(out[id], n.Name)
+		}
+	}
+	return out, nil
+}
+
+func setMatched(h *search.DocumentMatch, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	if h.Fields == nil {
+		h.Fields = map[string]any{}
+	}
+	h.Fields[index.MatchedQueriesField] = names
 }
 
 // failureOf names the shard of a failure from its searcher name "index/n".
@@ -352,15 +427,17 @@ func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query) 
 	return total, live, failed
 }
 
-// fetchSet remembers which searcher returned each hit that still needs its
-// fetch phase, and which searchers answered the query phase.
+// fetchSet remembers which searcher returned each hit (for the fetch phase
+// of remote copies and the named queries of local ones), and which
+// searchers answered the query phase.
 type fetchSet struct {
 	mu       sync.Mutex
-	byHit    map[*search.DocumentMatch]fetcher
+	byHit    map[*search.DocumentMatch]ShardSearcher
 	answered []ShardSearcher
+	named    bool // the request has named queries: every page needs fetching
 }
 
-func (f *fetchSet) add(s fetcher, hits search.DocumentMatchCollection) {
+func (f *fetchSet) add(s ShardSearcher, hits search.DocumentMatchCollection) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range hits {
@@ -392,12 +469,12 @@ func (f *fetchSet) aggPartials() []esdsl.AggPartials {
 // A shard whose fetch fails loses its hits from the page and counts as
 // failed.
 func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *bleve.SearchResult) {
-	if len(f.byHit) == 0 || (len(req.Fields) == 0 && !req.IncludeLocations) {
+	if len(f.byHit) == 0 || (len(req.Fields) == 0 && !req.IncludeLocations && !f.named) {
 		return
 	}
 	groups := map[fetcher][]*search.DocumentMatch{}
 	for _, h := range res.Hits {
-		if s, ok := f.byHit[h]; ok {
+		if s, ok := f.byHit[h].(fetcher); ok {
 			groups[s] = append(groups[s], h)
 		}
 	}

@@ -70,6 +70,13 @@ type Search struct {
 	noID bool
 }
 
+// Routing returns the request's routing values (the routing parameter,
+// comma-separated); a search with some reaches only the shards they route
+// to. Nil when there are none.
+func (s *Search) Routing() []string {
+	return splitList(s.params.Get("routing"))
+}
+
 // NamedQuery is a query of the request given a "_name".
 type NamedQuery struct {
 	Name  string
