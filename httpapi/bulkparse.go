@@ -32,6 +32,9 @@ type bulkAction struct {
 	Doc         json.RawMessage
 	Upsert      json.RawMessage
 	DocAsUpsert bool
+	// SourceFilter is an update body's "_source" (the document to return
+	// after the update), nil when none.
+	SourceFilter json.RawMessage
 
 	// Err, when set, is this item's failure; the item is answered with it
 	// and never reaches the engine.
@@ -261,8 +264,6 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 	switch {
 	case u.Script != nil || u.ScriptedUpsert != nil:
 		return illegalArgument("scripted updates are not supported by Weft; send a partial document in \"doc\"")
-	case u.Source != nil:
-		return illegalArgument("update option [_source] is not supported by Weft")
 	case u.Doc == nil:
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
 			Reason: "Validation Failed: 1: script or doc is missing;"}
@@ -275,7 +276,7 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 			return badRequest("x_content_parse_exception", "update \"upsert\" must be a JSON object: %v", err)
 		}
 	}
-	a.Doc, a.Upsert = u.Doc, u.Upsert
+	a.Doc, a.Upsert, a.SourceFilter = u.Doc, u.Upsert, u.Source
 	a.DocAsUpsert = u.DocAsUpsert != nil && *u.DocAsUpsert
 	return nil
 }

@@ -30,7 +30,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 // search runs one search request over the index expression expr.
 func (s *Server) search(r *http.Request, expr string, body []byte, params url.Values) (*esdsl.SearchResponse, error) {
 	start := time.Now()
-	names, err := s.resolve(expr)
+	names, err := s.resolveOpts(expr, params)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolveOpts(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}

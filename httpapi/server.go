@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"reflect"
 	"runtime/debug"
 	"strconv"
@@ -376,7 +377,11 @@ func flagParam(r *http.Request, name string) bool {
 // boolParam parses an Elasticsearch boolean parameter ("true", "false", or
 // empty meaning true); anything else is a 400 naming the parameter.
 func boolParam(r *http.Request, name string, def bool) (bool, error) {
-	q := r.URL.Query()
+	return queryBool(r.URL.Query(), name, def)
+}
+
+// queryBool reads a boolean parameter of q (def when absent).
+func queryBool(q url.Values, name string, def bool) (bool, error) {
 	if !q.Has(name) {
 		return def, nil
 	}
@@ -439,7 +444,8 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
 	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards",
+		"_source", "_source_includes", "_source_excludes")
 
 	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
@@ -483,6 +489,19 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health")...)
 	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health")...)
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
+	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
+	for _, m := range []string{"GET", "POST"} {
+		s.handle(m+" /_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
+		s.handle(m+" /{index}/_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
+		fcParams := []string{"fields", "include_unmapped", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "filters", "types", "include_empty_fields"}
+		s.handle(m+" /_field_caps", s.handleFieldCaps, fcParams...)
+		s.handle(m+" /{index}/_field_caps", s.handleFieldCaps, fcParams...)
+		vqParams := []string{"explain", "rewrite", "all_shards", "q", "df", "default_operator", "analyzer", "analyze_wildcard", "lenient", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+		s.handle(m+" /_validate/query", s.handleValidateQuery, vqParams...)
+		s.handle(m+" /{index}/_validate/query", s.handleValidateQuery, vqParams...)
+		s.handle(m+" /{index}/_explain/{id}", s.handleExplain, "routing", "preference", "stored_fields", "_source", "lenient", "q", "df", "analyzer", "analyze_wildcard", "default_operator")
+	}
+	s.handle("GET /_cat/count/{index}", s.handleCatCount, catParams...)
 	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
 	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
 	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
