@@ -385,5 +385,3 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
 }
-
-
