@@ -83,6 +83,7 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "exists on object", body: `{"query":{"exists":{"field":"user"}}}`, typ: "illegal_argument_exception", reason: "leaf"},
 		{name: "terms agg on _index", body: `{"aggs":{"i":{"terms":{"field":"_index"}}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
 		{name: "match on _index", body: `{"query":{"match":{"_index":"x"}}}`, typ: "illegal_argument_exception", reason: "[_index]"},
+		{name: "scroll with size 0", body: `{"size":0}`, params: url.Values{"scroll": {"1m"}}, typ: "illegal_argument_exception", reason: "[size] cannot be [0] in a scroll context"},
 		{name: "stored_fields _none_ with _source", body: `{"stored_fields":"_none_","_source":true}`, typ: "illegal_argument_exception", reason: "stored_fields"},
 		{name: "nesting too deep", body: `{"query":` + strings.Repeat(`{"bool":{"must":`, 31) + `{"match_all":{}}` + strings.Repeat(`}}`, 31) + `}`, typ: "illegal_argument_exception", reason: "nested deeper"},
 		{name: "negative boost", body: `{"query":{"match_all":{"boost":-1}}}`, typ: "illegal_argument_exception", reason: "boost"},

@@ -275,6 +275,12 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		if from > 0 {
 			return nil, argErr("using [from] is not allowed in a scroll context")
 		}
+		if size == 0 {
+			return nil, argErr("[size] cannot be [0] in a scroll context")
+		}
+		if v, _ := optParamBool(params, "request_cache"); v {
+			return nil, argErr("[request_cache] cannot be used in a scroll context")
+		}
 	}
 	if st := params.Get("search_type"); st != "" && st != "query_then_fetch" && st != "dfs_query_then_fetch" {
 		return nil, argErr("search_type [%s] is not supported; use query_then_fetch or dfs_query_then_fetch", st)

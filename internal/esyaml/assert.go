@@ -330,7 +330,8 @@ func number(v any) (float64, bool) {
 
 // regexOf reads "/pattern/". With comments (match assertions) it is read
 // in Java's COMMENTS mode, where unescaped whitespace outside character
-// classes and # comments are ignored; a catch pattern is read as it is.
+// classes and # comments are ignored, and $ is Java's (the end, or before
+// a last line break); a catch pattern is read as it is.
 func regexOf(s string, comments bool) (*regexp.Regexp, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) < 2 || s[0] != '/' || s[len(s)-1] != '/' {
@@ -367,6 +368,8 @@ func regexOf(s string, comments bool) (*regexp.Regexp, bool) {
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
+		case c == '$':
+			b.WriteString(`(?:\n?\z)`)
 		default:
 			b.WriteByte(c)
 		}

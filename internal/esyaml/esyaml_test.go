@@ -250,3 +250,16 @@ func TestFalsyIsElasticsearchs(t *testing.T) {
 		require.False(t, falsy(v), "%#v", v)
 	}
 }
+
+func TestMatchDollarIsJavas(t *testing.T) {
+	// Java's $ (without MULTILINE) also matches before a last line break,
+	// which _cat replies end with.
+	re, ok := regexOf("/^(foo)$/", true)
+	require.True(t, ok)
+	require.True(t, re.MatchString("foo\n"))
+	require.True(t, re.MatchString("foo"))
+	require.False(t, re.MatchString("foo\n\n"))
+	re, ok = regexOf(`/^ a \$ $/`, true)
+	require.True(t, ok)
+	require.True(t, re.MatchString("a$"))
+}
