@@ -2,9 +2,9 @@ package esyaml
 
 import (
 	"bufio"
-	"encoding/json"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
