@@ -32,7 +32,7 @@ var aggDocs = []string{
 }
 
 // aggShards indexes docs round-robin into n shards of one mapping.
-func aggShards(t *testing.T, n int, docs []string) ([]*index.Index, esdsl.Fields) {
+func aggShards(t testing.TB, n int, docs []string) ([]*index.Index, esdsl.Fields) {
 	t.Helper()
 	m, err := index.ParseMapping([]byte(aggMapping))
 	require.NoError(t, err)
@@ -206,4 +206,54 @@ func TestAggregationsTooManyBuckets(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, 400, e.Status)
 	require.Contains(t, e.Reason, "Trying to create too many buckets")
+}
+
+// FuzzAggregations checks that no aggregation request panics a shard or
+// the coordinating node: it is refused with a 4xx, or collected, its
+// partials survive JSON, and it reduces and renders (or is refused at
+// rendering, for too many buckets, with a 4xx).
+func FuzzAggregations(f *testing.F) {
+	for _, s := range []string{
+		`{"t":{"terms":{"field":"tag","order":[{"m.max":"desc"},{"_key":"asc"}],"missing":"z"},"aggs":{"m":{"stats":{"field":"n"}},"h":{"top_hits":{"size":1,"sort":["n"]}}}}}`,
+		`{"h":{"histogram":{"field":"price","interval":7.5,"offset":1,"min_doc_count":0,"extended_bounds":{"min":-10,"max":300}},"aggs":{"c":{"cardinality":{"field":"ip"}}}}}`,
+		`{"d":{"date_histogram":{"field":"day","calendar_interval":"week","time_zone":"+05:30","format":"yyyy-MM-dd"},"aggs":{"p":{"percentiles":{"field":"n","percents":[1,50]}}}}}`,
+		`{"f":{"filters":{"filters":{"a":{"term":{"tag":"a"}},"b":{"match":{"body":"fox"}}},"other_bucket_key":"rest"},"aggs":{"x":{"extended_stats":{"field":"price"}}}}}`,
+		`{"c":{"composite":{"size":2,"after":{"k":"a","n":1},"sources":[{"k":{"terms":{"field":"tag"}}},{"n":{"histogram":{"field":"n","interval":50,"missing_bucket":true}}}]}}}`,
+		`{"r":{"date_range":{"field":"day","ranges":[{"to":"now"},{"from":"2024-01-01||/M"}]}},"m":{"missing":{"field":"n"},"aggs":{"v":{"value_count":{"field":"tag"}}}}}`,
+	} {
+		f.Add(s)
+	}
+	shards, fields := aggShards(f, 2, aggDocs)
+	f.Fuzz(func(t *testing.T, aggs string) {
+		s, err := esdsl.ParseSearch([]byte(`{"size":0,"aggs":`+aggs+`}`), nil, fields)
+		if err != nil {
+			var e *esdsl.Error
+			require.ErrorAs(t, err, &e)
+			require.True(t, e.Status >= 400 && e.Status < 500, "%v", err)
+			return
+		}
+		var parts []esdsl.AggPartials
+		for k, sh := range shards {
+			ac := s.AggCollector("i", k)
+			var c index.Collector
+			if ac != nil {
+				c = ac
+			}
+			_, err := sh.SearchCollect(context.Background(), s.Request, c)
+			require.NoError(t, err, aggs)
+			if ac == nil {
+				return
+			}
+			raw, err := json.Marshal(ac.Partials())
+			require.NoError(t, err, aggs)
+			var p esdsl.AggPartials
+			require.NoError(t, json.Unmarshal(raw, &p))
+			parts = append(parts, p)
+		}
+		if _, err := s.RenderAggs(s.ReduceAggs(parts)); err != nil {
+			var e *esdsl.Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, 400, e.Status)
+		}
+	})
 }
