@@ -284,6 +284,14 @@ func parseAggLevel(raw json.RawMessage, t *translator, where string, depth int) 
 
 func (a *aggSpec) where() string { return "aggs." + a.name + "." + a.typ }
 
+// unknownKey is the error for a key an aggregation does not take.
+func (a *aggSpec) unknownKey(k string) error {
+	if k == "script" {
+		return aggErr("[%s] scripts are not supported; name a field", a.where())
+	}
+	return parsingErr("[%s] unknown key [%s]", a.where(), k)
+}
+
 // fieldOf reads "field" (and refuses "script"). Unmapped fields are
 // allowed: they aggregate nothing (or the "missing" value).
 func (a *aggSpec) fieldOf(p object, t *translator, required bool) error {

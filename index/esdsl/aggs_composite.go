@@ -138,7 +138,7 @@ func (ca *compositeAgg) parse(a *aggSpec, p object, t *translator) error {
 		case "after":
 			afterRaw = v
 		default:
-			err = parsingErr("[%s] unknown key [%s]", a.where(), k)
+			err = a.unknownKey(k)
 		}
 		if err != nil {
 			return err

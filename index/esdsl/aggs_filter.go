@@ -52,7 +52,7 @@ func (f *filtersAgg) parse(a *aggSpec, p object, t *translator) error {
 		case "keyed":
 			_, err = asBool(v, a.where()+".keyed")
 		default:
-			err = parsingErr("[%s] unknown key [%s]", a.where(), k)
+			err = a.unknownKey(k)
 		}
 		if err != nil {
 			return err

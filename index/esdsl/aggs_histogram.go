@@ -108,10 +108,8 @@ func (h *histogramAgg) parse(a *aggSpec, p object, t *translator) error {
 				mode = "calendar"
 			}
 			err = h.parseDateInterval(v, a, mode)
-		case "script":
-			err = aggErr("[%s] scripts are not supported; name a field", a.where())
 		default:
-			err = parsingErr("[%s] unknown key [%s]", a.where(), k)
+			err = a.unknownKey(k)
 		}
 		if err != nil {
 			return err

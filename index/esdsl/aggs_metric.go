@@ -409,7 +409,7 @@ func (c *cardinalityAgg) parse(a *aggSpec, p object, t *translator) error {
 			}
 		case "execution_hint", "rehash":
 		default:
-			return parsingErr("[%s] unknown key [%s]", a.where(), k)
+			return a.unknownKey(k)
 		}
 	}
 	return nil
@@ -553,7 +553,7 @@ func (pa *percentilesAgg) parse(a *aggSpec, p object, t *translator) error {
 		case "hdr":
 			return aggErr("[%s] the hdr histogram method is not supported; use the default tdigest", a.where())
 		default:
-			return parsingErr("[%s] unknown key [%s]", a.where(), k)
+			return a.unknownKey(k)
 		}
 	}
 	if err := numericOnly(a); err != nil {

@@ -59,10 +59,8 @@ func (ra *rangeAgg) parse(a *aggSpec, p object, t *translator) error {
 			tz, err = asString(v, a.where()+".time_zone")
 		case "missing":
 			missRaw = v
-		case "script":
-			err = aggErr("[%s] scripts are not supported; name a field", a.where())
 		default:
-			err = parsingErr("[%s] unknown key [%s]", a.where(), k)
+			err = a.unknownKey(k)
 		}
 		if err != nil {
 			return err

@@ -145,10 +145,8 @@ func (ta *termsAgg) parse(a *aggSpec, p object, t *translator) error {
 					ta.format, ta.layout = dp, dp.df.Layout()
 				}
 			}
-		case "script":
-			err = aggErr("[%s] scripts are not supported; name a field", a.where())
 		default:
-			err = parsingErr("[%s] unknown key [%s]", a.where(), k)
+			err = a.unknownKey(k)
 		}
 		if err != nil {
 			return err

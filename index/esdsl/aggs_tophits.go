@@ -99,7 +99,7 @@ func (th *topHitsAgg) parse(a *aggSpec, p object, t *translator) error {
 		case "explain", "highlight", "stored_fields", "docvalue_fields", "script_fields", "fields":
 			err = aggErr("[%s] %s is not supported in top_hits; drop it", a.where(), k)
 		default:
-			err = parsingErr("[%s] unknown key [%s]", a.where(), k)
+			err = a.unknownKey(k)
 		}
 		if err != nil {
 			return err
@@ -205,17 +205,31 @@ func (th *topHitsAgg) keys(d *index.MatchedDoc) []sortVal {
 // less reports whether hit x sorts before y; ties go by index and shard
 // (and within a shard stay in document order, the order of its partial).
 func (th *topHitsAgg) less(x, y *aggHit) bool {
-	tie := func() bool { return x.Index < y.Index || (x.Index == y.Index && x.Shard < y.Shard) }
+	if c := th.cmp(x, y); c != 0 {
+		return c < 0
+	}
+	return x.Index < y.Index || (x.Index == y.Index && x.Shard < y.Shard)
+}
+
+// cmp orders two hits by the sort keys (by score, best first, without
+// any): negative when x comes first, 0 for a tie.
+func (th *topHitsAgg) cmp(x, y *aggHit) int {
 	if len(th.sorts) == 0 {
-		if x.Score != y.Score {
-			return x.Score > y.Score
+		switch {
+		case x.Score > y.Score:
+			return -1
+		case x.Score < y.Score:
+			return 1
 		}
-		return tie()
+		return 0
 	}
 	for k, s := range th.sorts {
 		a, b := x.Sort[k], y.Sort[k]
 		if a.Miss != b.Miss {
-			return b.Miss // missing values sort last
+			if b.Miss {
+				return -1 // missing values sort last
+			}
+			return 1
 		}
 		var c int
 		switch {
@@ -231,10 +245,10 @@ func (th *topHitsAgg) less(x, y *aggHit) bool {
 			c = -c
 		}
 		if c != 0 {
-			return c < 0
+			return c
 		}
 	}
-	return tie()
+	return 0
 }
 
 type topHitsCollector struct {
@@ -270,34 +284,7 @@ func (tc *topHitsCollector) collect(d *index.MatchedDoc) error {
 
 // before orders hits on a shard, where ids are not read yet: by the sort
 // keys, then in document order (which a hit met first has).
-func (tc *topHitsCollector) before(x, y *aggHit) bool {
-	if len(tc.th.sorts) == 0 {
-		return x.Score > y.Score
-	}
-	for k, s := range tc.th.sorts {
-		a, b := x.Sort[k], y.Sort[k]
-		if a.Miss != b.Miss {
-			return b.Miss
-		}
-		var c int
-		switch {
-		case a.Miss:
-		case a.IsStr:
-			c = strings.Compare(a.Str, b.Str)
-		case a.Num < b.Num:
-			c = -1
-		case a.Num > b.Num:
-			c = 1
-		}
-		if s.desc {
-			c = -c
-		}
-		if c != 0 {
-			return c < 0
-		}
-	}
-	return false
-}
+func (tc *topHitsCollector) before(x, y *aggHit) bool { return tc.th.cmp(x, y) < 0 }
 
 func (tc *topHitsCollector) finish(snap *index.Snapshot) error {
 	for _, h := range tc.hits {

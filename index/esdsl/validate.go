@@ -12,6 +12,14 @@ import (
 // {"query": ...}) and its q parameters; the error says why the query is
 // invalid. QueryString shows what it became.
 func ParseValidate(body []byte, params url.Values, fields Fields) (*Search, error) {
+	if _, err := queryOnlyBody(body); err != nil {
+		return nil, err
+	}
+	return parseCountAt(body, params, fields, time.Now())
+}
+
+// queryOnlyBody parses a body that may hold only "query".
+func queryOnlyBody(body []byte) (object, error) {
 	o, err := parseBody(body)
 	if err != nil {
 		return nil, err
@@ -21,7 +29,7 @@ func ParseValidate(body []byte, params url.Values, fields Fields) (*Search, erro
 			return nil, parsingErr("request does not support [%s]", k)
 		}
 	}
-	return parseCountAt(body, params, fields, time.Now())
+	return o, nil
 }
 
 // QueryString renders the translated query for _validate/query's
@@ -42,14 +50,9 @@ func (s *Search) QueryString() string {
 // routing, or by its id): a search of the shard that holds it, for that
 // document only, with explanations. Its body holds at most {"query": ...}.
 func ParseExplain(body []byte, params url.Values, id, routing string, fields Fields) (*Search, error) {
-	o, err := parseBody(body)
+	o, err := queryOnlyBody(body)
 	if err != nil {
 		return nil, err
-	}
-	for _, k := range o.sortedKeys() {
-		if k != "query" {
-			return nil, parsingErr("request does not support [%s]", k)
-		}
 	}
 	q := json.RawMessage(`{"match_all":{}}`)
 	if raw, ok := o["query"]; ok {
