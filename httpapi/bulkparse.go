@@ -35,6 +35,9 @@ type bulkAction struct {
 	// IfSeqNo and IfPrimaryTerm make the write conditional (optimistic
 	// concurrency control), as if_seq_no and if_primary_term do.
 	IfSeqNo, IfPrimaryTerm *uint64
+	// SourceFilter is an update body's "_source" (the document to return
+	// after the update), nil when none.
+	SourceFilter json.RawMessage
 
 	// Err, when set, is this item's failure; the item is answered with it
 	// and never reaches the engine.
@@ -132,7 +135,9 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, 
 		if needsSource {
 			src, ok := nextLine()
 			if !ok {
-				return nil, illegalArgument("the %s action on line %d has no source line after it; every index, create and update action is followed by a line holding its document", a.Action, lineNo)
+				// Elasticsearch drops a last action whose source line
+				// never came.
+				break
 			}
 			if a.Err == nil {
 				a.Err = a.setSource(src)
@@ -273,8 +278,6 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 	switch {
 	case u.Script != nil || u.ScriptedUpsert != nil:
 		return illegalArgument("scripted updates are not supported by Weft; send a partial document in \"doc\"")
-	case u.Source != nil:
-		return illegalArgument("update option [_source] is not supported by Weft")
 	case u.Doc == nil:
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
 			Reason: "Validation Failed: 1: script or doc is missing;"}
@@ -287,7 +290,7 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 			return badRequest("x_content_parse_exception", "update \"upsert\" must be a JSON object: %v", err)
 		}
 	}
-	a.Doc, a.Upsert = u.Doc, u.Upsert
+	a.Doc, a.Upsert, a.SourceFilter = u.Doc, u.Upsert, u.Source
 	a.DocAsUpsert = u.DocAsUpsert != nil && *u.DocAsUpsert
 	return nil
 }

@@ -107,7 +107,14 @@ func TestParseBulk(t *testing.T) {
 		{name: "unknown metadata field", body: "{\"index\":{\"_index\":\"a\",\"colour\":1}}\n{}\n", wantErr: "colour", wantStatus: 400},
 		{name: "wrong type of _id", body: "{\"index\":{\"_index\":\"a\",\"_id\":{\"a\":1}}}\n{}\n", wantErr: "line [1]", wantStatus: 400},
 		{name: "missing index", body: "{\"index\":{\"_id\":\"1\"}}\n{}\n", wantErr: "index is missing", wantStatus: 400},
-		{name: "missing source line", body: "{\"index\":{\"_index\":\"a\"}}\n", wantErr: "no source line", wantStatus: 400},
+		{name: "a lone action without its source line", body: "{\"index\":{\"_index\":\"a\"}}\n", wantErr: "no requests added", wantStatus: 400},
+		{
+			name: "a last action without its source line is dropped, as in Elasticsearch",
+			body: "{\"index\":{\"_index\":\"a\"}}\n{}\n{\"index\":{\"_index\":\"a\"}}\n",
+			check: func(t *testing.T, as []bulkAction) {
+				require.Len(t, as, 1)
+			},
+		},
 		{name: "empty body", body: "\n\n", wantErr: "no requests added", wantStatus: 400},
 	}
 	for _, tc := range tests {

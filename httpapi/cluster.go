@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -220,6 +222,24 @@ func parseTimeValue(v string) (time.Duration, error) {
 type catTable struct {
 	cols []string
 	rows [][]string
+	// aliases are other names ?h and ?s take for columns ("i" for
+	// index), as Elasticsearch's; extra are columns shown only when ?h
+	// names them.
+	aliases map[string]string
+	extra   map[string]bool
+}
+
+// column returns the position of a column named by its name or an alias.
+func (t catTable) column(name string) (int, bool) {
+	if a, ok := t.aliases[name]; ok {
+		name = a
+	}
+	for i, c := range t.cols {
+		if c == name {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // write answers in the format asked: aligned text (header line with ?v) or
@@ -229,29 +249,40 @@ func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) er
 	q := r.URL.Query()
 	if flagParam(r, "help") {
 		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		byCol := map[string][]string{}
+		for a, c := range t.aliases {
+			byCol[c] = append(byCol[c], a)
+		}
+		width := 0
+		for _, c := range t.cols {
+			width = max(width, len(c))
+		}
 		var b strings.Builder
 		for _, c := range t.cols {
-			fmt.Fprintf(&b, "%s\n", c)
+			sort.Strings(byCol[c])
+			fmt.Fprintf(&b, "%-*s | %s | %s\n", width, c, strings.Join(byCol[c], ","), c)
 		}
 		_, _ = w.Write([]byte(b.String()))
 		return nil
 	}
-	colIdx := map[string]int{}
-	for i, c := range t.cols {
-		colIdx[c] = i
-	}
+	// Cells are named as ?h names them (an alias stays the alias).
+	names := append([]string(nil), t.cols...)
 	sel := make([]int, 0, len(t.cols))
 	if h := q.Get("h"); h != "" {
 		for c := range strings.SplitSeq(h, ",") {
-			i, ok := colIdx[strings.TrimSpace(c)]
+			c = strings.TrimSpace(c)
+			i, ok := t.column(c)
 			if !ok {
 				return illegalArgument("unknown column [%s] in h; see ?help for the columns", c)
 			}
+			names[i] = c
 			sel = append(sel, i)
 		}
 	} else {
-		for i := range t.cols {
-			sel = append(sel, i)
+		for i, c := range t.cols {
+			if !t.extra[c] {
+				sel = append(sel, i)
+			}
 		}
 	}
 	if sortSpec := q.Get("s"); sortSpec != "" {
@@ -262,7 +293,7 @@ func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) er
 		var keys []key
 		for part := range strings.SplitSeq(sortSpec, ",") {
 			name, dir, _ := strings.Cut(strings.TrimSpace(part), ":")
-			i, ok := colIdx[name]
+			i, ok := t.column(name)
 			if !ok {
 				return illegalArgument("unable to sort by unknown column [%s]", name)
 			}
@@ -291,7 +322,7 @@ func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) er
 		for i, row := range t.rows {
 			obj := make(map[string]string, len(sel))
 			for _, c := range sel {
-				obj[t.cols[c]] = row[c]
+				obj[names[c]] = row[c]
 			}
 			out[i] = obj
 		}
@@ -305,7 +336,7 @@ func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) er
 	verbose := flagParam(r, "v")
 	for _, c := range sel {
 		if verbose {
-			widths[c] = len(t.cols[c])
+			widths[c] = len(names[c])
 		}
 		for _, row := range t.rows {
 			widths[c] = max(widths[c], len(row[c]))
@@ -326,7 +357,7 @@ func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) er
 		b.WriteByte('\n')
 	}
 	if verbose {
-		line(t.cols)
+		line(names)
 	}
 	for _, row := range t.rows {
 		line(row)
@@ -364,7 +395,12 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	unit := r.URL.Query().Get("bytes")
-	t := catTable{cols: []string{"health", "status", "index", "uuid", "pri", "rep", "docs.count", "docs.deleted", "store.size", "pri.store.size", "dataset.size"}}
+	t := catTable{cols: []string{"health", "status", "index", "uuid", "pri", "rep", "docs.count", "docs.deleted", "store.size", "pri.store.size", "dataset.size", "creation.date", "creation.date.string"},
+		aliases: map[string]string{"h": "health", "s": "status", "i": "index", "idx": "index", "id": "uuid", "p": "pri", "shards.primary": "pri",
+			"shardsPrimary": "pri", "r": "rep", "shards.replica": "rep", "shardsReplica": "rep", "dc": "docs.count", "docsCount": "docs.count",
+			"dd": "docs.deleted", "docsDeleted": "docs.deleted", "ss": "store.size", "storeSize": "store.size", "cd": "creation.date",
+			"cds": "creation.date.string"},
+		extra: map[string]bool{"creation.date": true, "creation.date.string": true}}
 	wantHealth := r.URL.Query().Get("health")
 	if _, ok := statusRank[wantHealth]; wantHealth != "" && !ok {
 		return illegalArgument("unknown health [%s]; use green, yellow or red", wantHealth)
@@ -386,8 +422,31 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 		}
 		t.rows = append(t.rows, []string{healthStr, "open", info.Name, info.UUID,
 			strconv.Itoa(info.Settings.NumberOfShards), strconv.Itoa(info.Settings.NumberOfReplicas),
-			strconv.FormatUint(info.DocsCount, 10), "0", size, size, size})
+			strconv.FormatUint(info.DocsCount, 10), "0", size, size, size,
+			strconv.FormatInt(info.CreationDate.UnixMilli(), 10), info.CreationDate.UTC().Format("2006-01-02T15:04:05.000Z")})
 	}
+	return s.writeCat(w, r, t)
+}
+
+// handleCatCount serves GET /_cat/count[/{index}]: the documents of the
+// indices, counted by a search (what a refresh made visible).
+func (s *Server) handleCatCount(w http.ResponseWriter, r *http.Request) error {
+	names, err := s.resolveOpts(r.PathValue("index"), url.Values{})
+	if err != nil {
+		return err
+	}
+	srch, err := esdsl.ParseCount(nil, nil, s.eng.Fields(names))
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.Search(r.Context(), names, srch)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	t := catTable{cols: []string{"epoch", "timestamp", "count"},
+		aliases: map[string]string{"t": "epoch", "time": "epoch", "ts": "timestamp", "hms": "timestamp", "hhmmss": "timestamp", "dc": "count", "docs.count": "count", "docsCount": "count"},
+		rows:    [][]string{{strconv.FormatInt(now.Unix(), 10), now.UTC().Format("15:04:05"), strconv.FormatUint(res.Total, 10)}}}
 	return s.writeCat(w, r, t)
 }
 

@@ -239,17 +239,32 @@ func replicaCount(sh *shard.ShardView) int {
 	return n
 }
 
-// handleNodes serves GET /_nodes[/_local|_all|_master]: the live nodes'
-// addresses.
+// handleNodes serves GET /_nodes[/{node_id}]: the live nodes' addresses;
+// node_id is a comma-separated list of node IDs, names, _local, _master
+// or _all.
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.eng.ClusterView()
 	if err != nil {
 		return err
 	}
-	want := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/_nodes"), "/")
+	var want []string
+	if sel := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/_nodes"), "/"); sel != "" {
+		want = strings.Split(sel, ",")
+	}
+	selected := func(n shard.NodeView) bool {
+		if len(want) == 0 {
+			return true
+		}
+		for _, w := range want {
+			if w == "_all" || w == n.ID || w == n.Name || (w == "_local" && n.ID == v.LocalNode) || (w == "_master" && n.ID == s.masterID()) {
+				return true
+			}
+		}
+		return false
+	}
 	nodes := map[string]any{}
 	for _, n := range liveNodes(v) {
-		if want != "" && want != "_all" && !(want == "_local" && n.ID == v.LocalNode) && !(want == "_master" && n.ID == s.masterID()) {
+		if !selected(n) {
 			continue
 		}
 		nodes[n.ID] = map[string]any{

@@ -24,6 +24,20 @@ type writeResult struct {
 	PrimaryTerm uint64        `json:"_primary_term,omitempty"`
 	Status      int           `json:"status,omitempty"`
 	Error       *esErrorCause `json:"error,omitempty"`
+	// ForcedRefresh is set on writes with refresh=true, as in
+	// Elasticsearch.
+	ForcedRefresh bool `json:"forced_refresh,omitempty"`
+	// Get is an update's document after the update, when _source was
+	// asked for.
+	Get *updateGet `json:"get,omitempty"`
+}
+
+// updateGet is the "get" of an update reply.
+type updateGet struct {
+	SeqNo       uint64          `json:"_seq_no"`
+	PrimaryTerm uint64          `json:"_primary_term"`
+	Found       bool            `json:"found"`
+	Source      json.RawMessage `json:"_source,omitempty"`
 }
 
 // shardsCache answers the "_shards" header of write replies, looking each
@@ -84,8 +98,9 @@ func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeR
 }
 
 // writeOne runs one write through the engine and replies as Elasticsearch
-// does for single-document endpoints.
-func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) error {
+// does for single-document endpoints; after, when not nil, completes a
+// successful reply.
+func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, after func(*writeResult) error) error {
 	opts, err := writeOptions(r)
 	if err != nil {
 		return err
@@ -119,10 +134,17 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op) e
 	if status == 0 {
 		status = http.StatusOK
 	}
+	out := itemResult(res, false, s.newShardsCache())
+	out.ForcedRefresh = opts.Refresh == shard.RefreshTrue
+	if after != nil {
+		if err := after(&out); err != nil {
+			return err
+		}
+	}
 	if status == http.StatusCreated {
 		w.Header().Set("Location", "/"+url.PathEscape(res.Index)+"/_doc/"+url.PathEscape(res.ID))
 	}
-	s.writeJSON(w, r, status, itemResult(res, false, s.newShardsCache()))
+	s.writeJSON(w, r, status, out)
 	return nil
 }
 
@@ -154,7 +176,7 @@ func (s *Server) handleIndexDoc(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusBadRequest, Type: "document_parsing_exception", Reason: "failed to parse the document: " + err.Error(), Index: op.Index}
 	}
 	op.Source = body
-	return s.writeOne(w, r, op)
+	return s.writeOne(w, r, op, nil)
 }
 
 // getResult is the reply of GET /{index}/_doc/{id}.
@@ -180,7 +202,7 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	}
 	seq := doc.SeqNo
 	out := getResult{Index: name, ID: doc.ID, Version: doc.Version, SeqNo: &seq, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
-	if out.Source, err = esdsl.FilterSource(doc.Source, r.URL.Query()); err != nil {
+	if out.Source, err = esdsl.FilterSource(doc.Source, nil, r.URL.Query()); err != nil {
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
@@ -196,7 +218,7 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if doc.Source, err = esdsl.FilterSource(doc.Source, r.URL.Query()); err != nil {
+	if doc.Source, err = esdsl.FilterSource(doc.Source, nil, r.URL.Query()); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(doc.Source)))
@@ -212,7 +234,7 @@ func (s *Server) handleDeleteDoc(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.eng.Index(op.Index); err != nil {
 		return err // deleting from a missing index is 404 index_not_found, not an auto-create
 	}
-	return s.writeOne(w, r, op)
+	return s.writeOne(w, r, op, nil)
 }
 
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
@@ -226,7 +248,26 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	op := shard.Op{Type: shard.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
 		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}}
-	return s.writeOne(w, r, op)
+	q := r.URL.Query()
+	if a.SourceFilter == nil && !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
+		return s.writeOne(w, r, op, nil)
+	}
+	// _source asks for the updated document in the reply's "get".
+	if _, err := esdsl.FilterSource([]byte(`{}`), a.SourceFilter, q); err != nil {
+		return err
+	}
+	return s.writeOne(w, r, op, func(out *writeResult) error {
+		doc, err := s.eng.Get(r.Context(), op.Index, op.ID, op.Routing)
+		if err != nil {
+			return err
+		}
+		g := &updateGet{SeqNo: doc.SeqNo, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
+		if g.Source, err = esdsl.FilterSource(doc.Source, a.SourceFilter, q); err != nil {
+			return err
+		}
+		out.Get = g
+		return nil
+	})
 }
 
 // bulkReply is the reply of _bulk.
@@ -255,7 +296,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ops := make([]shard.Op, 0, len(actions))
-	for _, a := range actions {
+	for i, a := range actions {
 		if a.Err != nil {
 			continue
 		}
@@ -266,6 +307,10 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		case actionCreate:
 			op.Type, op.Source = shard.OpCreate, a.Source
 		case actionUpdate:
+			if a.SourceFilter != nil {
+				actions[i].Err = illegalArgument("update option [_source] is not supported in _bulk; use the _update endpoint to get the updated document back")
+				continue
+			}
 			op.Type, op.Update = shard.OpUpdate, &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}
 		case actionDelete:
 			op.Type = shard.OpDelete
@@ -295,6 +340,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 			item = writeResult{Index: a.Index, ID: a.ID, Status: a.Err.Status, Error: &c}
 		} else {
 			item = itemResult(results[next], true, shards)
+			item.ForcedRefresh = opts.Refresh == shard.RefreshTrue && item.Error == nil
 			next++
 		}
 		if item.Error != nil {

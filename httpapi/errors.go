@@ -21,6 +21,8 @@ type apiError struct {
 	// Index, when set, is reported as the error's "index" field, as ES does
 	// for index-scoped failures.
 	Index string
+	// CausedBy is the error this one wraps, reported as "caused_by".
+	CausedBy *apiError
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s: %s", e.Type, e.Reason) }
@@ -35,10 +37,13 @@ func illegalArgument(format string, args ...any) *apiError {
 
 // esErrorCause is one element of ES's root_cause list and the body of "error".
 type esErrorCause struct {
-	Type      string `json:"type"`
-	Reason    string `json:"reason"`
-	Index     string `json:"index,omitempty"`
-	IndexUUID string `json:"index_uuid,omitempty"`
+	Type         string        `json:"type"`
+	Reason       string        `json:"reason"`
+	ResourceType string        `json:"resource.type,omitempty"`
+	ResourceID   string        `json:"resource.id,omitempty"`
+	Index        string        `json:"index,omitempty"`
+	IndexUUID    string        `json:"index_uuid,omitempty"`
+	CausedBy     *esErrorCause `json:"caused_by,omitempty"`
 }
 
 type esErrorBody struct {
@@ -55,13 +60,30 @@ func (e *apiError) cause() esErrorCause {
 	c := esErrorCause{Type: e.Type, Reason: e.Reason, Index: e.Index}
 	if e.Index != "" {
 		c.IndexUUID = "_na_"
+		if e.Type == "index_not_found_exception" {
+			c.ResourceType, c.ResourceID = "index_or_alias", e.Index
+		}
+	}
+	if e.CausedBy != nil {
+		cb := e.CausedBy.cause()
+		c.CausedBy = &cb
 	}
 	return c
 }
 
+// rootCause is the innermost error of the caused_by chain, as ES reports
+// in root_cause.
+func (e *apiError) rootCause() *apiError {
+	for e.CausedBy != nil {
+		e = e.CausedBy
+	}
+	return e
+}
+
 func (e *apiError) response() esErrorResponse {
-	c := e.cause()
-	return esErrorResponse{Error: esErrorBody{RootCause: []esErrorCause{c}, esErrorCause: c}, Status: e.Status}
+	root := e.rootCause().cause()
+	root.CausedBy = nil
+	return esErrorResponse{Error: esErrorBody{RootCause: []esErrorCause{root}, esErrorCause: e.cause()}, Status: e.Status}
 }
 
 // errContentTooLong answers bodies over Config.MaxBodyBytes.

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +161,75 @@ func (s *Server) resolve(expr string) ([]string, error) {
 		expr = "_all"
 	}
 	return s.eng.ResolveIndices(expr)
+}
+
+// resolveOpts expands an index expression as resolve does, under
+// Elasticsearch's index options: ignore_unavailable (skip missing concrete
+// names), allow_no_indices (false: an expression that matches nothing is
+// an index_not_found_exception) and expand_wildcards (which indices a
+// wildcard matches: open, all and hidden match every index, closed and none
+// match none, since Weft has no closed indices).
+func (s *Server) resolveOpts(expr string, q url.Values) ([]string, error) {
+	ignore, err := queryBool(q, "ignore_unavailable", false)
+	if err != nil {
+		return nil, err
+	}
+	allowNone, err := queryBool(q, "allow_no_indices", true)
+	if err != nil {
+		return nil, err
+	}
+	wild := !q.Has("expand_wildcards")
+	for _, v := range splitComma(q.Get("expand_wildcards")) {
+		switch v {
+		case "open", "all", "hidden":
+			wild = true
+		case "closed", "none":
+		default:
+			return nil, illegalArgument("No enum constant org.elasticsearch.action.support.IndicesOptions.WildcardStates.%s; expand_wildcards takes open, closed, hidden, none or all", strings.ToUpper(v))
+		}
+	}
+	if expr == "" {
+		expr = "_all"
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, part := range splitComma(expr) {
+		if isWildcard(part) && !wild {
+			continue
+		}
+		names, err := s.eng.ResolveIndices(part)
+		if err != nil {
+			if ignore && errors.Is(err, shard.ErrIndexNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	if len(out) == 0 && !allowNone {
+		return nil, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, expr)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func isWildcard(part string) bool {
+	return part == "_all" || strings.ContainsAny(part, "*?")
+}
+
+func splitComma(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (s *Server) infos(expr string) ([]shard.IndexInfo, error) {

@@ -30,7 +30,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 // search runs one search request over the index expression expr.
 func (s *Server) search(r *http.Request, expr string, body []byte, params url.Values) (*esdsl.SearchResponse, error) {
 	start := time.Now()
-	names, err := s.resolve(expr)
+	names, err := s.resolveOpts(expr, params)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +47,9 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 		return nil, err
 	}
 	resp := srch.Response(res.SearchResult, time.Since(start))
+	if resp.Aggregations, err = srch.RenderAggs(res.Aggs); err != nil {
+		return nil, err
+	}
 	resp.TimedOut = res.TimedOut
 	resp.Shards.Failures = shardFailures(res.Failures)
 	id, err := srch.ScrollID(names, res.SearchResult, s.now())
@@ -62,7 +65,7 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolveOpts(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}

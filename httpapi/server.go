@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"reflect"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -378,7 +380,11 @@ func flagParam(r *http.Request, name string) bool {
 // boolParam parses an Elasticsearch boolean parameter ("true", "false", or
 // empty meaning true); anything else is a 400 naming the parameter.
 func boolParam(r *http.Request, name string, def bool) (bool, error) {
-	q := r.URL.Query()
+	return queryBool(r.URL.Query(), name, def)
+}
+
+// queryBool reads a boolean parameter of q (def when absent).
+func queryBool(q url.Values, name string, def bool) (bool, error) {
 	if !q.Has(name) {
 		return def, nil
 	}
@@ -453,7 +459,8 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
 	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term",
+		"_source", "_source_includes", "_source_excludes")
 
 	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
@@ -497,6 +504,19 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health")...)
 	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health")...)
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
+	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
+	for _, m := range []string{"GET", "POST"} {
+		s.handle(m+" /_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
+		s.handle(m+" /{index}/_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
+		fcParams := []string{"fields", "include_unmapped", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "filters", "types", "include_empty_fields"}
+		s.handle(m+" /_field_caps", s.handleFieldCaps, fcParams...)
+		s.handle(m+" /{index}/_field_caps", s.handleFieldCaps, fcParams...)
+		vqParams := []string{"explain", "rewrite", "all_shards", "q", "df", "default_operator", "analyzer", "analyze_wildcard", "lenient", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+		s.handle(m+" /_validate/query", s.handleValidateQuery, vqParams...)
+		s.handle(m+" /{index}/_validate/query", s.handleValidateQuery, vqParams...)
+		s.handle(m+" /{index}/_explain/{id}", s.handleExplain, "routing", "preference", "stored_fields", "_source", "lenient", "q", "df", "analyzer", "analyze_wildcard", "default_operator")
+	}
+	s.handle("GET /_cat/count/{index}", s.handleCatCount, catParams...)
 	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
 	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
 	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
@@ -505,11 +525,8 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/recovery", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
 	s.handle("GET /_cat/recovery/{index}", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
 	s.handle("GET /_nodes", s.handleNodes, "timeout")
-	// GET /_nodes/{node_id} would overlap every /{index}/_x pattern; the
-	// selectors clients use are served by name.
-	for _, sel := range []string{"_local", "_all", "_master"} {
-		s.handle("GET /_nodes/"+sel, s.handleNodes, "timeout")
-	}
+	// GET /_nodes/{node_id} would conflict with every GET /{index}/_x
+	// pattern in net/http's mux: handleNoRoute serves it.
 	s.handle("GET /_cluster/state", s.handleClusterState, "local", "master_timeout")
 	s.handle("POST /_cluster/reroute", s.handleReroute, "dry_run", "explain", "retry_failed", "metric", "master_timeout", "timeout")
 	s.handle("GET /_cluster/settings", s.handleGetClusterSettings, "flat_settings", "include_defaults", "master_timeout", "timeout")
@@ -532,6 +549,19 @@ func (s *Server) routes() {
 // does) and known paths asked with the wrong method (405 with the methods
 // that would work).
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	if id, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && id != "" && !strings.Contains(id, "/") {
+		for p := range r.URL.Query() {
+			if p != "timeout" && p != "pretty" && p != "human" && p != "error_trace" && p != "filter_path" {
+				s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
+				return
+			}
+		}
+		r.SetPathValue("node_id", id)
+		if err := s.handleNodes(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+		return
+	}
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		probe := r.Clone(context.Background())

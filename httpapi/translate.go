@@ -63,11 +63,44 @@ func translate(err error) *apiError {
 			if detail, ok := strings.CutPrefix(reason, t.sentinel.Error()+": "); ok && detail != "" {
 				reason = detail
 			}
-			return &apiError{Status: t.status, Type: t.typ, Reason: reason}
+			out := &apiError{Status: t.status, Type: t.typ, Reason: reason}
+			if t.sentinel == shard.ErrIndexNotFound {
+				out.Index = notFoundName(reason)
+			}
+			if inner := causeOf(err, t.sentinel); inner != nil {
+				out.CausedBy = translate(inner)
+			}
+			return out
 		}
 	}
 	if ce := contextError(err); ce != nil {
 		return ce
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: "internal_server_error", Reason: reason}
+}
+
+// causeOf returns the error that err wraps beside sentinel (an error made
+// with two %w verbs, such as "all shards failed: <the first shard's
+// error>"), or nil.
+func causeOf(err, sentinel error) error {
+	u, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil
+	}
+	for _, e := range u.Unwrap() {
+		if !errors.Is(e, sentinel) {
+			return e
+		}
+	}
+	return nil
+}
+
+// notFoundName reads the index name of "no such index [x]".
+func notFoundName(reason string) string {
+	i := strings.LastIndexByte(reason, '[')
+	j := strings.LastIndexByte(reason, ']')
+	if i < 0 || j < i {
+		return ""
+	}
+	return reason[i+1 : j]
 }

@@ -93,6 +93,30 @@ func BleveAnalyzerName(esName string) (string, bool) {
 // search analyzer of the field at path (keyword fields: the whole value;
 // unmapped fields: standard).
 func (m *Mapping) Analyze(path, analyzer, text string) ([]string, error) {
+	tokens, err := m.AnalyzeTokens(path, analyzer, text)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(tokens))
+	for k, t := range tokens {
+		out[k] = t.Term
+	}
+	return out, nil
+}
+
+// Token is one token an analyzer produced: its term, its byte offsets in
+// the text, its position (from 0) and its type as Elasticsearch names it
+// ("<ALPHANUM>", "<NUM>", "word").
+type Token struct {
+	Term       string
+	Start, End int
+	Position   int
+	Type       string
+}
+
+// AnalyzeTokens is Analyze with each token's offsets, position and type
+// (the _analyze API).
+func (m *Mapping) AnalyzeTokens(path, analyzer, text string) ([]Token, error) {
 	m.anOnce.Do(func() { m.an, m.anErr = newAnalyzerSet() })
 	if m.anErr != nil {
 		return nil, m.anErr
@@ -120,9 +144,20 @@ func (m *Mapping) Analyze(path, analyzer, text string) ([]string, error) {
 		return nil, fmt.Errorf("%w: analyzer [%s] is not supported; supported: %s", ErrInvalidMapping, name, strings.Join(analyzerNames(), ", "))
 	}
 	tokens := a.Analyze([]byte(text))
-	out := make([]string, len(tokens))
+	out := make([]Token, len(tokens))
 	for k, t := range tokens {
-		out[k] = string(t.Term)
+		typ := "word"
+		if name == "standard" || name == "english" {
+			switch t.Type {
+			case analysis.Numeric:
+				typ = "<NUM>"
+			case analysis.Ideographic:
+				typ = "<IDEOGRAPHIC>"
+			default:
+				typ = "<ALPHANUM>"
+			}
+		}
+		out[k] = Token{Term: string(t.Term), Start: t.Start, End: t.End, Position: t.Position - 1, Type: typ}
 	}
 	return out, nil
 }

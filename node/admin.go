@@ -103,11 +103,11 @@ func adminErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, cluster.ErrInvalidCommand), errors.Is(err, cluster.ErrStale):
-		return fmt.Errorf("%w: %w", shard.ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %v", shard.ErrInvalidRequest, err)
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady):
-		return fmt.Errorf("%w: %w", shard.ErrClusterBlocked, err)
+		return fmt.Errorf("%w: %v", shard.ErrClusterBlocked, err)
 	case errors.Is(err, cluster.ErrIndexNotFound):
-		return fmt.Errorf("%w: %w", shard.ErrIndexNotFound, err)
+		return fmt.Errorf("%w: %v", shard.ErrIndexNotFound, err)
 	}
 	return err
 }

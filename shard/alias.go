@@ -12,7 +12,8 @@ import (
 // aliasChild presents a ShardSearcher as the bleve.Index that IndexAlias
 // fans out to. Only searching is supported: the alias is built per search
 // and never written through. Hits of a searcher that fetches separately
-// are remembered in pending, for the fetch phase.
+// are remembered in pending, for the fetch phase, and so is every searcher
+// that answered (its aggregations count).
 type aliasChild struct {
 	s       ShardSearcher
 	pending *fetchSet
@@ -26,8 +27,9 @@ func errReadOnly(op string) error {
 
 func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	res, err := a.s.Search(ctx, req)
-	if f, ok := a.s.(fetcher); ok && err == nil && a.pending != nil {
-		a.pending.add(f, res.Hits)
+	if err == nil && a.pending != nil {
+		a.pending.searched(a.s)
+		a.pending.add(a.s, res.Hits)
 	}
 	return res, err
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,6 +153,48 @@ func queryBodies(t *testing.T) map[string]json.RawMessage {
 	return qs
 }
 
+// requireSameJSON requires two decoded JSON values to be equal: numbers
+// within a relative 1e-9, except under "pct" (percentiles merged from
+// several t-digests), within 0.5% of the value.
+func requireSameJSON(t *testing.T, want, got any, path string) {
+	t.Helper()
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		require.True(t, ok, "%s: %v is not an object", path, got)
+		require.Len(t, g, len(w), "%s: keys %v vs %v", path, keysOf(w), keysOf(g))
+		for k, v := range w {
+			requireSameJSON(t, v, g[k], path+"."+k)
+		}
+	case []any:
+		g, ok := got.([]any)
+		require.True(t, ok, "%s: %v is not an array", path, got)
+		require.Len(t, g, len(w), path)
+		for k := range w {
+			requireSameJSON(t, w[k], g[k], fmt.Sprintf("%s.%d", path, k))
+		}
+	case float64:
+		g, ok := got.(float64)
+		require.True(t, ok, "%s: %v is not a number", path, got)
+		tol := 1e-9
+		if strings.Contains(path, ".pct.") {
+			tol = 5e-3
+		}
+		require.LessOrEqual(t, math.Abs(w-g), tol*math.Max(math.Abs(w), 1), "%s: %v vs %v", path, w, g)
+	default:
+		require.Equal(t, want, got, path)
+	}
+}
+
+func keysOf(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // sameHits requires two results to rank the same hits with the same scores.
 func sameHits(t *testing.T, want, got *bleve.SearchResult, what string) {
 	t.Helper()
@@ -210,11 +253,65 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		})
 	}
 	t.Run("aggregations", func(t *testing.T) {
-		body := `{"size":0,"aggs":{"labels":{"terms":{"field":"label"}},"groups":{"terms":{"field":"group","size":3}}}}`
-		one, six := tc.search(t, "n3", []string{"one"}, body), tc.search(t, "n3", []string{"six"}, body)
-		require.Equal(t, one.Total, six.Total)
-		for _, name := range []string{"labels", "groups"} {
-			require.Equal(t, one.Facets[name].Terms.Terms(), six.Facets[name].Terms.Terms(), name)
+		// Every kind of aggregation, nested, over six shards on three
+		// nodes (partials from remote copies travel in the query phase)
+		// renders as over one shard: counts exactly (shard_size covers
+		// every term), averages and percentiles within float tolerance.
+		body := `{"size":0,"query":{"match":{"body":"the"}},"aggs":{
+			"labels":{"terms":{"field":"label","shard_size":100},"aggs":{
+				"days":{"date_histogram":{"field":"date","calendar_interval":"month","format":"yyyy-MM"},"aggs":{"senders":{"cardinality":{"field":"from.keyword"}}}},
+				"first":{"min":{"field":"date"}},"spread":{"extended_stats":{"field":"date"}},
+				"top":{"top_hits":{"size":2,"sort":[{"date":"desc"},{"id":"asc"}],"_source":["subject"]}}}},
+			"groups":{"terms":{"field":"group","size":3,"shard_size":100,"order":{"latest":"desc"}},"aggs":{"latest":{"max":{"field":"date"}}}},
+			"weeks":{"histogram":{"field":"date","interval":604800000,"min_doc_count":1}},
+			"mean":{"avg":{"field":"date"}},"count":{"value_count":{"field":"id"}},
+			"pct":{"percentiles":{"field":"date","percents":[10,50,90]}},
+			"senders":{"cardinality":{"field":"from.keyword"}},
+			"ranges":{"date_range":{"field":"date","ranges":[{"to":"2002-09-01"},{"from":"2002-09-01"}]}},
+			"spam":{"filter":{"term":{"label":"spam"}},"aggs":{"n":{"value_count":{"field":"id"}}}},
+			"kinds":{"filters":{"filters":{"re":{"match":{"subject":"re"}},"linux":{"match":{"body":"linux"}}},"other_bucket":true}},
+			"nosubject":{"missing":{"field":"subject.keyword"}},
+			"pages":{"composite":{"size":5,"sources":[{"l":{"terms":{"field":"label"}}},{"g":{"terms":{"field":"group"}}}]}}}}`
+		render := func(name string) map[string]any {
+			n := tc.nodes["n3"]
+			srch, err := esdsl.ParseSearch([]byte(body), nil, n.Fields([]string{name}))
+			require.NoError(t, err)
+			res, err := n.Search(ctx, []string{name}, srch)
+			require.NoError(t, err)
+			require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
+			out, err := srch.RenderAggs(res.Aggs)
+			require.NoError(t, err)
+			raw, err := json.Marshal(out)
+			require.NoError(t, err)
+			raw = []byte(strings.ReplaceAll(string(raw), `"_index":"`+name+`"`, `"_index":"X"`))
+			var v map[string]any
+			require.NoError(t, json.Unmarshal(raw, &v))
+			return v
+		}
+		one, six := render("one"), render("six")
+		require.NotEmpty(t, one["labels"].(map[string]any)["buckets"])
+		requireSameJSON(t, one, six, "aggregations")
+	})
+	t.Run("matched_queries", func(t *testing.T) {
+		// Named queries are tested on the final page's hits: in place on
+		// local copies, in the fetch phase on remote ones (even with
+		// _source off, which otherwise needs no fetch).
+		for _, src := range []string{"true", "false"} {
+			body := `{"query":{"bool":{"should":[{"match":{"body":{"query":"linux","_name":"l"}}},{"match":{"subject":{"query":"re","_name":"r"}}}]}},
+				"size":30,"sort":[{"_id":"asc"}],"_source":` + src + `}`
+			one, six := tc.search(t, "n3", []string{"one"}, body), tc.search(t, "n3", []string{"six"}, body)
+			require.Len(t, six.Hits, 30)
+			both := 0
+			for k := range one.Hits {
+				require.Equal(t, one.Hits[k].ID, six.Hits[k].ID)
+				m := six.Hits[k].Fields[index.MatchedQueriesField]
+				require.Equal(t, one.Hits[k].Fields[index.MatchedQueriesField], m, "hit %s", six.Hits[k].ID)
+				require.NotEmpty(t, m, "hit %s matched some named query", six.Hits[k].ID)
+				if len(m.([]string)) == 2 {
+					both++
+				}
+			}
+			require.Positive(t, both, "some hits match both")
 		}
 	})
 	t.Run("search_after", func(t *testing.T) {
@@ -365,4 +462,60 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
+}
+
+// TestSearchRoutingReachesOnlyRoutedShards: a search with routing values
+// searches only the shards they route to (over every node), so documents
+// routed elsewhere are not found and _shards counts those shards only.
+func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "r", IndexSettings{NumberOfShards: 6}, nil))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	// Two routing values on different shards, a document under each, and
+	// one document per shard without routing.
+	a, b := "alpha", ""
+	for _, c := range []string{"beta", "gamma", "delta", "epsilon", "zeta"} {
+		if ShardFor("", c, 6) != ShardFor("", a, 6) {
+			b = c
+			break
+		}
+	}
+	require.NotEmpty(t, b)
+	ops := []Op{
+		{Type: OpIndex, Index: "r", ID: "ra", Routing: a, Source: json.RawMessage(`{"k":"x"}`)},
+		{Type: OpIndex, Index: "r", ID: "rb", Routing: b, Source: json.RawMessage(`{"k":"x"}`)},
+	}
+	for k := 0; k < 60; k++ {
+		ops = append(ops, Op{Type: OpIndex, Index: "r", ID: fmt.Sprint("d", k), Source: json.RawMessage(`{"k":"x"}`)})
+	}
+	res, err := tc.nodes["n2"].Bulk(ctx, ops, WriteOptions{Refresh: RefreshTrue})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	count := func(routing string) *SearchResult {
+		srch, err := esdsl.ParseSearch([]byte(`{"size":100,"query":{"match":{"k":"x"}}}`), map[string][]string{"routing": {routing}}, tc.nodes["n1"].Fields([]string{"r"}))
+		require.NoError(t, err)
+		out, err := tc.nodes["n1"].Search(ctx, []string{"r"}, srch)
+		require.NoError(t, err)
+		return out
+	}
+	onA := count(a)
+	require.Equal(t, 1, onA.Status.Total, "one shard searched")
+	var ids []string
+	for _, h := range onA.Hits {
+		ids = append(ids, h.ID)
+		require.Equal(t, ShardFor(h.ID, "", 6) == ShardFor("", a, 6) || h.ID == "ra", true, h.ID)
+	}
+	require.Contains(t, ids, "ra")
+	require.NotContains(t, ids, "rb")
+	both := count(a + "," + b)
+	require.Equal(t, 2, both.Status.Total)
+	require.Greater(t, both.Total, onA.Total)
+	all := count("")
+	require.Equal(t, 6, all.Status.Total)
+	require.EqualValues(t, 62, all.Total)
 }

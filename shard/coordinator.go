@@ -323,6 +323,11 @@ func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
 		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: indexHealth(v, ix),
 			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas}}
 		if nm, ok := c.store.mapping(ix.UUID); ok {
+			// The view may be newer than what the reconcile loop merged:
+			// merge it now, so a PUT _mapping is seen by the next GET.
+			if err := nm.merge(ix); err != nil {
+				c.logger.Warn("shard: merging the committed mapping", "index", ix.Name, "err", err)
+			}
 			inf.Mapping = nm.m.Clone()
 		} else if m, err := index.ParseMapping(ix.Mapping); err == nil {
 			inf.Mapping = m

@@ -48,11 +48,11 @@ type queryRequest struct {
 }
 
 type queryReply struct {
-	Total    uint64              `json:"total"`
-	Gte      bool                `json:"gte,omitempty"`
-	MaxScore float64             `json:"max_score"`
-	Hits     []wireHit           `json:"hits"`
-	Facets   search.FacetResults `json:"facets,omitempty"`
+	Total    uint64            `json:"total"`
+	Gte      bool              `json:"gte,omitempty"`
+	MaxScore float64           `json:"max_score"`
+	Hits     []wireHit         `json:"hits"`
+	Aggs     esdsl.AggPartials `json:"aggs,omitempty"`
 }
 
 // wireHit is a hit of the query phase: what merging and paging need.
@@ -78,6 +78,7 @@ type fetchReply struct {
 type fetchedHit struct {
 	Fields    map[string]any              `json:"fields,omitempty"`
 	Locations search.FieldTermLocationMap `json:"locations,omitempty"`
+	Matched   []string                    `json:"matched,omitempty"` // named queries
 }
 
 // remoteFailure is a phase that failed on a node.
@@ -103,12 +104,20 @@ type remoteSearcher struct {
 
 	mu     sync.Mutex
 	copies []CopyView // untried or working, best first
+	aggs   esdsl.AggPartials
 }
 
 var (
 	_ ShardSearcher = (*remoteSearcher)(nil)
 	_ fetcher       = (*remoteSearcher)(nil)
+	_ aggSearcher   = (*remoteSearcher)(nil)
 )
+
+func (r *remoteSearcher) aggPartials() esdsl.AggPartials {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.aggs
+}
 
 func (r *remoteSearcher) Name() string { return r.name }
 
@@ -196,7 +205,10 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 	if err != nil {
 		return nil, err
 	}
-	res := &bleve.SearchResult{Request: req, Total: rep.Total, MaxScore: rep.MaxScore, Facets: rep.Facets,
+	r.mu.Lock()
+	r.aggs = rep.Aggs
+	r.mu.Unlock()
+	res := &bleve.SearchResult{Request: req, Total: rep.Total, MaxScore: rep.MaxScore,
 		Status: &bleve.SearchStatus{Total: 1, Successful: 1}, Hits: make(search.DocumentMatchCollection, len(rep.Hits))}
 	if rep.Gte {
 		res.TotalRelation = bleve.TotalRelationGte
@@ -225,6 +237,7 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 			return fmt.Errorf("fetch of [%s][%d]: document [%s] is gone", r.index, r.num, h.ID)
 		}
 		h.Fields, h.Locations = f.Fields, f.Locations
+		setMatched(h, f.Matched)
 	}
 	return nil
 }
@@ -306,12 +319,24 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 	if m.Stats != nil {
 		ctx = index.WithGlobalStats(ctx, m.Stats)
 	}
-	res, err := sc.idx.Search(ctx, &r)
+	name := ""
+	if ix, ok := c.meta.View().IndexByUUID(m.Index); ok {
+		name = ix.Name
+	}
+	ac := srch.AggCollector(name, m.Shard)
+	var col index.Collector
+	if ac != nil {
+		col = ac
+	}
+	res, err := sc.idx.SearchCollect(ctx, &r, col)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
 	rep := queryReply{Total: res.Total, Gte: res.TotalRelation == bleve.TotalRelationGte, MaxScore: res.MaxScore,
-		Facets: res.Facets, Hits: make([]wireHit, len(res.Hits))}
+		Hits: make([]wireHit, len(res.Hits))}
+	if ac != nil {
+		rep.Aggs = ac.Partials()
+	}
 	for k, h := range res.Hits {
 		rep.Hits[k] = wireHit{ID: h.ID, Score: h.Score, Sort: h.Sort, Num: h.HitNumber, Expl: h.Expl}
 	}
@@ -331,9 +356,13 @@ func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
+	matched, err := matchedQueries(ctx, sc.idx, srch.NamedQueries(), m.IDs)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
 	rep := fetchReply{Hits: make(map[string]fetchedHit, len(res.Hits))}
 	for _, h := range res.Hits {
-		rep.Hits[h.ID] = fetchedHit{Fields: h.Fields, Locations: h.Locations}
+		rep.Hits[h.ID] = fetchedHit{Fields: h.Fields, Locations: h.Locations, Matched: matched[h.ID]}
 	}
 	return jsonReply(rep)
 }

@@ -36,9 +36,13 @@ import (
 // _shards.failed), never waited for without end.
 
 // SearchResult is a search's merged result with what the response needs
-// beyond bleve's: which shards failed, and whether the timeout cut it.
+// beyond bleve's: the merged aggregations, which shards failed, and whether
+// the timeout cut it.
 type SearchResult struct {
 	*bleve.SearchResult
+	// Aggs are the request's aggregations merged over the shards that
+	// answered (nil when it has none); esdsl.Search.RenderAggs shapes them.
+	Aggs esdsl.AggPartials
 	// Failures are the shards that gave no result.
 	Failures []ShardFailure
 	// TimedOut is true when the request's timeout passed before every
@@ -78,7 +82,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	searchers, failures := c.searchers(v, names, srch)
-	res, err := searchShards(sctx, searchers, srch.Request)
+	res, err := searchShards(sctx, searchers, srch.Request, srch)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -88,7 +92,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 		}
 		return nil, err
 	}
-	out := &SearchResult{SearchResult: res.SearchResult, Failures: append(failures, res.failures...)}
+	out := &SearchResult{SearchResult: res.SearchResult, Aggs: res.aggs, Failures: append(failures, res.failures...)}
 	out.TimedOut = srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil
 	st := out.Status
 	st.Total += len(failures)
@@ -115,12 +119,16 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 	var out []ShardSearcher
 	var failures []ShardFailure
 	wire := srch.Wire()
+	routing := srch.Routing()
 	for _, n := range names {
 		ix, ok := v.Indices[n]
 		if !ok {
 			continue
 		}
 		for num := range ix.Shards {
+			if !routedTo(routing, num, ix.NumberOfShards) {
+				continue
+			}
 			var active []CopyView
 			for _, cp := range ix.Shards[num].Copies {
 				if v.Active(cp) && cp.RelocatingFrom == "" {
@@ -139,7 +147,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = &localSearcher{name: name, idx: sc.idx}
+					local = &localSearcher{name: name, idx: sc.idx, aggs: srch.AggCollector(n, num)}
 				}
 			}
 			switch {
@@ -155,6 +163,20 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 		}
 	}
 	return out, failures
+}
+
+// routedTo reports whether a search with these routing values (none: every
+// shard) reaches shard num of an index of n shards.
+func routedTo(routing []string, num, n int) bool {
+	if len(routing) == 0 {
+		return true
+	}
+	for _, r := range routing {
+		if ShardFor("", r, n) == num {
+			return true
+		}
+	}
+	return false
 }
 
 // ShardSearcher is how a search reaches one shard copy: phase 1 collects
@@ -176,22 +198,44 @@ type fetcher interface {
 
 var _ ShardSearcher = (*localSearcher)(nil)
 
+// aggSearcher is a searcher whose query phase also computed the request's
+// aggregations over its shard.
+type aggSearcher interface {
+	// aggPartials are the shard's partial aggregations, once Search
+	// succeeded (nil when the request has none).
+	aggPartials() esdsl.AggPartials
+}
+
 type localSearcher struct {
 	name string
 	idx  *index.Index
+	aggs esdsl.AggCollector // nil: no aggregations
 }
+
+var _ aggSearcher = (*localSearcher)(nil)
 
 func (l *localSearcher) Name() string { return l.name }
 func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
 	return l.idx.TermStats(ctx, q)
 }
 func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	return l.idx.Search(ctx, req)
+	if l.aggs == nil {
+		return l.idx.Search(ctx, req)
+	}
+	return l.idx.SearchCollect(ctx, req, l.aggs)
+}
+func (l *localSearcher) aggPartials() esdsl.AggPartials {
+	if l.aggs == nil {
+		return nil
+	}
+	return l.aggs.Partials()
 }
 
-// shardsResult is searchShards' merged result and the shards that failed.
+// shardsResult is searchShards' merged result, the merged aggregations and
+// the shards that failed.
 type shardsResult struct {
 	*bleve.SearchResult
+	aggs     esdsl.AggPartials
 	failures []ShardFailure
 }
 
@@ -202,19 +246,25 @@ type shardsResult struct {
 // ErrAllShardsFailed and the first shard's error (a malformed query fails
 // this way).
 func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	res, err := searchShards(ctx, searchers, req)
+	res, err := searchShards(ctx, searchers, req, nil)
 	if err != nil {
 		return nil, err
 	}
 	return res.SearchResult, nil
 }
 
-func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*shardsResult, error) {
+// searchShards runs the phases over searchers; srch (nil for a bare bleve
+// request) reduces the shards' aggregations.
+func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
 		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
 	}
 	if len(searchers) == 0 {
-		return &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}, nil
+		out := &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}
+		if srch != nil {
+			out.aggs = srch.ReduceAggs(nil)
+		}
+		return out, nil
 	}
 	var total *index.TermStats
 	live := searchers
@@ -228,7 +278,7 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, searchers[0].Name(), failed[searchers[0].Name()])
 		}
 	}
-	pending := &fetchSet{byHit: map[*search.DocumentMatch]fetcher{}}
+	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: srch != nil && len(srch.NamedQueries()) > 0}
 	children := make([]bleve.Index, len(live))
 	for k, s := range live {
 		children[k] = aliasChild{s: s, pending: pending}
@@ -255,6 +305,9 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		res.Status.Total, res.Status.Successful = len(live), len(live)
 	}
 	pending.fetch(ctx, req, res)
+	if srch != nil {
+		pending.matchNamed(ctx, srch, res)
+	}
 	for n, e := range failed {
 		if res.Status.Errors == nil {
 			res.Status.Errors = map[string]error{}
@@ -266,6 +319,9 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		}
 	}
 	out := &shardsResult{SearchResult: res}
+	if srch != nil {
+		out.aggs = srch.ReduceAggs(pending.aggPartials())
+	}
 	for n, e := range res.Status.Errors {
 		out.failures = append(out.failures, failureOf(n, e))
 	}
@@ -274,6 +330,60 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		return fa.Index < fb.Index || (fa.Index == fb.Index && fa.Shard < fb.Shard)
 	})
 	return out, nil
+}
+
+// matchNamed sets the named queries that each hit of a local copy matches
+// (a remote copy's come with its fetch phase).
+func (f *fetchSet) matchNamed(ctx context.Context, srch *esdsl.Search, res *bleve.SearchResult) {
+	named := srch.NamedQueries()
+	if len(named) == 0 {
+		return
+	}
+	groups := map[*localSearcher][]*search.DocumentMatch{}
+	for _, h := range res.Hits {
+		if l, ok := f.byHit[h].(*localSearcher); ok {
+			groups[l] = append(groups[l], h)
+		}
+	}
+	for l, hits := range groups {
+		ids := make([]string, len(hits))
+		for k, h := range hits {
+			ids[k] = h.ID
+		}
+		matched, err := matchedQueries(ctx, l.idx, named, ids)
+		if err != nil {
+			continue // the hits are still right; they lack matched_queries
+		}
+		for _, h := range hits {
+			setMatched(h, matched[h.ID])
+		}
+	}
+}
+
+// matchedQueries returns, per id, the names of the named queries it
+// matches, in the request's order.
+func matchedQueries(ctx context.Context, idx *index.Index, named []esdsl.NamedQuery, ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, n := range named {
+		m, err := idx.Matching(ctx, n.Query, ids)
+		if err != nil {
+			return nil, err
+		}
+		for id := range m {
+			out[id] = append(out[id], n.Name)
+		}
+	}
+	return out, nil
+}
+
+func setMatched(h *search.DocumentMatch, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	if h.Fields == nil {
+		h.Fields = map[string]any{}
+	}
+	h.Fields[index.MatchedQueriesField] = names
 }
 
 // failureOf names the shard of a failure from its searcher name "index/n".
@@ -317,14 +427,17 @@ func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query) 
 	return total, live, failed
 }
 
-// fetchSet remembers which searcher returned each hit that still needs its
-// fetch phase.
+// fetchSet remembers which searcher returned each hit (for the fetch phase
+// of remote copies and the named queries of local ones), and which
+// searchers answered the query phase.
 type fetchSet struct {
-	mu    sync.Mutex
-	byHit map[*search.DocumentMatch]fetcher
+	mu       sync.Mutex
+	byHit    map[*search.DocumentMatch]ShardSearcher
+	answered []ShardSearcher
+	named    bool // the request has named queries: every page needs fetching
 }
 
-func (f *fetchSet) add(s fetcher, hits search.DocumentMatchCollection) {
+func (f *fetchSet) add(s ShardSearcher, hits search.DocumentMatchCollection) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range hits {
@@ -332,16 +445,36 @@ func (f *fetchSet) add(s fetcher, hits search.DocumentMatchCollection) {
 	}
 }
 
+// searched records that s answered the query phase.
+func (f *fetchSet) searched(s ShardSearcher) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answered = append(f.answered, s)
+}
+
+// aggPartials are the partial aggregations of the searchers that answered.
+func (f *fetchSet) aggPartials() []esdsl.AggPartials {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []esdsl.AggPartials
+	for _, s := range f.answered {
+		if a, ok := s.(aggSearcher); ok {
+			out = append(out, a.aggPartials())
+		}
+	}
+	return out
+}
+
 // fetch runs phase 3 for the hits of res that need it, grouped by shard.
 // A shard whose fetch fails loses its hits from the page and counts as
 // failed.
 func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *bleve.SearchResult) {
-	if len(f.byHit) == 0 || (len(req.Fields) == 0 && !req.IncludeLocations) {
+	if len(f.byHit) == 0 || (len(req.Fields) == 0 && !req.IncludeLocations && !f.named) {
 		return
 	}
 	groups := map[fetcher][]*search.DocumentMatch{}
 	for _, h := range res.Hits {
-		if s, ok := f.byHit[h]; ok {
+		if s, ok := f.byHit[h].(fetcher); ok {
 			groups[s] = append(groups[s], h)
 		}
 	}

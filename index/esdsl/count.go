@@ -13,6 +13,7 @@ var countParams = map[string]bool{
 	"lenient": true, "allow_no_indices": true, "expand_wildcards": true, "ignore_unavailable": true,
 	"ignore_throttled": true, "preference": true, "routing": true, "pretty": true, "human": true,
 	"error_trace": true, "filter_path": true, "source": true, "source_content_type": true,
+	"min_score": true,
 }
 
 // ParseCount translates an Elasticsearch _count request (a body holding at
@@ -46,6 +47,9 @@ func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time) 
 		if q, err = t.urlQueryString(params); err != nil {
 			return nil, err
 		}
+	}
+	if q, err = withMinScore(q, nil, params); err != nil {
+		return nil, err
 	}
 	req := bleve.NewSearchRequestOptions(q, 0, 0, false)
 	if err := req.Validate(); err != nil {

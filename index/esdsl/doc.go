@@ -27,10 +27,10 @@
 //
 // Where bleve cannot express Elasticsearch's behaviour the request is
 // refused with a 400 naming the feature, never answered differently:
-// phrase slop > 0, sub-aggregations and metric aggregations, histograms
-// without hard_bounds (buckets are range facets, so their span must be known
-// up front), terms aggregations ordered other than by count, and the body
-// keys listed in unsupportedBodyKeys. Known differences that do not change
+// phrase slop > 0, aggregations on range fields and scripts, and the body
+// keys listed in unsupportedBodyKeys. Aggregations are computed per shard
+// from doc values (AggCollector), merged (ReduceAggs) and rendered
+// (RenderAggs); see aggs.go. Known differences that do not change
 // which documents match:
 //   - bleve normalises query weights, so absolute scores differ from
 //     Elasticsearch's (a lone boost does not show in the score); dis_max,

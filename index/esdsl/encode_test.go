@@ -60,6 +60,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 				h.Index = "test"
 			}
 			resp := s.Response(res, 3*time.Millisecond)
+			if s.aggs != nil {
+				resp.Aggregations = map[string]any{"t": map[string]any{"buckets": []any{}}}
+			}
 			got, ok := resp.AppendJSON([]byte("prefix:"))
 			require.Equal(t, tc.fast, ok)
 			if !ok {

@@ -66,9 +66,19 @@ func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body stri
 	t.Helper()
 	s, err := esdsl.ParseSearch([]byte(body), params, fields)
 	require.NoError(t, err)
-	res, err := idx.Search(context.Background(), s.Request)
+	ac := s.AggCollector("test", 0)
+	var c index.Collector
+	if ac != nil {
+		c = ac
+	}
+	res, err := idx.SearchCollect(context.Background(), s.Request, c)
 	require.NoError(t, err)
-	raw, err := json.Marshal(s.Response(res, time.Millisecond))
+	resp := s.Response(res, time.Millisecond)
+	if ac != nil {
+		resp.Aggregations, err = s.RenderAggs(s.ReduceAggs([]esdsl.AggPartials{ac.Partials()}))
+		require.NoError(t, err)
+	}
+	raw, err := json.Marshal(resp)
 	require.NoError(t, err)
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(raw, &out))
@@ -115,6 +125,40 @@ func TestAgainstIndexPackage(t *testing.T) {
 		}},
 		{name: "source filter", body: `{"query":{"ids":{"values":["4"]}},"_source":["user.*","views"]}`, check: func(t *testing.T, resp map[string]any) {
 			require.Equal(t, map[string]any{"user": map[string]any{"name": "Dave"}, "views": 10.0}, hits(resp)[0]["_source"])
+		}},
+		{name: "min_score leaves out hits, totals and aggregations below it", body: `{"query":{"match":{"body":"the lazy fox"}},"min_score":0.5,"aggs":{"n":{"value_count":{"field":"views"}}}}`,
+			check: func(t *testing.T, resp map[string]any) {
+				all := engineSearch(t, idx, fields, `{"query":{"match":{"body":"the lazy fox"}}}`, nil)
+				var kept []string
+				for _, h := range hits(all) {
+					if h["_score"].(float64) >= 0.5 {
+						kept = append(kept, h["_id"].(string))
+					}
+				}
+				require.NotEmpty(t, kept)
+				require.Less(t, len(kept), len(hits(all)), "the threshold cuts some hits")
+				require.ElementsMatch(t, kept, ids(resp))
+				require.EqualValues(t, len(kept), resp["hits"].(map[string]any)["total"].(map[string]any)["value"])
+				require.EqualValues(t, len(kept), resp["aggregations"].(map[string]any)["n"].(map[string]any)["value"])
+			}},
+		{name: "min_score as a parameter", body: `{"query":{"match":{"body":"the lazy fox"}}}`, params: url.Values{"min_score": {"100"}}, check: wantIDs()},
+		{name: "case_insensitive term, prefix and wildcard on keywords", body: `{"query":{"bool":{"should":[
+			{"term":{"tags":{"value":"ANIMAL","case_insensitive":true}}},
+			{"prefix":{"title.keyword":{"value":"brown b","case_insensitive":true}}},
+			{"wildcard":{"tags":{"value":"N?w*","case_insensitive":true}}}]}}}`, check: wantIDs("1", "2", "3", "4")},
+		{name: "case_insensitive wildcard alone", body: `{"query":{"wildcard":{"title.keyword":{"value":"*DOGS*","case_insensitive":true}}}}`, check: wantIDs("2")},
+		{name: "case sensitive by default", body: `{"query":{"term":{"tags":"ANIMAL"}}}`, check: wantIDs()},
+		{name: "stored_fields [] keeps ids, drops sources", body: `{"query":{"ids":{"values":["4"]}},"stored_fields":[]}`, check: func(t *testing.T, resp map[string]any) {
+			require.Equal(t, "4", hits(resp)[0]["_id"])
+			require.NotContains(t, hits(resp)[0], "_source")
+		}},
+		{name: "stored_fields * with _source, as elasticdump sends", body: `{"query":{"ids":{"values":["4"]}},"stored_fields":["*"],"_source":true}`, check: func(t *testing.T, resp map[string]any) {
+			require.Equal(t, "4", hits(resp)[0]["_id"])
+			require.Equal(t, "Fox News Today", hits(resp)[0]["_source"].(map[string]any)["title"])
+		}},
+		{name: "stored_fields _none_ drops ids too", body: `{"query":{"ids":{"values":["4"]}},"stored_fields":"_none_"}`, check: func(t *testing.T, resp map[string]any) {
+			require.NotContains(t, hits(resp)[0], "_id")
+			require.NotContains(t, hits(resp)[0], "_source")
 		}},
 		{name: "aggregations", body: `{"size":0,"aggs":{"tags":{"terms":{"field":"tags"}},"on":{"terms":{"field":"active"}},"v":{"terms":{"field":"views","size":1}},
 			"months":{"date_histogram":{"field":"published","calendar_interval":"month","hard_bounds":{"min":"2023-12-01","max":"2024-02-29"}}}}}`,

@@ -7,7 +7,12 @@ import (
 )
 
 func (t *translator) prefix(body json.RawMessage) (query.Query, error) {
-	return t.textPattern(body, "prefix", func(s string) fieldQuery { return query.NewPrefixQuery(s) })
+	return t.textPattern(body, "prefix", func(s string, ci bool) fieldQuery {
+		if ci {
+			return query.NewRegexpQuery(foldPattern(s, false, true))
+		}
+		return query.NewPrefixQuery(s)
+	})
 }
 
 // fieldQuery is a bleve query aimed at one field.
@@ -20,7 +25,9 @@ type fieldQuery interface {
 // shape — {"<kind>":{"field":"pattern"}} or
 // {"<kind>":{"field":{"value" or "<kind>":"pattern","boost":..}}} — and
 // apply to text and keyword fields only.
-func (t *translator) textPattern(body json.RawMessage, name string, build func(string) fieldQuery) (query.Query, error) {
+//
+// build makes the query for the pattern; ci is case_insensitive.
+func (t *translator) textPattern(body json.RawMessage, name string, build func(pattern string, ci bool) fieldQuery) (query.Query, error) {
 	c := newCommon()
 	var value string
 	has := false
@@ -29,7 +36,8 @@ func (t *translator) textPattern(body json.RawMessage, name string, build func(s
 		value, err = asScalarString(v, where)
 		return err
 	}
-	ps := params{"value": val, name: val, "case_insensitive": refuseCaseInsensitive, "rewrite": ignoredString}
+	var ci bool
+	ps := params{"value": val, name: val, "case_insensitive": boolParam(&ci), "rewrite": ignoredString}
 	field, err := ps.readField(body, name, "value", &c)
 	if err != nil {
 		return nil, err
@@ -40,7 +48,7 @@ func (t *translator) textPattern(body json.RawMessage, name string, build func(s
 	if err := t.textOnly(field, name); err != nil {
 		return nil, err
 	}
-	q := build(value)
+	q := build(value, ci)
 	q.SetField(field)
 	return t.apply(q, c), nil
 }

@@ -62,3 +62,13 @@ func checkRegexp(s string) error {
 	}
 	return nil
 }
+
+// refuseCaseInsensitive reads case_insensitive, which only false may be on
+// a regexp query (folding an arbitrary pattern's letters is not done).
+var refuseCaseInsensitive param = func(v json.RawMessage, where string) error {
+	b, err := asBool(v, where)
+	if err == nil && b {
+		err = argErr("[regexp] case_insensitive true is not supported; write the pattern with both cases, e.g. [aA]")
+	}
+	return err
+}

@@ -72,13 +72,14 @@ var _ json.Marshaler = TotalHits{}
 
 // Hit is one element of hits.hits.
 type Hit struct {
-	Index       string              `json:"_index"`
-	ID          string              `json:"_id"`
-	Score       *float64            `json:"_score"`
-	Source      json.RawMessage     `json:"_source,omitempty"`
-	Highlight   map[string][]string `json:"highlight,omitempty"`
-	Sort        []any               `json:"sort,omitempty"`
-	Explanation *Explanation        `json:"_explanation,omitempty"`
+	Index          string              `json:"_index"`
+	ID             string              `json:"_id,omitempty"`
+	Score          *float64            `json:"_score"`
+	MatchedQueries []string            `json:"matched_queries,omitempty"`
+	Source         json.RawMessage     `json:"_source,omitempty"`
+	Highlight      map[string][]string `json:"highlight,omitempty"`
+	Sort           []any               `json:"sort,omitempty"`
+	Explanation    *Explanation        `json:"_explanation,omitempty"`
 }
 
 // Explanation is Elasticsearch's _explanation shape.
@@ -89,7 +90,8 @@ type Explanation struct {
 }
 
 // Response shapes a bleve result of s.Request as an Elasticsearch response.
-// took is the time the search took. It does not set ScrollID; see ScrollID.
+// took is the time the search took. It sets neither ScrollID (see
+// ScrollID) nor Aggregations (see RenderAggs).
 func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchResponse {
 	out := &SearchResponse{Took: took.Milliseconds(), Hits: Hits{Hits: []Hit{}}}
 	if res == nil {
@@ -128,6 +130,12 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 	}
 	for i, h := range res.Hits {
 		hit := Hit{Index: h.Index, ID: h.ID}
+		if s.noID {
+			hit.ID = ""
+		}
+		if m, ok := h.Fields[index.MatchedQueriesField].([]string); ok && len(m) > 0 {
+			hit.MatchedQueries = m
+		}
 		if showScores {
 			scores[i] = h.Score
 			hit.Score = &scores[i]
@@ -149,16 +157,6 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 			hit.Explanation = explanation(h.Expl)
 		}
 		out.Hits.Hits = append(out.Hits.Hits, hit)
-	}
-	if len(s.aggs) > 0 && s.scrollPage == 0 {
-		out.Aggregations = make(map[string]any, len(s.aggs))
-		for _, a := range s.aggs {
-			name := a.name
-			if s.typedKeys {
-				name = a.typedName()
-			}
-			out.Aggregations[name] = a.result(res)
-		}
 	}
 	return out
 }

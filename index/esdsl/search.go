@@ -14,6 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/scoring"
 )
 
 // MaxResultWindow is Elasticsearch's index.max_result_window default: from +
@@ -45,7 +46,7 @@ type Search struct {
 	sorts       []sortSpec
 	scoreSorted bool // hits are ordered by _score (or unsorted)
 	trackScores bool
-	aggs        []*aggSpec
+	aggs        *aggTree
 	typedKeys   bool
 	totalAsInt  bool
 	// For scroll ids: the request as the client sent it.
@@ -63,6 +64,34 @@ type Search struct {
 	now time.Time
 	// count: built by ParseCount (a _count request).
 	count bool
+	// named are the queries given a _name, in the order met.
+	named []namedQuery
+	// noID: stored_fields "_none_" hides hits' _id.
+	noID bool
+}
+
+// Routing returns the request's routing values (the routing parameter,
+// comma-separated); a search with some reaches only the shards they route
+// to. Nil when there are none.
+func (s *Search) Routing() []string {
+	return splitList(s.params.Get("routing"))
+}
+
+// NamedQuery is a query of the request given a "_name".
+type NamedQuery struct {
+	Name  string
+	Query query.Query
+}
+
+// NamedQueries are the request's named queries, in the order they appear;
+// each hit of the final page reports the ones it matches in
+// matched_queries (see index.MatchedQueriesField).
+func (s *Search) NamedQueries() []NamedQuery {
+	out := make([]NamedQuery, len(s.named))
+	for k, n := range s.named {
+		out[k] = NamedQuery{Name: n.name, Query: n.q}
+	}
+	return out
 }
 
 type sortKind int
@@ -94,11 +123,11 @@ var searchBodyKeys = map[string]bool{
 	"query": true, "from": true, "size": true, "sort": true, "_source": true, "highlight": true,
 	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
 	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
-	"stored_fields": true,
+	"stored_fields": true, "min_score": true,
 }
 
 var unsupportedBodyKeys = map[string]string{
-	"post_filter": "", "min_score": "", "terminate_after": "", "collapse": "", "rescore": "",
+	"post_filter": "", "terminate_after": "", "collapse": "", "rescore": "",
 	"suggest": "", "docvalue_fields": "", "fields": "", "script_fields": "",
 	"indices_boost": "", "pit": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
 	"slice": "", "stats": "", "ext": "", "sub_searches": "",
@@ -115,7 +144,7 @@ var searchParams = map[string]bool{
 	"max_concurrent_shard_requests": true, "pre_filter_shard_size": true, "ccs_minimize_roundtrips": true,
 	"allow_partial_search_results": true, "pretty": true, "human": true, "error_trace": true,
 	"filter_path": true, "version": true, "seq_no_primary_term": true, "source": true,
-	"source_content_type": true, "include_named_queries_score": true,
+	"source_content_type": true, "include_named_queries_score": true, "stored_fields": true, "min_score": true,
 }
 
 func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time) (*Search, error) {
@@ -150,6 +179,13 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		if q, err = t.urlQueryString(params); err != nil {
 			return nil, err
 		}
+	}
+	s.named = t.named
+	if q, err = withMinScore(q, o["min_score"], params); err != nil {
+		return nil, err
+	}
+	if v, _ := optParamBool(params, "include_named_queries_score"); v {
+		return nil, argErr("[include_named_queries_score] is not supported by this node; matched_queries lists the names only")
 	}
 
 	from, size := 0, 10
@@ -238,6 +274,12 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		}
 		if from > 0 {
 			return nil, argErr("using [from] is not allowed in a scroll context")
+		}
+		if size == 0 {
+			return nil, argErr("[size] cannot be [0] in a scroll context")
+		}
+		if v, _ := optParamBool(params, "request_cache"); v {
+			return nil, argErr("[request_cache] cannot be used in a scroll context")
 		}
 	}
 	if st := params.Get("search_type"); st != "" && st != "query_then_fetch" && st != "dfs_query_then_fetch" {
@@ -328,17 +370,38 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 	if s.source, err = parseSourceFilter(o["_source"], params); err != nil {
 		return nil, err
 	}
-	// stored_fields: only "_none_" (no _source, ids only) is supported:
-	// fields are not stored apart from _source.
+	// stored_fields: no field is stored apart from _source, so a list
+	// (even "*") returns no fields; as in Elasticsearch, it turns _source
+	// off unless _source is asked for too, and "_none_" hides _id as well.
+	var stored []string
 	if raw, ok := o["stored_fields"]; ok {
-		list, err := stringList(raw, "stored_fields")
-		if err != nil {
+		if stored, err = stringList(raw, "stored_fields"); err != nil {
 			return nil, err
 		}
-		if len(list) != 1 || list[0] != "_none_" {
-			return nil, argErr("[stored_fields] %v is not supported: fields are not stored apart from _source; use _source filtering, or \"_none_\"", list)
+		if stored == nil {
+			stored = []string{}
 		}
-		s.source = sourceFilter{disabled: true}
+	}
+	if params.Has("stored_fields") {
+		stored = splitList(params.Get("stored_fields"))
+	}
+	if stored != nil {
+		for _, f := range stored {
+			if f == "_none_" && len(stored) > 1 {
+				return nil, argErr("[stored_fields] cannot list _none_ together with fields")
+			}
+		}
+		_, srcGiven := o["_source"]
+		srcGiven = srcGiven || params.Has("_source") || params.Has("_source_includes") || params.Has("_source_excludes")
+		if !srcGiven {
+			s.source = sourceFilter{disabled: true}
+		}
+		if len(stored) == 1 && stored[0] == "_none_" {
+			if srcGiven && !s.source.disabled {
+				return nil, argErr("[stored_fields] _none_ cannot be used with _source; drop one")
+			}
+			s.source, s.noID = sourceFilter{disabled: true}, true
+		}
 	}
 	if raw, ok := o["highlight"]; ok {
 		if s.highlight, err = parseHighlight(raw); err != nil {
@@ -361,17 +424,35 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		if s.aggs, err = parseAggs(aggRaw, t); err != nil {
 			return nil, err
 		}
-		for _, a := range s.aggs {
-			for name, fr := range a.facets {
-				req.AddFacet(name, fr)
-			}
-		}
 	}
 
 	if err := req.Validate(); err != nil {
 		return nil, argErr("invalid search request: %v", err)
 	}
 	return s, nil
+}
+
+// withMinScore wraps q so that it matches only documents scoring at least
+// min_score (the body's raw value, or the URL parameter).
+func withMinScore(q query.Query, raw json.RawMessage, params url.Values) (query.Query, error) {
+	var min float64
+	var err error
+	switch {
+	case params.Has("min_score"):
+		if min, err = strconv.ParseFloat(params.Get("min_score"), 64); err != nil {
+			return nil, argErr("[min_score] parameter must be a number, got %q", params.Get("min_score"))
+		}
+	case raw != nil:
+		if min, err = asFloat(raw, "min_score"); err != nil {
+			return nil, err
+		}
+	default:
+		return q, nil
+	}
+	if math.IsNaN(min) || math.IsInf(min, 0) {
+		return nil, argErr("[min_score] must be a finite number")
+	}
+	return &scoring.MinScore{Query: q, Min: min}, nil
 }
 
 func (t *translator) urlQueryString(params url.Values) (query.Query, error) {

@@ -237,10 +237,11 @@ func globMatch(pattern, s string, prefix bool) bool {
 }
 
 // FilterSource applies the _source, _source_includes and _source_excludes
-// URL parameters of a document get to src: nil when _source=false, the
-// filtered object otherwise. Bad parameters are an *Error.
-func FilterSource(src []byte, params url.Values) (json.RawMessage, error) {
-	f, err := parseSourceFilter(nil, params)
+// URL parameters of a document get (and a body's "_source", as an update
+// body may hold; nil when none) to src: nil when _source is false, the
+// filtered object otherwise. Bad values are an *Error.
+func FilterSource(src []byte, body json.RawMessage, params url.Values) (json.RawMessage, error) {
+	f, err := parseSourceFilter(body, params)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package esdsl
 import (
 	"encoding/json"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -14,13 +16,20 @@ import (
 func (t *translator) term(body json.RawMessage) (query.Query, error) {
 	c := newCommon()
 	var value json.RawMessage
-	ps := params{"value": rawParam(&value), "case_insensitive": refuseCaseInsensitive, "rewrite": ignoredString}
+	var ci bool
+	ps := params{"value": rawParam(&value), "case_insensitive": boolParam(&ci), "rewrite": ignoredString}
 	field, err := ps.readField(body, "term", "value", &c)
 	if err != nil {
 		return nil, err
 	}
 	if value == nil {
 		return nil, parsingErr("[term] query for field [%s] needs [value]", field)
+	}
+	if ft := t.fieldType(field); ci && kind(value) == 's' && (ft == "keyword" || ft == "text") {
+		s, _ := asString(value, "term."+field)
+		q := query.NewRegexpQuery(foldPattern(s, false, false))
+		q.SetField(field)
+		return t.apply(q, c), nil
 	}
 	q, err := t.termValue(field, value, "term")
 	if err != nil {
@@ -29,14 +38,30 @@ func (t *translator) term(body json.RawMessage) (query.Query, error) {
 	return t.apply(q, c), nil
 }
 
-// refuseCaseInsensitive reads case_insensitive, which only false may be.
-var refuseCaseInsensitive param = func(v json.RawMessage, where string) error {
-	b, err := asBool(v, where)
-	if err == nil && b {
-		q, _, _ := strings.Cut(where, ".")
-		err = argErr("[%s] case_insensitive true is not supported; query the lower-cased value of a text field, or a keyword field with the exact case", q)
+// foldPattern returns a regular expression matching s in any letter case:
+// literally, or with * and ? as wildcards, or as a prefix (bleve matches a
+// regular expression against the whole term).
+func foldPattern(s string, wildcard, prefix bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case wildcard && r == '*':
+			b.WriteString(".*")
+		case wildcard && r == '?':
+			b.WriteByte('.')
+		case unicode.ToLower(r) != unicode.ToUpper(r):
+			b.WriteByte('[')
+			b.WriteRune(unicode.ToLower(r))
+			b.WriteRune(unicode.ToUpper(r))
+			b.WriteByte(']')
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
 	}
-	return err
+	if prefix {
+		b.WriteString(".*")
+	}
+	return b.String()
 }
 
 // termValue builds an exact-value query for one JSON scalar on field.

@@ -7,5 +7,10 @@ import (
 )
 
 func (t *translator) wildcard(body json.RawMessage) (query.Query, error) {
-	return t.textPattern(body, "wildcard", func(s string) fieldQuery { return query.NewWildcardQuery(s) })
+	return t.textPattern(body, "wildcard", func(s string, ci bool) fieldQuery {
+		if ci {
+			return query.NewRegexpQuery(foldPattern(s, true, false))
+		}
+		return query.NewWildcardQuery(s)
+	})
 }

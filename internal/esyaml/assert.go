@@ -136,7 +136,7 @@ func (st *state) truth(kind string, arg any) error {
 		path = ""
 	}
 	v, ok := st.lookup(path)
-	t := ok && v != nil && v != false && v != "" && v != "false"
+	t := ok && !falsy(v)
 	if kind == "is_true" && !t {
 		return failf("[%s] is not true: %v", path, show(v, ok))
 	}
@@ -144,6 +144,22 @@ func (st *state) truth(kind string, arg any) error {
 		return failf("[%s] is not false: %v", path, show(v, ok))
 	}
 	return nil
+}
+
+// falsy is Elasticsearch's runner's notion of a false value: null, or a
+// value whose text is "", "false" (in any case) or "0".
+func falsy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		return x == "" || x == "0" || strings.EqualFold(x, "false")
+	case json.Number:
+		return x.String() == "0"
+	}
+	return false
 }
 
 func show(v any, ok bool) string {
@@ -314,7 +330,8 @@ func number(v any) (float64, bool) {
 
 // regexOf reads "/pattern/". With comments (match assertions) it is read
 // in Java's COMMENTS mode, where unescaped whitespace outside character
-// classes and # comments are ignored; a catch pattern is read as it is.
+// classes and # comments are ignored, and $ is Java's (the end, or before
+// a last line break); a catch pattern is read as it is.
 func regexOf(s string, comments bool) (*regexp.Regexp, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) < 2 || s[0] != '/' || s[len(s)-1] != '/' {
@@ -351,6 +368,8 @@ func regexOf(s string, comments bool) (*regexp.Regexp, bool) {
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
+		case c == '$':
+			b.WriteString(`(?:\n?\z)`)
 		default:
 			b.WriteByte(c)
 		}

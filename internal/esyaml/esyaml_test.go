@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -237,4 +238,28 @@ func startNode(t *testing.T) string {
 		t.Fatal("searchnode did not print its ready line within 60s")
 	}
 	return ""
+}
+
+func TestFalsyIsElasticsearchs(t *testing.T) {
+	// Elasticsearch's runner takes null, "", "false" in any case and "0"
+	// (an integer 0 too) as false; everything else as true.
+	for _, v := range []any{nil, false, "", "0", "FALSE", json.Number("0")} {
+		require.True(t, falsy(v), "%#v", v)
+	}
+	for _, v := range []any{true, "x", json.Number("0.0"), json.Number("1"), map[string]any{}, []any{}} {
+		require.False(t, falsy(v), "%#v", v)
+	}
+}
+
+func TestMatchDollarIsJavas(t *testing.T) {
+	// Java's $ (without MULTILINE) also matches before a last line break,
+	// which _cat replies end with.
+	re, ok := regexOf("/^(foo)$/", true)
+	require.True(t, ok)
+	require.True(t, re.MatchString("foo\n"))
+	require.True(t, re.MatchString("foo"))
+	require.False(t, re.MatchString("foo\n\n"))
+	re, ok = regexOf(`/^ a \$ $/`, true)
+	require.True(t, ok)
+	require.True(t, re.MatchString("a$"))
 }

@@ -132,7 +132,7 @@ func shardErr(err error) error {
 		{cluster.ErrClosed, shard.ErrClosed},
 	} {
 		if errors.Is(err, m.from) {
-			return fmt.Errorf("%w: %w", m.to, err)
+			return fmt.Errorf("%w: %v", m.to, err)
 		}
 	}
 	return err

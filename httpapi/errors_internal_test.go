@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/shard"
+)
+
+func TestErrorBodiesAsElasticsearch(t *testing.T) {
+	t.Run("a failed search says why in caused_by, and root_cause is the innermost", func(t *testing.T) {
+		err := fmt.Errorf("%w: shard logs/0: %w", shard.ErrAllShardsFailed, fmt.Errorf("%w: [logs][0] has no active copy", shard.ErrUnavailable))
+		ae := translate(err)
+		require.Equal(t, "search_phase_execution_exception", ae.Type)
+		raw, _ := json.Marshal(ae.response())
+		require.JSONEq(t, `{"error":{
+			"root_cause":[{"type":"unavailable_shards_exception","reason":"[logs][0] has no active copy"}],
+			"type":"search_phase_execution_exception","reason":"shard logs/0: shard unavailable: [logs][0] has no active copy",
+			"caused_by":{"type":"unavailable_shards_exception","reason":"[logs][0] has no active copy"}},"status":503}`, string(raw))
+	})
+	t.Run("a missing index names itself as Elasticsearch does", func(t *testing.T) {
+		ae := translate(fmt.Errorf("%w: no such index [logs]", shard.ErrIndexNotFound))
+		raw, _ := json.Marshal(ae.response())
+		require.JSONEq(t, `{"error":{
+			"root_cause":[{"type":"index_not_found_exception","reason":"no such index [logs]","resource.type":"index_or_alias","resource.id":"logs","index":"logs","index_uuid":"_na_"}],
+			"type":"index_not_found_exception","reason":"no such index [logs]","resource.type":"index_or_alias","resource.id":"logs","index":"logs","index_uuid":"_na_"},"status":404}`, string(raw))
+	})
+}
