@@ -244,6 +244,36 @@ func (c *Cluster) Ready() bool {
 
 func (c *Cluster) isStarted() bool { return c.phase.Load() == phaseStarted }
 
+// maxCommandScan bounds how far CaughtUp looks back through the log for
+// the last command (past Raft's own entries: no-ops, configurations).
+const maxCommandScan = 4096
+
+// CaughtUp reports whether State reflects every command this node knows
+// committed: its FSM has applied the last command at or below Raft's
+// commit index. (Raft's applied index counts entries handed to the FSM,
+// not applied by it, so it cannot tell; after a restart the FSM replays
+// the log, and a State from the middle of that replay is not one to act
+// on.)
+func (c *Cluster) CaughtUp() bool {
+	if !c.isStarted() {
+		return false
+	}
+	commit, _ := strconv.ParseUint(c.rn.r.Stats()["commit_index"], 10, 64)
+	if commit == 0 {
+		return false
+	}
+	var l raft.Log
+	for i := commit; i > 0 && commit-i < maxCommandScan; i-- {
+		if err := c.rn.store.GetLog(i, &l); err != nil {
+			break // compacted: what is below is in the restored snapshot
+		}
+		if l.Type == raft.LogCommand {
+			return c.State().Version >= i
+		}
+	}
+	return c.rn.r.AppliedIndex() >= commit
+}
+
 // LocalNodeID returns this node's ID.
 func (c *Cluster) LocalNodeID() string { return c.cfg.NodeID }
 

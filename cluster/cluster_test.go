@@ -155,6 +155,13 @@ func TestTwoClustersNeverMerge(t *testing.T) {
 	n.seeds = nil
 	b := n.startInitial("b1")[0]
 	require.NotEqual(t, a.c.State().ClusterUUID, b.c.State().ClusterUUID)
+	for _, tn := range []*testNode{a, b} {
+		// A node gossips no cluster UUID for a moment after it set one;
+		// until then it is a node without a cluster, which may join any.
+		eventually(t, 10*time.Second, tn.name+" to gossip its cluster UUID", func() bool {
+			return tn.c.ms.clusterUUID() == tn.c.State().ClusterUUID
+		})
+	}
 
 	// b1 is pointed at a1's gossip: memberlist talks, the delegates refuse.
 	_, err := b.c.ms.ml.Join([]string{a.c.ms.Addr()})

@@ -314,3 +314,21 @@ func callNDJSON(t *testing.T, url, body string) (int, map[string]any) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
 	return resp.StatusCode, v
 }
+
+// TestRestartedNodeKeepsItsOnlyCopies: a node stopped cleanly and started
+// again on its data directory brings back the copies of shards that have
+// no replica (the shard is red meanwhile), with all their documents.
+func TestRestartedNodeKeepsItsOnlyCopies(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/solo", `{"settings":{"number_of_shards":6,"number_of_replicas":0}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "solo")
+	nc.stop("n3")
+	nc.awaitHealth("n1", "red", 2)
+	nc.start("n3")
+	nc.awaitHealth("n1", "green", 3)
+	res = searchJSON(t, nc.url("n1"), "solo", `{"size":0,"track_total_hits":true}`)
+	total, _ := hitsOf(res)
+	require.EqualValues(t, docs, total, "documents of the restarted node's copies: %v", res["_shards"])
+}

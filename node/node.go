@@ -223,6 +223,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("node: starting the cluster: %w", err)
 	}
 	undo = append(undo, func() { _ = n.clu.Shutdown(context.Background()) })
+	if n.peers != nil {
+		n.peers.forgetDeparted(n.clu)
+		undo = append(undo, n.peers.Close)
+	}
 	if !n.cfg.Clustered() {
 		// A single node is its own cluster: it serves once it has elected
 		// itself (a moment), and migrates a wave 1 data directory first.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric"
 )
 
@@ -25,6 +26,7 @@ type peers struct {
 	mu     sync.Mutex
 	conns  map[string]*peerConn
 	closed bool
+	done   chan struct{} // closed by Close
 }
 
 // peerConn is one node's connection, or the dial in progress.
@@ -36,7 +38,41 @@ type peerConn struct {
 }
 
 func newPeers(dial func(context.Context, string) (fabric.Conn, error), resolve func(string) (string, bool)) *peers {
-	return &peers{dial: dial, resolve: resolve, conns: map[string]*peerConn{}}
+	return &peers{dial: dial, resolve: resolve, conns: map[string]*peerConn{}, done: make(chan struct{})}
+}
+
+// forgetDeparted drops, after every change of the cluster state until
+// Close, the connections to the nodes it says are not live: a node that
+// left or failed and comes back is a new process, and a connection to its
+// old one would fail the first call made to it.
+func (p *peers) forgetDeparted(c *cluster.Cluster) {
+	changed, unwatch := c.Watch()
+	go func() {
+		defer unwatch()
+		for {
+			for id, n := range c.State().Nodes {
+				if !n.Live {
+					p.forget(id)
+				}
+			}
+			select {
+			case <-changed:
+			case <-p.done:
+				return
+			}
+		}
+	}()
+}
+
+// forget drops the node's connection, if there is one.
+func (p *peers) forget(nodeID string) {
+	p.mu.Lock()
+	pc := p.conns[nodeID]
+	delete(p.conns, nodeID)
+	p.mu.Unlock()
+	if pc != nil {
+		go pc.close() // after its dial, if one is under way
+	}
 }
 
 // Call sends one call to the node's fabric. A transport failure closes the
@@ -117,6 +153,9 @@ func (pc *peerConn) close() {
 // Close closes every connection; later calls fail with fabric.ErrClosed.
 func (p *peers) Close() {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.done)
+	}
 	p.closed = true
 	conns := p.conns
 	p.conns = map[string]*peerConn{}

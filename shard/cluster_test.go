@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -518,4 +519,32 @@ func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
 	all := count("")
 	require.Equal(t, 6, all.Status.Total)
 	require.EqualValues(t, 62, all.Total)
+}
+
+// TestOlderViewDeletesNoCopy: a view older than the one that assigned a
+// copy (as a node replaying the cluster's log after a restart goes
+// through, where the index does not exist yet) neither closes nor deletes
+// it; a newer view without it does.
+func TestOlderViewDeletesNoCopy(t *testing.T) {
+	tc := newTestCluster(t, "n1")
+	n := tc.nodes["n1"]
+	require.NoError(t, n.CreateIndex(context.Background(), "keep", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "keep", ID: "1", Source: json.RawMessage(`{"a":1}`)}}, WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	now := n.meta.View()
+	ix, err := now.Index("keep")
+	require.NoError(t, err)
+	p, _ := ix.Shards[0].Primary()
+	dir := filepath.Join(n.store.dir, p.AllocationID)
+
+	older := &View{Version: 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
+	require.NoError(t, n.store.Reconcile(context.Background(), older))
+	require.DirExists(t, dir, "a view older than the copy's assignment deleted it")
+	_, open := n.store.copy(p.AllocationID)
+	require.True(t, open, "a view older than the copy's assignment closed it")
+
+	newer := &View{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
+	require.NoError(t, n.store.Reconcile(context.Background(), newer))
+	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
 }

@@ -60,6 +60,11 @@ type copyMeta struct {
 	Index        string `json:"index"`
 	IndexUUID    string `json:"index_uuid"`
 	Shard        int    `json:"shard"`
+	// AssignedAt is the version of the view that assigned the copy to this
+	// node (0: unknown). A view older than it does not know the copy yet,
+	// so it never deletes it (a node replaying the cluster's log after a
+	// restart goes through such views).
+	AssignedAt uint64 `json:"assigned_at,omitempty"`
 }
 
 const copyMetaFile = "copy.json"

@@ -221,7 +221,7 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 		return fmt.Errorf("index %s has no mapping on this node yet", ix.Name)
 	}
 	dir := filepath.Join(s.dir, c.AllocationID)
-	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num}
+	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num, AssignedAt: v.Version}
 	start := recoveryStart{Cluster: v.ClusterUUID, Index: ix.UUID, Shard: num, Primary: p.AllocationID, Target: c.AllocationID, TargetNode: v.LocalNode}
 	sc, _ := s.copy(c.AllocationID)
 	if sc == nil {

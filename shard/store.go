@@ -165,7 +165,7 @@ func (s *Store) Reconcile(ctx context.Context, v *View) error {
 					continue
 				}
 				assigned[c.AllocationID] = true
-				if err := s.ensureCopy(ctx, ix, num, sh, c); err != nil {
+				if err := s.ensureCopy(ctx, v.Version, ix, num, sh, c); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -321,7 +321,7 @@ func (nm *nodeMapping) committedVersion() uint64 {
 // replica or move target recovers from the primary; an open primary's
 // replication group follows the shard table, and a replica just promoted
 // resyncs the others before it takes writes.
-func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *ShardView, c CopyView) error {
+func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, num int, sh *ShardView, c CopyView) error {
 	replica := !c.Primary || c.RelocatingFrom != ""
 	s.mu.RLock()
 	why, failed := s.failed[c.AllocationID]
@@ -367,7 +367,7 @@ func (s *Store) ensureCopy(ctx context.Context, ix *IndexView, num int, sh *Shar
 		s.markFailed(c.AllocationID, reason)
 		return s.meta.CopyFailed(ctx, ix.UUID, num, c.AllocationID, 0, false, reason)
 	}
-	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num}
+	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num, AssignedAt: version}
 	sc, err := s.openLocal(dir, meta, nm, !exists, sh.PrimaryTerm)
 	if err != nil {
 		reason := fmt.Sprintf("opening %s: %v", dir, err)
@@ -495,7 +495,7 @@ func (s *Store) dropUnassigned(v *View, assigned map[string]bool) error {
 	var gone []*shardCopy
 	s.mu.Lock()
 	for id, c := range s.copies {
-		if !assigned[id] {
+		if !assigned[id] && c.meta.AssignedAt <= v.Version {
 			gone = append(gone, c)
 			delete(s.copies, id)
 		}
@@ -519,6 +519,9 @@ func (s *Store) dropUnassigned(v *View, assigned map[string]bool) error {
 		meta, err := readCopyMeta(dir)
 		if err != nil {
 			continue // not a copy directory (or one whose creation never finished: keep it for a person to look at)
+		}
+		if meta.AssignedAt > v.Version {
+			continue // assigned by a view newer than v
 		}
 		if err := removeDir(dir); err != nil {
 			errs = append(errs, err)

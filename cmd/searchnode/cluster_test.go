@@ -74,6 +74,13 @@ func (np *nodeProc) kill(t *testing.T) {
 	_ = np.p.cmd.Wait()
 }
 
+// stop stops the node cleanly (SIGTERM), as an operator would.
+func (np *nodeProc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, np.p.cmd.Process.Signal(syscall.SIGTERM))
+	_ = np.p.cmd.Wait()
+}
+
 func (np *nodeProc) url() string { return "http://" + np.http }
 
 func getJSON(t *testing.T, url string, v any) int {
@@ -117,7 +124,8 @@ func raftLeader(t *testing.T, np *nodeProc) string {
 // and searched through another. A node killed with SIGKILL takes its
 // shards with it (no replicas): searches through the others answer within
 // their timeout with those shards failed, and health goes red; restarted,
-// it brings them back (green). Killing the Raft leader leaves a cluster
+// it brings them back (green), and so it does after a clean stop (SIGTERM).
+// Killing the Raft leader leaves a cluster
 // that still creates indexes within 15 s.
 func TestProcessClusterSurvivesKills(t *testing.T) {
 	if testing.Short() {
@@ -211,6 +219,15 @@ func TestProcessClusterSurvivesKills(t *testing.T) {
 	waitHealth(t, survivors[0], "green", 3)
 	for _, np := range nodes {
 		require.Equal(t, docs, search(np).Hits.Total.Value)
+	}
+
+	// Stopped cleanly and started again, it brings its shards back too.
+	victim.stop(t)
+	waitHealth(t, survivors[0], "red", 2)
+	victim.start(t, bin, strings.Join(seeds, ","), "n1,n2,n3")
+	waitHealth(t, survivors[0], "green", 3)
+	for _, np := range nodes {
+		require.Equal(t, docs, search(np).Hits.Total.Value, "through %s after a clean restart", np.name)
 	}
 
 	// Kill the Raft leader: a survivor still creates an index within 15 s.

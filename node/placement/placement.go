@@ -76,9 +76,9 @@ func (a *Adapter) Ready() error {
 	if a.caughtUp.Load() {
 		return nil
 	}
-	r := a.c.Raft()
-	if r.CommitIndex == 0 || r.AppliedIndex < r.CommitIndex {
-		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (applied %d of %d)", shard.ErrClusterBlocked, r.AppliedIndex, r.CommitIndex)
+	if !a.c.CaughtUp() {
+		r := a.c.Raft()
+		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (at version %d, %d committed)", shard.ErrClusterBlocked, a.c.State().Version, r.CommitIndex)
 	}
 	a.caughtUp.Store(true)
 	return nil
