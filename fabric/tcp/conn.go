@@ -49,10 +49,10 @@ type Conn struct {
 	readerDone             chan struct{}
 
 	// sendsOut counts Sends whose done frame has not arrived: while there
-	// are any, bulk calls stay on this socket (Send's ordering rule).
+	// are any, every call stays on this socket (Send's ordering rule).
 	sendsOut atomic.Int64
-	bulk     *bulk // the extra sockets for bulk calls; nil on a bulk socket or when off
-	parent   *Conn // on a bulk socket: the connection it belongs to
+	lanes    *lanes // the extra sockets (lanes.go); nil on a lane or when off
+	parent   *Conn  // on a lane: the connection it belongs to
 }
 
 var (
@@ -60,11 +60,11 @@ var (
 	_ fabric.VectorCaller = (*Conn)(nil)
 )
 
-func newConn(l *link, parent *Conn, b *bulk) *Conn {
+func newConn(l *link, parent *Conn, ls *lanes) *Conn {
 	c := &Conn{
 		link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call),
 		bgKick: make(chan struct{}, 1), readerDone: make(chan struct{}),
-		parent: parent, bulk: b,
+		parent: parent, lanes: ls,
 	}
 	l.onFail = c.failPending
 	l.onPing = c.ensureReader
@@ -76,13 +76,13 @@ func newConn(l *link, parent *Conn, b *bulk) *Conn {
 // RemoteAddr returns the dialled address.
 func (c *Conn) RemoteAddr() string { return c.remote }
 
-// Stats returns the connection's counters, its bulk sockets' included.
+// Stats returns the connection's counters, its lanes' included.
 func (c *Conn) Stats() fabric.ConnStats {
 	st := fabric.ConnStats{
 		Transport: "tcp", Calls: c.calls.Load(), CallErrors: c.callErrs.Load(), Sends: c.sends.Load(),
 		BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), InFlight: len(c.sem),
 	}
-	for _, ln := range c.bulk.all() {
+	for _, ln := range c.lanes.all() {
 		st.BytesSent += ln.sent.Load()
 		st.BytesReceived += ln.received.Load()
 		st.InFlight += len(ln.sem)
@@ -96,9 +96,9 @@ func (c *Conn) Close() error {
 	c.fail(fmt.Errorf("closed by caller"))
 	<-c.readerDone
 	c.wg.Wait()
-	if c.bulk != nil {
-		c.bulk.wg.Wait()
-		for _, ln := range c.bulk.all() {
+	if c.lanes != nil {
+		c.lanes.wg.Wait()
+		for _, ln := range c.lanes.all() {
 			_ = ln.Close()
 		}
 	}
@@ -106,8 +106,8 @@ func (c *Conn) Close() error {
 }
 
 // failPending runs once when the socket fails: it answers the in-flight
-// calls, and fails the bulk sockets with it (or, on a bulk socket, the
-// connection it belongs to).
+// calls, and fails the lanes with it (or, on a lane, the connection it
+// belongs to).
 func (c *Conn) failPending(err error) {
 	c.pmu.Lock()
 	pending := c.pending
@@ -121,10 +121,10 @@ func (c *Conn) failPending(err error) {
 		cl.done <- struct{}{}
 	}
 	if c.parent != nil {
-		c.parent.fail(fmt.Errorf("bulk socket failed: %v", err))
+		c.parent.fail(fmt.Errorf("lane failed: %v", err))
 	}
-	if c.bulk != nil {
-		c.bulk.shut(err)
+	if c.lanes != nil {
+		c.lanes.shut(err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -130,6 +131,20 @@ func TestTLSNegotiatesPostQuantumKeyExchange(t *testing.T) {
 	require.Equal(t, uint16(tls.VersionTLS13), state.Version)
 }
 
+// DefaultConfig gives one lane and one bulk socket per processor, at most
+// 16, and at least 4 bulk sockets.
+func TestDefaultConfigFollowsProcessors(t *testing.T) {
+	for _, procs := range []int{1, 2, 8, 16, 64} {
+		t.Run(fmt.Sprint(procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			cfg := DefaultConfig()
+			require.Equal(t, min(procs, 16), cfg.Lanes)
+			require.Equal(t, max(4, min(procs, 16)), cfg.BulkSockets)
+			require.NoError(t, cfg.Validate())
+		})
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -146,6 +161,9 @@ func TestConfigValidate(t *testing.T) {
 		{"too many bulk sockets", func(c *Config) { c.BulkSockets = 65 }, "BulkSockets"},
 		{"bulk without threshold", func(c *Config) { c.BulkThreshold = 0 }, "BulkThreshold"},
 		{"no bulk sockets, no threshold", func(c *Config) { c.BulkSockets, c.BulkThreshold = 0, 0 }, ""},
+		{"negative lanes", func(c *Config) { c.Lanes = -1 }, "Lanes -1"},
+		{"too many lanes", func(c *Config) { c.Lanes = 65 }, "Lanes 65"},
+		{"no lanes", func(c *Config) { c.Lanes = 0 }, ""},
 		{"server TLS without certificate", func(c *Config) { c.ServerTLS = &tls.Config{} }, "ServerTLS"},
 	}
 	for _, tc := range tests {

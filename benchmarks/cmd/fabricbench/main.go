@@ -68,6 +68,8 @@ func run() error {
 	flag.StringVar(&opts.TCPAddr, "tcp-addr", opts.TCPAddr, "where the tcp peer listens")
 	flag.StringVar(&opts.RDMAAddr, "rdma-addr", opts.RDMAAddr, "control address of the rdma peer: an IP of the RDMA device's netdev and a port (0: any free one)")
 	flag.StringVar(&opts.AdaptivePaths, "adaptive-paths", opts.AdaptivePaths, "path list of the adaptive peer")
+	flag.IntVar(&opts.TCPLanes, "tcp-lanes", opts.TCPLanes, "tcp.Config.Lanes for tcp and adaptive's tcp paths (-1: tcp.DefaultConfig's, which depends on GOMAXPROCS)")
+	flag.IntVar(&opts.TCPBulkSockets, "tcp-bulk-sockets", opts.TCPBulkSockets, "tcp.Config.BulkSockets for tcp and adaptive's tcp paths (-1: tcp.DefaultConfig's)")
 	printPaths := flag.Bool("paths", false, "after each adaptive point, print the connection's decision table (paths, per-size round trips, the chosen path) to stderr")
 	flag.StringVar(&opts.RDMA.Device, "rdma-device", opts.RDMA.Device, "verbs device for rdma (e.g. mlx5_0); empty picks the first with an active port")
 	flag.IntVar(&opts.RDMA.GIDIndex, "rdma-gid-index", opts.RDMA.GIDIndex, "RoCE source GID index; -1 picks the RoCE v2 IPv4 GID of the address in use")
