@@ -20,6 +20,9 @@ type call struct {
 	// it keeps its window slot until the server answers, and is not
 	// recycled.
 	cancelled bool
+	// ctxDone is the Done channel of the caller's ctx while the caller
+	// reads its own reply (guarded by Conn.pmu; see Conn.watch).
+	ctxDone <-chan struct{}
 }
 
 var callPool = sync.Pool{New: func() any {
@@ -42,6 +45,10 @@ type Conn struct {
 	reader       int
 	readerCall   *call // the caller reading, when reader == readerCaller
 	interrupting bool  // a past read deadline is set to stop readerCall
+	// The Done channel of the ctx of the latest caller to read, and the
+	// ctx watched for good (see watch), guarded by pmu.
+	lastDone, stickyDone <-chan struct{}
+	stickyStop           func() bool
 	rs           readState
 	bgKick       chan struct{}
 
@@ -112,7 +119,12 @@ func (c *Conn) failPending(err error) {
 	c.pmu.Lock()
 	pending := c.pending
 	c.pending = nil
+	stopSticky := c.stickyStop
+	c.stickyDone, c.stickyStop = nil, nil
 	c.pmu.Unlock()
+	if stopSticky != nil {
+		stopSticky()
+	}
 	for _, cl := range pending {
 		if cl == oneWayMark || cl.cancelled {
 			continue
@@ -258,7 +270,7 @@ func (c *Conn) finish(cl *call, queued bool) ([]byte, error) {
 	if queued {
 		<-cl.f.written // the writer may still be finishing with the frame
 	}
-	cl.reply, cl.err, cl.f.payload, cl.f.vec = nil, nil, nil, nil
+	cl.reply, cl.err, cl.f.payload, cl.f.vec, cl.ctxDone = nil, nil, nil, nil, nil
 	callPool.Put(cl)
 	return reply, err
 }

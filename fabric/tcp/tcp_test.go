@@ -274,7 +274,9 @@ func TestSmallFramesCoalesceIntoOneWrite(t *testing.T) {
 	l, err := newTransport(t, testConfig(t)).Listen(ctx, "127.0.0.1:0", &m)
 	require.NoError(t, err)
 	defer l.Close()
-	fc, err := newTransport(t, testConfig(t)).Dial(ctx, l.Addr())
+	ccfg := testConfig(t)
+	ccfg.Lanes = 1 // every call on the socket whose writer is held
+	fc, err := newTransport(t, ccfg).Dial(ctx, l.Addr())
 	require.NoError(t, err)
 	defer fc.Close()
 	c := fc.(*Conn)
