@@ -49,8 +49,8 @@ type Conn struct {
 	// ctx watched for good (see watch), guarded by pmu.
 	lastDone, stickyDone <-chan struct{}
 	stickyStop           func() bool
-	rs           readState
-	bgKick       chan struct{}
+	rs                   readState
+	bgKick               chan struct{}
 
 	calls, callErrs, sends atomic.Uint64
 	readerDone             chan struct{}
