@@ -13,6 +13,8 @@ import (
 	"math/big"
 	"net"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,4 +310,54 @@ func TestSmallFramesCoalesceIntoOneWrite(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	require.Equal(t, before+1, c.writes.Load(), "%d queued frames must go out in one writev", n)
+}
+
+// A client that ignores the window gets no more handlers running at once
+// than the window: the server stops reading until one finishes, and then
+// serves the rest.
+func TestServerBoundsHandlersToWindow(t *testing.T) {
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(context.Context, *fabric.Request) ([]byte, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for cur := most.Load(); n > cur && !most.CompareAndSwap(cur, n); cur = most.Load() {
+		}
+		<-release
+		return []byte("ok"), nil
+	})
+	l, err := newTransport(t, testConfig(t)).Listen(context.Background(), "127.0.0.1:0", &m)
+	require.NoError(t, err)
+	defer l.Close()
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	defer releaseAll() // before Close, which waits for the handlers
+	nc, err := net.Dial("tcp", l.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	var hb [headerSize]byte
+	p := hello{maxMessage: 1 << 20, window: 2}.encode()
+	putHeader(&hb, typeHello, 0, 0, p, false)
+	_, err = nc.Write(append(hb[:], p...))
+	require.NoError(t, err)
+	_, _, err = readFrame(nc, &hb, helloPayload, func(n int) []byte { return make([]byte, n) }, nil)
+	require.NoError(t, err)
+	const requests = 6
+	for id := range uint64(requests) {
+		putHeader(&hb, typeRequest, fabric.MethodUserBase, id+1, nil, false)
+		_, err = nc.Write(hb[:])
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return running.Load() == 2 }, 20*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // room for a third to start, were the window not kept
+	require.Equal(t, int32(2), most.Load(), "handlers running at once with a window of 2")
+	releaseAll()
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
+	for range requests {
+		h, reply, err := readFrame(nc, &hb, 1<<20, func(n int) []byte { return make([]byte, n) }, nil)
+		require.NoError(t, err)
+		require.Equal(t, uint8(typeReply), h.typ)
+		require.Equal(t, "ok", string(reply))
+	}
+	require.Equal(t, int32(2), most.Load())
 }
