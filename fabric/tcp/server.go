@@ -95,7 +95,7 @@ func (l *Listener) acceptLoop() {
 // session is the server side of one connection.
 type session struct {
 	*link
-	l   *Listener
+	l  *Listener
 	hb [headerSize]byte // the header being read, by whichever goroutine reads
 	d  *dispatch.Dispatcher
 	// running counts the requests accepted and not yet answered; the
