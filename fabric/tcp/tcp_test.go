@@ -284,9 +284,7 @@ func TestSmallFramesCoalesceIntoOneWrite(t *testing.T) {
 	c := fc.(*Conn)
 
 	// Hold the writer as a long write would, let calls pile up, then let go.
-	c.wmu.Lock()
-	c.wbusy = true
-	c.wmu.Unlock()
+	require.True(t, c.wstate.CompareAndSwap(0, wBusy), "the writer is idle")
 	const n = 24
 	errs := make(chan error, n)
 	for i := range n {
