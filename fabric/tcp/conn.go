@@ -51,6 +51,11 @@ type Conn struct {
 	stickyStop           func() bool
 	rs                   readState
 	bgKick               chan struct{}
+	// own is the call whose caller holds the reader role and reads for it;
+	// ownIn says its reply is in. Only the reader-role holder uses them:
+	// the caller gets its own reply without a channel.
+	own   *call
+	ownIn bool
 
 	calls, callErrs, sends atomic.Uint64
 	readerDone             chan struct{}
@@ -159,16 +164,26 @@ func (c *Conn) acquire(ctx context.Context) error {
 
 func (c *Conn) release() { <-c.sem }
 
-// register gives cl an id and enters it in the pending table.
-func (c *Conn) register(cl *call) (uint64, error) {
+// register gives cl an id and enters it in the pending table. A Call
+// (ctxDone is its ctx's Done channel) that finds nothing else outstanding
+// and nobody reading takes the reader role at once (reading): with nothing
+// else in flight only its own reply can come, so that it does not read
+// while it writes its request holds nobody up, and it need not take the
+// lock again to read.
+func (c *Conn) register(cl *call, isCall bool, ctxDone <-chan struct{}) (id uint64, reading bool, err error) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	if c.pending == nil {
-		return 0, c.err
+		return 0, false, c.err
+	}
+	if isCall && c.reader == readerNone && len(c.pending) == 0 {
+		c.reader, c.readerCall = readerCaller, cl
+		cl.ctxDone = ctxDone
+		reading = true
 	}
 	c.nextID++
 	c.pending[c.nextID] = cl
-	return c.nextID, nil
+	return c.nextID, reading, nil
 }
 
 func (c *Conn) forget(id uint64) {
@@ -243,7 +258,7 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte, v
 		return nil, err
 	}
 	cl := callPool.Get().(*call)
-	id, err := c.register(cl)
+	id, reading, err := c.register(cl, true, ctx.Done())
 	if err != nil {
 		c.release()
 		callPool.Put(cl)
@@ -258,8 +273,14 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte, v
 	queued, err := c.send(&cl.f)
 	if err != nil {
 		// The link failed: failPending has answered (or will answer) cl.
+		if reading {
+			c.passRole()
+		}
 		<-cl.done
 		return nil, err
+	}
+	if reading {
+		return c.readOwn(ctx, cl, id, queued)
 	}
 	return c.await(ctx, cl, id, queued)
 }
@@ -314,7 +335,7 @@ func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) e
 	if err := c.acquire(ctx); err != nil {
 		return err
 	}
-	id, err := c.register(oneWayMark)
+	id, _, err := c.register(oneWayMark, false, nil)
 	if err != nil {
 		c.release()
 		return err

@@ -124,9 +124,16 @@ func (c *Conn) await(ctx context.Context, cl *call, id uint64, queued bool) ([]b
 func (c *Conn) readOwn(ctx context.Context, cl *call, id uint64, queued bool) ([]byte, error) {
 	stop := c.watch(ctx, cl)
 	defer stop()
+	c.own = cl
 	for {
+		if c.ownIn { // endBody answered cl
+			c.own, c.ownIn = nil, false
+			c.passRole()
+			return c.finish(cl, queued)
+		}
 		select {
-		case <-cl.done:
+		case <-cl.done: // answered before this caller took the role
+			c.own = nil
 			c.passRole()
 			return c.finish(cl, queued)
 		default:
@@ -136,6 +143,7 @@ func (c *Conn) readOwn(ctx context.Context, cl *call, id uint64, queued bool) ([
 			continue
 		}
 		if !c.interrupted(err) {
+			c.own = nil
 			c.readFailed(err)
 			c.passRole()
 			<-cl.done // failPending or readFailed has answered it
@@ -145,6 +153,7 @@ func (c *Conn) readOwn(ctx context.Context, cl *call, id uint64, queued bool) ([
 			// Our reply is arriving: take it, as a waiting caller would.
 			continue
 		}
+		c.own = nil
 		c.passRole()
 		return c.abandon(ctx, cl, id, queued)
 	}
@@ -389,6 +398,10 @@ func (c *Conn) endBody() error {
 	}
 	*rs = readState{}
 	c.release()
+	if cl == c.own {
+		c.ownIn = true
+		return nil
+	}
 	cl.done <- struct{}{}
 	return nil
 }
