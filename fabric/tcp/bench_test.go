@@ -400,8 +400,9 @@ func cpuTime() time.Duration {
 // flight: rounds of N raw callers (one socket each, the floor) and of N
 // callers sharing one Conn with Config.Lanes at 1, 2, 4 and 16 take turns,
 // so background load hits all alike. It reports each one's median round
-// trip relative to raw's, and its CPU per call (process user+system, both
-// ends) relative to raw's. b.N is the number of rounds of each.
+// trip, CPU per call (process user+system, both ends) and calls per
+// second (the same calls per round for all), relative to raw's. b.N is the
+// number of rounds of each.
 func BenchmarkLanesRatioToRaw(b *testing.B) {
 	addr, stop := rawEcho(b)
 	defer stop()
@@ -423,10 +424,10 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 			b.Run(fmt.Sprintf("%d/%d", size, inFlight), func(b *testing.B) {
 				payload := make([]byte, size)
 				type side struct {
-					name string
-					call func(w int) error
-					lat  []time.Duration
-					cpu  time.Duration
+					name      string
+					call      func(w int) error
+					lat       []time.Duration
+					cpu, wall time.Duration
 				}
 				raws := make([]net.Conn, inFlight)
 				brs := make([]*bufio.Reader, inFlight)
@@ -471,7 +472,7 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 				round := func(s *side, record bool) {
 					var wg sync.WaitGroup
 					lat := make([][]time.Duration, inFlight)
-					c0 := cpuTime()
+					c0, t0 := cpuTime(), time.Now()
 					for w := range inFlight {
 						wg.Go(func() {
 							for range perCaller {
@@ -487,6 +488,7 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 					wg.Wait()
 					if record {
 						s.cpu += cpuTime() - c0
+						s.wall += time.Since(t0)
 						s.lat = append(s.lat, slices.Concat(lat...)...)
 					}
 				}
@@ -505,6 +507,7 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 				for _, s := range sides[1:] {
 					b.ReportMetric(float64(median(s.lat))/float64(median(raw.lat)), s.name+"/raw-p50")
 					b.ReportMetric(float64(s.cpu)/float64(raw.cpu), s.name+"/raw-cpu")
+					b.ReportMetric(float64(raw.wall)/float64(s.wall), s.name+"/raw-calls-per-s")
 				}
 				b.ReportMetric(float64(median(raw.lat).Microseconds()), "raw-p50-µs")
 			})
