@@ -97,23 +97,30 @@ func BenchmarkRawTCP(b *testing.B) {
 	}
 }
 
-func BenchmarkFabricTCP(b *testing.B) {
-	cfg := DefaultConfig()
-	tr, err := New(cfg)
+// echoServer serves an echo of fabric.MethodUserBase with a default
+// transport on loopback until the benchmark ends; it returns the
+// transport, to dial with, and the address.
+func echoServer(b *testing.B) (*Transport, string) {
+	tr, err := New(DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	var m fabric.Mux
 	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
+	l, err := tr.Listen(context.Background(), "127.0.0.1:0", &m)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
+	b.Cleanup(func() { _ = l.Close() })
+	return tr, l.Addr()
+}
+
+func BenchmarkFabricTCP(b *testing.B) {
+	tr, addr := echoServer(b)
+	ctx := context.Background()
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			c, err := tr.Dial(ctx, l.Addr())
+			c, err := tr.Dial(ctx, addr)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,19 +139,9 @@ func BenchmarkFabricTCP(b *testing.B) {
 }
 
 func BenchmarkFabricTCPParallel16(b *testing.B) {
-	tr, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, addr := echoServer(b)
 	ctx := context.Background()
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	c, err := tr.Dial(ctx, l.Addr())
+	c, err := tr.Dial(ctx, addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -282,17 +279,7 @@ func BenchmarkBandwidthRatioToRaw(b *testing.B) {
 	addr, stop := rawEcho(b)
 	defer stop()
 	ctx := context.Background()
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	server, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := server.Listen(ctx, "127.0.0.1:0", &m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	server, fabAddr := echoServer(b)
 	oneCfg := DefaultConfig()
 	oneCfg.BulkSockets = 0
 	one, err := New(oneCfg)
@@ -311,7 +298,7 @@ func BenchmarkBandwidthRatioToRaw(b *testing.B) {
 			}
 			var conns []fabric.Conn
 			for _, tr := range []*Transport{one, server} {
-				c, err := tr.Dial(ctx, l.Addr())
+				c, err := tr.Dial(ctx, fabAddr)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -407,17 +394,7 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 	addr, stop := rawEcho(b)
 	defer stop()
 	ctx := context.Background()
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	server, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := server.Listen(ctx, "127.0.0.1:0", &m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	_, fabAddr := echoServer(b)
 	laneCounts := []int{1, 2, 4, 16}
 	for _, size := range []int{64, 1 << 10, 16 << 10} {
 		for _, inFlight := range []int{16, 64} {
@@ -432,11 +409,12 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 				raws := make([]net.Conn, inFlight)
 				brs := make([]*bufio.Reader, inFlight)
 				for i := range raws {
-					if raws[i], err = net.Dial("tcp", addr); err != nil {
+					nc, err := net.Dial("tcp", addr)
+					if err != nil {
 						b.Fatal(err)
 					}
-					defer raws[i].Close()
-					brs[i] = bufio.NewReaderSize(raws[i], 64<<10)
+					defer nc.Close()
+					raws[i], brs[i] = nc, bufio.NewReaderSize(nc, 64<<10)
 				}
 				sides := []*side{{name: "raw", call: func(w int) error {
 					var hdr [4]byte
@@ -458,7 +436,7 @@ func BenchmarkLanesRatioToRaw(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					c, err := tr.Dial(ctx, l.Addr())
+					c, err := tr.Dial(ctx, fabAddr)
 					if err != nil {
 						b.Fatal(err)
 					}
