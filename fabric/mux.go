@@ -2,24 +2,31 @@ package fabric
 
 import (
 	"context"
+	"maps"
 	"sync"
+	"sync/atomic"
 )
 
 // Mux routes requests to handlers by method. The zero value is ready to use;
-// Handle may be called while serving.
+// Handle may be called while serving. It must not be copied after first use.
 type Mux struct {
-	mu       sync.RWMutex
-	handlers map[Method]Handler
+	mu sync.Mutex // serialises Handle
+	// handlers is replaced, never modified, so that serving a request
+	// reads it without a lock: a read lock's shared counter would be
+	// written by every request from every processor.
+	handlers atomic.Pointer[map[Method]Handler]
 }
 
 // Handle registers h for m, replacing any previous handler.
 func (m *Mux) Handle(method Method, h Handler) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.handlers == nil {
-		m.handlers = make(map[Method]Handler)
+	next := make(map[Method]Handler)
+	if cur := m.handlers.Load(); cur != nil {
+		maps.Copy(next, *cur)
 	}
-	m.handlers[method] = h
+	next[method] = h
+	m.handlers.Store(&next)
 }
 
 // HandleFunc registers f for m.
@@ -29,9 +36,10 @@ func (m *Mux) HandleFunc(method Method, f func(ctx context.Context, req *Request
 
 // ServeFabric dispatches req; an unregistered method gets CodeUnknownMethod.
 func (m *Mux) ServeFabric(ctx context.Context, req *Request) ([]byte, error) {
-	m.mu.RLock()
-	h := m.handlers[req.Method]
-	m.mu.RUnlock()
+	var h Handler
+	if hs := m.handlers.Load(); hs != nil {
+		h = (*hs)[req.Method]
+	}
 	if h == nil {
 		return nil, Errorf(CodeUnknownMethod, "no handler for method %d", req.Method)
 	}

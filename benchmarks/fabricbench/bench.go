@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -39,23 +40,35 @@ type Peer interface {
 // per second (a 1 MiB ping-pong moves 1 MiB each way); CPUSPerGB is the
 // process's user+system CPU seconds per GB of payload counted the same way:
 // client and server together in one process, the clients only when the
-// servers run elsewhere (Remote).
+// servers run elsewhere (Remote). Peers is how many servers the calls in
+// flight were spread over (0 in results from before fan-out existed means
+// 1); GOMAXPROCS and CPUs say what the measuring process had.
 type Result struct {
-	Transport string  `json:"transport"`
-	Size      int     `json:"size"`
-	InFlight  int     `json:"inflight"`
-	Calls     int     `json:"calls"`
-	RTTP50ns  int64   `json:"rtt_p50_ns"`
-	RTTP99ns  int64   `json:"rtt_p99_ns"`
-	MBPerS    float64 `json:"mb_per_s"`
-	CPUSPerGB float64 `json:"cpu_s_per_gb"`
-	Error     string  `json:"error,omitempty"`
+	Transport  string  `json:"transport"`
+	Size       int     `json:"size"`
+	InFlight   int     `json:"inflight"`
+	Peers      int     `json:"peers,omitempty"`
+	Calls      int     `json:"calls"`
+	RTTP50ns   int64   `json:"rtt_p50_ns"`
+	RTTP99ns   int64   `json:"rtt_p99_ns"`
+	MBPerS     float64 `json:"mb_per_s"`
+	CPUSPerGB  float64 `json:"cpu_s_per_gb"`
+	GOMAXPROCS int     `json:"gomaxprocs,omitempty"`
+	CPUs       int     `json:"cpus,omitempty"`
+	Error      string  `json:"error,omitempty"`
 }
+
+// peers is r.Peers with results from before fan-out read as one peer.
+func (r Result) peers() int { return max(r.Peers, 1) }
 
 // Point says what to measure.
 type Point struct {
 	Size     int
 	InFlight int
+	// Peers is how many servers the calls in flight are spread over,
+	// worker w calling server w mod Peers (a coordinator fanning out to
+	// shards); Measure is given that many. 0 means 1.
+	Peers int
 	// Duration is how long calls are timed, after a short warm-up. At least
 	// MinCalls calls are made per worker whatever the duration.
 	Duration time.Duration
@@ -65,11 +78,21 @@ type Point struct {
 // ErrEcho is returned when a reply is not the payload that was sent.
 var ErrEcho = errors.New("fabricbench: reply differs from payload")
 
-// Measure runs one point against p: InFlight goroutines each call in a loop
-// for Duration, every reply is checked for length and its first and last
+// Measure runs one point against ps, servers of one transport (at least
+// pt.Peers of them; one unless fanning out): InFlight goroutines each call
+// in a loop for Duration, worker w calling server w mod Peers through its
+// own Caller, or through the Caller it shares with the other workers of
+// that server when the peer is Shared (one connection per server, as a
+// node keeps). Every reply is checked for length and its first and last
 // bytes. It blocks until all workers are done.
-func Measure(ctx context.Context, p Peer, pt Point) (Result, error) {
-	res := Result{Transport: p.Name(), Size: pt.Size, InFlight: pt.InFlight}
+func Measure(ctx context.Context, ps []Peer, pt Point) (Result, error) {
+	pt.Peers = max(pt.Peers, 1)
+	if len(ps) < pt.Peers {
+		return Result{}, fmt.Errorf("fabricbench: %d servers given for a point spread over %d", len(ps), pt.Peers)
+	}
+	p := ps[0]
+	res := Result{Transport: p.Name(), Size: pt.Size, InFlight: pt.InFlight, Peers: pt.Peers,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU()}
 	if pt.InFlight < 1 {
 		pt.InFlight = 1
 	}
@@ -77,10 +100,11 @@ func Measure(ctx context.Context, p Peer, pt Point) (Result, error) {
 		pt.MinCalls = 2
 	}
 	callers := make([]Caller, pt.InFlight)
-	var shared Caller
+	shared := make([]Caller, pt.Peers)
 	for i := range callers {
-		if p.Shared() && shared != nil {
-			callers[i] = shared
+		p := ps[i%pt.Peers]
+		if p.Shared() && shared[i%pt.Peers] != nil {
+			callers[i] = shared[i%pt.Peers]
 			continue
 		}
 		c, err := p.Dial(ctx)
@@ -90,7 +114,7 @@ func Measure(ctx context.Context, p Peer, pt Point) (Result, error) {
 		}
 		callers[i] = c
 		if p.Shared() {
-			shared = c
+			shared[i%pt.Peers] = c
 		}
 	}
 	defer closeCallers(callers)
@@ -100,10 +124,10 @@ func Measure(ctx context.Context, p Peer, pt Point) (Result, error) {
 		payload[i] = byte(i*7 + 1)
 	}
 	// Warm up every transport alike: connections, buffers, and what the
-	// adaptive transport learns per size: at least 8 calls, and calls for
-	// a fifth of Duration, at most 32.
+	// adaptive transport learns per size: at least 8 calls and one per
+	// worker, and calls for a fifth of Duration, at most 32.
 	warmEnd := time.Now().Add(pt.Duration / 5)
-	for i := 0; i < 8 || i < 32 && time.Now().Before(warmEnd); i++ {
+	for i := 0; i < max(8, pt.InFlight) || i < 32 && time.Now().Before(warmEnd); i++ {
 		if err := callOnce(ctx, callers[i%len(callers)], payload); err != nil {
 			return res, err
 		}

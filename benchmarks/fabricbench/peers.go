@@ -38,6 +38,11 @@ type Options struct {
 	RDMA rdma.Config
 	// Adaptive tunes the adaptive peer; zero fields take its defaults.
 	Adaptive adaptive.Config
+	// TCPLanes and TCPBulkSockets, when not negative, replace
+	// tcp.DefaultConfig's Lanes and BulkSockets in every tcp transport
+	// (the tcp peer's and adaptive's tcp paths), to compare settings on
+	// one machine.
+	TCPLanes, TCPBulkSockets int
 	// Logger gets the transports' logs; nil discards.
 	Logger *slog.Logger
 	// PathsTo, when not nil, gets the adaptive peer's decision table
@@ -51,6 +56,7 @@ func DefaultOptions() Options {
 	return Options{
 		RawAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", RDMAAddr: "127.0.0.1:0",
 		AdaptivePaths: "tcp:127.0.0.1:0,tcp:127.0.0.2:0", RDMA: rdma.DefaultConfig(),
+		TCPLanes: -1, TCPBulkSockets: -1,
 	}
 }
 
@@ -97,6 +103,12 @@ func (o Options) NewPeer(ctx context.Context, name string) (Peer, error) {
 func (o Options) tcp(logger *slog.Logger) (*tcp.Transport, error) {
 	cfg := tcp.DefaultConfig()
 	cfg.Logger = logger
+	if o.TCPLanes >= 0 {
+		cfg.Lanes = o.TCPLanes
+	}
+	if o.TCPBulkSockets >= 0 {
+		cfg.BulkSockets = o.TCPBulkSockets
+	}
 	return tcp.New(cfg)
 }
 

@@ -14,7 +14,8 @@ import (
 
 // Plot draws two panels into a PNG at path: RTT p50 against payload size
 // (calls in flight = 1) and bandwidth against size, one line per transport
-// and in-flight count (solid 1, dashed 16), both on log axes.
+// and in-flight count (solid 1, dashed more), both on log axes. Points
+// spread over several peers (fan-out) are left out.
 func Plot(path string, rs []Result) error {
 	lat := plot.New()
 	lat.Title.Text = "RTT p50 (1 in flight)"
@@ -41,7 +42,7 @@ func Plot(path string, rs []Result) error {
 	var names []string
 	seen := make(map[string]bool)
 	for _, r := range rs {
-		if r.Error != "" || r.Size == 0 {
+		if r.Error != "" || r.Size == 0 || r.peers() > 1 {
 			continue
 		}
 		k := key{r.Transport, r.InFlight}
@@ -54,7 +55,7 @@ func Plot(path string, rs []Result) error {
 	}
 	bwSeries := make(map[key]plotter.XYs)
 	for _, r := range rs {
-		if r.Error != "" || r.Size == 0 || r.MBPerS <= 0 {
+		if r.Error != "" || r.Size == 0 || r.MBPerS <= 0 || r.peers() > 1 {
 			continue
 		}
 		k := key{r.Transport, r.InFlight}

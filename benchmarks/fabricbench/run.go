@@ -14,7 +14,11 @@ type Config struct {
 	Transports []string
 	Sizes      []int
 	InFlight   []int
-	Duration   time.Duration
+	// Peers lists how many servers the calls in flight are spread over
+	// (Point.Peers), each count measured at every size and in-flight
+	// count; empty means one.
+	Peers    []int
+	Duration time.Duration
 	// MinCalls per worker per point, whatever Duration says.
 	MinCalls int
 	// Reps measures each point this many times, the transports taking
@@ -23,6 +27,9 @@ type Config struct {
 	// neighbours. 0 means 1.
 	Reps int
 }
+
+// maxPeers bounds a fan-out: each transport starts that many servers.
+const maxPeers = 64
 
 // PeerFactory builds the named peer; NewPeer is the standard one.
 type PeerFactory func(ctx context.Context, name string) (Peer, error)
@@ -38,10 +45,23 @@ func Run(ctx context.Context, cfg Config, newPeer PeerFactory, emit func(Result)
 	if cfg.Duration <= 0 {
 		return nil, fmt.Errorf("fabricbench: Duration %v must be positive", cfg.Duration)
 	}
-	peers := make(map[string]Peer)
+	for _, n := range cfg.Peers {
+		if n < 1 || n > maxPeers {
+			return nil, fmt.Errorf("fabricbench: Peers %d is outside [1, %d]", n, maxPeers)
+		}
+	}
+	fanOut := cfg.Peers
+	if len(fanOut) == 0 {
+		fanOut = []int{1}
+	}
+	// Each transport gets as many servers as the widest fan-out, built
+	// before measuring; points with fewer use the first ones.
+	peers := make(map[string][]Peer)
 	defer func() {
-		for _, p := range peers {
-			_ = p.Close()
+		for _, ps := range peers {
+			for _, p := range ps {
+				_ = p.Close()
+			}
 		}
 	}()
 	var out []Result
@@ -53,44 +73,49 @@ func Run(ctx context.Context, cfg Config, newPeer PeerFactory, emit func(Result)
 	}
 	startErr := make(map[string]error)
 	for _, name := range cfg.Transports {
-		p, err := newPeer(ctx, name)
-		if err != nil {
-			startErr[name] = err
-			continue
+		for range slices.Max(fanOut) {
+			p, err := newPeer(ctx, name)
+			if err != nil {
+				startErr[name] = err
+				break
+			}
+			peers[name] = append(peers[name], p)
 		}
-		peers[name] = p
 	}
 	runs := make(map[string][]Result)
 	for _, size := range cfg.Sizes {
 		for _, inflight := range cfg.InFlight {
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
-			for _, name := range cfg.Transports {
-				if err := startErr[name]; err != nil {
-					add(Result{Transport: name, Size: size, InFlight: inflight, Error: err.Error()})
-					continue
+			for _, fan := range fanOut {
+				if err := ctx.Err(); err != nil {
+					return out, err
 				}
-				runs[name] = nil
-			}
-			for rep := 0; rep < max(cfg.Reps, 1); rep++ {
-				for k := range cfg.Transports {
-					name := cfg.Transports[(k+rep)%len(cfg.Transports)]
-					if startErr[name] != nil || (len(runs[name]) > 0 && runs[name][0].Error != "") {
+				pt := Point{Size: size, InFlight: inflight, Peers: fan, Duration: cfg.Duration, MinCalls: cfg.MinCalls}
+				for _, name := range cfg.Transports {
+					if err := startErr[name]; err != nil {
+						add(Result{Transport: name, Size: size, InFlight: inflight, Peers: fan, Error: err.Error()})
 						continue
 					}
-					r, err := Measure(ctx, peers[name], Point{Size: size, InFlight: inflight, Duration: cfg.Duration, MinCalls: cfg.MinCalls})
-					if err != nil {
-						r.Error = err.Error()
-						runs[name] = []Result{r}
-						continue
-					}
-					runs[name] = append(runs[name], r)
+					runs[name] = nil
 				}
-			}
-			for _, name := range cfg.Transports {
-				if startErr[name] == nil {
-					add(median(runs[name]))
+				for rep := 0; rep < max(cfg.Reps, 1); rep++ {
+					for k := range cfg.Transports {
+						name := cfg.Transports[(k+rep)%len(cfg.Transports)]
+						if startErr[name] != nil || (len(runs[name]) > 0 && runs[name][0].Error != "") {
+							continue
+						}
+						r, err := Measure(ctx, peers[name], pt)
+						if err != nil {
+							r.Error = err.Error()
+							runs[name] = []Result{r}
+							continue
+						}
+						runs[name] = append(runs[name], r)
+					}
+				}
+				for _, name := range cfg.Transports {
+					if startErr[name] == nil {
+						add(median(runs[name]))
+					}
 				}
 			}
 		}

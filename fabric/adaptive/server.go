@@ -306,7 +306,7 @@ func (s *server) run(ctx context.Context, sess *session, h header, peer string, 
 		// Not derived from s.ctx: a child of a shared parent costs a lock
 		// on that parent per call. close cancels every entry instead.
 		e = fresh
-		e.carrier, e.srv, e.sess, e.entry = ctx, s, sess, e
+		e.carry(ctx, s, sess, e)
 		sess.entries[h.ID] = e
 		sess.order = append(sess.order, e)
 		if s.ctx.Err() != nil {

@@ -97,23 +97,30 @@ func BenchmarkRawTCP(b *testing.B) {
 	}
 }
 
-func BenchmarkFabricTCP(b *testing.B) {
-	cfg := DefaultConfig()
-	tr, err := New(cfg)
+// echoServer serves an echo of fabric.MethodUserBase with a default
+// transport on loopback until the benchmark ends; it returns the
+// transport, to dial with, and the address.
+func echoServer(b *testing.B) (*Transport, string) {
+	tr, err := New(DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	var m fabric.Mux
 	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
+	l, err := tr.Listen(context.Background(), "127.0.0.1:0", &m)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
+	b.Cleanup(func() { _ = l.Close() })
+	return tr, l.Addr()
+}
+
+func BenchmarkFabricTCP(b *testing.B) {
+	tr, addr := echoServer(b)
+	ctx := context.Background()
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			c, err := tr.Dial(ctx, l.Addr())
+			c, err := tr.Dial(ctx, addr)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,19 +139,9 @@ func BenchmarkFabricTCP(b *testing.B) {
 }
 
 func BenchmarkFabricTCPParallel16(b *testing.B) {
-	tr, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, addr := echoServer(b)
 	ctx := context.Background()
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	l, err := tr.Listen(ctx, "127.0.0.1:0", &m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	c, err := tr.Dial(ctx, l.Addr())
+	c, err := tr.Dial(ctx, addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -282,17 +279,7 @@ func BenchmarkBandwidthRatioToRaw(b *testing.B) {
 	addr, stop := rawEcho(b)
 	defer stop()
 	ctx := context.Background()
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	server, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := server.Listen(ctx, "127.0.0.1:0", &m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	server, fabAddr := echoServer(b)
 	oneCfg := DefaultConfig()
 	oneCfg.BulkSockets = 0
 	one, err := New(oneCfg)
@@ -311,7 +298,7 @@ func BenchmarkBandwidthRatioToRaw(b *testing.B) {
 			}
 			var conns []fabric.Conn
 			for _, tr := range []*Transport{one, server} {
-				c, err := tr.Dial(ctx, l.Addr())
+				c, err := tr.Dial(ctx, fabAddr)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -394,4 +381,114 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkLanesRatioToRaw measures round trips with many calls in
+// flight: rounds of N raw callers (one socket each, the floor) and of N
+// callers sharing one Conn with Config.Lanes at 1, 2, 4 and 16 take turns,
+// so background load hits all alike. It reports each one's median round
+// trip, CPU per call (process user+system, both ends) and calls per
+// second (the same calls per round for all), relative to raw's. b.N is the
+// number of rounds of each.
+func BenchmarkLanesRatioToRaw(b *testing.B) {
+	addr, stop := rawEcho(b)
+	defer stop()
+	ctx := context.Background()
+	_, fabAddr := echoServer(b)
+	laneCounts := []int{1, 2, 4, 16}
+	for _, size := range []int{64, 1 << 10, 16 << 10} {
+		for _, inFlight := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%d/%d", size, inFlight), func(b *testing.B) {
+				payload := make([]byte, size)
+				type side struct {
+					name      string
+					call      func(w int) error
+					lat       []time.Duration
+					cpu, wall time.Duration
+				}
+				raws := make([]net.Conn, inFlight)
+				brs := make([]*bufio.Reader, inFlight)
+				for i := range raws {
+					nc, err := net.Dial("tcp", addr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer nc.Close()
+					raws[i], brs[i] = nc, bufio.NewReaderSize(nc, 64<<10)
+				}
+				sides := []*side{{name: "raw", call: func(w int) error {
+					var hdr [4]byte
+					binary.BigEndian.PutUint32(hdr[:], uint32(size))
+					bufs := net.Buffers{hdr[:], payload}
+					if _, err := bufs.WriteTo(raws[w]); err != nil {
+						return err
+					}
+					if _, err := io.ReadFull(brs[w], hdr[:]); err != nil {
+						return err
+					}
+					_, err := io.ReadFull(brs[w], make([]byte, binary.BigEndian.Uint32(hdr[:])))
+					return err
+				}}}
+				for _, lanes := range laneCounts {
+					cfg := DefaultConfig()
+					cfg.Lanes = lanes
+					tr, err := New(cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					c, err := tr.Dial(ctx, fabAddr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					sides = append(sides, &side{name: fmt.Sprintf("lanes%d", lanes), call: func(int) error {
+						_, err := c.Call(ctx, fabric.MethodUserBase, payload)
+						return err
+					}})
+				}
+				perCaller := max(4, 2000/inFlight)
+				round := func(s *side, record bool) {
+					var wg sync.WaitGroup
+					lat := make([][]time.Duration, inFlight)
+					c0, t0 := cpuTime(), time.Now()
+					for w := range inFlight {
+						wg.Go(func() {
+							for range perCaller {
+								t0 := time.Now()
+								if err := s.call(w); err != nil {
+									b.Error(err)
+									return
+								}
+								lat[w] = append(lat[w], time.Since(t0))
+							}
+						})
+					}
+					wg.Wait()
+					if record {
+						s.cpu += cpuTime() - c0
+						s.wall += time.Since(t0)
+						s.lat = append(s.lat, slices.Concat(lat...)...)
+					}
+				}
+				for _, s := range sides { // warm up: lanes open on demand
+					for range 3 {
+						round(s, false)
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					for _, s := range sides {
+						round(s, true)
+					}
+				}
+				raw := sides[0]
+				for _, s := range sides[1:] {
+					b.ReportMetric(float64(median(s.lat))/float64(median(raw.lat)), s.name+"/raw-p50")
+					b.ReportMetric(float64(s.cpu)/float64(raw.cpu), s.name+"/raw-cpu")
+					b.ReportMetric(float64(raw.wall)/float64(s.wall), s.name+"/raw-calls-per-s")
+				}
+				b.ReportMetric(float64(median(raw.lat).Microseconds()), "raw-p50-µs")
+			})
+		}
+	}
 }

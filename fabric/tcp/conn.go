@@ -20,6 +20,9 @@ type call struct {
 	// it keeps its window slot until the server answers, and is not
 	// recycled.
 	cancelled bool
+	// ctxDone is the Done channel of the caller's ctx while the caller
+	// reads its own reply (guarded by Conn.pmu; see Conn.watch).
+	ctxDone <-chan struct{}
 }
 
 var callPool = sync.Pool{New: func() any {
@@ -42,17 +45,26 @@ type Conn struct {
 	reader       int
 	readerCall   *call // the caller reading, when reader == readerCaller
 	interrupting bool  // a past read deadline is set to stop readerCall
-	rs           readState
-	bgKick       chan struct{}
+	// The Done channel of the ctx of the latest caller to read, and the
+	// ctx watched for good (see watch), guarded by pmu.
+	lastDone, stickyDone <-chan struct{}
+	stickyStop           func() bool
+	rs                   readState
+	bgKick               chan struct{}
+	// own is the call whose caller holds the reader role and reads for it;
+	// ownIn says its reply is in. Only the reader-role holder uses them:
+	// the caller gets its own reply without a channel.
+	own   *call
+	ownIn bool
 
 	calls, callErrs, sends atomic.Uint64
 	readerDone             chan struct{}
 
 	// sendsOut counts Sends whose done frame has not arrived: while there
-	// are any, bulk calls stay on this socket (Send's ordering rule).
+	// are any, every call stays on this socket (Send's ordering rule).
 	sendsOut atomic.Int64
-	bulk     *bulk // the extra sockets for bulk calls; nil on a bulk socket or when off
-	parent   *Conn // on a bulk socket: the connection it belongs to
+	lanes    *lanes // the extra sockets (lanes.go); nil on a lane or when off
+	parent   *Conn  // on a lane: the connection it belongs to
 }
 
 var (
@@ -60,11 +72,11 @@ var (
 	_ fabric.VectorCaller = (*Conn)(nil)
 )
 
-func newConn(l *link, parent *Conn, b *bulk) *Conn {
+func newConn(l *link, parent *Conn, ls *lanes) *Conn {
 	c := &Conn{
 		link: l, sem: make(chan struct{}, l.window), pending: make(map[uint64]*call),
 		bgKick: make(chan struct{}, 1), readerDone: make(chan struct{}),
-		parent: parent, bulk: b,
+		parent: parent, lanes: ls,
 	}
 	l.onFail = c.failPending
 	l.onPing = c.ensureReader
@@ -76,13 +88,13 @@ func newConn(l *link, parent *Conn, b *bulk) *Conn {
 // RemoteAddr returns the dialled address.
 func (c *Conn) RemoteAddr() string { return c.remote }
 
-// Stats returns the connection's counters, its bulk sockets' included.
+// Stats returns the connection's counters, its lanes' included.
 func (c *Conn) Stats() fabric.ConnStats {
 	st := fabric.ConnStats{
 		Transport: "tcp", Calls: c.calls.Load(), CallErrors: c.callErrs.Load(), Sends: c.sends.Load(),
 		BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), InFlight: len(c.sem),
 	}
-	for _, ln := range c.bulk.all() {
+	for _, ln := range c.lanes.all() {
 		st.BytesSent += ln.sent.Load()
 		st.BytesReceived += ln.received.Load()
 		st.InFlight += len(ln.sem)
@@ -96,9 +108,9 @@ func (c *Conn) Close() error {
 	c.fail(fmt.Errorf("closed by caller"))
 	<-c.readerDone
 	c.wg.Wait()
-	if c.bulk != nil {
-		c.bulk.wg.Wait()
-		for _, ln := range c.bulk.all() {
+	if c.lanes != nil {
+		c.lanes.wg.Wait()
+		for _, ln := range c.lanes.all() {
 			_ = ln.Close()
 		}
 	}
@@ -106,13 +118,18 @@ func (c *Conn) Close() error {
 }
 
 // failPending runs once when the socket fails: it answers the in-flight
-// calls, and fails the bulk sockets with it (or, on a bulk socket, the
-// connection it belongs to).
+// calls, and fails the lanes with it (or, on a lane, the connection it
+// belongs to).
 func (c *Conn) failPending(err error) {
 	c.pmu.Lock()
 	pending := c.pending
 	c.pending = nil
+	stopSticky := c.stickyStop
+	c.stickyDone, c.stickyStop = nil, nil
 	c.pmu.Unlock()
+	if stopSticky != nil {
+		stopSticky()
+	}
 	for _, cl := range pending {
 		if cl == oneWayMark || cl.cancelled {
 			continue
@@ -121,10 +138,10 @@ func (c *Conn) failPending(err error) {
 		cl.done <- struct{}{}
 	}
 	if c.parent != nil {
-		c.parent.fail(fmt.Errorf("bulk socket failed: %v", err))
+		c.parent.fail(fmt.Errorf("lane failed: %v", err))
 	}
-	if c.bulk != nil {
-		c.bulk.shut(err)
+	if c.lanes != nil {
+		c.lanes.shut(err)
 	}
 }
 
@@ -147,16 +164,26 @@ func (c *Conn) acquire(ctx context.Context) error {
 
 func (c *Conn) release() { <-c.sem }
 
-// register gives cl an id and enters it in the pending table.
-func (c *Conn) register(cl *call) (uint64, error) {
+// register gives cl an id and enters it in the pending table. A Call
+// (ctxDone is its ctx's Done channel) that finds nothing else outstanding
+// and nobody reading takes the reader role at once (reading): with nothing
+// else in flight only its own reply can come, so that it does not read
+// while it writes its request holds nobody up, and it need not take the
+// lock again to read.
+func (c *Conn) register(cl *call, isCall bool, ctxDone <-chan struct{}) (id uint64, reading bool, err error) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	if c.pending == nil {
-		return 0, c.err
+		return 0, false, c.err
+	}
+	if isCall && c.reader == readerNone && len(c.pending) == 0 {
+		c.reader, c.readerCall = readerCaller, cl
+		cl.ctxDone = ctxDone
+		reading = true
 	}
 	c.nextID++
 	c.pending[c.nextID] = cl
-	return c.nextID, nil
+	return c.nextID, reading, nil
 }
 
 func (c *Conn) forget(id uint64) {
@@ -231,7 +258,7 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte, v
 		return nil, err
 	}
 	cl := callPool.Get().(*call)
-	id, err := c.register(cl)
+	id, reading, err := c.register(cl, true, ctx.Done())
 	if err != nil {
 		c.release()
 		callPool.Put(cl)
@@ -246,8 +273,14 @@ func (c *Conn) call(ctx context.Context, method fabric.Method, payload []byte, v
 	queued, err := c.send(&cl.f)
 	if err != nil {
 		// The link failed: failPending has answered (or will answer) cl.
+		if reading {
+			c.passRole()
+		}
 		<-cl.done
 		return nil, err
+	}
+	if reading {
+		return c.readOwn(ctx, cl, id, queued)
 	}
 	return c.await(ctx, cl, id, queued)
 }
@@ -258,7 +291,7 @@ func (c *Conn) finish(cl *call, queued bool) ([]byte, error) {
 	if queued {
 		<-cl.f.written // the writer may still be finishing with the frame
 	}
-	cl.reply, cl.err, cl.f.payload, cl.f.vec = nil, nil, nil, nil
+	cl.reply, cl.err, cl.f.payload, cl.f.vec, cl.ctxDone = nil, nil, nil, nil, nil
 	callPool.Put(cl)
 	return reply, err
 }
@@ -302,7 +335,7 @@ func (c *Conn) Send(ctx context.Context, method fabric.Method, payload []byte) e
 	if err := c.acquire(ctx); err != nil {
 		return err
 	}
-	id, err := c.register(oneWayMark)
+	id, _, err := c.register(oneWayMark, false, nil)
 	if err != nil {
 		c.release()
 		return err

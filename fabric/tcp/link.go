@@ -58,8 +58,13 @@ type link struct {
 	crc               bool
 	window            int // the smaller of both sides' MaxInFlight
 
+	// wstate says who writes (see send): wBusy while a caller or the
+	// writer goroutine owns the socket's write side, wQueued once frames
+	// may wait in wq for that owner, wFailed after fail. A caller that
+	// finds it zero writes with one compare-and-swap to take it and one to
+	// give it back; wmu guards only the queue.
+	wstate atomic.Uint32
 	wmu    sync.Mutex
-	wbusy  bool // someone (a caller or the writer goroutine) is writing
 	wq     []*frame
 	wspare []*frame
 	werr   error
@@ -155,45 +160,70 @@ func (l *link) start() {
 	}()
 }
 
+// Write states, the bits of link.wstate.
+const (
+	wBusy   = 1 << iota // a caller or the writer goroutine is writing
+	wQueued             // frames may wait in wq: the owner must look
+	wFailed             // the link failed
+)
+
 // send writes f from the calling goroutine when no one else is writing,
 // else queues it for the writer goroutine. queued reports which: when
 // true, f.written (if set) is signalled once the writer is done with f.
 func (l *link) send(f *frame) (queued bool, err error) {
-	l.wmu.Lock()
-	if l.werr != nil {
-		err := l.werr
-		l.wmu.Unlock()
-		return false, err
+	if !l.wstate.CompareAndSwap(0, wBusy) {
+		return true, l.enqueue(f)
 	}
-	if l.wbusy {
-		l.wq = append(l.wq, f)
-		l.wmu.Unlock()
-		return true, nil
-	}
-	l.wbusy = true
-	l.wmu.Unlock()
-
 	l.one[0] = f
 	err = l.writeFrames(l.one[:])
 	l.one[0] = nil
-
-	l.wmu.Lock()
-	handOff := err == nil && len(l.wq) > 0
-	if !handOff {
-		l.wbusy = false
-	}
-	l.wmu.Unlock()
-	if handOff {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
-	}
 	if err != nil {
 		l.fail(fmt.Errorf("writing to %s: %v", l.remote, err))
 		return false, l.err
 	}
+	if !l.wstate.CompareAndSwap(wBusy, 0) {
+		// Frames were queued behind this write: the writer goroutine
+		// takes over the write side, wBusy and all.
+		l.kickWriter()
+	}
 	return false, nil
+}
+
+// enqueue puts f in the queue for whoever owns the write side, becoming
+// that owner for the writer goroutine when nobody does. It never writes
+// itself.
+func (l *link) enqueue(f *frame) error {
+	l.wmu.Lock()
+	if l.werr != nil {
+		l.wmu.Unlock()
+		return l.werr
+	}
+	l.wq = append(l.wq, f)
+	kick := false
+	for {
+		st := l.wstate.Load()
+		if st&wBusy != 0 {
+			// Tell the owner, which looks at the queue before letting go.
+			if st&wQueued != 0 || l.wstate.CompareAndSwap(st, st|wQueued) {
+				break
+			}
+		} else if l.wstate.CompareAndSwap(st, st|wBusy|wQueued) {
+			kick = true // the owner left: the writer goroutine takes over
+			break
+		}
+	}
+	l.wmu.Unlock()
+	if kick {
+		l.kickWriter()
+	}
+	return nil
+}
+
+func (l *link) kickWriter() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
 }
 
 // unqueue removes f from the queue if the writer has not taken it yet.
@@ -217,23 +247,12 @@ func (l *link) unqueue(f *frame) bool {
 func (l *link) post(typ uint8, id uint64) {
 	f := &frame{}
 	putHeader(&f.hdr, typ, 0, id, nil, l.crc)
-	l.wmu.Lock()
-	if l.werr != nil {
-		l.wmu.Unlock()
-		return
-	}
-	l.wq = append(l.wq, f)
-	kick := !l.wbusy
-	l.wbusy = true
-	l.wmu.Unlock()
-	if kick {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
-	}
+	_ = l.enqueue(f) // a failed link drops it
 }
 
+// writeLoop is the writer goroutine: kicked when it owns the write side
+// (wBusy), it writes the queue in batches until the queue is empty, then
+// lets go.
 func (l *link) writeLoop() {
 	for {
 		select {
@@ -245,11 +264,12 @@ func (l *link) writeLoop() {
 			l.wmu.Lock()
 			batch := l.wq
 			if len(batch) == 0 || l.werr != nil {
-				l.wbusy = false
+				l.wstate.And(^uint32(wBusy | wQueued))
 				l.wmu.Unlock()
 				break
 			}
 			l.wq = l.wspare[:0]
+			l.wstate.And(^uint32(wQueued)) // the batch is taken; enqueue sets it again
 			l.wmu.Unlock()
 
 			err := l.writeFrames(batch)
@@ -272,7 +292,7 @@ func (l *link) writeLoop() {
 }
 
 // writeFrames writes fs with one writev (or one TLS flush). Only the
-// goroutine holding wbusy calls it.
+// goroutine owning the write side (wBusy) calls it.
 func (l *link) writeFrames(fs []*frame) error {
 	var n int
 	if l.bw != nil {
@@ -348,6 +368,7 @@ func (l *link) fail(cause error) {
 		l.err = fmt.Errorf("tcp: connection %s: %v: %w", l.remote, cause, fabric.ErrClosed)
 		l.wmu.Lock()
 		l.werr = l.err
+		l.wstate.Or(wFailed)
 		q := l.wq
 		l.wq = nil
 		l.wmu.Unlock()

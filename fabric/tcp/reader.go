@@ -107,6 +107,7 @@ func (c *Conn) await(ctx context.Context, cl *call, id uint64, queued bool) ([]b
 	c.pmu.Lock()
 	if c.reader == readerNone && c.pending != nil {
 		c.reader, c.readerCall = readerCaller, cl
+		cl.ctxDone = ctx.Done()
 		c.pmu.Unlock()
 		return c.readOwn(ctx, cl, id, queued)
 	}
@@ -121,14 +122,18 @@ func (c *Conn) await(ctx context.Context, cl *call, id uint64, queued bool) ([]b
 
 // readOwn reads frames on the caller's goroutine until cl's reply is in.
 func (c *Conn) readOwn(ctx context.Context, cl *call, id uint64, queued bool) ([]byte, error) {
-	stop := func() bool { return true }
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.interrupt(cl) })
-	}
+	stop := c.watch(ctx, cl)
+	defer stop()
+	c.own = cl
 	for {
+		if c.ownIn { // endBody answered cl
+			c.own, c.ownIn = nil, false
+			c.passRole()
+			return c.finish(cl, queued)
+		}
 		select {
-		case <-cl.done:
-			stop()
+		case <-cl.done: // answered before this caller took the role
+			c.own = nil
 			c.passRole()
 			return c.finish(cl, queued)
 		default:
@@ -138,7 +143,9 @@ func (c *Conn) readOwn(ctx context.Context, cl *call, id uint64, queued bool) ([
 			continue
 		}
 		if !c.interrupted(err) {
+			c.own = nil
 			c.readFailed(err)
+			c.passRole()
 			<-cl.done // failPending or readFailed has answered it
 			return c.finish(cl, queued)
 		}
@@ -146,17 +153,55 @@ func (c *Conn) readOwn(ctx context.Context, cl *call, id uint64, queued bool) ([
 			// Our reply is arriving: take it, as a waiting caller would.
 			continue
 		}
+		c.own = nil
 		c.passRole()
 		return c.abandon(ctx, cl, id, queued)
 	}
 }
 
-// interrupt stops the blocked read of caller cl, whose ctx ended, if cl
-// still holds the reader role.
-func (c *Conn) interrupt(cl *call) {
+// watch arranges for the read of caller cl to be interrupted when ctx
+// ends, and returns what ends that arrangement.
+//
+// context.AfterFunc takes ctx's lock to register and again to unregister.
+// Calls that share one long-lived ctx (a component's lifetime, a
+// benchmark's) would do that from every lane at once, all on that one
+// lock; so a ctx whose Done channel a socket's reading callers use twice
+// in a row stays watched (sticky) until it ends or the socket fails, and
+// later readers with it register nothing. Other contexts are watched for
+// their call only, as a context a request ends with its work would
+// otherwise start the watch's function, a goroutine, for every request.
+func (c *Conn) watch(ctx context.Context, cl *call) (stop func() bool) {
+	done := cl.ctxDone
+	if done == nil {
+		return noStop
+	}
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	if c.reader == readerCaller && c.readerCall == cl && !c.interrupting {
+	repeat := c.lastDone == done
+	c.lastDone = done
+	switch {
+	case c.stickyDone == done:
+		return noStop
+	case repeat && c.stickyDone == nil && c.pending != nil:
+		c.stickyDone = done
+		c.stickyStop = context.AfterFunc(ctx, func() { c.interrupt(done) })
+		return noStop
+	}
+	return context.AfterFunc(ctx, func() { c.interrupt(done) })
+}
+
+func noStop() bool { return true }
+
+// interrupt stops the blocked read of the caller holding the reader role
+// if its ctx's Done channel is done, which has been closed; a sticky
+// watch of done ends.
+func (c *Conn) interrupt(done <-chan struct{}) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.stickyDone == done {
+		c.stickyDone, c.stickyStop = nil, nil
+	}
+	if c.reader == readerCaller && c.readerCall.ctxDone == done && !c.interrupting {
 		c.interrupting = true
 		_ = c.nc.SetReadDeadline(aLongTimeAgo)
 	}
@@ -353,6 +398,10 @@ func (c *Conn) endBody() error {
 	}
 	*rs = readState{}
 	c.release()
+	if cl == c.own {
+		c.ownIn = true
+		return nil
+	}
 	cl.done <- struct{}{}
 	return nil
 }

@@ -3,6 +3,7 @@ package tcp
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,4 +246,75 @@ func TestLentPayloadSurvivesTakeOver(t *testing.T) {
 	r := <-first
 	require.NoError(t, r.err)
 	require.True(t, bytes.Equal(held, r.reply), "the held payload was overwritten while its handler ran")
+}
+
+// watchedCtx is a cancellable context that counts the watches placed on it
+// through context.AfterFunc (the context package uses a parent's own
+// AfterFunc method when it has one), and how many are still in place.
+type watchedCtx struct {
+	context.Context
+	placed, active atomic.Int64
+}
+
+// Value hides the inner context, which the context package would
+// otherwise find and watch directly.
+func (w *watchedCtx) Value(any) any { return nil }
+
+func (w *watchedCtx) AfterFunc(f func()) func() bool {
+	w.placed.Add(1)
+	w.active.Add(1)
+	stop := context.AfterFunc(w.Context, f)
+	return func() bool {
+		ok := stop()
+		if ok {
+			w.active.Add(-1)
+		}
+		return ok
+	}
+}
+
+// Calls that share one cancellable ctx watch it once per socket, not once
+// per call (a lock on that ctx per call, from every lane at once), and the
+// watch still interrupts a reading caller when the ctx ends, and goes away
+// with the connection.
+func TestSharedCtxWatchedOnce(t *testing.T) {
+	rs := newReaderServer(t, nil)
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &watchedCtx{Context: inner}
+	for range 50 {
+		reply, err := rs.c.Call(ctx, mEcho, []byte("x"))
+		require.NoError(t, err)
+		require.Equal(t, "x", string(reply))
+	}
+	require.Equal(t, int64(2), ctx.placed.Load(), "one watch for the first call, one kept from the second")
+	require.Equal(t, int64(1), ctx.active.Load())
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := rs.c.Call(ctx, mBlock, nil) // alone: it reads its own reply
+		errc <- err
+	}()
+	rs.waitEntered(t, mBlock)
+	cancel()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "the reading caller did not return after its shared ctx ended")
+	}
+	reply, err := rs.c.Call(context.Background(), mEcho, []byte("after"))
+	require.NoError(t, err)
+	require.Equal(t, "after", string(reply))
+
+	other := &watchedCtx{Context: context.Background()}
+	other.Context, cancel = context.WithCancel(other.Context)
+	defer cancel()
+	for range 3 {
+		_, err := rs.c.Call(other, mEcho, nil)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), other.active.Load(), "kept while the connection lives")
+	require.NoError(t, rs.c.Close())
+	require.Zero(t, other.active.Load(), "a closed connection leaves no watch on a ctx that outlives it")
 }

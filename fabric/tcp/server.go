@@ -95,10 +95,13 @@ func (l *Listener) acceptLoop() {
 // session is the server side of one connection.
 type session struct {
 	*link
-	l   *Listener
-	hb  [headerSize]byte // the header being read, by whichever goroutine reads
-	d   *dispatch.Dispatcher
-	sem chan struct{} // bounds running handlers to the window
+	l  *Listener
+	hb [headerSize]byte // the header being read, by whichever goroutine reads
+	d  *dispatch.Dispatcher
+	// running counts the requests accepted and not yet answered; the
+	// reader waits on freed while it is above the window (see admit).
+	running atomic.Int32
+	freed   chan struct{}
 	// state hands reading to a new goroutine when a handler served on the
 	// reader goroutine runs too long (see watch): the reader's generation
 	// (0 for the first, one more for each goroutine that took over) << 3,
@@ -227,7 +230,7 @@ func (l *Listener) serve(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	s := &session{link: ln, l: l, sem: make(chan struct{}, ln.window)}
+	s := &session{link: ln, l: l, freed: make(chan struct{}, 1)}
 	s.watchdog = time.AfterFunc(time.Hour, s.watch)
 	s.watchdog.Stop()
 	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, bufpool.Put)
@@ -379,11 +382,7 @@ func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok, 
 		}
 		payload = *bp
 	}
-	// A client that respects the window never waits here; one that does
-	// not is slowed down by TCP flow control instead of exhausting memory.
-	select {
-	case s.sem <- struct{}{}:
-	case <-s.done:
+	if !s.admit() {
 		if bp != nil {
 			bufpool.Put(bp)
 		}
@@ -393,10 +392,32 @@ func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok, 
 	return t, ok, lent, nil
 }
 
+// admit counts a request in, waiting while the window is full; false when
+// the connection failed meanwhile. A client that respects the window never
+// waits here; one that does not is slowed down by TCP flow control instead
+// of exhausting memory. Only the goroutine reading calls it, so at most one
+// waits: the count exceeds the window by at most one, and respond signals
+// freed exactly when it brings the count back to the window from above.
+// An atomic count, unlike a channel used as a semaphore, takes no lock per
+// request.
+func (s *session) admit() bool {
+	if s.running.Add(1) <= int32(s.window) {
+		return true
+	}
+	select {
+	case <-s.freed:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
 // respond sends a handler's outcome and frees its window slot; it returns
 // once the transport is done reading reply.
 func (s *session) respond(id uint64, oneWay bool, reply []byte, err error) {
-	<-s.sem
+	if s.running.Add(-1) >= int32(s.window) {
+		s.freed <- struct{}{} // admit waits for it
+	}
 	f := getFrame()
 	switch {
 	case oneWay:

@@ -12,6 +12,9 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,6 +133,20 @@ func TestTLSNegotiatesPostQuantumKeyExchange(t *testing.T) {
 	require.Equal(t, uint16(tls.VersionTLS13), state.Version)
 }
 
+// DefaultConfig gives one lane and one bulk socket per processor, at most
+// 16, and at least 4 bulk sockets.
+func TestDefaultConfigFollowsProcessors(t *testing.T) {
+	for _, procs := range []int{1, 2, 8, 16, 64} {
+		t.Run(fmt.Sprint(procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			cfg := DefaultConfig()
+			require.Equal(t, min(procs, 16), cfg.Lanes)
+			require.Equal(t, max(4, min(procs, 16)), cfg.BulkSockets)
+			require.NoError(t, cfg.Validate())
+		})
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -146,6 +163,9 @@ func TestConfigValidate(t *testing.T) {
 		{"too many bulk sockets", func(c *Config) { c.BulkSockets = 65 }, "BulkSockets"},
 		{"bulk without threshold", func(c *Config) { c.BulkThreshold = 0 }, "BulkThreshold"},
 		{"no bulk sockets, no threshold", func(c *Config) { c.BulkSockets, c.BulkThreshold = 0, 0 }, ""},
+		{"negative lanes", func(c *Config) { c.Lanes = -1 }, "Lanes -1"},
+		{"too many lanes", func(c *Config) { c.Lanes = 65 }, "Lanes 65"},
+		{"no lanes", func(c *Config) { c.Lanes = 0 }, ""},
 		{"server TLS without certificate", func(c *Config) { c.ServerTLS = &tls.Config{} }, "ServerTLS"},
 	}
 	for _, tc := range tests {
@@ -256,15 +276,15 @@ func TestSmallFramesCoalesceIntoOneWrite(t *testing.T) {
 	l, err := newTransport(t, testConfig(t)).Listen(ctx, "127.0.0.1:0", &m)
 	require.NoError(t, err)
 	defer l.Close()
-	fc, err := newTransport(t, testConfig(t)).Dial(ctx, l.Addr())
+	ccfg := testConfig(t)
+	ccfg.Lanes = 1 // every call on the socket whose writer is held
+	fc, err := newTransport(t, ccfg).Dial(ctx, l.Addr())
 	require.NoError(t, err)
 	defer fc.Close()
 	c := fc.(*Conn)
 
 	// Hold the writer as a long write would, let calls pile up, then let go.
-	c.wmu.Lock()
-	c.wbusy = true
-	c.wmu.Unlock()
+	require.True(t, c.wstate.CompareAndSwap(0, wBusy), "the writer is idle")
 	const n = 24
 	errs := make(chan error, n)
 	for i := range n {
@@ -288,4 +308,54 @@ func TestSmallFramesCoalesceIntoOneWrite(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	require.Equal(t, before+1, c.writes.Load(), "%d queued frames must go out in one writev", n)
+}
+
+// A client that ignores the window gets no more handlers running at once
+// than the window: the server stops reading until one finishes, and then
+// serves the rest.
+func TestServerBoundsHandlersToWindow(t *testing.T) {
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(context.Context, *fabric.Request) ([]byte, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for cur := most.Load(); n > cur && !most.CompareAndSwap(cur, n); cur = most.Load() {
+		}
+		<-release
+		return []byte("ok"), nil
+	})
+	l, err := newTransport(t, testConfig(t)).Listen(context.Background(), "127.0.0.1:0", &m)
+	require.NoError(t, err)
+	defer l.Close()
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	defer releaseAll() // before Close, which waits for the handlers
+	nc, err := net.Dial("tcp", l.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	var hb [headerSize]byte
+	p := hello{maxMessage: 1 << 20, window: 2}.encode()
+	putHeader(&hb, typeHello, 0, 0, p, false)
+	_, err = nc.Write(append(hb[:], p...))
+	require.NoError(t, err)
+	_, _, err = readFrame(nc, &hb, helloPayload, func(n int) []byte { return make([]byte, n) }, nil)
+	require.NoError(t, err)
+	const requests = 6
+	for id := range uint64(requests) {
+		putHeader(&hb, typeRequest, fabric.MethodUserBase, id+1, nil, false)
+		_, err = nc.Write(hb[:])
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return running.Load() == 2 }, 20*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // room for a third to start, were the window not kept
+	require.Equal(t, int32(2), most.Load(), "handlers running at once with a window of 2")
+	releaseAll()
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
+	for range requests {
+		h, reply, err := readFrame(nc, &hb, 1<<20, func(n int) []byte { return make([]byte, n) }, nil)
+		require.NoError(t, err)
+		require.Equal(t, uint8(typeReply), h.typ)
+		require.Equal(t, "ok", string(reply))
+	}
+	require.Equal(t, int32(2), most.Load())
 }

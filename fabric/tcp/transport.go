@@ -1,6 +1,6 @@
 // Package tcp is Weft's fabric transport over TCP (optionally TLS): a
-// framed, versioned protocol that multiplexes concurrent calls over one
-// connection per peer.
+// framed, versioned protocol that multiplexes concurrent calls over a few
+// sockets per peer (lanes.go).
 //
 // # Wire format
 //
@@ -45,9 +45,12 @@
 // lent that buffer, no copy; other requests are copied into pooled
 // buffers. A reply that the read buffer holds whole is copied into the new
 // slice handed to the caller as that slice is allocated (no zeroing pass).
-// TCP_NODELAY is on. Calls with large requests are
-// spread over a few extra sockets to the same peer (Config.BulkSockets),
-// so that several large transfers move through the kernel side by side.
+// TCP_NODELAY is on. Concurrent calls are spread over up to one socket
+// per processor (Config.Lanes), so that they are read, served and written
+// side by side rather than through one socket's single reader and writer;
+// calls with large requests go over extra sockets of their own
+// (Config.BulkSockets), so that several large transfers move through the
+// kernel side by side and small calls do not wait behind them.
 package tcp
 
 import (
@@ -106,7 +109,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (fabric.Conn, error) 
 }
 
 // dial opens one socket to addr as a *Conn: the connection itself, or, when
-// parent is set, one of parent's bulk sockets.
+// parent is set, one of parent's lanes.
 func (t *Transport) dial(ctx context.Context, addr string, parent *Conn) (*Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -146,11 +149,11 @@ func (t *Transport) dial(ctx context.Context, addr string, parent *Conn) (*Conn,
 		}
 		return nil, fmt.Errorf("tcp: handshake with %s: %w", addr, err)
 	}
-	var b *bulk
-	if parent == nil && t.cfg.BulkSockets > 0 {
-		b = newBulk(t)
+	var ls *lanes
+	if parent == nil && (t.cfg.BulkSockets > 0 || t.cfg.Lanes > 1) {
+		ls = newLanes(t)
 	}
-	return newConn(l, parent, b), nil
+	return newConn(l, parent, ls), nil
 }
 
 // tune sets socket options on a fresh connection.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -125,6 +126,10 @@ func TestCallVectorDoesNotConcatenate(t *testing.T) {
 		_, err := c.CallVector(ctx, fabric.MethodUserBase, ps)
 		require.NoError(t, err)
 	}
+	// The first bulk call opened the bulk sockets in the background; their
+	// buffers must not be counted as the calls'.
+	require.Eventually(t, func() bool { return len(c.lanes.group(groupBulk)) == c.cfg.BulkSockets },
+		20*time.Second, time.Millisecond, "bulk sockets never opened")
 	const calls = 20
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -4,6 +4,10 @@
 //
 //	go run ./benchmarks/cmd/fabricbench -transports raw,grpc,tcp,adaptive -sizes 64,1KiB,1MiB -duration 1s -json
 //
+// One caller fanning out to 8 servers of each transport, 16 calls in flight:
+//
+//	go run ./benchmarks/cmd/fabricbench -transports raw,tcp,adaptive -peers 8 -inflight 16
+//
 // Between two hosts, host A serves echo peers until interrupted and prints
 // the -connect argument for host B, which measures them (see
 // docs/benchmarks-fabric.md, "Two hosts"):
@@ -14,10 +18,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +47,8 @@ func run() error {
 	var (
 		transports = flag.String("transports", "raw,grpc,tcp,adaptive", "comma list of transports to measure: "+strings.Join(fabricbench.PeerNames, ","))
 		sizes      = flag.String("sizes", "64,256,1KiB,4KiB,16KiB,64KiB,1MiB,16MiB,64MiB", "comma list of payload sizes")
-		inflight   = flag.String("inflight", "1,16", "comma list of calls in flight")
+		inflight   = flag.String("inflight", "1,16,64", "comma list of calls in flight")
+		fanOut     = flag.String("peers", "1", "comma list of how many servers of each transport the calls in flight are spread over (one caller fanning out, as a search coordinator does to its shards); e.g. -peers 8 -inflight 16")
 		duration   = flag.Duration("duration", 500*time.Millisecond, "time per point")
 		minCalls   = flag.Int("min-calls", 2, "calls per worker per point at least, whatever -duration says")
 		reps       = flag.Int("reps", 1, "measure each point this many times, transports taking turns, and report medians")
@@ -51,12 +58,18 @@ func run() error {
 		serve      = flag.Bool("serve", false, "two hosts, serving side: serve echo peers for -transports at the -*-addr addresses until interrupted, and print the -connect argument for the measuring host")
 		connect    = flag.String("connect", "", "two hosts, measuring side: measure the peers served by -serve on another host, as it printed them: 'tcp=HOST:PORT;adaptive=rdma:HOST:PORT,tcp:HOST:PORT;...' (-transports defaults to the names given)")
 		opts       = fabricbench.DefaultOptions()
+		profiles   fabricbench.Profiles
 	)
+	flag.StringVar(&profiles.CPU, "cpuprofile", "", "write a CPU profile of the measurements (all transports measured, both ends) to this file")
+	flag.StringVar(&profiles.Mutex, "mutexprofile", "", "write a profile of contended locks during the measurements to this file")
+	flag.StringVar(&profiles.Block, "blockprofile", "", "write a profile of blocking (channels, locks, select) during the measurements to this file")
 	flag.StringVar(&opts.RawAddr, "raw-addr", opts.RawAddr, "where the raw peer listens")
 	flag.StringVar(&opts.GRPCAddr, "grpc-addr", opts.GRPCAddr, "where the grpc peer listens")
 	flag.StringVar(&opts.TCPAddr, "tcp-addr", opts.TCPAddr, "where the tcp peer listens")
 	flag.StringVar(&opts.RDMAAddr, "rdma-addr", opts.RDMAAddr, "control address of the rdma peer: an IP of the RDMA device's netdev and a port (0: any free one)")
 	flag.StringVar(&opts.AdaptivePaths, "adaptive-paths", opts.AdaptivePaths, "path list of the adaptive peer")
+	flag.IntVar(&opts.TCPLanes, "tcp-lanes", opts.TCPLanes, "tcp.Config.Lanes for tcp and adaptive's tcp paths (-1: tcp.DefaultConfig's, which depends on GOMAXPROCS)")
+	flag.IntVar(&opts.TCPBulkSockets, "tcp-bulk-sockets", opts.TCPBulkSockets, "tcp.Config.BulkSockets for tcp and adaptive's tcp paths (-1: tcp.DefaultConfig's)")
 	printPaths := flag.Bool("paths", false, "after each adaptive point, print the connection's decision table (paths, per-size round trips, the chosen path) to stderr")
 	flag.StringVar(&opts.RDMA.Device, "rdma-device", opts.RDMA.Device, "verbs device for rdma (e.g. mlx5_0); empty picks the first with an active port")
 	flag.IntVar(&opts.RDMA.GIDIndex, "rdma-gid-index", opts.RDMA.GIDIndex, "RoCE source GID index; -1 picks the RoCE v2 IPv4 GID of the address in use")
@@ -91,18 +104,22 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var infl []int
-	for _, f := range strings.Split(*inflight, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-inflight %q: want positive integers", *inflight)
-		}
-		infl = append(infl, n)
+	infl, err := positiveInts("-inflight", *inflight)
+	if err != nil {
+		return err
+	}
+	fan, err := positiveInts("-peers", *fanOut)
+	if err != nil {
+		return err
+	}
+	if *connect != "" && slices.Max(fan) > 1 {
+		return fmt.Errorf("-peers %s needs the servers in this process; with -connect each transport has one server", *fanOut)
 	}
 	cfg := fabricbench.Config{
 		Transports: strings.Split(*transports, ","),
 		Sizes:      sz,
 		InFlight:   infl,
+		Peers:      fan,
 		Duration:   *duration,
 		MinCalls:   *minCalls,
 		Reps:       *reps,
@@ -121,8 +138,15 @@ func run() error {
 			return err
 		}
 		*asJSON = false
-	} else if results, err = fabricbench.Run(ctx, cfg, newPeer, fabricbench.Emitter(os.Stdout, *asJSON)); err != nil {
-		return err
+	} else {
+		stopProfiles, err := profiles.Start()
+		if err != nil {
+			return err
+		}
+		results, err = fabricbench.Run(ctx, cfg, newPeer, fabricbench.Emitter(os.Stdout, *asJSON))
+		if err := errors.Join(err, stopProfiles()); err != nil {
+			return err
+		}
 	}
 	if !*asJSON {
 		if err := fabricbench.WriteTable(os.Stdout, results); err != nil {
@@ -137,6 +161,19 @@ func run() error {
 		return fabricbench.Plot(*plotFile, results)
 	}
 	return nil
+}
+
+// positiveInts reads a comma list of positive integers given to flag name.
+func positiveInts(name, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s %q: want positive integers", name, list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // serveUntilInterrupted serves the named peers until SIGINT or SIGTERM,

@@ -155,6 +155,8 @@ func TestBadFlags(t *testing.T) {
 		{"connect and from", []string{"-connect", "tcp=127.0.0.1:1", "-from", "x.jsonl"}, "exclude each other"},
 		{"connect without =", []string{"-connect", "tcp127.0.0.1:1"}, "is not transport=address"},
 		{"serve unknown", []string{"-serve", "-transports", "udp"}, `serve: unknown transport "udp"`},
+		{"zero peers", []string{"-peers", "0"}, `-peers "0": want positive integers`},
+		{"fan-out with connect", []string{"-connect", "tcp=127.0.0.1:1", "-peers", "1,8"}, "-peers 1,8 needs the servers in this process"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,5 +167,24 @@ func TestBadFlags(t *testing.T) {
 			require.Contains(t, string(msg), tt.want)
 			require.True(t, strings.HasPrefix(string(msg), "fabricbench: "), "%s", msg)
 		})
+	}
+}
+
+// TestProfiles runs a short measurement with the three profile flags and
+// checks that each file is a pprof profile (gzipped protocol buffer) and
+// that the table says what processors it ran with.
+func TestProfiles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	out, err := command(ctx, "-transports", "tcp", "-sizes", "64", "-inflight", "4", "-duration", "50ms",
+		"-cpuprofile", filepath.Join(dir, "cpu"), "-mutexprofile", filepath.Join(dir, "mutex"),
+		"-blockprofile", filepath.Join(dir, "block")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `machine: GOMAXPROCS \d+, \d+ CPUs \(1 points\)`, string(out))
+	for _, name := range []string{"cpu", "mutex", "block"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, []byte{0x1f, 0x8b}), "%s profile is not gzipped pprof data", name)
 	}
 }

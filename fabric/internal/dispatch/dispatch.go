@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/internal/callctx"
 )
 
 // RespondFunc sends the outcome of one request back to the caller. It is
@@ -29,17 +30,17 @@ type RespondFunc func(id uint64, oneWay bool, reply []byte, err error)
 // called by the connection's single reader goroutine, in arrival order;
 // Close and Wait may be called from any goroutine.
 type Dispatcher struct {
-	h       fabric.Handler
-	peer    string
-	respond RespondFunc
-	release func(*[]byte)
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	epoch   time.Time // handler run times are measured from it
+	h          fabric.Handler
+	peer       string
+	respond    RespondFunc
+	release    func(*[]byte)
+	stopParent func() bool // ends the watch of New's parent
+	wg         sync.WaitGroup
+	epoch      time.Time // handler run times are measured from it
 
 	mu      sync.Mutex
-	running map[uint64]context.CancelFunc
+	closed  bool
+	running map[uint64]*request
 	// barrier is closed when the handler of the most recent one-way request
 	// has returned; later requests wait for it, so one-way messages are
 	// served one at a time, in order, and a Call that follows a Send from
@@ -47,22 +48,26 @@ type Dispatcher struct {
 	barrier chan struct{}
 }
 
-// New returns a Dispatcher for requests from peer. Handler contexts derive
-// from parent and end when Close is called. release, if not nil, gets each
+// New returns a Dispatcher for requests from peer. Handler contexts end
+// when Close is called or parent ends; they carry none of parent's values
+// or deadline. Each is its request's own (fabric/internal/callctx), not a
+// child of a context shared by the connection, whose lock every request
+// would take to register and unregister. release, if not nil, gets each
 // request's buffer back once the request is answered and every loan of it
 // to the handler (fabric.Lender) has been returned.
 func New(parent context.Context, h fabric.Handler, peer string, respond RespondFunc, release func(*[]byte)) *Dispatcher {
-	ctx, cancel := context.WithCancel(parent)
-	return &Dispatcher{
+	d := &Dispatcher{
 		h:       h,
 		peer:    peer,
 		respond: respond,
 		release: release,
-		ctx:     ctx,
-		cancel:  cancel,
 		epoch:   time.Now(),
-		running: make(map[uint64]context.CancelFunc),
+		running: make(map[uint64]*request),
 	}
+	if parent.Done() != nil {
+		d.stopParent = context.AfterFunc(parent, d.Close)
+	}
+	return d
 }
 
 // Dispatch starts serving one request on a new goroutine. payload must
@@ -108,15 +113,9 @@ func keepFrame(*[growFrame]byte) {}
 
 // Task is an accepted request waiting to be served by Run.
 type Task struct {
-	d       *Dispatcher
-	ctx     context.Context
-	id      uint64
-	method  fabric.Method
-	payload []byte
-	oneWay  bool
-	buf     *[]byte
-	wait    chan struct{} // the previous one-way request's done, or nil
-	done    chan struct{} // closed when this one-way request is served
+	r    *request
+	wait chan struct{} // the previous one-way request's done, or nil
+	done chan struct{} // closed when this one-way request is served
 }
 
 // Accept registers a request like Dispatch but leaves running it to the
@@ -124,20 +123,24 @@ type Task struct {
 // goroutine (a transport's reader may run it itself after handing reading
 // to a fresh goroutine). When !ok the request was dropped or answered.
 func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) (t Task, ok bool) {
-	if d.ctx.Err() != nil { // closed: the connection is going away
+	r := &request{Request: fabric.Request{Method: method, Payload: payload, Peer: d.peer, OneWay: oneWay}, d: d, id: id, buf: buf}
+	r.refs.Store(1)
+	if buf != nil {
+		r.Lender = r
+	}
+	d.mu.Lock()
+	if d.closed { // the connection is going away
+		d.mu.Unlock()
 		d.done(buf)
 		return Task{}, false
 	}
-	ctx, cancel := context.WithCancel(d.ctx)
-	d.mu.Lock()
 	if _, dup := d.running[id]; dup {
 		d.mu.Unlock()
-		cancel()
 		d.respond(id, oneWay, nil, fabric.Errorf(fabric.CodeBadRequest, "request id %d is already running on this connection", id))
 		d.done(buf)
 		return Task{}, false
 	}
-	d.running[id] = cancel
+	d.running[id] = r
 	wait := d.barrier
 	if wait != nil {
 		select {
@@ -154,7 +157,7 @@ func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, one
 	}
 	d.wg.Add(1)
 	d.mu.Unlock()
-	return Task{d: d, ctx: ctx, id: id, method: method, payload: payload, oneWay: oneWay, buf: buf, wait: wait, done: done}, true
+	return Task{r: r, wait: wait, done: done}, true
 }
 
 // Run serves the task: it waits for earlier one-way requests, calls the
@@ -162,54 +165,45 @@ func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, one
 // the wait or the response), so a transport can tell quick methods from
 // slow ones.
 func (t Task) Run() (handler time.Duration) {
-	d := t.d
+	r := t.r
+	d := r.d
 	defer d.wg.Done()
 	if t.wait != nil {
 		select {
 		case <-t.wait:
-		case <-t.ctx.Done():
+		case <-r.Done():
 		}
 	}
 	start := time.Since(d.epoch) // one monotonic clock read, where time.Now takes two
-	var r *request
 	var reply []byte
 	var err error
-	if t.method == fabric.MethodPing {
-		reply = t.payload
+	if r.Method == fabric.MethodPing {
+		reply = r.Payload
 	} else {
-		r = &request{Request: fabric.Request{Method: t.method, Payload: t.payload, Peer: d.peer, OneWay: t.oneWay}, d: d, buf: t.buf}
-		r.refs.Store(1)
-		if t.buf != nil {
-			r.Lender = r
-		}
-		reply, err = d.call(t.ctx, &r.Request)
+		reply, err = d.call(&r.Ctx, &r.Request)
 	}
 	handler = time.Since(d.epoch) - start
 	if t.done != nil {
 		close(t.done)
 	}
 	d.mu.Lock()
-	cancel := d.running[t.id]
-	delete(d.running, t.id)
+	delete(d.running, r.id)
 	d.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	d.respond(t.id, t.oneWay, reply, err)
-	if r != nil {
-		r.unref()
-	} else {
-		d.done(t.buf)
-	}
+	r.End(nil)
+	d.respond(r.id, r.OneWay, reply, err)
+	r.unref()
 	return handler
 }
 
-// request is a handler's Request and the loan of its memory (see
-// fabric.Lender): the buffer goes back to the transport when the
-// dispatcher has responded and the loan, if any, has been returned.
+// request is a handler's Request, its context, and the loan of its memory
+// (see fabric.Lender): the buffer goes back to the transport when the
+// dispatcher has responded and the loan, if any, has been returned. One
+// allocation per request holds all three.
 type request struct {
 	fabric.Request
+	callctx.Ctx
 	d    *Dispatcher
+	id   uint64
 	buf  *[]byte
 	refs atomic.Int32 // one for the dispatcher until it has responded, one for a loan
 	lent atomic.Bool
@@ -253,10 +247,10 @@ func (d *Dispatcher) call(ctx context.Context, req *fabric.Request) (reply []byt
 // Cancel cancels the handler context of request id, if it is running.
 func (d *Dispatcher) Cancel(id uint64) {
 	d.mu.Lock()
-	cancel := d.running[id]
+	r := d.running[id]
 	d.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if r != nil {
+		r.End(nil)
 	}
 }
 
@@ -267,8 +261,27 @@ func (d *Dispatcher) Running() int {
 	return len(d.running)
 }
 
-// Close cancels every handler context. It does not wait; see Wait.
-func (d *Dispatcher) Close() { d.cancel() }
+// Close cancels every handler context and drops requests that arrive
+// after it. It does not wait; see Wait. It is idempotent.
+func (d *Dispatcher) Close() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	running := make([]*request, 0, len(d.running))
+	for _, r := range d.running {
+		running = append(running, r)
+	}
+	d.mu.Unlock()
+	if d.stopParent != nil {
+		d.stopParent()
+	}
+	for _, r := range running {
+		r.End(nil)
+	}
+}
 
 // Wait blocks until every handler has returned and responded, or ctx ends.
 func (d *Dispatcher) Wait(ctx context.Context) error {

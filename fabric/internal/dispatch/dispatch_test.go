@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +124,12 @@ func TestDispatcher(t *testing.T) {
 			require.Equal(t, uint64(7), b.id)
 			require.Equal(t, "echo:later", b.reply)
 		}},
+		{"close ends running handlers' contexts", func(t *testing.T, d *Dispatcher, r *recorder) {
+			d.Dispatch(10, fabric.MethodUserBase+1, nil, false, nil)
+			<-blockEntered
+			d.Close()
+			require.ErrorIs(t, r.next(t).err, context.Canceled)
+		}},
 		{"closed dispatcher drops requests and releases their buffers", func(t *testing.T, d *Dispatcher, r *recorder) {
 			d.Close()
 			_, ok := d.Accept(8, fabric.MethodUserBase, nil, false, new([]byte))
@@ -150,6 +157,26 @@ func TestDispatcher(t *testing.T) {
 			require.NoError(t, d.Wait(context.Background()))
 		})
 	}
+}
+
+// The end of New's parent ends the handlers' contexts, as Close does.
+func TestParentEndsHandlers(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	h := fabric.HandlerFunc(func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	parent, cancel := context.WithCancel(context.Background())
+	r := newRecorder()
+	d := New(parent, h, "peer", r.respond, r.release)
+	d.Dispatch(1, fabric.MethodUserBase, nil, false, nil)
+	<-entered
+	cancel()
+	require.ErrorIs(t, r.next(t).err, context.Canceled)
+	require.NoError(t, d.Wait(context.Background()))
+	_, ok := d.Accept(2, fabric.MethodUserBase, nil, false, nil)
+	require.False(t, ok, "a dispatcher whose parent ended takes no more requests")
 }
 
 func (r *recorder) releases() int {
@@ -257,4 +284,36 @@ func recurse(ctx context.Context, r *fabric.Request, n int, frame *[96]byte, h f
 	var mine [96]byte
 	mine[n%len(mine)] = frame[n%len(frame)] + 1
 	return recurse(ctx, r, n-1, &mine, h)
+}
+
+// BenchmarkAcceptRun is the dispatcher's share of a quick request served
+// on the reader goroutine, as tcp serves a lone call: accept, run an echo
+// handler, respond. "parallel" does it from every processor at once on
+// one dispatcher, as a connection with many calls in flight.
+func BenchmarkAcceptRun(b *testing.B) {
+	h := fabric.HandlerFunc(func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	payload := make([]byte, 64)
+	b.Run("serial", func(b *testing.B) {
+		d := New(context.Background(), h, "peer", func(uint64, bool, []byte, error) {}, nil)
+		defer d.Close()
+		b.ReportAllocs()
+		id := uint64(0)
+		for b.Loop() {
+			id++
+			t, _ := d.Accept(id, fabric.MethodUserBase, payload, false, nil)
+			t.Run()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		d := New(context.Background(), h, "peer", func(uint64, bool, []byte, error) {}, nil)
+		defer d.Close()
+		var ids atomic.Uint64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				t, _ := d.Accept(ids.Add(1), fabric.MethodUserBase, payload, false, nil)
+				t.Run()
+			}
+		})
+	})
 }
