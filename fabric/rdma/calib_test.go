@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -44,7 +43,7 @@ func TestRendezvousCalibration(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, c := listenAndDial(t, ctx, env, server, client, &m)
+			_, c := listenAndDial(t, ctx, env, server, client, &m)
 			for i := range 3 {
 				start := time.Now()
 				_, err := c.Call(ctx, fabric.MethodUserBase, payload)
@@ -69,7 +68,7 @@ func TestLatencyCalibration(t *testing.T) {
 			m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, c := listenAndDial(t, ctx, env, server, client, &m)
+			_, c := listenAndDial(t, ctx, env, server, client, &m)
 			p := make([]byte, 64)
 			var ds []time.Duration
 			for range 2000 {
