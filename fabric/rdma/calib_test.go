@@ -55,13 +55,14 @@ func TestRendezvousCalibration(t *testing.T) {
 	}
 }
 
-// TestLatencyCalibration times 64-byte calls under several SpinPolls values
-// and logs the median; it checks only that the replies are right.
+// TestLatencyCalibration times 64-byte calls under several SpinTime values
+// and logs the median, and how many empty polls one spin took; it checks
+// only that the replies are right.
 func TestLatencyCalibration(t *testing.T) {
 	env := rdmaEnv(t)
-	for _, spin := range []int{0, 200, 2000, 20000} {
-		t.Run(fmt.Sprintf("spin-%d", spin), func(t *testing.T) {
-			mod := func(c *Config) { c.SpinPolls = spin }
+	for _, spin := range []time.Duration{0, 20 * time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond} {
+		t.Run(fmt.Sprintf("spin-%v", spin), func(t *testing.T) {
+			mod := func(c *Config) { c.SpinTime = spin }
 			client := newTestTransport(t, env, mod)
 			server := newTestTransport(t, env, mod)
 			var m fabric.Mux
@@ -79,7 +80,8 @@ func TestLatencyCalibration(t *testing.T) {
 				ds = append(ds, time.Since(start))
 			}
 			slices.Sort(ds)
-			t.Logf("CALIB spin=%d 64 B call RTT p50=%v p10=%v p90=%v", spin, ds[len(ds)/2], ds[len(ds)/10], ds[len(ds)*9/10])
+			t.Logf("CALIB spin=%v 64 B call RTT p50=%v p10=%v p90=%v; client poller slept %d times, its latest spin %d empty polls",
+				spin, ds[len(ds)/2], ds[len(ds)/10], ds[len(ds)*9/10], client.pollSleeps.Load(), client.lastSpinPolls.Load())
 		})
 	}
 }

@@ -92,7 +92,7 @@ say "$RXE ACTIVE on veth0 ($GUEST_IP), RoCE v2 GID index $GID"
 	/usr/bin/ibv_devinfo -v -d "$RXE"
 } >>/out/guest.txt 2>&1
 
-export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT_RDMA_GID_INDEX="$GID"
+export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT_RDMA_GID_INDEX="$GID" WEFT_RDMA_NETDEV=veth0
 
 # (a) the RDMA transport's tests.
 if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
