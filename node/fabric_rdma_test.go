@@ -36,14 +36,7 @@ func TestFabricRDMAPathOnVerbs(t *testing.T) {
 		require.Empty(t, os.Getenv("WEFT_RDMA_GUEST"), "the guest must set WEFT_RDMA_ADDR")
 		t.Skip("no RDMA device: set WEFT_RDMA_ADDR (scripts/softroce/run.sh does)")
 	}
-	cfgFor := func() node.Config {
-		cfg := testConfig(t.TempDir())
-		cfg.FabricAddr = net.JoinHostPort(addr, "0")
-		cfg.FabricRDMA = node.FabricRDMAOn
-		return cfg
-	}
-	a := startNode(t, cfgFor())
-	b := startNode(t, cfgFor())
+	a, b := rdmaNodes(t, addr)
 	require.Contains(t, b.FabricAddr(), "rdma:", "fabric=on must add an RDMA path: %s", b.FabricAddr())
 
 	ctx := context.Background()
@@ -105,6 +98,19 @@ func TestFabricRDMAPathOnVerbs(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "every window bound is invalidated when its transfer ends")
 }
 
+// rdmaNodes starts two nodes whose fabric listens on addr (the address of
+// the netdev under the RDMA device) with an RDMA path required.
+func rdmaNodes(t *testing.T, addr string) (a, b *node.Node) {
+	t.Helper()
+	cfg := func() node.Config {
+		c := testConfig(t.TempDir())
+		c.FabricAddr = net.JoinHostPort(addr, "0")
+		c.FabricRDMA = node.FabricRDMAOn
+		return c
+	}
+	return startNode(t, cfg()), startNode(t, cfg())
+}
+
 // dialedQP returns n's one dialled RDMA queue pair from /_weft/fabric/conns.
 func dialedQP(t *testing.T, n *node.Node) rdma.ConnInfo {
 	t.Helper()
@@ -140,14 +146,7 @@ func TestFabricRDMAPathComesBackAfterDeviceLoss(t *testing.T) {
 	}
 	addr, dev, netdev := os.Getenv("WEFT_RDMA_ADDR"), os.Getenv("WEFT_RDMA_DEVICE"), os.Getenv("WEFT_RDMA_NETDEV")
 	require.True(t, addr != "" && dev != "" && netdev != "", "the guest sets WEFT_RDMA_ADDR, WEFT_RDMA_DEVICE and WEFT_RDMA_NETDEV")
-	cfgFor := func() node.Config {
-		cfg := testConfig(t.TempDir())
-		cfg.FabricAddr = net.JoinHostPort(addr, "0")
-		cfg.FabricRDMA = node.FabricRDMAOn
-		return cfg
-	}
-	a := startNode(t, cfgFor())
-	b := startNode(t, cfgFor())
+	a, b := rdmaNodes(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	conn, err := a.DialFabric(ctx, b.FabricAddr())

@@ -62,14 +62,7 @@ func TestLatencyCalibration(t *testing.T) {
 	env := rdmaEnv(t)
 	for _, spin := range []time.Duration{0, 20 * time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond} {
 		t.Run(fmt.Sprintf("spin-%v", spin), func(t *testing.T) {
-			mod := func(c *Config) { c.SpinTime = spin }
-			client := newTestTransport(t, env, mod)
-			server := newTestTransport(t, env, mod)
-			var m fabric.Mux
-			m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			_, c := listenAndDial(t, ctx, env, server, client, &m)
+			client, _, c, ctx := echoPair(t, env, func(c *Config) { c.SpinTime = spin }, nil)
 			p := make([]byte, 64)
 			var ds []time.Duration
 			for range 2000 {

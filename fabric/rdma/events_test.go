@@ -197,41 +197,19 @@ func TestAsyncEventHandling(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
-			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-			client := newTestTransport(t, env, nil)
-			server := newTestTransport(t, env, nil)
-			held := make(chan struct{}, 8)
-			var m fabric.Mux
-			m.HandleFunc(fabric.MethodUserBase, func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
-				held <- struct{}{}
-				<-ctx.Done()
-				return nil, ctx.Err()
-			})
-			m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			l, first := listenAndDial(t, ctx, env, server, client, &m)
-			other, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer other.Close()
-
-			errc := make(chan error, 1)
-			go func() {
-				_, err := first.Call(ctx, fabric.MethodUserBase, []byte("wait"))
-				errc <- err
-			}()
-			<-held
-			client.onEvent(tc.event, first.(*conn).qpn, 0)
-			err = <-errc
+			p := newHeldPair(t, env, 60*time.Second)
+			client, ctx := p.client, p.ctx
+			errc := p.holdFirst(t)
+			client.onEvent(tc.event, p.first.(*conn).qpn, 0)
+			err := <-errc
 			require.ErrorIs(t, err, fabric.ErrClosed)
 			require.ErrorContains(t, err, eventName(tc.event))
 			require.False(t, errors.Is(err, context.DeadlineExceeded))
 			require.Equal(t, uint64(1), client.Info().AsyncEvents)
 
-			_, err = other.Call(ctx, fabric.MethodUserBase+1, []byte("other"))
+			_, err = p.other.Call(ctx, fabric.MethodUserBase+1, []byte("other"))
 			require.NoError(t, err, "a connection the event did not name")
-			c3, err := client.Dial(ctx, l.Addr())
+			c3, err := client.Dial(ctx, p.l.Addr())
 			require.NoError(t, err)
 			require.NoError(t, c3.Close())
 		})

@@ -3,7 +3,6 @@
 package rdma
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,14 +21,7 @@ import (
 func TestPollerSpinIsBoundedByTime(t *testing.T) {
 	env := rdmaEnv(t)
 	const spin = 150 * time.Millisecond
-	mod := func(c *Config) { c.SpinTime = spin }
-	client := newTestTransport(t, env, mod)
-	server := newTestTransport(t, env, mod)
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	_, c := listenAndDial(t, ctx, env, server, client, &m)
+	client, server, c, ctx := echoPair(t, env, func(c *Config) { c.SpinTime = spin }, nil)
 	for round := range 3 { // traffic, then idle until both pollers sleep
 		r, err := c.Call(ctx, fabric.MethodUserBase, []byte("ping"))
 		require.NoError(t, err)

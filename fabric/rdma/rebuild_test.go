@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/rdma/rdmatest"
@@ -72,38 +71,17 @@ func TestDeviceLossRebuildsTheTransport(t *testing.T) {
 // any), and waits for both transports to be rebuilt and carry a call on a
 // new connection through the same listener.
 func testDeviceLoss(t *testing.T, env testEnv, lose, whileLost func(t *testing.T, client, server *Transport)) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	client := newTestTransport(t, env, nil)
-	server := newTestTransport(t, env, nil)
-	held := make(chan struct{}, 1)
-	var m fabric.Mux
-	m.HandleFunc(fabric.MethodUserBase, func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
-		held <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
-	m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	l, first := listenAndDial(t, ctx, env, server, client, &m)
-	other, err := client.Dial(ctx, l.Addr())
+	p := newHeldPair(t, env, 3*time.Minute)
+	client, server, ctx := p.client, p.server, p.ctx
+	_, err := p.other.Call(ctx, fabric.MethodUserBase+1, make([]byte, 100<<10))
 	require.NoError(t, err)
-	defer other.Close()
-	_, err = other.Call(ctx, fabric.MethodUserBase+1, make([]byte, 100<<10))
-	require.NoError(t, err)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := first.Call(ctx, fabric.MethodUserBase, []byte("wait"))
-		errc <- err
-	}()
-	<-held
+	errc := p.holdFirst(t)
 
 	lost := time.Now()
 	lose(t, client, server)
 	require.ErrorIs(t, <-errc, fabric.ErrClosed)
 	t.Logf("the held call failed %v after the device was lost", time.Since(lost))
-	_, err = other.Call(ctx, fabric.MethodUserBase+1, []byte("other"))
+	_, err = p.other.Call(ctx, fabric.MethodUserBase+1, []byte("other"))
 	require.ErrorIs(t, err, fabric.ErrClosed)
 	if whileLost != nil {
 		whileLost(t, client, server)
@@ -117,7 +95,7 @@ func testDeviceLoss(t *testing.T, env testEnv, lose, whileLost func(t *testing.T
 		require.NotEmpty(t, info.LastRebuild)
 		t.Logf("rebuilt: %s", info.LastRebuild)
 	}
-	c, err := client.Dial(ctx, l.Addr())
+	c, err := client.Dial(ctx, p.l.Addr())
 	require.NoError(t, err, "a dial to the same listener after the rebuild")
 	defer c.Close()
 	for _, size := range []int{64, 300 << 10} { // eager and rendezvous on the new context

@@ -38,20 +38,8 @@ func TestClosedConnQPWaitsForLastWQE(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
 			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 			logs := &logRecorder{t: t}
-			mod := func(c *Config) { c.LastWQETimeout = tc.timeout }
-			cfg := TestConfig()
-			cfg.Device, cfg.GIDIndex = env.device, env.gid
-			mod(&cfg)
-			client, err := New(cfg, slog.New(logs))
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, client.Close()) })
-			server := newTestTransport(t, env, mod)
-			var m fabric.Mux
-			m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			_, c := listenAndDial(t, ctx, env, server, client, &m)
-			_, err = c.Call(ctx, fabric.MethodUserBase, make([]byte, 100<<10)) // eager and rendezvous traffic through the SRQ
+			client, _, c, ctx := echoPair(t, env, func(c *Config) { c.LastWQETimeout = tc.timeout }, slog.New(logs))
+			_, err := c.Call(ctx, fabric.MethodUserBase, make([]byte, 100<<10)) // eager and rendezvous traffic through the SRQ
 			require.NoError(t, err)
 			qpn := c.(*conn).qpn
 
