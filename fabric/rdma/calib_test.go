@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -44,7 +43,7 @@ func TestRendezvousCalibration(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			l, c := listenAndDial(t, ctx, env, server, client, &m)
+			_, c := listenAndDial(t, ctx, env, server, client, &m)
 			for i := range 3 {
 				start := time.Now()
 				_, err := c.Call(ctx, fabric.MethodUserBase, payload)
@@ -56,20 +55,14 @@ func TestRendezvousCalibration(t *testing.T) {
 	}
 }
 
-// TestLatencyCalibration times 64-byte calls under several SpinPolls values
-// and logs the median; it checks only that the replies are right.
+// TestLatencyCalibration times 64-byte calls under several SpinTime values
+// and logs the median, and how many empty polls one spin took; it checks
+// only that the replies are right.
 func TestLatencyCalibration(t *testing.T) {
 	env := rdmaEnv(t)
-	for _, spin := range []int{0, 200, 2000, 20000} {
-		t.Run(fmt.Sprintf("spin-%d", spin), func(t *testing.T) {
-			mod := func(c *Config) { c.SpinPolls = spin }
-			client := newTestTransport(t, env, mod)
-			server := newTestTransport(t, env, mod)
-			var m fabric.Mux
-			m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			l, c := listenAndDial(t, ctx, env, server, client, &m)
+	for _, spin := range []time.Duration{0, 20 * time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond} {
+		t.Run(fmt.Sprintf("spin-%v", spin), func(t *testing.T) {
+			client, _, c, ctx := echoPair(t, env, func(c *Config) { c.SpinTime = spin }, nil)
 			p := make([]byte, 64)
 			var ds []time.Duration
 			for range 2000 {
@@ -80,7 +73,8 @@ func TestLatencyCalibration(t *testing.T) {
 				ds = append(ds, time.Since(start))
 			}
 			slices.Sort(ds)
-			t.Logf("CALIB spin=%d 64 B call RTT p50=%v p10=%v p90=%v", spin, ds[len(ds)/2], ds[len(ds)/10], ds[len(ds)*9/10])
+			t.Logf("CALIB spin=%v 64 B call RTT p50=%v p10=%v p90=%v; client poller slept %d times, its latest spin %d empty polls",
+				spin, ds[len(ds)/2], ds[len(ds)/10], ds[len(ds)*9/10], client.pollSleeps.Load(), client.lastSpinPolls.Load())
 		})
 	}
 }

@@ -69,12 +69,21 @@ type Config struct {
 	// sent whose handler has not yet finished at the peer. Call and Send
 	// block (until their context ends) while it is full.
 	MaxInFlight int
-	// SpinPolls is the number of empty completion polls before the poller
-	// sleeps on the completion channel.
-	SpinPolls int
+	// SpinTime is how long the poller keeps polling the completion queue
+	// after the last completion before it sleeps on the completion channel:
+	// a wall-clock bound, so the poller spins as long on a NIC as under an
+	// emulator, whatever one poll costs there. 0 sleeps at once.
+	SpinTime time.Duration
 	// HandshakeTimeout bounds the TCP control handshake when the caller's
 	// context has no earlier deadline.
 	HandshakeTimeout time.Duration
+	// LastWQETimeout bounds how long the QP of a closed connection waits
+	// for IBV_EVENT_QP_LAST_WQE_REACHED (the device takes no more receive
+	// buffers for it) before it is destroyed anyway, with a warning:
+	// receive buffers the QP took may then be lost to the shared receive
+	// queue. Some devices never raise the event (rxe on Linux 6.1). The
+	// connection's Close does not wait for it.
+	LastWQETimeout time.Duration
 	// Timeout and RetryCount are the QP's transport timer exponent
 	// (4.096 µs × 2^Timeout) and retry count; a peer that vanishes is
 	// detected after about RetryCount × that time (or at once when its
@@ -120,8 +129,9 @@ func DefaultConfig() Config {
 		RendezvousCacheBytes: 64 << 20,
 		MaxMessageSize:       fabric.MaxMessageSize,
 		MaxInFlight:          256,
-		SpinPolls:            2000,
+		SpinTime:             50 * time.Microsecond,
 		HandshakeTimeout:     10 * time.Second,
+		LastWQETimeout:       10 * time.Second,
 		Timeout:              14,
 		RetryCount:           7,
 	}
@@ -135,7 +145,7 @@ func TestConfig() Config {
 	c.SendQueueDepth = 64
 	c.MaxInFlight = 64
 	c.RendezvousCacheBytes = 16 << 20
-	c.SpinPolls = 200
+	c.SpinTime = 20 * time.Microsecond
 	c.Timeout = 12
 	c.RetryCount = 3
 	return c
@@ -176,10 +186,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("rdma: config MaxMessageSize %d out of range [1,%d]", c.MaxMessageSize, fabric.MaxMessageSize)
 	case c.MaxInFlight < 1 || c.MaxInFlight > 1<<16:
 		return fmt.Errorf("rdma: config MaxInFlight %d out of range [1,65536]", c.MaxInFlight)
-	case c.SpinPolls < 0:
-		return fmt.Errorf("rdma: config SpinPolls %d is negative", c.SpinPolls)
+	case c.SpinTime < 0 || c.SpinTime > time.Second:
+		return fmt.Errorf("rdma: config SpinTime %v out of range [0,1s]", c.SpinTime)
 	case c.HandshakeTimeout <= 0:
 		return fmt.Errorf("rdma: config HandshakeTimeout %v must be positive", c.HandshakeTimeout)
+	case c.LastWQETimeout <= 0 || c.LastWQETimeout > 5*time.Minute:
+		return fmt.Errorf("rdma: config LastWQETimeout %v out of range (0,5m]", c.LastWQETimeout)
 	case c.Timeout < 1 || c.Timeout > 31:
 		return fmt.Errorf("rdma: config Timeout %d out of range [1,31]", c.Timeout)
 	case c.RetryCount < 0 || c.RetryCount > 7:
@@ -193,6 +205,13 @@ func (c Config) Validate() error {
 // with an asynchronous event; it clears when the port is ACTIVE again.
 var ErrPortDown = errors.New("rdma: port down")
 
+// ErrDeviceLost is wrapped by the errors of Dial (and of connections
+// refused by a listener) while the transport rebuilds itself after losing
+// its device (IBV_EVENT_DEVICE_FATAL, CQ_ERR or SRQ_ERR, or the device's
+// removal); it clears when the device is back and the transport runs on a
+// fresh context (TransportInfo.Rebuilds counts those).
+var ErrDeviceLost = errors.New("rdma: device lost")
+
 // TransportInfo describes a Transport as a whole, for diagnostics.
 type TransportInfo struct {
 	Device    string `json:"device"`
@@ -202,13 +221,23 @@ type TransportInfo struct {
 	// KeyScope is KeyScopeWindow or KeyScopeRegion (see ConnInfo).
 	KeyScope string `json:"key_scope"`
 	// Refusing says why new connections are refused (the port is down, or
-	// the device reported a fatal error); empty while they are accepted.
+	// the device was lost and the transport is being rebuilt); empty while
+	// they are accepted.
 	Refusing string `json:"refusing,omitempty"`
 	// AsyncEvents counts the device's asynchronous events;
 	// ConnsFailedByEvents the connections they failed.
 	AsyncEvents         uint64 `json:"async_events"`
 	ConnsFailedByEvents uint64 `json:"conns_failed_by_events"`
 	LastAsyncEvent      string `json:"last_async_event,omitempty"`
+	// QPsAwaitingLastWQE counts closed connections' QPs waiting for
+	// IBV_EVENT_QP_LAST_WQE_REACHED before they are destroyed;
+	// LastWQETimeouts those destroyed after Config.LastWQETimeout without it.
+	QPsAwaitingLastWQE int    `json:"qps_awaiting_last_wqe"`
+	LastWQETimeouts    uint64 `json:"last_wqe_timeouts"`
+	// Rebuilds counts the times the transport reopened its device after
+	// losing it; LastRebuild says when, why and how long it took.
+	Rebuilds    uint64 `json:"rebuilds"`
+	LastRebuild string `json:"last_rebuild,omitempty"`
 }
 
 // How the keys of rendezvous regions that a peer may reach are scoped

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,9 @@ func TestConfigValidate(t *testing.T) {
 		{"cache", func(c *Config) { c.RendezvousCacheBytes = -1 }, "RendezvousCacheBytes"},
 		{"message size", func(c *Config) { c.MaxMessageSize = 0 }, "MaxMessageSize 0"},
 		{"window", func(c *Config) { c.MaxInFlight = 0 }, "MaxInFlight 0"},
-		{"spin", func(c *Config) { c.SpinPolls = -1 }, "SpinPolls"},
+		{"spin negative", func(c *Config) { c.SpinTime = -1 }, "SpinTime"},
+		{"last WQE wait zero", func(c *Config) { c.LastWQETimeout = 0 }, "LastWQETimeout"},
+		{"spin above a second", func(c *Config) { c.SpinTime = 2 * time.Second }, "SpinTime"},
 		{"handshake", func(c *Config) { c.HandshakeTimeout = 0 }, "HandshakeTimeout"},
 		{"timeout", func(c *Config) { c.Timeout = 0 }, "Timeout 0"},
 		{"retry", func(c *Config) { c.RetryCount = 8 }, "RetryCount 8"},

@@ -37,6 +37,10 @@ type conn struct {
 	id        uint32
 	qp        *C.struct_ibv_qp
 	qpn, rqpn uint32
+	keyScope  string // the transport's, when the conn was made
+	// lastWQE: IBV_EVENT_QP_LAST_WQE_REACHED arrived for the QP (under t.mu;
+	// see retire.go).
+	lastWQE   bool
 	maxInline int
 	eagerMax  int // largest eager payload the peer accepts
 	threshold int // payloads >= threshold go by rendezvous
@@ -50,6 +54,7 @@ type conn struct {
 	wakeCh      chan struct{} // closed and replaced when credits, slots or state change
 	failed      bool
 	failReason  string
+	reachedRTR  bool // the QP reached RTR: it may have taken SRQ buffers
 	sendCredits int
 	peerFreed   uint32 // last cumulative count seen from the peer
 	freed       uint32 // receive buffers freed for the peer, cumulative
@@ -117,7 +122,8 @@ type rxReq struct {
 	failed    bool    // the pull failed; drop it
 }
 
-// setup creates the QP and moves it to INIT.
+// newConn creates a conn with its QP in INIT, or fails (the transport is
+// closed or its device lost, or the device refused).
 func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Handler) (*conn, error) {
 	c := &conn{
 		t: t, cfg: t.cfg, dialed: dialed, peer: peer, ctl: ctl, handler: h,
@@ -133,6 +139,12 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 		})
 	}
 	c.disp = dispatch.New(c.ctx, h, peer, c.respond, c.releaseRequest)
+	// The device's resources are read only once admitted (retire.go), so a
+	// rebuild never swaps them under a connection.
+	if err := t.admitQP(); err != nil {
+		c.cancel()
+		return nil, err
+	}
 	// Only the memory a peer must reach is exposed: the sender's copies in
 	// read mode, the receiver's targets otherwise. With type-2 memory
 	// windows the regions carry no remote rights themselves; each transfer
@@ -155,16 +167,19 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 	c.out.breakRegistration, c.in.breakRegistration = &t.breakOut, &t.breakIn
 	var gotInline, gotSQ C.uint32_t
 	c.qp = C.wf_create_qp(t.pd, t.cq, t.srq, C.uint32_t(t.cfg.SendQueueDepth), C.uint32_t(t.cfg.MaxInline), &gotInline, &gotSQ)
+	if c.qp != nil {
+		c.qpn = uint32(c.qp.qp_num)
+	}
+	t.admitted(c)
 	if c.qp == nil {
 		c.cancel()
 		return nil, fmt.Errorf("rdma: creating an RC queue pair on %s failed (send queue %d)", t.devName, t.cfg.SendQueueDepth)
 	}
-	c.qpn = uint32(c.qp.qp_num)
 	c.maxInline = int(gotInline)
+	c.keyScope = t.keyScope
 	var err error
 	if c.ring, err = newRegion(t.pd, t.cfg.SendQueueDepth*t.cfg.EagerSize, accessLocal); err != nil {
-		C.ibv_destroy_qp(c.qp)
-		c.cancel()
+		c.destroy()
 		return nil, err
 	}
 	if rc := C.wf_qp_init(c.qp, C.uint8_t(t.port)); rc != 0 {
@@ -191,6 +206,9 @@ func (c *conn) connect(local hello, gid GIDInfo, peer hello) error {
 		(*C.uint8_t)(&peer.gid[0]), C.uint16_t(peer.lid), sgid, C.uint8_t(c.t.rdAtomic)); rc != 0 {
 		return fmt.Errorf("rdma: moving QP %d to RTR towards QP %d (GID %s, MTU %d): %v", c.qpn, peer.qpn, net.IP(peer.gid[:]), mtu, errnoErr(rc))
 	}
+	c.mu.Lock()
+	c.reachedRTR = true
+	c.mu.Unlock()
 	if rc := C.wf_qp_rts(c.qp, C.uint32_t(local.psn), C.uint8_t(c.cfg.Timeout), C.uint8_t(c.cfg.RetryCount), C.uint8_t(c.t.rdAtomic)); rc != 0 {
 		return fmt.Errorf("rdma: moving QP %d to RTS: %v", c.qpn, errnoErr(rc))
 	}
@@ -1116,7 +1134,7 @@ func (c *conn) info() ConnInfo {
 	ci.MessagesSent, ci.MessagesRecv = c.msgsSent.Load(), c.msgsRecv.Load()
 	ci.BytesSent, ci.BytesRecv = c.bytesSent.Load(), c.bytesRecv.Load()
 	ci.Rendezvous, ci.Errors = c.rendezvous.Load(), c.errs.Load()
-	ci.KeyScope, ci.WindowsBound, ci.WindowsRevoked = c.t.keyScope, c.windowsBound.Load(), c.windowsRevoked.Load()
+	ci.KeyScope, ci.WindowsBound, ci.WindowsRevoked = c.keyScope, c.windowsBound.Load(), c.windowsRevoked.Load()
 	return ci
 }
 
@@ -1160,8 +1178,10 @@ func (c *conn) failLocked(reason string) bool {
 }
 
 // Close implements fabric.Conn: it fails in-flight calls with ErrClosed,
-// waits for the connection's goroutines, drains and destroys the QP and
-// deregisters the connection's memory. It is idempotent.
+// waits for the connection's goroutines, drains the QP, deregisters the
+// connection's memory and hands the QP to the transport, which destroys it
+// once the device says it takes no more receive buffers (retire.go). It is
+// idempotent.
 func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.fail("closed")
@@ -1202,11 +1222,11 @@ func (c *conn) drain() {
 	}
 }
 
-// destroy releases the QP and every region of the conn. Caller guarantees
-// nothing posted is still running (drained or never connected).
+// destroy releases every region of the conn, then its QP and send ring
+// (Transport.releaseQP). Caller guarantees nothing posted is still running
+// (drained or never connected). It is idempotent.
 func (c *conn) destroy() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.failed = true
 	for c.posting { // a poster outside the lock may still be in ibv_post_send
 		c.mu.Unlock()
@@ -1231,13 +1251,14 @@ func (c *conn) destroy() {
 	}
 	c.out.close()
 	c.in.close()
-	if c.qp != nil {
-		C.ibv_destroy_qp(c.qp)
-		c.qp = nil
-	}
-	if c.ring != nil {
-		c.ring.free()
-		c.ring = nil
+	qp, ring, rtr := c.qp, c.ring, c.reachedRTR
+	c.qp, c.ring = nil, nil
+	c.mu.Unlock()
+	switch {
+	case qp != nil:
+		c.t.releaseQP(c, qp, ring, rtr)
+	case ring != nil:
+		ring.free()
 	}
 }
 

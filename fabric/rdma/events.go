@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weftsearch/weft/fabric"
+	"golang.org/x/sys/unix"
 )
 
 // Asynchronous events that the transport acts on.
@@ -50,13 +50,22 @@ func eventName(typ int) string {
 	return fmt.Sprintf("%s (event %d)", C.GoString(C.ibv_event_type_str(C.enum_ibv_event_type(typ))), typ)
 }
 
-// events is the transport's asynchronous-event goroutine: it sleeps in
-// poll(2) on the device context's async fd (non-blocking) and asyncWake, at
-// most asyncPollLimit at a time, and handles and acknowledges each event.
-// It ends when the transport stops.
+// events is the transport's asynchronous-event goroutine, which also owns
+// the device's life: it starts the poller, sleeps in poll(2) on the device
+// context's async fd (non-blocking) and asyncWake, at most asyncPollLimit at
+// a time, handles and acknowledges each event, destroys retired QPs whose
+// time has come (retire.go), checks that the device is still there, and
+// rebuilds the transport when the device was lost (rebuild.go). It ends,
+// stopping the poller, when the transport stops.
 func (t *Transport) events() {
 	defer close(t.eventsDone)
+	t.startPoller()
+	defer t.stopPoller()
 	for !t.stop.Load() {
+		if t.isLost() {
+			t.rebuild()
+			continue
+		}
 		var typ, port C.int
 		var qpn C.uint32_t
 		rc := C.wf_async_next(t.ctx, C.int(t.asyncWake), asyncPollLimit, &typ, &qpn, &port)
@@ -67,13 +76,22 @@ func (t *Transport) events() {
 		case rc > 0:
 			t.onEvent(int(typ), uint32(qpn), int(port))
 		}
+		t.reap(time.Now(), false)
+		t.checkPresent()
 	}
+}
+
+// wakeEvents wakes the event reader from its poll(2).
+func (t *Transport) wakeEvents() {
+	_, _ = unix.Write(t.asyncWake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 }
 
 // onEvent acts on one asynchronous event: a QP error fails its
 // connection; the port going down fails every connection and refuses new
-// ones until it is ACTIVE again; a CQ, SRQ or device error breaks the
-// transport for good (every connection fails, new ones are refused).
+// ones until it is ACTIVE again; a CQ, SRQ or device error loses the
+// device: every connection fails, new ones are refused, and the event
+// reader rebuilds the transport on a fresh context once the device is back;
+// the last WQE of a closed connection's QP lets it be destroyed.
 func (t *Transport) onEvent(typ int, qpn uint32, port int) {
 	name := eventName(typ)
 	t.asyncEvents.Add(1)
@@ -100,7 +118,7 @@ func (t *Transport) onEvent(typ int, qpn uint32, port int) {
 		reason := fmt.Sprintf("%s port %d went down (%s)", t.devName, port, name)
 		t.log.Warn("rdma: port down: failing every connection and refusing new ones until it is ACTIVE again",
 			"event", name, "device", t.devName, "port", port)
-		t.refuse(fmt.Sprintf("%s at %s; connections resume when the port is ACTIVE again: %%w", reason, time.Now().UTC().Format(time.RFC3339)), ErrPortDown, false)
+		t.refuse(fmt.Errorf("rdma: %s at %s; connections resume when the port is ACTIVE again: %w", reason, time.Now().UTC().Format(time.RFC3339), ErrPortDown))
 		t.failAll(reason)
 	case evPortActive:
 		if port != t.port {
@@ -108,7 +126,7 @@ func (t *Transport) onEvent(typ int, qpn uint32, port int) {
 		}
 		t.mu.Lock()
 		was := t.refusing
-		if !t.broken {
+		if !t.lost {
 			t.refusing = nil
 		}
 		t.mu.Unlock()
@@ -120,28 +138,25 @@ func (t *Transport) onEvent(typ int, qpn uint32, port int) {
 		}
 		t.log.Info("rdma: GID table changed", "event", name, "device", t.devName, "port", port)
 	case evCQErr, evSRQErr, evDeviceFatal:
-		reason := fmt.Sprintf("%s reported %s", t.devName, name)
-		t.log.Error("rdma: the device can no longer carry this transport: failing every connection; close the transport and create a new one",
-			"event", name, "device", t.devName)
-		t.refuse(reason+"; close this transport and create a new one: %w", fabric.ErrClosed, true)
-		t.failAll(reason)
-	case evLastWQE, evCommEst, evSQDrained, evSRQLimit:
+		t.deviceLost(fmt.Sprintf("%s reported %s", t.devName, name))
+	case evLastWQE:
+		t.log.Debug("rdma: asynchronous event", "event", name, "qpn", qpn)
+		t.onLastWQE(qpn)
+	case evCommEst, evSQDrained, evSRQLimit:
 		t.log.Debug("rdma: asynchronous event", "event", name, "qpn", qpn)
 	default:
 		t.log.Info("rdma: asynchronous event", "event", name, "device", t.devName, "port", port, "qpn", qpn)
 	}
 }
 
-// refuse makes new connections fail with an error made from format (which
-// has one %w) and sentinel; broken makes it permanent.
-func (t *Transport) refuse(format string, sentinel error, broken bool) {
+// refuse makes new connections fail with err until the port is back,
+// unless the device is lost, which says more.
+func (t *Transport) refuse(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.broken {
-		return
+	if !t.lost {
+		t.refusing = err
 	}
-	t.refusing = fmt.Errorf("rdma: "+format, sentinel)
-	t.broken = broken
 }
 
 // failAll fails every live connection of the transport with reason.
@@ -185,17 +200,22 @@ func (t *Transport) rereadGIDs() {
 
 // Info describes the transport as a whole, for diagnostics.
 func (t *Transport) Info() TransportInfo {
-	ti := TransportInfo{Device: t.devName, Port: t.port, KeyScope: t.keyScope, AsyncEvents: t.asyncEvents.Load(),
-		ConnsFailedByEvents: t.eventFailed.Load()}
+	ti := TransportInfo{AsyncEvents: t.asyncEvents.Load(), ConnsFailedByEvents: t.eventFailed.Load(),
+		LastWQETimeouts: t.lastWQETimeouts.Load(), Rebuilds: t.rebuilds.Load()}
 	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ti.Device, ti.Port, ti.KeyScope = t.devName, t.port, t.keyScope
 	var pa C.struct_ibv_port_attr
-	if !t.closed && C.wf_query_port(t.ctx, C.uint8_t(t.port), &pa) == 0 { // Close releases the context only after closed is set
+	// The context is released only under t.mu, after closed is set or
+	// while the device is lost.
+	if !t.closed && t.ctx != nil && C.wf_query_port(t.ctx, C.uint8_t(t.port), &pa) == 0 {
 		ti.PortState = portStateString(pa.state)
 	}
 	ti.LastAsyncEvent = t.lastEvent
 	ti.Refusing = errString(t.refusing)
 	ti.GIDIndex = t.gid.Index
-	t.mu.RUnlock()
+	ti.QPsAwaitingLastWQE = len(t.retired)
+	ti.LastRebuild = t.lastRebuild
 	return ti
 }
 

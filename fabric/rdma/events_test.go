@@ -184,72 +184,32 @@ func testPortDown(t *testing.T, env testEnv, movers int) {
 // rxe raises no QP-level asynchronous events (its QP errors all surface as
 // work completions), so the handling of the ones a real NIC raises is
 // checked by handing the event to the transport's handler, as the event
-// reader does: a QP event fails that connection only, promptly, and a
-// device-level fatal event fails every connection and refuses new ones for
-// good.
+// reader does: a QP event fails that connection only, promptly. (A
+// device-level fatal event: TestDeviceLossRebuildsTheTransport.)
 func TestAsyncEventHandling(t *testing.T) {
 	env := rdmaEnv(t)
 	tests := []struct {
-		name       string
-		event      int
-		onQP       bool // the event names the first connection's QP
-		failsOther bool
-		dialErr    error
+		name  string
+		event int
 	}{
-		{"QP fatal fails its connection", evQPFatal, true, false, nil},
-		{"QP access error fails its connection", evQPAccessErr, true, false, nil},
-		{"device fatal fails every connection and refuses dials", evDeviceFatal, false, true, fabric.ErrClosed},
+		{"QP fatal fails its connection", evQPFatal},
+		{"QP access error fails its connection", evQPAccessErr},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
-			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-			client := newTestTransport(t, env, nil)
-			server := newTestTransport(t, env, nil)
-			held := make(chan struct{}, 8)
-			var m fabric.Mux
-			m.HandleFunc(fabric.MethodUserBase, func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
-				held <- struct{}{}
-				<-ctx.Done()
-				return nil, ctx.Err()
-			})
-			m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			l, first := listenAndDial(t, ctx, env, server, client, &m)
-			other, err := client.Dial(ctx, l.Addr())
-			require.NoError(t, err)
-			defer other.Close()
-
-			errc := make(chan error, 1)
-			go func() {
-				_, err := first.Call(ctx, fabric.MethodUserBase, []byte("wait"))
-				errc <- err
-			}()
-			<-held
-			qpn := uint32(0)
-			if tc.onQP {
-				qpn = first.(*conn).qpn
-			}
-			client.onEvent(tc.event, qpn, 0)
-			err = <-errc
+			p := newHeldPair(t, env, 60*time.Second)
+			client, ctx := p.client, p.ctx
+			errc := p.holdFirst(t)
+			client.onEvent(tc.event, p.first.(*conn).qpn, 0)
+			err := <-errc
 			require.ErrorIs(t, err, fabric.ErrClosed)
 			require.ErrorContains(t, err, eventName(tc.event))
 			require.False(t, errors.Is(err, context.DeadlineExceeded))
 			require.Equal(t, uint64(1), client.Info().AsyncEvents)
 
-			_, err = other.Call(ctx, fabric.MethodUserBase+1, []byte("other"))
-			if tc.failsOther {
-				require.ErrorIs(t, err, fabric.ErrClosed)
-			} else {
-				require.NoError(t, err, "a connection the event did not name")
-			}
-			c3, err := client.Dial(ctx, l.Addr())
-			if tc.dialErr != nil {
-				require.ErrorIs(t, err, tc.dialErr)
-				require.Contains(t, client.Info().Refusing, eventName(tc.event))
-				return
-			}
+			_, err = p.other.Call(ctx, fabric.MethodUserBase+1, []byte("other"))
+			require.NoError(t, err, "a connection the event did not name")
+			c3, err := client.Dial(ctx, p.l.Addr())
 			require.NoError(t, err)
 			require.NoError(t, c3.Close())
 		})

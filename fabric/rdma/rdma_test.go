@@ -64,13 +64,19 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func newTestTransport(t testing.TB, env testEnv, mod func(*Config)) *Transport {
 	t.Helper()
+	return newLoggedTransport(t, env, mod, testLogger(t))
+}
+
+// newLoggedTransport is newTestTransport logging to log.
+func newLoggedTransport(t testing.TB, env testEnv, mod func(*Config), log *slog.Logger) *Transport {
+	t.Helper()
 	cfg := TestConfig()
 	cfg.Device = env.device
 	cfg.GIDIndex = env.gid
 	if mod != nil {
 		mod(&cfg)
 	}
-	tr, err := New(cfg, testLogger(t))
+	tr, err := New(cfg, log)
 	if err != nil && errors.Is(err, fabric.ErrNotSupported) && os.Getenv("WEFT_RDMA_GUEST") == "" {
 		t.Skipf("RDMA not usable here: %v", err)
 	}
@@ -90,6 +96,78 @@ func listenAndDial(t testing.TB, ctx context.Context, env testEnv, server, clien
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return l, c
+}
+
+// echoPair makes a client transport (logging to clientLog, or to the
+// test's log when nil) and a server transport, both changed by mod, and a
+// connection between them whose MethodUserBase echoes the payload; all close
+// when the test ends. ctx bounds the test's calls (60 s).
+func echoPair(t *testing.T, env testEnv, mod func(*Config), clientLog *slog.Logger) (client, server *Transport, c fabric.Conn, ctx context.Context) {
+	t.Helper()
+	if clientLog == nil {
+		clientLog = testLogger(t)
+	}
+	client = newLoggedTransport(t, env, mod, clientLog)
+	server = newTestTransport(t, env, mod)
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	_, c = listenAndDial(t, ctx, env, server, client, &m)
+	return client, server, c, ctx
+}
+
+// heldPair is two transports and two connections between them, for tests
+// that fail connections under calls: the server's MethodUserBase holds each
+// call until the call's context ends (a token on held as it enters), and
+// MethodUserBase+1 echoes.
+type heldPair struct {
+	client, server *Transport
+	l              fabric.Listener
+	first, other   fabric.Conn
+	held           chan struct{}
+	ctx            context.Context
+}
+
+// newHeldPair makes a heldPair whose calls ctx bounds by timeout; it checks
+// for leaked goroutines when the test ends.
+func newHeldPair(t *testing.T, env testEnv, timeout time.Duration) *heldPair {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	p := &heldPair{client: newTestTransport(t, env, nil), server: newTestTransport(t, env, nil), held: make(chan struct{}, 8)}
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
+		p.held <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	m.HandleFunc(fabric.MethodUserBase+1, func(_ context.Context, r *fabric.Request) ([]byte, error) { return r.Payload, nil })
+	var cancel context.CancelFunc
+	p.ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	p.l, p.first = listenAndDial(t, p.ctx, env, p.server, p.client, &m)
+	var err error
+	p.other, err = p.client.Dial(p.ctx, p.l.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.other.Close() })
+	return p
+}
+
+// holdFirst starts a call on first that the server holds, waits until it
+// is held, and returns where its outcome arrives.
+func (p *heldPair) holdFirst(t *testing.T) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.first.Call(p.ctx, fabric.MethodUserBase, []byte("wait"))
+		errc <- err
+	}()
+	select {
+	case <-p.held:
+	case <-p.ctx.Done():
+		t.Fatal("the call never reached the held handler")
+	}
+	return errc
 }
 
 // guestPatience bounds the conformance suite's payload-size calls. Under

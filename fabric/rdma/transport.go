@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -43,12 +45,18 @@ func sendID(conn uint32, seq uint64) uint64 {
 
 // Transport is a fabric.Transport over one verbs device port. It owns the
 // device context, its protection domain, completion channel and queue,
-// shared receive queue and eager receive pool, and the goroutine that polls
-// completions. Create it with New and release it with Close.
+// shared receive queue and eager receive pool, the goroutine that polls
+// completions and the one that reads the device's asynchronous events.
+// Create it with New and release it with Close. When the device is lost (a
+// fatal event, or its removal) the transport rebuilds itself on a fresh
+// context once the device is back (rebuild.go); its listeners stay.
 type Transport struct {
 	cfg Config
 	log *slog.Logger
 
+	// The device: written by open (in New, and by a rebuild under mu while
+	// no connection owns or creates a QP and the poller is stopped), read
+	// by connections admitted by admitQP, the poller and the event reader.
 	ctx       *C.struct_ibv_context
 	pd        *C.struct_ibv_pd
 	ch        *C.struct_ibv_comp_channel
@@ -57,6 +65,7 @@ type Transport struct {
 	recv      *region
 	wakefd    int
 	devName   string
+	devPath   string // the device's uverbs node in sysfs: gone when the device is removed
 	port      int
 	linkLayer string
 	activeMTU int
@@ -76,18 +85,39 @@ type Transport struct {
 	listeners map[*listener]struct{}
 	closed    bool
 
+	// QPs (retire.go): the conns that own one, those creating one, and the
+	// QPs of closed conns waiting for IBV_EVENT_QP_LAST_WQE_REACHED.
+	live            map[*conn]struct{}
+	creating        int
+	retired         map[uint32]*retiredQP
+	lastWQEEvents   atomic.Uint64 // IBV_EVENT_QP_LAST_WQE_REACHED seen, for tests
+	lastWQETimeouts atomic.Uint64
+	lastWQEWarned   atomic.Bool
+
 	// Asynchronous events (events.go): refusing, when set, is why new
-	// connections are refused (port down; for good when broken).
+	// connections are refused (port down, or device lost until rebuilt).
 	asyncWake   int
 	eventsDone  chan struct{}
 	asyncEvents atomic.Uint64
 	eventFailed atomic.Uint64 // connections failed by an asynchronous event
 	lastEvent   string
 	refusing    error
-	broken      bool
+	// Device loss (rebuild.go): lost from the fatal event (or removal)
+	// until the rebuild is done; lostReason says why.
+	lost        bool
+	lostReason  string
+	rebuilds    atomic.Uint64
+	lastRebuild string
 
 	wcErrors atomic.Uint64 // work completions with an error status (not flushes)
-	callsIn  atomic.Uint64 // calls other than pings that arrived, for tests
+	// The poller's spins that ended in a sleep: how many, the shortest
+	// (ns), and the latest one's length (ns) and empty polls; for tests and
+	// calibration.
+	pollSleeps    atomic.Uint64
+	shortestSpin  atomic.Int64
+	lastSpin      atomic.Int64
+	lastSpinPolls atomic.Uint64
+	callsIn       atomic.Uint64 // calls other than pings that arrived, for tests
 	// breakOut, breakIn (tests only): while set, every rendezvous region
 	// handed out (sender copies, receiver targets) is deregistered right
 	// after allocation, so the peer's RDMA access fails: a QP error mid-call.
@@ -95,9 +125,13 @@ type Transport struct {
 	// testCTSHook (tests only; set before any connection exists) runs in the
 	// sender's goroutine for each CTS before it WRITEs the rendezvous.
 	testCTSHook func(h header)
-	pollerDone  chan struct{}
-	stop        atomic.Bool
-	closeOnce   sync.Once
+	// The poller is started and stopped by the event reader (pollerDone,
+	// pollerUp are that goroutine's); pollQuit stops it for a rebuild.
+	pollerDone chan struct{}
+	pollerUp   bool
+	pollQuit   atomic.Bool
+	stop       atomic.Bool
+	closeOnce  sync.Once
 }
 
 var _ fabric.Transport = (*Transport)(nil)
@@ -121,13 +155,18 @@ func New(cfg Config, logger *slog.Logger) (*Transport, error) {
 	t := &Transport{
 		cfg: cfg, log: logger.With("transport", "rdma"), wakefd: -1, asyncWake: -1, eventsDone: make(chan struct{}),
 		byQPN: map[uint32]*conn{}, byID: map[uint32]*conn{}, listeners: map[*listener]struct{}{},
-		pollerDone: make(chan struct{}),
+		live: map[*conn]struct{}{}, retired: map[uint32]*retiredQP{},
 	}
-	if err := t.open(); err != nil {
-		t.release()
+	t.shortestSpin.Store(math.MaxInt64)
+	err := t.openFDs()
+	if err == nil {
+		err = t.open()
+	}
+	if err != nil {
+		t.releaseDevice()
+		t.closeFDs()
 		return nil, err
 	}
-	go t.poll()
 	go t.events()
 	t.log.Info("rdma transport ready", "device", t.devName, "port", t.port, "gid_index", t.gid.Index,
 		"gid", t.gid.GID.String(), "mtu", t.activeMTU, "recv_buffers", cfg.RecvBuffers, "key_scope", t.keyScope)
@@ -140,6 +179,31 @@ func New(cfg Config, logger *slog.Logger) (*Transport, error) {
 	return t, nil
 }
 
+// openFDs creates the eventfds that wake the poller and the event reader;
+// they live as long as the transport.
+func (t *Transport) openFDs() error {
+	var err error
+	if t.wakefd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fmt.Errorf("rdma: eventfd for the poller: %w", err)
+	}
+	if t.asyncWake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fmt.Errorf("rdma: eventfd for the event reader: %w", err)
+	}
+	return nil
+}
+
+func (t *Transport) closeFDs() {
+	for _, fd := range []*int{&t.wakefd, &t.asyncWake} {
+		if *fd >= 0 {
+			_ = unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+// open opens the device named by the config and creates everything the
+// transport needs on it; on error the caller releases what it made
+// (releaseDevice).
 func (t *Transport) open() error {
 	var n C.int
 	list := C.ibv_get_device_list(&n)
@@ -166,6 +230,7 @@ func (t *Transport) open() error {
 		return fmt.Errorf("rdma: device %q not found; devices here: %s: %w", t.cfg.Device, strings.Join(names, ", "), fabric.ErrNotSupported)
 	}
 	t.devName = names[pick]
+	t.devPath = C.GoString(&devs[pick].dev_path[0])
 	t.port = t.cfg.Port
 	t.ctx = C.ibv_open_device(devs[pick])
 	if t.ctx == nil {
@@ -248,16 +313,8 @@ func (t *Transport) open() error {
 	if err := t.postRecv(idx); err != nil {
 		return err
 	}
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("rdma: eventfd for the poller: %w", err)
-	}
-	t.wakefd = fd
 	if rc := C.wf_set_nonblock(C.wf_async_fd(t.ctx)); rc != 0 {
 		return fmt.Errorf("rdma: making the asynchronous event fd of %s non-blocking: %v", t.devName, errnoErr(rc))
-	}
-	if t.asyncWake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-		return fmt.Errorf("rdma: eventfd for the event reader: %w", err)
 	}
 	return nil
 }
@@ -299,17 +356,10 @@ func (t *Transport) postRecv(idx []int) error {
 	return nil
 }
 
-// release frees the device resources; only for a transport with no
-// connections and no running poller.
-func (t *Transport) release() {
-	if t.wakefd >= 0 {
-		_ = unix.Close(t.wakefd)
-		t.wakefd = -1
-	}
-	if t.asyncWake >= 0 {
-		_ = unix.Close(t.asyncWake)
-		t.asyncWake = -1
-	}
+// releaseDevice frees the device resources; only with no QP left (none
+// owned, none retired) and no poller running. Where others may read the
+// fields (Info), the caller holds t.mu.
+func (t *Transport) releaseDevice() {
 	if t.srq != nil {
 		C.ibv_destroy_srq(t.srq)
 		t.srq = nil
@@ -340,7 +390,8 @@ func (t *Transport) release() {
 func (t *Transport) Name() string { return "rdma" }
 
 // Close closes every listener and connection of the transport, stops the
-// poller and releases the device. It is idempotent.
+// poller and the event reader (ending a rebuild in progress) and releases
+// the device. It is idempotent.
 func (t *Transport) Close() error {
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
@@ -349,23 +400,25 @@ func (t *Transport) Close() error {
 		for l := range t.listeners {
 			ls = append(ls, l)
 		}
-		cs := make([]*conn, 0, len(t.byID))
-		for _, c := range t.byID {
-			cs = append(cs, c)
-		}
 		t.mu.Unlock()
 		for _, l := range ls {
 			_ = l.Close()
 		}
-		for _, c := range cs {
-			_ = c.Close()
-		}
+		drained := t.dropConns("transport closed")
 		t.stop.Store(true)
 		t.wake()
-		_, _ = unix.Write(t.asyncWake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
-		<-t.pollerDone
-		<-t.eventsDone
-		t.release()
+		t.wakeEvents()
+		<-t.eventsDone // it stops the poller
+		t.reap(time.Now(), true)
+		if !drained {
+			t.log.Error("rdma: connections still own QPs after the transport closed; leaking the device context rather than freeing what they use",
+				"device", t.devName)
+		} else {
+			t.mu.Lock()
+			t.releaseDevice()
+			t.mu.Unlock()
+		}
+		t.closeFDs()
 	})
 	return nil
 }
@@ -376,44 +429,64 @@ func (t *Transport) wake() {
 	_, _ = unix.Write(t.wakefd, one[:])
 }
 
-// poll is the transport's one completion goroutine: it polls in batches,
-// spins for cfg.SpinPolls empty polls, then sleeps on the completion channel.
-func (t *Transport) poll() {
-	defer close(t.pollerDone)
+// poll is the transport's one completion goroutine: it polls in batches
+// and, once the queue is empty, keeps polling for cfg.SpinTime of wall-clock
+// time after the last completion (checking the clock at each empty poll),
+// then arms the queue and sleeps on the completion channel. It ends, closing
+// done, when the transport stops or a rebuild stops it (pollQuit).
+func (t *Transport) poll(done chan struct{}) {
+	defer close(done)
 	var wcs [maxBatch]wc
-	spins := 0
+	var idle time.Time // when the queue was first found empty; zero after a completion
+	polls := uint64(0)
 	for {
 		n := int(C.wf_poll(t.cq, &wcs[0], maxBatch))
 		if n > 0 {
 			t.handle(wcs[:n])
-			spins = 0
+			idle = time.Time{}
 			continue
 		}
 		if n < 0 {
 			t.log.Error("rdma: polling the completion queue failed", "rc", n)
 		}
-		if t.stop.Load() {
+		if t.stop.Load() || t.pollQuit.Load() {
 			return
 		}
-		if spins < t.cfg.SpinPolls {
-			spins++
-			if spins&63 == 0 {
+		now := time.Now()
+		if idle.IsZero() {
+			idle, polls = now, 0
+		}
+		spun := now.Sub(idle)
+		if spun < t.cfg.SpinTime {
+			polls++
+			if polls&63 == 0 {
 				runtime.Gosched()
 			}
 			continue
 		}
+		t.noteSpin(spun, polls)
 		if rc := C.wf_arm(t.cq); rc != 0 {
 			t.log.Error("rdma: arming the completion queue failed", "err", errnoErr(rc))
 		}
 		if n = int(C.wf_poll(t.cq, &wcs[0], maxBatch)); n > 0 {
 			t.handle(wcs[:n])
-			spins = 0
+			idle = time.Time{}
 			continue
 		}
 		if rc := C.wf_wait(t.ch, C.int(t.wakefd), 200); rc < 0 {
 			t.log.Error("rdma: waiting on the completion channel failed", "err", errnoErr(rc))
 		}
-		spins = 0
+		idle = time.Time{}
+	}
+}
+
+// noteSpin records a spin of d (polls empty polls) that ended in a sleep.
+func (t *Transport) noteSpin(d time.Duration, polls uint64) {
+	t.pollSleeps.Add(1)
+	t.lastSpin.Store(int64(d))
+	t.lastSpinPolls.Store(polls)
+	if ns := int64(d); ns < t.shortestSpin.Load() {
+		t.shortestSpin.Store(ns) // only the poller writes it
 	}
 }
 

@@ -2,11 +2,12 @@
 # shellcheck shell=dash # busybox ash: ulimit -l and sleep 0.1 work there
 # /init (PID 1) of the Soft-RoCE guest built by scripts/softroce/run.sh.
 #
-# It brings up one rxe device (rxe0) on veth0, runs the RDMA test binary,
-# fabricbench and perftest with both ends on that device, writes everything
-# to the 9p share "weftout" (the host's build/softroce/guest-out) and powers
-# off. The host reads only files: test.log and test.rc, fabricbench.jsonl,
-# perftest/*.txt, guest.txt, dmesg.txt, and finally "done".
+# It brings up one rxe device (rxe0) on veth0, runs the RDMA test binary (and
+# node's RDMA test, and the -race build of the RDMA tests), fabricbench and
+# perftest with both ends on that device, writes everything to the 9p share
+# "weftout" (the host's build/softroce/guest-out) and powers off. The host
+# reads only files: test.log/.rc, node-test.log/.rc, race.log/.rc,
+# fabricbench.jsonl, perftest/*.txt, guest.txt, dmesg.txt, and finally "done".
 #
 # Rules for this file: busybox's applets run ahead of $PATH, so real binaries
 # (iproute2's ip and rdma, perftest) are called by full path; as PID 1 it
@@ -91,7 +92,7 @@ say "$RXE ACTIVE on veth0 ($GUEST_IP), RoCE v2 GID index $GID"
 	/usr/bin/ibv_devinfo -v -d "$RXE"
 } >>/out/guest.txt 2>&1
 
-export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT_RDMA_GID_INDEX="$GID"
+export WEFT_RDMA_DEVICE="$RXE" WEFT_RDMA_ADDR="$GUEST_IP" WEFT_RDMA_GUEST=1 WEFT_RDMA_GID_INDEX="$GID" WEFT_RDMA_NETDEV=veth0
 
 # (a) the RDMA transport's tests.
 if [ "$MODE" != bench ] && [ -x /opt/weft/rdma.test ]; then
@@ -114,13 +115,26 @@ fi
 # (a2) the node's RDMA fabric path (two nodes, a real QP), unless --run
 # narrowed the run to some of rdma.test's tests.
 if [ "$MODE" != bench ] && [ -z "$RUN_RE" ] && [ -z "$BENCH_RE" ] && [ -x /opt/weft/node.test ]; then
-	say "running node.test -test.run '^TestFabricRDMAPathOnVerbs\$'"
+	say "running node.test -test.run '$NODE_RE'"
 	cd /tmp || halt
 	{
-		/opt/weft/node.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" -test.run '^TestFabricRDMAPathOnVerbs$'
+		/opt/weft/node.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" -test.run "$NODE_RE"
 		echo $? >/out/node-test.rc
-	} 2>&1 | tee -a /out/test.log
+	} 2>&1 | tee /out/node-test.log
 	cd /
+fi
+
+# (a3) the RDMA tests again, built with -race (RACE_RE; skipping RACE_SKIP).
+if [ "$MODE" != bench ] && [ -n "$RACE_RE" ] && [ -x /opt/weft/rdma-race.test ]; then
+	say "running rdma-race.test (-race, -test.run '$RACE_RE', -test.skip '$RACE_SKIP')"
+	cd /tmp || halt
+	{
+		/opt/weft/rdma-race.test -test.v -test.count=1 -test.timeout="${TEST_TIMEOUT}s" \
+			-test.run "$RACE_RE" -test.skip "$RACE_SKIP"
+		echo $? >/out/race.rc
+	} 2>&1 | tee /out/race.log
+	cd /
+	say "rdma-race.test exit $(cat /out/race.rc)"
 fi
 
 # (b) fabricbench: tcp, rdma and adaptive on the same rxe device.
@@ -128,7 +142,7 @@ if [ "$MODE" != tests ] && [ -x /opt/weft/fabricbench ]; then
 	say "running fabricbench ($TRANSPORTS, sizes $SIZES, $DURATION per point)"
 	# shellcheck disable=SC2086 # BENCH_ARGS is a word list on purpose
 	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports "$TRANSPORTS" -json \
-		-sizes "$SIZES" -duration "$DURATION" $BENCH_ARGS >/out/fabricbench.jsonl 2>/out/fabricbench.log
+		-sizes "$SIZES" -duration "$DURATION" -inflight "${INFLIGHT:-1,16}" $BENCH_ARGS >/out/fabricbench.jsonl 2>/out/fabricbench.log
 	echo $? >/out/fabricbench.rc
 	say "fabricbench exit $(cat /out/fabricbench.rc), $(wc -l </out/fabricbench.jsonl) result lines"
 fi
