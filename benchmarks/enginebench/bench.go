@@ -31,6 +31,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weftsearch/weft/benchmarks/internal/nodeproc"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/ctl"
 )
@@ -101,7 +102,9 @@ type Latency struct {
 	Mean float64 `json:"mean_us"`
 }
 
-func summarize(ds []time.Duration) Latency {
+// Summarize gives the count, nearest-rank p50 and p99, and mean of ds
+// (zero for none); ds is not modified.
+func Summarize(ds []time.Duration) Latency {
 	if len(ds) == 0 {
 		return Latency{}
 	}
@@ -219,7 +222,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	for _, d := range docs {
 		res.CorpusBytes += int64(len(d.Source))
 	}
-	res.LoadAvgStart = loadAvg()
+	res.LoadAvgStart = LoadAvg()
 	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
 
 	// The node.
@@ -228,7 +231,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		bin := cfg.Searchnode
 		if bin == "" {
 			logger.Info("enginebench: building ./cmd/searchnode")
-			if bin, err = buildSearchnode(ctx, work); err != nil {
+			if bin, err = nodeproc.Build(ctx, work); err != nil {
 				return nil, err
 			}
 		}
@@ -237,7 +240,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 			return nil, err
 		}
 		defer func() {
-			if serr := n.stop(); serr != nil && err == nil {
+			if serr := n.Stop(); serr != nil && err == nil {
 				err = serr
 			}
 		}()
@@ -321,11 +324,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50,
 			"empty_p50_us", qr.Empty.P50, "same_scores", qr.SameScores, "distinct", qr.Distinct)
 	}
-	res.EmptyRTT = summarize(empties)
+	res.EmptyRTT = Summarize(empties)
 	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
 		return nil, err
 	}
-	res.LoadAvgEnd = loadAvg()
+	res.LoadAvgEnd = LoadAvg()
 	return res, nil
 }
 
@@ -426,7 +429,7 @@ func bareRoundTrip(ctx context.Context, cfg Config) (Latency, error) {
 	if err != nil {
 		return Latency{}, fmt.Errorf("bare round trip: %w", err)
 	}
-	return summarize(times[0]), nil
+	return Summarize(times[0]), nil
 }
 
 // compareQueries times qs on both sides, interleaved with GET / on the
@@ -463,7 +466,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawWorker, h *httpInde
 		return qr, nil, err
 	}
 	qr.ClientGCs, qr.RawGCs = clientGC2-clientGC, rawGC2-rawGC
-	qr.Raw, qr.HTTP, qr.Empty = summarize(times[0]), summarize(times[1]), summarize(times[2])
+	qr.Raw, qr.HTTP, qr.Empty = Summarize(times[0]), Summarize(times[1]), Summarize(times[2])
 	qr.BudgetUS = (qr.Raw.P50 + qr.Empty.P50) * 1.1
 	qr.TargetMet = qr.HTTP.P50 <= qr.BudgetUS
 
@@ -538,9 +541,9 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(x, y)
 }
 
-// loadAvg returns the 1-minute load average, or -1 where /proc/loadavg is
+// LoadAvg returns the 1-minute load average, or -1 where /proc/loadavg is
 // missing (not Linux).
-func loadAvg() float64 {
+func LoadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return -1

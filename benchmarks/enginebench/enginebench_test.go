@@ -77,10 +77,10 @@ func TestSummarize(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		ds = append(ds, time.Duration(101-i)*time.Microsecond)
 	}
-	got := summarize(ds)
+	got := Summarize(ds)
 	require.Equal(t, Latency{N: 100, P50: 50, P99: 99, Mean: 50.5}, got)
-	require.Equal(t, Latency{N: 1, P50: 7, P99: 7, Mean: 7}, summarize([]time.Duration{7 * time.Microsecond}))
-	require.Equal(t, Latency{}, summarize(nil))
+	require.Equal(t, Latency{N: 1, P50: 7, P99: 7, Mean: 7}, Summarize([]time.Duration{7 * time.Microsecond}))
+	require.Equal(t, Latency{}, Summarize(nil))
 }
 
 func TestMakeQueriesIsDeterministic(t *testing.T) {
