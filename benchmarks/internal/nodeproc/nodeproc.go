@@ -137,3 +137,14 @@ func (p *Proc) Tail() string {
 	}
 	return string(b)
 }
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
