@@ -257,7 +257,8 @@ type ReplicaFigure struct {
 }
 
 // RecoveryResult is the recovery part: the shard that was recovered, each
-// recovery, and fabricbench's raw TCP points measured between them.
+// recovery, and what was measured between them: fabricbench's raw TCP
+// points and the disk's write rate (a file of SourceBytes, fsynced).
 type RecoveryResult struct {
 	Docs        int     `json:"docs"`
 	DocBytes    int     `json:"doc_bytes"`
@@ -265,10 +266,11 @@ type RecoveryResult struct {
 	LoadSeconds float64 `json:"load_seconds"`
 	// LoadCut is set when RecoveryLoadLimit stopped the load before
 	// RecoveryBytes.
-	LoadCut  bool                 `json:"load_cut"`
-	Throttle int64                `json:"throttle_bytes_per_s"` // 0: none
-	Runs     []RecoveryRun        `json:"runs"`
-	Raw      []fabricbench.Result `json:"raw"`
+	LoadCut    bool                 `json:"load_cut"`
+	Throttle   int64                `json:"throttle_bytes_per_s"` // 0: none
+	Runs       []RecoveryRun        `json:"runs"`
+	Raw        []fabricbench.Result `json:"raw"`
+	DiskMBPerS []float64            `json:"disk_mb_per_s"`
 }
 
 // RecoveryRun is one replica built by file-based recovery. Bytes and

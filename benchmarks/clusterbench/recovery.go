@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,7 +45,8 @@ var rawSizes = []int{1 << 20, 16 << 20}
 // by RecoveryLoadLimit, the others given as many documents), then,
 // RecoveryReps times, adds a replica on each cluster in turn, measures
 // the recovery and drops the replica again; after each rep it measures
-// fabricbench's raw and tcp bandwidth for rawSizes.
+// fabricbench's raw and tcp bandwidth for rawSizes and the disk's write
+// rate for as many bytes as were loaded.
 //
 // Each transport has a cluster of its own rather than one cluster
 // restarted with each: a searchnode stopped with SIGTERM and started again
@@ -109,8 +112,46 @@ func runRecovery(ctx context.Context, cfg Config, logger *slog.Logger, three []*
 			}
 		}
 		res.Raw = append(res.Raw, raw...)
+		disk, err := diskWrite(filepath.Dir(three[0].nodes[0].dir), res.SourceBytes)
+		if err != nil {
+			return nil, err
+		}
+		res.DiskMBPerS = append(res.DiskMBPerS, disk)
 	}
 	return res, nil
+}
+
+// diskWrite writes n bytes of random data to a new file in dir in 1 MiB
+// writes, fsyncs it, removes it, and returns the rate in MB/s: what the
+// disk the nodes share takes, for reading the recovery's figures (on one
+// machine the primary's snapshot and the replica's files land on it).
+func diskWrite(dir string, n int64) (float64, error) {
+	buf := make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for j := 0; j < len(buf); j += 8 {
+		binary.LittleEndian.PutUint64(buf[j:], rng.Uint64())
+	}
+	f, err := os.CreateTemp(dir, "disk-write-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	start := time.Now()
+	for done := int64(0); done < n; done += int64(len(buf)) {
+		if _, err := f.Write(buf[:min(int64(len(buf)), n-done)]); err != nil {
+			_ = f.Close()
+			return 0, fmt.Errorf("disk write reference: %w", err)
+		}
+	}
+	err = f.Sync()
+	elapsed := time.Since(start)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("disk write reference: %w", err)
+	}
+	return mbps(float64(n), elapsed.Seconds()), nil
 }
 
 // primaryNode returns the node holding the recovery index's primary.

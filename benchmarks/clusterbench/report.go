@@ -243,16 +243,18 @@ func writeRecovery(w io.Writer, rec *RecoveryResult) error {
 	fmt.Fprintf(w, "recovery: 1 shard of %d docs × %d KiB (%.0f MB of _source, loaded in %.0f s%s), throttle %s\n",
 		rec.Docs, rec.DocBytes>>10, float64(rec.SourceBytes)/1e6, rec.LoadSeconds, cut, throttle)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "transport\trep\ttype\tbytes\tseconds\tMB/s\twall s\tstream MB/s\t")
+	raw, disk := rawMBPerS(rec.Raw, "raw", 1<<20), median(rec.DiskMBPerS)
+	fmt.Fprintln(tw, "transport\trep\ttype\tbytes\tseconds\tMB/s\twall s\tstream MB/s\t÷ raw 1MiB\t÷ disk\t")
 	for _, run := range rec.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.2f\t%.1f\t%.2f\t%.1f\t\n", run.Transport, run.Rep, run.Type, run.Bytes, run.Seconds, run.MBPerS(), run.WallSeconds, run.StreamMBPerS())
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t\n", run.Transport, run.Rep, run.Type, run.Bytes, run.Seconds, run.MBPerS(),
+			run.WallSeconds, run.StreamMBPerS(), ratio(run.MBPerS(), raw), ratio(run.MBPerS(), disk))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fabricbench (same run), 1 in flight\tsize\tMB/s by rep\tmedian\t")
+	fmt.Fprintln(tw, "measured between recoveries\tsize\tMB/s by rep\tmedian\t")
 	for _, t := range []string{"raw", "tcp"} {
 		for _, size := range rawSizes {
 			var by []string
@@ -265,6 +267,13 @@ func writeRecovery(w io.Writer, rec *RecoveryResult) error {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t\n", t, fabricbench.FormatSize(size), strings.Join(by, " "), rawMBPerS(rec.Raw, t, size))
 			}
 		}
+	}
+	if len(rec.DiskMBPerS) > 0 {
+		var by []string
+		for _, v := range rec.DiskMBPerS {
+			by = append(by, fmt.Sprintf("%.0f", v))
+		}
+		fmt.Fprintf(tw, "disk: write + fsync\t%.0f MB\t%s\t%.0f\t\n", float64(rec.SourceBytes)/1e6, strings.Join(by, " "), median(rec.DiskMBPerS))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
