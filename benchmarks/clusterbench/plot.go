@@ -14,7 +14,7 @@ import (
 // Plot draws r into a PNG at path: query p50 and QPS against clients, one
 // line per setup (the three-node ones dashed), and, when r has a recovery
 // part, each transport's median recovery and stream MB/s beside
-// fabricbench's raw and tcp MB/s at 1 MiB.
+// fabricbench's raw and tcp MB/s at 1 MiB and the disk's write rate.
 func Plot(path string, r *Result) error {
 	lat := plot.New()
 	lat.Title.Text = "query p50"
@@ -49,6 +49,8 @@ func Plot(path string, r *Result) error {
 			return err
 		}
 	}
+	qps.Legend = plot.NewLegend() // the lines would hide it; the colours are the left panel's
+	qps.Title.Text += " (colours as on the left)"
 	plots := []*plot.Plot{lat, qps}
 	if rec := r.Recovery; rec != nil {
 		bars, err := recoveryBars(rec)
@@ -61,7 +63,8 @@ func Plot(path string, r *Result) error {
 }
 
 // recoveryBars is a bar chart of the recovery's MB/s per transport (whole
-// recovery and stream) and fabricbench's raw and tcp MB/s at 1 MiB.
+// recovery and stream), fabricbench's raw and tcp MB/s at 1 MiB and the
+// disk's write rate.
 func recoveryBars(rec *RecoveryResult) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "recovery vs raw path (1 MiB messages)"
@@ -75,13 +78,15 @@ func recoveryBars(rec *RecoveryResult) (*plot.Plot, error) {
 				stream = append(stream, run.StreamMBPerS())
 			}
 		}
-		names = append(names, "recovery "+t, "stream "+t)
+		names = append(names, "recovery\n"+t, "stream\n"+t)
 		vals = append(vals, recoveryMBPerS(rec, t), median(stream))
 	}
 	for _, t := range []string{"raw", "tcp"} {
-		names = append(names, "fabricbench "+t)
+		names = append(names, "fabricbench\n"+t)
 		vals = append(vals, rawMBPerS(rec.Raw, t, 1<<20))
 	}
+	names = append(names, "disk\nwrite")
+	vals = append(vals, median(rec.DiskMBPerS))
 	bars, err := plotter.NewBarChart(vals, vg.Centimeter)
 	if err != nil {
 		return nil, fmt.Errorf("clusterbench: plot recovery: %w", err)
