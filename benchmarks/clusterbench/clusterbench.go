@@ -167,20 +167,13 @@ func (c Config) Validate() error {
 
 // Result is one run's figures.
 type Result struct {
-	Time       time.Time `json:"time"`
-	GoVersion  string    `json:"go_version"`
-	NumCPU     int       `json:"num_cpu"`
-	GOMAXPROCS int       `json:"gomaxprocs"`
-	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end
-	// of the run: other work on the machine skews every timing.
-	LoadAvgStart float64 `json:"loadavg_start"`
-	LoadAvgEnd   float64 `json:"loadavg_end"`
-	Docs         int     `json:"docs"`
-	CorpusBytes  int64   `json:"corpus_bytes"`
-	Queries      int     `json:"queries"`      // distinct queries
-	FileQueries  int     `json:"file_queries"` // of them, from the queries file
-	Size         int     `json:"size"`
-	Shards       int     `json:"shards"`
+	enginebench.Machine
+	Docs        int   `json:"docs"`
+	CorpusBytes int64 `json:"corpus_bytes"`
+	Queries     int   `json:"queries"`      // distinct queries
+	FileQueries int   `json:"file_queries"` // of them, from the queries file
+	Size        int   `json:"size"`
+	Shards      int   `json:"shards"`
 
 	Bulk     []BulkFigure    `json:"bulk,omitempty"`
 	Search   []SearchFigure  `json:"search,omitempty"`

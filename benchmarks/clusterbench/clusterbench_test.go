@@ -215,7 +215,7 @@ func sampleResult() *Result {
 	lat := func(p50 float64) enginebench.Latency {
 		return enginebench.Latency{N: 100, P50: p50, P99: 3 * p50, Mean: p50}
 	}
-	r := &Result{Docs: 400, CorpusBytes: 500_000, Queries: 30, FileQueries: 26, Size: 10, Shards: 6, GoVersion: "go1.26", NumCPU: 2, GOMAXPROCS: 2,
+	r := &Result{Docs: 400, CorpusBytes: 500_000, Queries: 30, FileQueries: 26, Size: 10, Shards: 6, Machine: enginebench.Machine{GoVersion: "go1.26", NumCPU: 2, GOMAXPROCS: 2},
 		Bulk: []BulkFigure{{Setup: "1 node, 1 shard", Docs: 400, DocsPerSec: 1200}, {Setup: "1 node, 6 shards", Docs: 400, DocsPerSec: 1000},
 			{Setup: "3 nodes tcp, 6 shards", Docs: 400, DocsPerSec: 900}},
 		Search: []SearchFigure{
@@ -296,7 +296,7 @@ func TestWriteTableJSONAndPlot(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.json")
-	require.NoError(t, WriteJSONFile(path, r))
+	require.NoError(t, enginebench.WriteJSONFile(path, r))
 	back, err := ReadJSONFile(path)
 	require.NoError(t, err)
 	require.Equal(t, r, back)

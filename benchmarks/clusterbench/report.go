@@ -142,8 +142,7 @@ func ratio(a, b float64) float64 {
 func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "Weft cluster benchmark: %d docs (%.1f MB), %d queries (%d from the file, %d generated), top %d hits with _source, %d shards\n",
 		r.Docs, float64(r.CorpusBytes)/1e6, r.Queries, r.FileQueries, r.Queries-r.FileQueries, r.Size, r.Shards)
-	fmt.Fprintf(w, "%s, %d CPUs, GOMAXPROCS %d, load average %.1f at start, %.1f at end; all nodes on 127.0.0.1\n\n",
-		r.GoVersion, r.NumCPU, r.GOMAXPROCS, r.LoadAvgStart, r.LoadAvgEnd)
+	fmt.Fprintf(w, "%s; all nodes on 127.0.0.1\n\n", r.Machine)
 	base := oneNodeName(r.Shards)
 	var baseBulk float64
 	for _, b := range r.Bulk {
@@ -298,20 +297,8 @@ func writeGoals(w io.Writer, goals []Goal) error {
 	return tw.Flush()
 }
 
-// WriteJSONFile writes r, indented, to path.
-func WriteJSONFile(path string, r *Result) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// ReadJSONFile reads a result written by WriteJSONFile and evaluates its
-// goals again.
+// ReadJSONFile reads a result written by enginebench.WriteJSONFile and
+// evaluates its goals again.
 func ReadJSONFile(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -52,11 +51,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 			return nil, err
 		}
 	}
-	res = &Result{
-		Time: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		LoadAvgStart: enginebench.LoadAvg(), Docs: len(docs), Queries: len(queries), FileQueries: len(queries) - cfg.Generated,
-		Size: cfg.Size, Shards: cfg.Shards,
-	}
+	res = &Result{Machine: enginebench.StartMachine(), Docs: len(docs), Queries: len(queries), FileQueries: len(queries) - cfg.Generated,
+		Size: cfg.Size, Shards: cfg.Shards}
 	for _, d := range docs {
 		res.CorpusBytes += int64(len(d.Source))
 	}
@@ -110,7 +106,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 			return nil, err
 		}
 	}
-	res.LoadAvgEnd = enginebench.LoadAvg()
+	res.End()
 	res.Goals = Goals(res)
 	return res, nil
 }

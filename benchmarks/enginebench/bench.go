@@ -155,25 +155,45 @@ type QueryResult struct {
 	RawGCs    uint32 `json:"raw_worker_gcs"`
 }
 
+// Machine says when and on what a run ran: the Go runtime, the CPUs, and
+// /proc/loadavg's 1-minute figure at the start and the end of the run
+// (other work on the machine skews every timing).
+type Machine struct {
+	Time         time.Time `json:"time"`
+	GoVersion    string    `json:"go_version"`
+	NumCPU       int       `json:"num_cpu"`
+	GOMAXPROCS   int       `json:"gomaxprocs"`
+	LoadAvgStart float64   `json:"loadavg_start"`
+	LoadAvgEnd   float64   `json:"loadavg_end"`
+}
+
+// StartMachine describes this machine now; End completes it.
+func StartMachine() Machine {
+	return Machine{Time: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		LoadAvgStart: LoadAvg()}
+}
+
+// End records the load average at the end of the run.
+func (m *Machine) End() { m.LoadAvgEnd = LoadAvg() }
+
+// String is the tables' line about the machine, e.g. "go1.26.8, 2 CPUs,
+// GOMAXPROCS 2, load average 0.6 at start, 5.5 at end".
+func (m Machine) String() string {
+	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS %d, load average %.1f at start, %.1f at end", m.GoVersion, m.NumCPU, m.GOMAXPROCS, m.LoadAvgStart, m.LoadAvgEnd)
+}
+
 // Result is one run's figures.
 type Result struct {
-	Time       time.Time `json:"time"`
-	GoVersion  string    `json:"go_version"`
-	NumCPU     int       `json:"num_cpu"`
-	GOMAXPROCS int       `json:"gomaxprocs"`
-	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end
-	// of the run: other work on the machine skews every timing.
-	LoadAvgStart float64       `json:"loadavg_start"`
-	LoadAvgEnd   float64       `json:"loadavg_end"`
-	Docs         int           `json:"docs"`
-	CorpusBytes  int64         `json:"corpus_bytes"`
-	BatchSize    int           `json:"batch_size"`
-	Concurrency  int           `json:"concurrency"`
-	Size         int           `json:"size"`
-	Bulk         BulkResult    `json:"bulk"`
-	EmptyRTT     Latency       `json:"empty_round_trip"`     // GET / on the node, all query kinds' rounds together
-	BareRTT      Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
-	Queries      []QueryResult `json:"queries"`
+	Machine
+	Docs        int           `json:"docs"`
+	CorpusBytes int64         `json:"corpus_bytes"`
+	BatchSize   int           `json:"batch_size"`
+	Concurrency int           `json:"concurrency"`
+	Size        int           `json:"size"`
+	Bulk        BulkResult    `json:"bulk"`
+	EmptyRTT    Latency       `json:"empty_round_trip"`     // GET / on the node, all query kinds' rounds together
+	BareRTT     Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
+	Queries     []QueryResult `json:"queries"`
 }
 
 // Run performs one benchmark run. It logs progress to logger and blocks
@@ -215,14 +235,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		defer os.RemoveAll(work)
 	}
 
-	res = &Result{
-		Time: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		Docs: len(docs), BatchSize: cfg.BatchSize, Concurrency: cfg.Concurrency, Size: cfg.Size,
-	}
+	res = &Result{Machine: StartMachine(), Docs: len(docs), BatchSize: cfg.BatchSize, Concurrency: cfg.Concurrency, Size: cfg.Size}
 	for _, d := range docs {
 		res.CorpusBytes += int64(len(d.Source))
 	}
-	res.LoadAvgStart = LoadAvg()
 	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
 
 	// The node.
@@ -328,7 +344,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
 		return nil, err
 	}
-	res.LoadAvgEnd = LoadAvg()
+	res.End()
 	return res, nil
 }
 

@@ -164,7 +164,7 @@ func TestESBodyMatchesTheRawQueryShape(t *testing.T) {
 
 func TestWriteTableAndJSON(t *testing.T) {
 	r := &Result{
-		Docs: 400, CorpusBytes: 510000, BatchSize: 1000, Concurrency: 2, Size: 10, GoVersion: "go1.26.8", NumCPU: 2, GOMAXPROCS: 2,
+		Docs: 400, CorpusBytes: 510000, BatchSize: 1000, Concurrency: 2, Size: 10, Machine: Machine{GoVersion: "go1.26.8", NumCPU: 2, GOMAXPROCS: 2},
 		Bulk:     BulkResult{RawDocsPerSec: 1000, RawUnsafeDocsPerSec: 1250, HTTPDocsPerSec: 900, Ratio: 0.9, RatioUnsafe: 0.72, TargetMet: true},
 		EmptyRTT: Latency{N: 30, P50: 100, P99: 200, Mean: 110},
 		Queries: []QueryResult{{Kind: KindTerm, Raw: Latency{N: 10, P50: 50}, HTTP: Latency{N: 10, P50: 400}, Empty: Latency{N: 10, P50: 100},

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/weftsearch/weft/benchmarks/clusterbench"
+	"github.com/weftsearch/weft/benchmarks/enginebench"
 	"github.com/weftsearch/weft/benchmarks/fabricbench"
 )
 
@@ -104,7 +105,7 @@ func run() error {
 			return err
 		}
 		if *jsonOut != "" {
-			if err := clusterbench.WriteJSONFile(*jsonOut, res); err != nil {
+			if err := enginebench.WriteJSONFile(*jsonOut, res); err != nil {
 				return err
 			}
 		}
