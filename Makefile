@@ -59,7 +59,7 @@ run-cluster:
 
 # sample-data fetches and converts the SpamAssassin corpus into the cache
 # (scripts/sample-data.sh prints the NDJSON file's path).
-.PHONY: sample-data bench-engine
+.PHONY: sample-data bench-engine bench-cluster
 sample-data:
 	GO=$(GO) scripts/sample-data.sh
 
@@ -68,6 +68,14 @@ sample-data:
 # More flags: make bench-engine BENCHFLAGS='-docs 20000 -json bench.json'.
 bench-engine:
 	$(GO) run ./benchmarks/cmd/enginebench -corpus "$$(GO=$(GO) scripts/sample-data.sh)" $(BENCHFLAGS)
+
+# bench-cluster: searchnode processes on 127.0.0.1, side by side in one run:
+# one node vs three (fabric tcp and adaptive) on the full sample corpus,
+# query p50/p99/QPS at 1, 8 and 32 clients and fabric bytes per query; bulk
+# with 0 and 1 replica; recovery of a 1 GiB shard vs raw TCP bandwidth.
+# More flags: make bench-cluster BENCHFLAGS='-recovery-bytes 256MiB -json cluster.json'.
+bench-cluster:
+	$(GO) run ./benchmarks/cmd/clusterbench -corpus "$$(GO=$(GO) scripts/sample-data.sh)" $(BENCHFLAGS)
 
 clean:
 	rm -rf $(BIN) build

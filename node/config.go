@@ -64,6 +64,12 @@ type Config struct {
 	// the same).
 	GossipKey []byte
 
+	// RecoveryMaxBytesPerSec throttles the index files this node streams
+	// to a recovering copy as its primary (Elasticsearch's
+	// indices.recovery.max_bytes_per_sec); 0 is no limit. DefaultConfig
+	// sets DefaultRecoveryMaxBytesPerSec.
+	RecoveryMaxBytesPerSec int64
+
 	// Hooks are for tests: zero in production.
 	Hooks Hooks
 }
@@ -99,6 +105,9 @@ const (
 	DefaultClusterName     = "weft"
 	DefaultMaxBodyBytes    = 100 << 20
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultRecoveryMaxBytesPerSec is Elasticsearch's default for
+	// indices.recovery.max_bytes_per_sec, 40mb.
+	DefaultRecoveryMaxBytesPerSec = 40 << 20
 )
 
 // DefaultConfig is the configuration of a node started with no flags: a
@@ -117,6 +126,8 @@ func DefaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		FabricRDMA:      FabricRDMAAuto,
 		FabricTransport: FabricAdaptive,
+
+		RecoveryMaxBytesPerSec: DefaultRecoveryMaxBytesPerSec,
 	}
 }
 
@@ -142,6 +153,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("node: ShutdownTimeout %v must be positive", c.ShutdownTimeout))
+	}
+	if c.RecoveryMaxBytesPerSec < 0 {
+		errs = append(errs, fmt.Errorf("node: RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive; set --recovery-max-bytes-per-sec (WEFT_RECOVERY_MAX_BYTES_PER_SEC)", c.RecoveryMaxBytesPerSec))
 	}
 	if c.FabricAddr != "" {
 		if _, port, err := net.SplitHostPort(c.FabricAddr); err != nil {

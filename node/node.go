@@ -209,11 +209,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.peers != nil {
 		sp = n.peers
 	}
-	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), shard.DefaultConfig(), meta, sp, n.log.With("component", "shard"))
+	scfg := shard.DefaultConfig()
+	scfg.RecoveryMaxBytesPerSec = n.cfg.RecoveryMaxBytesPerSec
+	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), scfg, meta, sp, n.log.With("component", "shard"))
 	if err != nil {
 		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)
 	}
-	n.engine = shard.NewCoordinator(st, shard.DefaultConfig(), n.log.With("component", "shard"))
+	n.engine = shard.NewCoordinator(st, scfg, n.log.With("component", "shard"))
 	undo = append(undo, func() { _ = n.engine.Close() })
 	n.engine.Register(&n.mux, n.streams)
 	if n.srv, err = n.newHTTPServer(); err != nil {

@@ -105,6 +105,8 @@ func TestConfigValidate(t *testing.T) {
 		{"empty cluster name", func(c *node.Config) { c.ClusterName = "" }, "ClusterName"},
 		{"tiny body limit", func(c *node.Config) { c.MaxBodyBytes = 10 }, "MaxBodyBytes 10"},
 		{"no shutdown time", func(c *node.Config) { c.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+		{"recovery unthrottled", func(c *node.Config) { c.RecoveryMaxBytesPerSec = 0 }, ""},
+		{"negative recovery throttle", func(c *node.Config) { c.RecoveryMaxBytesPerSec = -1 }, "RecoveryMaxBytesPerSec -1"},
 		{"fabric on loopback", func(c *node.Config) { c.FabricAddr = "127.0.0.1:9300" }, ""},
 		{"fabric address without port", func(c *node.Config) { c.FabricAddr = "127.0.0.1" }, "FabricAddr"},
 		{"fabric address with empty port", func(c *node.Config) { c.FabricAddr = "127.0.0.1:" }, "no port"},

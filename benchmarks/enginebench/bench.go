@@ -31,6 +31,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weftsearch/weft/benchmarks/internal/nodeproc"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/ctl"
 )
@@ -101,7 +102,9 @@ type Latency struct {
 	Mean float64 `json:"mean_us"`
 }
 
-func summarize(ds []time.Duration) Latency {
+// Summarize gives the count, nearest-rank p50 and p99, and mean of ds
+// (zero for none); ds is not modified.
+func Summarize(ds []time.Duration) Latency {
 	if len(ds) == 0 {
 		return Latency{}
 	}
@@ -152,25 +155,45 @@ type QueryResult struct {
 	RawGCs    uint32 `json:"raw_worker_gcs"`
 }
 
+// Machine says when and on what a run ran: the Go runtime, the CPUs, and
+// /proc/loadavg's 1-minute figure at the start and the end of the run
+// (other work on the machine skews every timing).
+type Machine struct {
+	Time         time.Time `json:"time"`
+	GoVersion    string    `json:"go_version"`
+	NumCPU       int       `json:"num_cpu"`
+	GOMAXPROCS   int       `json:"gomaxprocs"`
+	LoadAvgStart float64   `json:"loadavg_start"`
+	LoadAvgEnd   float64   `json:"loadavg_end"`
+}
+
+// StartMachine describes this machine now; End completes it.
+func StartMachine() Machine {
+	return Machine{Time: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		LoadAvgStart: LoadAvg()}
+}
+
+// End records the load average at the end of the run.
+func (m *Machine) End() { m.LoadAvgEnd = LoadAvg() }
+
+// String is the tables' line about the machine, e.g. "go1.26.8, 2 CPUs,
+// GOMAXPROCS 2, load average 0.6 at start, 5.5 at end".
+func (m Machine) String() string {
+	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS %d, load average %.1f at start, %.1f at end", m.GoVersion, m.NumCPU, m.GOMAXPROCS, m.LoadAvgStart, m.LoadAvgEnd)
+}
+
 // Result is one run's figures.
 type Result struct {
-	Time       time.Time `json:"time"`
-	GoVersion  string    `json:"go_version"`
-	NumCPU     int       `json:"num_cpu"`
-	GOMAXPROCS int       `json:"gomaxprocs"`
-	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end
-	// of the run: other work on the machine skews every timing.
-	LoadAvgStart float64       `json:"loadavg_start"`
-	LoadAvgEnd   float64       `json:"loadavg_end"`
-	Docs         int           `json:"docs"`
-	CorpusBytes  int64         `json:"corpus_bytes"`
-	BatchSize    int           `json:"batch_size"`
-	Concurrency  int           `json:"concurrency"`
-	Size         int           `json:"size"`
-	Bulk         BulkResult    `json:"bulk"`
-	EmptyRTT     Latency       `json:"empty_round_trip"`     // GET / on the node, all query kinds' rounds together
-	BareRTT      Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
-	Queries      []QueryResult `json:"queries"`
+	Machine
+	Docs        int           `json:"docs"`
+	CorpusBytes int64         `json:"corpus_bytes"`
+	BatchSize   int           `json:"batch_size"`
+	Concurrency int           `json:"concurrency"`
+	Size        int           `json:"size"`
+	Bulk        BulkResult    `json:"bulk"`
+	EmptyRTT    Latency       `json:"empty_round_trip"`     // GET / on the node, all query kinds' rounds together
+	BareRTT     Latency       `json:"bare_http_round_trip"` // a bare net/http handler in this process, for reference
+	Queries     []QueryResult `json:"queries"`
 }
 
 // Run performs one benchmark run. It logs progress to logger and blocks
@@ -212,14 +235,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		defer os.RemoveAll(work)
 	}
 
-	res = &Result{
-		Time: time.Now().UTC(), GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		Docs: len(docs), BatchSize: cfg.BatchSize, Concurrency: cfg.Concurrency, Size: cfg.Size,
-	}
+	res = &Result{Machine: StartMachine(), Docs: len(docs), BatchSize: cfg.BatchSize, Concurrency: cfg.Concurrency, Size: cfg.Size}
 	for _, d := range docs {
 		res.CorpusBytes += int64(len(d.Source))
 	}
-	res.LoadAvgStart = loadAvg()
 	logger.Info("enginebench: corpus", "docs", len(docs), "bytes", res.CorpusBytes)
 
 	// The node.
@@ -228,7 +247,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		bin := cfg.Searchnode
 		if bin == "" {
 			logger.Info("enginebench: building ./cmd/searchnode")
-			if bin, err = buildSearchnode(ctx, work); err != nil {
+			if bin, err = nodeproc.Build(ctx, work); err != nil {
 				return nil, err
 			}
 		}
@@ -237,7 +256,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 			return nil, err
 		}
 		defer func() {
-			if serr := n.stop(); serr != nil && err == nil {
+			if serr := n.Stop(); serr != nil && err == nil {
 				err = serr
 			}
 		}()
@@ -321,11 +340,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		logger.Info("enginebench: queries", "kind", kind, "raw_p50_us", qr.Raw.P50, "http_p50_us", qr.HTTP.P50,
 			"empty_p50_us", qr.Empty.P50, "same_scores", qr.SameScores, "distinct", qr.Distinct)
 	}
-	res.EmptyRTT = summarize(empties)
+	res.EmptyRTT = Summarize(empties)
 	if res.BareRTT, err = bareRoundTrip(ctx, cfg); err != nil {
 		return nil, err
 	}
-	res.LoadAvgEnd = loadAvg()
+	res.End()
 	return res, nil
 }
 
@@ -426,7 +445,7 @@ func bareRoundTrip(ctx context.Context, cfg Config) (Latency, error) {
 	if err != nil {
 		return Latency{}, fmt.Errorf("bare round trip: %w", err)
 	}
-	return summarize(times[0]), nil
+	return Summarize(times[0]), nil
 }
 
 // compareQueries times qs on both sides, interleaved with GET / on the
@@ -463,7 +482,7 @@ func compareQueries(ctx context.Context, cfg Config, raw *rawWorker, h *httpInde
 		return qr, nil, err
 	}
 	qr.ClientGCs, qr.RawGCs = clientGC2-clientGC, rawGC2-rawGC
-	qr.Raw, qr.HTTP, qr.Empty = summarize(times[0]), summarize(times[1]), summarize(times[2])
+	qr.Raw, qr.HTTP, qr.Empty = Summarize(times[0]), Summarize(times[1]), Summarize(times[2])
 	qr.BudgetUS = (qr.Raw.P50 + qr.Empty.P50) * 1.1
 	qr.TargetMet = qr.HTTP.P50 <= qr.BudgetUS
 
@@ -538,9 +557,9 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(x, y)
 }
 
-// loadAvg returns the 1-minute load average, or -1 where /proc/loadavg is
+// LoadAvg returns the 1-minute load average, or -1 where /proc/loadavg is
 // missing (not Linux).
-func loadAvg() float64 {
+func LoadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return -1

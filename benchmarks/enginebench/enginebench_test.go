@@ -77,10 +77,10 @@ func TestSummarize(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		ds = append(ds, time.Duration(101-i)*time.Microsecond)
 	}
-	got := summarize(ds)
+	got := Summarize(ds)
 	require.Equal(t, Latency{N: 100, P50: 50, P99: 99, Mean: 50.5}, got)
-	require.Equal(t, Latency{N: 1, P50: 7, P99: 7, Mean: 7}, summarize([]time.Duration{7 * time.Microsecond}))
-	require.Equal(t, Latency{}, summarize(nil))
+	require.Equal(t, Latency{N: 1, P50: 7, P99: 7, Mean: 7}, Summarize([]time.Duration{7 * time.Microsecond}))
+	require.Equal(t, Latency{}, Summarize(nil))
 }
 
 func TestMakeQueriesIsDeterministic(t *testing.T) {
@@ -164,7 +164,7 @@ func TestESBodyMatchesTheRawQueryShape(t *testing.T) {
 
 func TestWriteTableAndJSON(t *testing.T) {
 	r := &Result{
-		Docs: 400, CorpusBytes: 510000, BatchSize: 1000, Concurrency: 2, Size: 10, GoVersion: "go1.26.8", NumCPU: 2, GOMAXPROCS: 2,
+		Docs: 400, CorpusBytes: 510000, BatchSize: 1000, Concurrency: 2, Size: 10, Machine: Machine{GoVersion: "go1.26.8", NumCPU: 2, GOMAXPROCS: 2},
 		Bulk:     BulkResult{RawDocsPerSec: 1000, RawUnsafeDocsPerSec: 1250, HTTPDocsPerSec: 900, Ratio: 0.9, RatioUnsafe: 0.72, TargetMet: true},
 		EmptyRTT: Latency{N: 30, P50: 100, P99: 200, Mean: 110},
 		Queries: []QueryResult{{Kind: KindTerm, Raw: Latency{N: 10, P50: 50}, HTTP: Latency{N: 10, P50: 400}, Empty: Latency{N: 10, P50: 100},

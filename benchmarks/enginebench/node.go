@@ -6,122 +6,39 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/weftsearch/weft/benchmarks/internal/nodeproc"
 	"github.com/weftsearch/weft/internal/ctl"
 )
 
 // nodeProcess is a searchnode started by the benchmark as a child process.
 type nodeProcess struct {
-	cmd     *exec.Cmd
-	url     string
-	logPath string
-	done    chan error // receives cmd.Wait's result once
-}
-
-// buildSearchnode compiles ./cmd/searchnode into dir (the benchmark runs
-// from the module root, like `go run ./benchmarks/cmd/enginebench`).
-func buildSearchnode(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "searchnode")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/searchnode")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build searchnode (run from the module root, or pass -searchnode PATH): %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	*nodeproc.Proc
+	url string
 }
 
 // startNode runs bin on a fresh data directory under dir and a free
 // loopback port, and waits until it answers /_cluster/health. The node's
-// output goes to dir/searchnode.log. The caller must call stop.
+// output goes to dir/searchnode.log. The caller must call Stop.
 func startNode(ctx context.Context, bin, dir string) (*nodeProcess, error) {
-	port, err := freePort()
+	addr, err := nodeproc.FreeAddr(false)
 	if err != nil {
 		return nil, fmt.Errorf("pick a port for searchnode: %w", err)
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	logPath := filepath.Join(dir, "searchnode.log")
-	logf, err := os.Create(logPath)
+	p, err := nodeproc.Start(bin, filepath.Join(dir, "searchnode.log"), []string{"WEFT_LOG_LEVEL=warn"},
+		"--data-dir", filepath.Join(dir, "node-data"), "--http-addr", addr)
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close() // the child keeps its own descriptor
-	cmd := exec.Command(bin, "--data-dir", filepath.Join(dir, "node-data"), "--http-addr", addr)
-	cmd.Env = append(os.Environ(), "WEFT_LOG_LEVEL=warn")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	n := &nodeProcess{cmd: cmd, url: "http://" + addr, logPath: logPath, done: make(chan error, 1)}
-	go func() { n.done <- cmd.Wait() }()
-
-	c, err := ctl.NewClient(n.url, &http.Client{Timeout: time.Second})
-	if err != nil {
-		n.stop()
+	n := &nodeProcess{Proc: p, url: "http://" + addr}
+	if err := p.WaitHTTP(ctx, n.url+"/_cluster/health", 60*time.Second); err != nil {
+		_ = p.Stop()
 		return nil, err
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, _, err := c.Health(ctx); err == nil {
-			return n, nil
-		}
-		select {
-		case err := <-n.done:
-			n.done <- err
-			return nil, fmt.Errorf("searchnode exited before it became healthy (%v); its log:\n%s", err, tail(logPath))
-		case <-ctx.Done():
-			n.stop()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			n.stop()
-			return nil, fmt.Errorf("searchnode at %s not healthy after 60 s; its log:\n%s", n.url, tail(logPath))
-		}
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit (SIGKILL after 30 s).
-func (n *nodeProcess) stop() error {
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-n.done:
-		n.done <- err
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("searchnode exited with %v; its log:\n%s", err, tail(n.logPath))
-		}
-		return err
-	case <-time.After(30 * time.Second):
-		_ = n.cmd.Process.Kill()
-		err := <-n.done
-		n.done <- err
-		return fmt.Errorf("searchnode did not stop within 30 s of SIGTERM; killed")
-	}
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
+	return n, nil
 }
 
 // httpIndex is the HTTP side: one index on a node, reached through its API.
@@ -143,17 +60,24 @@ func (h *httpIndex) create(ctx context.Context, mappingJSON []byte) error {
 	return h.c.CreateIndex(ctx, h.name, body)
 }
 
-// bulk sends docs through searchctl's bulk loader (requests of batchSize
-// documents, concurrency in flight) and returns the elapsed time.
+// bulk sends docs through searchctl's bulk loader (see BulkLoad).
 func (h *httpIndex) bulk(ctx context.Context, docs []Doc, batchSize, concurrency int) (time.Duration, error) {
+	return BulkLoad(ctx, h.c, h.name, docs, batchSize, concurrency)
+}
+
+// BulkLoad indexes docs into index through c with searchctl's bulk loader
+// (requests of batchSize documents, concurrency in flight, each document's
+// id its Doc.ID) and returns the elapsed time. Any document the node did
+// not acknowledge is an error naming the first failures.
+func BulkLoad(ctx context.Context, c *ctl.Client, index string, docs []Doc, batchSize, concurrency int) (time.Duration, error) {
 	var in bytes.Buffer
 	for _, d := range docs {
 		in.Write(d.Source)
 		in.WriteByte('\n')
 	}
 	start := time.Now()
-	res, err := ctl.Load(ctx, h.c, &in, ctl.LoadOptions{
-		Index: h.name, Format: ctl.FormatLines, IDField: "id",
+	res, err := ctl.Load(ctx, c, &in, ctl.LoadOptions{
+		Index: index, Format: ctl.FormatLines, IDField: "id",
 		BatchDocs: batchSize, BatchBytes: 1 << 30, Concurrency: concurrency,
 	})
 	elapsed := time.Since(start)
@@ -161,10 +85,10 @@ func (h *httpIndex) bulk(ctx context.Context, docs []Doc, batchSize, concurrency
 		for _, f := range res.Failures {
 			err = fmt.Errorf("%w\n  %q: %d %s: %s", err, f.ID, f.Status, f.Type, f.Reason)
 		}
-		return 0, fmt.Errorf("HTTP bulk: %w", err)
+		return 0, fmt.Errorf("HTTP bulk into %s: %w", index, err)
 	}
 	if res.Docs != int64(len(docs)) {
-		return 0, fmt.Errorf("HTTP bulk: node acknowledged %d of %d documents", res.Docs, len(docs))
+		return 0, fmt.Errorf("HTTP bulk into %s: the node acknowledged %d of %d documents", index, res.Docs, len(docs))
 	}
 	return elapsed, nil
 }

@@ -18,8 +18,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(w, "Weft engine benchmark: %d docs (%.1f MB), batches of %d (%d in flight over HTTP), top %d hits\n",
 		r.Docs, float64(r.CorpusBytes)/1e6, r.BatchSize, r.Concurrency, r.Size)
-	fmt.Fprintf(w, "%s, %d CPUs, GOMAXPROCS %d, load average %.1f at start, %.1f at end\n\n",
-		r.GoVersion, r.NumCPU, r.GOMAXPROCS, r.LoadAvgStart, r.LoadAvgEnd)
+	fmt.Fprintf(w, "%s\n\n", r.Machine)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "bulk indexing\tdocs/s\tHTTP ÷ this\t")
 	fmt.Fprintf(tw, "raw bleve, default batches\t%.0f\t%.2f×\t\n", r.Bulk.RawDocsPerSec, r.Bulk.Ratio)
@@ -60,9 +59,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	return err
 }
 
-// WriteJSONFile writes r, indented, to path.
-func WriteJSONFile(path string, r *Result) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+// WriteJSONFile writes v (a run's result), indented, to path.
+func WriteJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -61,11 +61,6 @@ func Plot(path string, rs []Result) error {
 		k := key{r.Transport, r.InFlight}
 		bwSeries[k] = append(bwSeries[k], plotter.XY{X: float64(r.Size), Y: r.MBPerS})
 	}
-	palette := []color.Color{
-		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-	}
 	keys := make([]key, 0, len(bwSeries))
 	for k := range bwSeries {
 		keys = append(keys, k)
@@ -77,31 +72,44 @@ func Plot(path string, rs []Result) error {
 		return keys[i].inflight < keys[j].inflight
 	})
 	for _, k := range keys {
-		c := palette[indexOf(names, k.transport)%len(palette)]
+		c := Palette[indexOf(names, k.transport)%len(Palette)]
 		dashed := k.inflight > 1
 		label := fmt.Sprintf("%s ×%d", k.transport, k.inflight)
-		if err := addLine(bw, bwSeries[k], c, dashed, label); err != nil {
+		if err := AddLine(bw, bwSeries[k], c, dashed, label); err != nil {
 			return err
 		}
 		if k.inflight == 1 {
-			if err := addLine(lat, series[k], c, false, k.transport); err != nil {
+			if err := AddLine(lat, series[k], c, false, k.transport); err != nil {
 				return err
 			}
 		}
 	}
-
-	const w, h = 16 * vg.Centimeter, 11 * vg.Centimeter
-	img := vgimg.New(2*w, h)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Centimeter / 2}
-	canvases := plot.Align([][]*plot.Plot{{lat, bw}}, tiles, dc)
-	lat.Draw(canvases[0][0])
-	bw.Draw(canvases[0][1])
-	png := vgimg.PngCanvas{Canvas: img}
-	return saveTo(path, png)
+	return SaveRow(path, lat, bw)
 }
 
-func addLine(p *plot.Plot, xys plotter.XYs, c color.Color, dashed bool, label string) error {
+// Palette is the colours of the benchmarks' plots, one per series.
+var Palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+}
+
+// SaveRow draws plots side by side, each 16 × 11 cm, into a PNG at path.
+func SaveRow(path string, plots ...*plot.Plot) error {
+	const w, h = 16 * vg.Centimeter, 11 * vg.Centimeter
+	img := vgimg.New(vg.Length(len(plots))*w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Centimeter / 2}
+	canvases := plot.Align([][]*plot.Plot{plots}, tiles, dc)
+	for i, p := range plots {
+		p.Draw(canvases[0][i])
+	}
+	return saveTo(path, vgimg.PngCanvas{Canvas: img})
+}
+
+// AddLine adds xys (sorted by X here) to p as a line with points in colour
+// c, dashed or solid, with a legend entry.
+func AddLine(p *plot.Plot, xys plotter.XYs, c color.Color, dashed bool, label string) error {
 	sort.Slice(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
 	l, pts, err := plotter.NewLinePoints(xys)
 	if err != nil {

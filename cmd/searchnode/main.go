@@ -68,6 +68,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		fs.PrintDefaults()
 	}
 	maxBody := byteSize(cfg.MaxBodyBytes)
+	recoveryRate := byteSize(cfg.RecoveryMaxBytesPerSec)
 	level := levelFlag{&opts.logLevel}
 	format := formatFlag{&opts.logFormat}
 	vars := []struct {
@@ -117,6 +118,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		{"gossip-key", "WEFT_GOSSIP_KEY", func() {
 			fs.Var(keyFlag{&cfg.GossipKey}, "gossip-key", "base64 of a 16, 24 or 32 byte key that encrypts gossip; every node the same (WEFT_GOSSIP_KEY)")
 		}},
+		{"recovery-max-bytes-per-sec", "WEFT_RECOVERY_MAX_BYTES_PER_SEC", func() {
+			fs.Var(&recoveryRate, "recovery-max-bytes-per-sec", "throttle of the index files a primary streams to a recovering copy, in bytes per second or with a unit (kb, mb, gb); 0 is no limit (WEFT_RECOVERY_MAX_BYTES_PER_SEC)")
+		}},
 		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
 		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},
 	}
@@ -137,6 +141,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		return opts, fmt.Errorf("unexpected arguments %q; searchnode takes only flags (see -h)", fs.Args())
 	}
 	cfg.MaxBodyBytes = int64(maxBody)
+	cfg.RecoveryMaxBytesPerSec = int64(recoveryRate)
 	if err := cfg.Validate(); err != nil {
 		return opts, err
 	}

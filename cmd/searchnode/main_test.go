@@ -29,8 +29,25 @@ func TestParseOptions(t *testing.T) {
 				require.Equal(t, "text", o.logFormat)
 				require.Empty(t, o.node.FabricAddr, "the fabric is off by default")
 				require.Equal(t, "auto", o.node.FabricRDMA)
+				require.EqualValues(t, 40<<20, o.node.RecoveryMaxBytesPerSec, "Elasticsearch's default recovery throttle")
 			},
 		},
+		{
+			name: "recovery throttle from the environment",
+			env:  map[string]string{"WEFT_RECOVERY_MAX_BYTES_PER_SEC": "100mb"},
+			check: func(t *testing.T, o options) {
+				require.EqualValues(t, 100<<20, o.node.RecoveryMaxBytesPerSec)
+			},
+		},
+		{
+			name: "recovery throttle off by flag over environment",
+			args: []string{"--recovery-max-bytes-per-sec", "0"},
+			env:  map[string]string{"WEFT_RECOVERY_MAX_BYTES_PER_SEC": "100mb"},
+			check: func(t *testing.T, o options) {
+				require.Zero(t, o.node.RecoveryMaxBytesPerSec, "0 is no limit")
+			},
+		},
+		{name: "bad recovery throttle", args: []string{"--recovery-max-bytes-per-sec", "fast"}, wantErr: "not a byte size"},
 		{
 			name: "fabric from the environment",
 			env:  map[string]string{"WEFT_FABRIC_ADDR": "127.0.0.1:9300", "WEFT_FABRIC_RDMA": "off"},
