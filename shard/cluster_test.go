@@ -72,11 +72,18 @@ type testCluster struct {
 	nodes map[string]*testNode
 	dirs  map[string]string
 	stops map[string]func()
+	cfg   func(id string) Config // each node's configuration
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
+	return newTestClusterWith(t, func(string) Config { return testConfig() }, ids...)
+}
+
+// newTestClusterWith starts nodes ids, each with the configuration cfg
+// gives it.
+func newTestClusterWith(t *testing.T, cfg func(id string) Config, ids ...string) *testCluster {
 	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
-		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}}
+		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
 	for _, id := range ids {
 		tc.dirs[id] = t.TempDir()
 		tc.start(id)
@@ -99,7 +106,7 @@ func (tc *testCluster) start(id string) *testNode {
 	ln, err := tr.Listen(context.Background(), id, mux)
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
-	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, testConfig(), func(c *Coordinator) { c.Register(mux, streams) })
+	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
 		_ = n.Close()

@@ -16,6 +16,8 @@ package shard
 import (
 	"errors"
 	"fmt"
+
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // Sentinel errors, wrapped with detail; test with errors.Is.
@@ -55,6 +57,17 @@ type Config struct {
 	// recovering copy (Elasticsearch's indices.recovery.max_bytes_per_sec);
 	// 0 means no limit.
 	RecoveryMaxBytesPerSec int64
+	// LogFS is the file system the shard logs are written through; nil is
+	// the operating system's (tests inject faults: a full disk).
+	LogFS vfs.FS
+}
+
+// logFS is LogFS, or the operating system's file system.
+func (c Config) logFS() vfs.FS {
+	if c.LogFS == nil {
+		return vfs.OS
+	}
+	return c.LogFS
 }
 
 // DefaultConfig is the production configuration.

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -128,7 +127,7 @@ func openCopy(st *Store, dir string, meta copyMeta, nm *nodeMapping, create bool
 		return nil, err
 	}
 	idx.Bleve().SetName(meta.Index)
-	lg, err := OpenLog(vfs.OS, filepath.Join(dir, "log"), segBytes, logger)
+	lg, err := OpenLog(st.cfg.logFS(), filepath.Join(dir, "log"), segBytes, logger)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err

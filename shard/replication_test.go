@@ -5,16 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // withReplicas creates index name with shards primaries placed by the
@@ -368,6 +373,159 @@ func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term 
 			sc, ok := n.store.copy(p.AllocationID)
 			return ok && sc.primary.Load() && sc.term.Load() == term
 		}, 10*time.Second, 5*time.Millisecond)
+	}
+}
+
+// replicaOf returns the shard's primary and its replica.
+func replicaOf(t *testing.T, tc *testCluster, name string) (p, r CopyView) {
+	t.Helper()
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	for _, c := range ix.Shards[0].Copies {
+		if c.Primary {
+			p = c
+		} else {
+			r = c
+		}
+	}
+	require.NotEmpty(t, p.AllocationID)
+	require.NotEmpty(t, r.AllocationID)
+	return p, r
+}
+
+// TestReplicaRefusesWhatWouldDiverge: a replica answers an operation of a
+// stale primary term, one past a gap in its sequence numbers, and a
+// corrupted one, each with its coded error, and applies none of them.
+func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "div", 1, nodes)
+	p, r := replicaOf(t, tc, "div")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "div", ids[:20], sources[:20])
+	before := copyDocs(t, tc, "div", 0)
+	rc, ok := tc.nodes[r.NodeID].store.copy(r.AllocationID)
+	require.True(t, ok)
+	rc.leader.Lock()
+	next := rc.nextSeq
+	rc.leader.Unlock()
+
+	v := tc.mc.node("x").View()
+	ix, _ := v.Index("div")
+	msg := func(term, seq uint64) []byte {
+		rec := LogRecord{Term: term, Seq: seq, Version: 1, ID: "intruder", Source: []byte(`{"subject":"not replicated"}`)}
+		return encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: r.AllocationID,
+			term: term, mappingVersion: ix.MappingVersion, recs: []LogRecord{rec}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := tc.net.Node("tester").Dial(ctx, r.NodeID)
+	require.NoError(t, err)
+	defer conn.Close()
+	send := func(payload []byte) error {
+		_, err := conn.Call(ctx, methodReplicate, payload)
+		return err
+	}
+
+	require.ErrorIs(t, fromRemote(send(msg(0, next))), ErrStaleRouting, "an operation of an older primary term")
+	require.ErrorIs(t, fromRemote(send(msg(1, next+3))), ErrSeqGap, "an operation past a gap")
+	corrupt := msg(1, next)
+	corrupt[len(corrupt)-5] ^= 0x40 // inside the record's bytes: its checksum no longer matches
+	var re *fabric.RemoteError
+	require.ErrorAs(t, send(corrupt), &re, "a corrupted operation")
+	require.Equal(t, fabric.CodeBadRequest, re.Code, "%v", re)
+	require.Equal(t, before, copyDocs(t, tc, "div", 0), "the replica applied something it refused")
+}
+
+// TestCorruptedReplicationIsRecovered: a replication message corrupted on
+// the wire fails that call; the primary fails the replica out of the
+// in-sync set before it acknowledges, and the replica recovers (ops-based)
+// to the same documents as the primary.
+func TestCorruptedReplicationIsRecovered(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "cor", 1, nodes)
+	p, r := replicaOf(t, tc, "cor")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "cor", ids[:10], sources[:10])
+	var corrupted atomic.Bool
+	remove := tc.net.AddFault(p.NodeID, r.NodeID, func(m fabrictest.Message) fabrictest.Action {
+		if m.Method == methodReplicate && !m.Reply && corrupted.CompareAndSwap(false, true) {
+			return fabrictest.Action{Corrupt: true}
+		}
+		return fabrictest.Action{}
+	})
+	bulkIndex(t, tc.nodes[p.NodeID], "cor", ids[10:20], sources[10:20])
+	remove()
+	require.True(t, corrupted.Load(), "no replication message was corrupted")
+	require.NotContains(t, tc.mc.node("x").View().Indices["cor"].Shards[0].InSync, r.AllocationID,
+		"the write was acknowledged while the replica that missed it stayed in sync")
+	awaitInSync(t, tc, "cor", 2)
+	require.Equal(t, RecoveryOps, latestRecovery(t, tc.nodes[r.NodeID]).Mode)
+	docs := copyDocs(t, tc, "cor", 0)
+	same(t, docs)
+	for _, d := range docs {
+		require.Len(t, d, 20)
+	}
+}
+
+// fullDisk is the operating system's file system whose file writes fail
+// with ENOSPC while full is set.
+type fullDisk struct {
+	vfs.FS
+	full *atomic.Bool
+}
+
+type fullDiskFile struct {
+	vfs.File
+	full *atomic.Bool
+}
+
+func (d fullDisk) Create(name string) (vfs.File, error) { return d.wrap(d.FS.Create(name)) }
+func (d fullDisk) OpenRW(name string) (vfs.File, error) { return d.wrap(d.FS.OpenRW(name)) }
+
+func (d fullDisk) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return fullDiskFile{f, d.full}, nil
+}
+
+func (f fullDiskFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.full.Load() {
+		return 0, &os.PathError{Op: "write", Path: "shard log", Err: syscall.ENOSPC}
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// TestReplicaOutOfDiskFailsTheCopyNotTheWrite: a replica whose disk is
+// full cannot log a replicated write; the write is acknowledged all the
+// same, after the replica left the in-sync set, and once the disk has room
+// again the replica recovers to the primary's documents.
+func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	full := map[string]*atomic.Bool{"n1": new(atomic.Bool), "n2": new(atomic.Bool)}
+	tc := newTestClusterWith(t, func(id string) Config {
+		c := testConfig()
+		c.LogFS = fullDisk{vfs.OS, full[id]}
+		return c
+	}, nodes...)
+	withReplicas(t, tc, "disk", 1, nodes)
+	p, r := replicaOf(t, tc, "disk")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "disk", ids[:10], sources[:10])
+
+	full[r.NodeID].Store(true)
+	bulkIndex(t, tc.nodes[p.NodeID], "disk", ids[10:20], sources[10:20]) // every item acknowledged
+	require.NotContains(t, tc.mc.node("x").View().Indices["disk"].Shards[0].InSync, r.AllocationID,
+		"the write was acknowledged while the replica that could not log it stayed in sync")
+
+	full[r.NodeID].Store(false)
+	awaitInSync(t, tc, "disk", 2)
+	docs := copyDocs(t, tc, "disk", 0)
+	same(t, docs)
+	for _, d := range docs {
+		require.Len(t, d, 20)
 	}
 }
 

@@ -518,6 +518,14 @@ func (l *Log) failLocked(cause error) error {
 	return l.failed
 }
 
+// Failed returns the error that failed the log for good (wrapping
+// ErrLogFailed), or nil.
+func (l *Log) Failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
 // Append writes recs (in order, seqs increasing) and returns once they are
 // on disk. Concurrent callers share fsyncs (group commit). An error means
 // none of recs is acknowledged; once one wraps ErrLogFailed, every later
