@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -129,8 +130,9 @@ const healthWaitStep = 50 * time.Millisecond
 
 // handleClusterHealth serves GET /_cluster/health[/{index}]. With
 // wait_for_status and/or wait_for_nodes it waits, up to ?timeout (30s by
-// default), until the cluster reaches them; 408 with timed_out if it does
-// not, as Elasticsearch answers.
+// default), until the cluster reaches them — also while this node knows no
+// leader (after the leader died, until the next is elected) — and answers
+// 408 with timed_out if it does not, as Elasticsearch does.
 func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	want := q.Get("wait_for_status")
@@ -154,13 +156,15 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 		}
 	}
 	deadline := time.Now().Add(timeout)
+	waits := want != "" || q.Get("wait_for_nodes") != ""
 	for {
 		h, err := s.health(r.PathValue("index"))
-		if err != nil {
+		blocked := err != nil && waits && errors.Is(err, shard.ErrClusterBlocked) && time.Now().Before(deadline)
+		if err != nil && !blocked {
 			return err
 		}
-		met := (want == "" || statusRank[h.Status] >= statusRank[want]) && nodesOK(h.NumberOfNodes)
-		if met || !time.Now().Before(deadline) {
+		met := err == nil && (want == "" || statusRank[h.Status] >= statusRank[want]) && nodesOK(h.NumberOfNodes)
+		if !blocked && (met || !time.Now().Before(deadline)) {
 			status := http.StatusOK
 			if !met {
 				h.TimedOut, status = true, http.StatusRequestTimeout
