@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/weftsearch/weft/cluster/clustertest"
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/node"
+	"github.com/weftsearch/weft/shard"
 )
 
 // nodeCluster is several nodes in one process: real memberlist on loopback,
@@ -50,6 +52,11 @@ func freeGossipAddr(t *testing.T) string {
 	return ""
 }
 
+// testReplicationTimeout is the in-process clusters' replication timeout:
+// the fabric is in memory, and a write to a primary cut off by a partition
+// fails within twice this.
+const testReplicationTimeout = 5 * time.Second
+
 // newNodeCluster starts nodes named n1..nN that form one cluster.
 func newNodeCluster(t *testing.T, n int) *nodeCluster {
 	nc := &nodeCluster{t: t, net: fabrictest.NewNetwork(), cfgs: map[string]node.Config{}, nodes: map[string]*node.Node{}}
@@ -68,7 +75,8 @@ func newNodeCluster(t *testing.T, n int) *nodeCluster {
 		cfg.Seeds = seeds
 		cfg.InitialNodes = names
 		cfg.Hooks = node.Hooks{ClusterTiming: cluster.LocalTiming(), Fabric: nc.net.Node(name),
-			RaftLayer: nc.faults.RaftLayer(name), GossipWrap: nc.faults.GossipWrap(name)}
+			RaftLayer: nc.faults.RaftLayer(name), GossipWrap: nc.faults.GossipWrap(name),
+			Shard: func(c *shard.Config) { c.ReplicationTimeout = testReplicationTimeout }}
 		nc.cfgs[name] = cfg
 	}
 	for _, name := range names {
@@ -331,4 +339,85 @@ func TestRestartedNodeKeepsItsOnlyCopies(t *testing.T) {
 	res = searchJSON(t, nc.url("n1"), "solo", `{"size":0,"track_total_hits":true}`)
 	total, _ := hitsOf(res)
 	require.EqualValues(t, docs, total, "documents of the restarted node's copies: %v", res["_shards"])
+}
+
+// TestPartitionedPrimaryAcknowledgesNothing: the node holding a primary is
+// cut off from the other two (Raft, gossip and fabric). Every write sent to
+// it is refused: it reaches neither its replica nor the leader that could
+// fail the replica. The majority promotes the replica and takes writes.
+// Healed, the old primary's copy comes back as a replica holding exactly
+// the majority's documents: nothing the cut-off node applied but never
+// acknowledged survives.
+func TestPartitionedPrimaryAcknowledgesNothing(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/part", `{"settings":{"number_of_shards":1,"number_of_replicas":1}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	put := func(url, id string) int {
+		code, _ := call(t, "PUT", url+"/part/_doc/"+id, `{"v":1}`)
+		return code
+	}
+	for i := range 10 {
+		require.Equal(t, 201, put(nc.url("n1"), fmt.Sprint("before-", i)))
+	}
+	victim := ""
+	var rows []map[string]string
+	code, body := callRaw(t, "GET", nc.url("n1")+"/_cat/shards/part?format=json", "")
+	require.Equal(t, 200, code)
+	require.NoError(t, json.Unmarshal(body, &rows))
+	for _, r := range rows {
+		if r["prirep"] == "p" {
+			victim = r["node"]
+		}
+	}
+	require.NotEmpty(t, victim)
+	var others []string
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if n != victim {
+			others = append(others, n)
+		}
+	}
+
+	heal := nc.faults.Partition([]string{victim}, others)
+	victimURL := nc.url(victim)
+	minority := make([]int, 6)
+	var wg sync.WaitGroup
+	for k := range minority {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/part/_doc/minority-%d", victimURL, k), strings.NewReader(`{"v":2}`))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+			if err != nil {
+				minority[k] = -1 // no answer within a minute: a hang
+				return
+			}
+			resp.Body.Close()
+			minority[k] = resp.StatusCode
+		}()
+	}
+	nc.awaitHealth(others[0], "yellow", 2)
+	for i := range 10 {
+		require.Equal(t, 201, put(nc.url(others[i%2]), fmt.Sprint("majority-", i)), "the majority side takes writes")
+	}
+	wg.Wait()
+	t.Logf("writes to the cut-off primary answered %v", minority)
+	for k, status := range minority {
+		require.NotEqual(t, -1, status, "write %d to the cut-off primary hung", k)
+		require.False(t, status == 200 || status == 201, "the cut-off primary acknowledged write %d (HTTP %d)", k, status)
+	}
+	heal()
+	nc.awaitHealth(others[0], "green", 3)
+	require.Eventually(t, func() bool {
+		code, body := callRaw(t, "GET", nc.url(others[0])+"/_cat/shards/part?format=json", "")
+		if code != 200 || json.Unmarshal(body, &rows) != nil || len(rows) != 2 {
+			return false
+		}
+		return rows[0]["docs"] == "20" && rows[1]["docs"] == "20"
+	}, 30*time.Second, 100*time.Millisecond, "both copies hold the 20 acknowledged documents and nothing else: %v", rows)
+	for k := range minority {
+		code, _ := callRaw(t, "GET", fmt.Sprintf("%s/part/_doc/minority-%d", nc.url(victim), k), "")
+		require.Equal(t, 404, code, "a write the cut-off primary never acknowledged")
+	}
 }

@@ -16,6 +16,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weftsearch/weft/internal/vfs"
 )
@@ -57,6 +58,11 @@ type Config struct {
 	// recovering copy (Elasticsearch's indices.recovery.max_bytes_per_sec);
 	// 0 means no limit.
 	RecoveryMaxBytesPerSec int64
+	// ReplicationTimeout bounds how long a primary waits for a replica to
+	// answer a replication message, and then for the cluster to fail a
+	// replica that did not: a write to a primary cut off from its replicas
+	// and from the cluster's leader fails after at most twice this.
+	ReplicationTimeout time.Duration
 	// LogFS is the file system the shard logs are written through; nil is
 	// the operating system's (tests inject faults: a full disk).
 	LogFS vfs.FS
@@ -72,7 +78,8 @@ func (c Config) logFS() vfs.FS {
 
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
-	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20}
+	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20,
+		ReplicationTimeout: 30 * time.Second}
 }
 
 // Validate names the first field out of bounds.
@@ -82,6 +89,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxShards < 1 {
 		return fmt.Errorf("shard: Config.MaxShards %d must be at least 1", c.MaxShards)
+	}
+	if c.ReplicationTimeout <= 0 {
+		return fmt.Errorf("shard: Config.ReplicationTimeout %v must be positive", c.ReplicationTimeout)
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
@@ -34,9 +33,6 @@ import (
 //     missing on the new primary; such a copy recovers from files, never
 //     by replaying on top of them (recovery.go).
 
-// replicationTimeout bounds how long a primary waits for a replica's
-// answer before it treats the replica as failed.
-const replicationTimeout = 30 * time.Second
 
 // replicaTarget is one copy a primary replicates to.
 type replicaTarget struct {
@@ -262,7 +258,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 	if len(targets) == 0 {
 		return func() error { return nil }
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), replicationTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 	gcp := sc.group.globalCheckpoint(last)
 	v := s.meta.View()
 	type answer struct {
@@ -298,7 +294,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 				continue
 			}
 			reason := fmt.Sprintf("missed %s from primary %s (term %d): %v", what, sc.meta.AllocationID, term, a.err)
-			fctx, fcancel := context.WithTimeout(context.Background(), replicationTimeout)
+			fctx, fcancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 			err := s.meta.CopyFailed(fctx, sc.meta.IndexUUID, sc.meta.Shard, a.t.alloc, term, !a.t.inSync, reason)
 			fcancel()
 			if err != nil {

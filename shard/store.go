@@ -481,7 +481,7 @@ func (s *Store) failCopy(sc *shardCopy, reason string) {
 	s.mu.Unlock()
 	go func() {
 		defer s.background.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), replicationTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 		defer cancel()
 		if err := s.meta.CopyFailed(ctx, sc.meta.IndexUUID, sc.meta.Shard, sc.meta.AllocationID, 0, false, reason); err != nil {
 			s.logger.Error("could not report a failed shard copy to the cluster", "shard", sc.name, "allocation_id", sc.meta.AllocationID, "err", err)
