@@ -33,7 +33,6 @@ import (
 //     missing on the new primary; such a copy recovers from files, never
 //     by replaying on top of them (recovery.go).
 
-
 // replicaTarget is one copy a primary replicates to.
 type replicaTarget struct {
 	alloc, node string
