@@ -575,6 +575,9 @@ func (s *State) setSettings(c *SetSettings) error {
 			names = append(names, n)
 		}
 	}
-	s.Settings = Settings{ExcludeNames: names}
+	if r := c.Settings.RecoveryMaxBytesPerSec; r != nil && *r < 0 {
+		return fmt.Errorf("%w: recovery max bytes per second %d must be 0 (no limit) or positive", ErrInvalidCommand, *r)
+	}
+	s.Settings = Settings{ExcludeNames: names, RecoveryMaxBytesPerSec: c.Settings.RecoveryMaxBytesPerSec}
 	return nil
 }

@@ -216,6 +216,9 @@ func TestApply(t *testing.T) {
 		{name: "set settings", cmd: Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{"a", "b", "a"}}}},
 			check: func(t *testing.T, s *State) { require.Equal(t, []string{"a", "b"}, s.Settings.ExcludeNames) }},
 		{name: "set settings with an empty name", cmd: Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{""}}}}, wantErr: ErrInvalidCommand},
+		{name: "set the recovery throttle", cmd: Command{SetSettings: &SetSettings{Settings: Settings{RecoveryMaxBytesPerSec: ptr(int64(0))}}},
+			check: func(t *testing.T, s *State) { require.Equal(t, ptr(int64(0)), s.Settings.RecoveryMaxBytesPerSec) }},
+		{name: "set a negative recovery throttle", cmd: Command{SetSettings: &SetSettings{Settings: Settings{RecoveryMaxBytesPerSec: ptr(int64(-1))}}}, wantErr: ErrInvalidCommand},
 
 		{name: "unknown version", cmd: Command{V: 2, Type: CmdSetSettings, SetSettings: &SetSettings{}}, wantErr: ErrUnknownCommand},
 		{name: "two bodies", cmd: Command{V: 1, Type: CmdSetSettings, SetSettings: &SetSettings{}, NodeLeft: &NodeLeft{}}, wantErr: ErrInvalidCommand},
@@ -252,3 +255,5 @@ func TestApply(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

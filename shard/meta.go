@@ -65,6 +65,10 @@ type View struct {
 	LocalNode string
 	Nodes     map[string]NodeView
 	Indices   map[string]*IndexView // by name
+	// RecoveryMaxBytesPerSec is the cluster's recovery throttle
+	// (indices.recovery.max_bytes_per_sec; 0: none), nil when the cluster
+	// leaves it to each node's Config.
+	RecoveryMaxBytesPerSec *int64
 }
 
 // NodeView is one node as routing needs it.

@@ -145,6 +145,16 @@ func (s *Store) openCopies() []*shardCopy {
 	return out
 }
 
+// recoveryRate is the throttle of the recovery file streams this node
+// sends, in bytes per second (0: none): the cluster's setting when it has
+// one, else Config.RecoveryMaxBytesPerSec.
+func (s *Store) recoveryRate() int64 {
+	if r := s.meta.View().RecoveryMaxBytesPerSec; r != nil {
+		return *r
+	}
+	return s.cfg.RecoveryMaxBytesPerSec
+}
+
 // Reconcile brings the store in line with v: it creates or merges the
 // mapping of every index, opens or creates the copies assigned to this
 // node (reporting new ones started) and closes and deletes the copies the

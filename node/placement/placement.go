@@ -86,7 +86,7 @@ func (a *Adapter) Ready() error {
 
 // ViewOf converts a committed cluster state into the shard layer's view.
 func ViewOf(st *cluster.State, local string) *shard.View {
-	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local,
+	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local, RecoveryMaxBytesPerSec: st.Settings.RecoveryMaxBytesPerSec,
 		Nodes: make(map[string]shard.NodeView, len(st.Nodes)), Indices: make(map[string]*shard.IndexView, len(st.Indices))}
 	for id, n := range st.Nodes {
 		v.Nodes[id] = shard.NodeView{ID: n.ID, Name: n.Name, Live: n.Live, HTTPAddr: n.HTTPAddr, FabricAddr: n.FabricAddr}
