@@ -47,8 +47,8 @@ func newMemCluster(t testing.TB, path string, nodes ...string) *memCluster {
 	return mc
 }
 
-// freeze makes node id keep seeing the current view, as a node cut off
-// from the leader would, until thaw.
+// freeze makes node id keep seeing the current view from now on, as a node
+// cut off from the leader would.
 func (mc *memCluster) freeze(id string) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
@@ -56,12 +56,6 @@ func (mc *memCluster) freeze(id string) {
 		mc.frozen = map[string]*View{}
 	}
 	mc.frozen[id] = mc.v
-}
-
-func (mc *memCluster) thaw(id string) {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	delete(mc.frozen, id)
 }
 
 // node is the metadata as node id sees it.
