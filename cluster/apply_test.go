@@ -173,6 +173,17 @@ func TestApply(t *testing.T) {
 				require.EqualValues(t, 1, sh.PrimaryTerm)
 				require.Equal(t, []string{"b0"}, sh.InSync)
 			}},
+		{name: "fail the only in-sync copy keeps it the primary, to be reopened",
+			prep: func(s *State) { s.Nodes["n2"].Live = false },
+			cmd:  Command{FailCopy: &FailCopy{IndexUUID: "u-logs", Shard: 0, AllocationID: "a0", Reason: "log failed"}},
+			check: func(t *testing.T, s *State) {
+				sh := s.Indices["logs"].Shards[0]
+				p, ok := sh.Primary()
+				require.True(t, ok)
+				require.Equal(t, Copy{AllocationID: "a0", NodeID: "n1", Primary: true, State: CopyInitializing}, p)
+				require.EqualValues(t, 2, sh.PrimaryTerm)
+				require.Equal(t, []string{"a0", "b0"}, sh.InSync)
+			}},
 		{name: "fail and remove a replica", cmd: Command{FailCopy: &FailCopy{IndexUUID: "u-logs", Shard: 0, AllocationID: "b0", Remove: true}},
 			check: func(t *testing.T, s *State) {
 				sh := s.Indices["logs"].Shards[0]

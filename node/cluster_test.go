@@ -421,3 +421,28 @@ func TestPartitionedPrimaryAcknowledgesNothing(t *testing.T) {
 		require.Equal(t, 404, code, "a write the cut-off primary never acknowledged")
 	}
 }
+
+// TestSearchesGoOnWithoutALeader: a node cut off from the others knows no
+// Raft leader; it refuses writes (503 cluster_block_exception) but still
+// answers searches from the copies it holds, with its last view of the
+// cluster, as Elasticsearch's default no_master_block: write does.
+func TestSearchesGoOnWithoutALeader(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/everywhere", `{"settings":{"number_of_shards":2,"number_of_replicas":2}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "everywhere")
+
+	heal := nc.faults.Partition([]string{"n3"}, []string{"n1", "n2"})
+	defer heal()
+	require.Eventually(t, func() bool {
+		code, res := call(t, "GET", nc.url("n3")+"/_weft/raft", "")
+		return code == 200 && res["leader_id"] == ""
+	}, 30*time.Second, 50*time.Millisecond, "the cut-off node still knows a leader")
+	code, res = call(t, "PUT", nc.url("n3")+"/everywhere/_doc/new?timeout=1s", `{"v":1}`)
+	require.Equal(t, 503, code, "%v", res)
+	require.Equal(t, "cluster_block_exception", res["error"].(map[string]any)["type"])
+	res = searchJSON(t, nc.url("n3"), "everywhere", `{"size":0,"track_total_hits":true,"timeout":"20s"}`)
+	total, _ := hitsOf(res)
+	require.EqualValues(t, docs, total, "a search through the cut-off node: %v", res["_shards"])
+}

@@ -534,6 +534,37 @@ func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
 	}
 }
 
+// TestOnlyCopyOutOfDiskComesBack: the only copy of a shard (no replicas)
+// whose disk fills fails its write and its log; once the disk has room
+// again its node reopens it (no restart) with every acknowledged document,
+// and it takes writes again.
+func TestOnlyCopyOutOfDiskComesBack(t *testing.T) {
+	full := new(atomic.Bool)
+	tc := newTestClusterWith(t, func(string) Config {
+		c := testConfig()
+		c.LogFS = fullDisk{vfs.OS, full}
+		return c
+	}, "n1")
+	n := tc.nodes["n1"]
+	require.NoError(t, n.CreateIndex(context.Background(), "solo", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n, "solo", ids[:10], sources[:10])
+
+	full.Store(true)
+	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, WriteOptions{})
+	require.NoError(t, err)
+	require.Error(t, res[0].Err, "a write was acknowledged on a full disk")
+	full.Store(false)
+	require.Eventually(t, func() bool {
+		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, WriteOptions{})
+		return err == nil && res[0].Err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the shard never took writes again")
+	for _, id := range append(ids[:10:10], ids[11]) {
+		_, err := n.Get(context.Background(), "solo", id, "")
+		require.NoError(t, err, "acknowledged document %s", id)
+	}
+}
+
 // TestWaitForActiveShards: a write asking for every copy waits for them and
 // fails with 503 when a replica stays down; the default (the primary)
 // proceeds.

@@ -337,10 +337,11 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 	why, failed := s.failed[c.AllocationID]
 	recovering := s.recovering[c.AllocationID]
 	s.mu.RUnlock()
-	if oc, ok := s.copy(c.AllocationID); ok && replica && !c.Started && !recovering && oc.log.Failed() != nil {
+	if oc, ok := s.copy(c.AllocationID); ok && !c.Started && !recovering && oc.log.Failed() != nil {
 		// Its log failed (a full disk, an I/O error) and the copy was
-		// failed for it: close it, and let the recovery reopen it from
-		// disk (cutting the unacknowledged tail) and catch up.
+		// failed for it: close it, and reopen it from disk (cutting the
+		// unacknowledged tail) below, or let a replica's recovery do so
+		// and catch up.
 		s.unregister(oc)
 		if err := oc.close(); err != nil {
 			s.logger.Warn("closing a shard copy whose log failed", "shard", oc.name, "allocation_id", c.AllocationID, "err", err)

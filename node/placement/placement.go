@@ -71,6 +71,9 @@ func (a *Adapter) Watch() (<-chan struct{}, func()) { return a.c.Watch() }
 // committed).
 func (a *Adapter) Ready() error {
 	if !a.c.Ready() {
+		if a.caughtUp.Load() {
+			return fmt.Errorf("%w: this node knows no cluster leader at the moment (it is cut off from most of the voters, or an election is under way); writes and metadata changes wait for one", shard.ErrClusterBlocked)
+		}
 		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shard.ErrClusterBlocked)
 	}
 	if a.caughtUp.Load() {
@@ -82,6 +85,14 @@ func (a *Adapter) Ready() error {
 	}
 	a.caughtUp.Store(true)
 	return nil
+}
+
+// Serving is nil once Ready has been nil (see shard.Metadata).
+func (a *Adapter) Serving() error {
+	if a.caughtUp.Load() {
+		return nil
+	}
+	return a.Ready()
 }
 
 // ViewOf converts a committed cluster state into the shard layer's view.
