@@ -428,6 +428,13 @@ func (s *Server) handleReroute(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return badRequest("x_content_parse_exception", "failed to parse the reroute body: %v", err)
 	}
+	if dry, err := boolParam(r, "dry_run", false); err != nil {
+		return err
+	} else if dry {
+		// Elasticsearch simulates the commands on a copy of the state; the
+		// checks here run on the leader as the move is committed.
+		return illegalArgument("[dry_run] is not supported: Weft checks a move only as it commits it")
+	}
 	if len(req.Commands) == 0 {
 		return illegalArgument("no reroute commands; send {\"commands\":[{\"move\":{\"index\":…,\"shard\":…,\"from_node\":…,\"to_node\":…}}]}")
 	}

@@ -446,3 +446,50 @@ func TestSearchesGoOnWithoutALeader(t *testing.T) {
 	total, _ := hitsOf(res)
 	require.EqualValues(t, docs, total, "a search through the cut-off node: %v", res["_shards"])
 }
+
+// TestRerouteMovesAShard: POST _cluster/reroute moves a copy to another
+// node (it recovers there, then the old one goes), with every document;
+// dry_run and malformed commands are 400s that move nothing.
+func TestRerouteMovesAShard(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/moving", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "moving")
+	where := func() string {
+		var rows []map[string]string
+		code, body := callRaw(t, "GET", nc.url("n1")+"/_cat/shards/moving?format=json", "")
+		require.Equal(t, 200, code)
+		require.NoError(t, json.Unmarshal(body, &rows))
+		if len(rows) != 1 || rows[0]["state"] != "STARTED" {
+			return ""
+		}
+		return rows[0]["node"]
+	}
+	from := where()
+	require.NotEmpty(t, from)
+	to := "n1"
+	if from == "n1" {
+		to = "n2"
+	}
+	move := fmt.Sprintf(`{"commands":[{"move":{"index":"moving","shard":0,"from_node":%q,"to_node":%q}}]}`, from, to)
+
+	for _, bad := range []struct{ query, body string }{
+		{"?dry_run=true", move},
+		{"", `{"commands":[{"allocate_replica":{"index":"moving","shard":0,"node":"n3"}}]}`},
+		{"", `{"commands":[{"move":{"index":"moving","shard":0,"from_node":"n1"}}]}`},
+		{"", `{"commands":[]}`},
+		{"", `{"commands":[{"move":{"index":"moving","shard":0,"from_node":"` + to + `","to_node":"` + from + `"}}]}`},
+	} {
+		code, res := call(t, "POST", nc.url("n2")+"/_cluster/reroute"+bad.query, bad.body)
+		require.Equal(t, 400, code, "%s %s: %v", bad.query, bad.body, res)
+	}
+	require.Equal(t, from, where(), "a refused reroute moved the shard")
+
+	code, res = call(t, "POST", nc.url("n2")+"/_cluster/reroute", move)
+	require.Equal(t, 200, code, "%v", res)
+	require.Eventually(t, func() bool { return where() == to }, 60*time.Second, 100*time.Millisecond, "the shard did not move to %s", to)
+	res = searchJSON(t, nc.url("n3"), "moving", `{"size":0,"track_total_hits":true}`)
+	total, _ := hitsOf(res)
+	require.EqualValues(t, docs, total)
+}

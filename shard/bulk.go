@@ -32,6 +32,11 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 	if _, err := c.view(); err != nil {
 		return nil, err
 	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
 	start := time.Now()
 	results := make([]OpResult, len(ops))
 	type key struct {
