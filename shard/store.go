@@ -473,10 +473,47 @@ func (s *Store) startRecovery(ix *IndexView, num int, c CopyView) {
 			}
 		}()
 		s.recover(ctx, ix, num, c)
+		s.awaitStarted(ctx, c.AllocationID)
 		s.mu.Lock()
 		delete(s.recovering, c.AllocationID)
 		s.mu.Unlock()
 	}()
+}
+
+// startedWait bounds how long a finished recovery waits for this node's
+// view to show the copy started.
+const startedWait = 10 * time.Second
+
+// awaitStarted waits, after a recovery of alloc that succeeded, until this
+// node's view shows the copy started (or gone): until then the reconcile
+// loop, seeing it initializing still, would recover it again for nothing.
+func (s *Store) awaitStarted(ctx context.Context, alloc string) {
+	s.mu.RLock()
+	r := s.recoveries[alloc]
+	s.mu.RUnlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	done := r.info.Stage == "done"
+	r.mu.Unlock()
+	if !done {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, startedWait)
+	defer cancel()
+	_, _ = s.meta.AwaitView(ctx, func(v *View) bool {
+		for _, ix := range v.Indices {
+			for _, sh := range ix.Shards {
+				for _, c := range sh.Copies {
+					if c.AllocationID == alloc {
+						return c.Started
+					}
+				}
+			}
+		}
+		return true // gone
+	})
 }
 
 // failCopy reports, in the background, that a local copy failed (its log
