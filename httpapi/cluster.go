@@ -476,13 +476,13 @@ func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
 // handleNodesStats serves the basics of GET /_nodes/stats: this node's
 // document and store totals and the engine's indexing and search counters.
 func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error {
+	st := s.eng.Stats() // this node's copies only, as Elasticsearch reports a node
 	var docs uint64
 	var store int64
-	for _, info := range s.eng.Indices() {
-		docs += info.DocsCount
-		store += info.StoreSizeBytes
+	for _, is := range st.Indices {
+		docs += is.Docs
+		store += is.StoreSizeBytes
 	}
-	st := s.eng.Stats()
 	host, _ := os.Hostname()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)

@@ -493,3 +493,26 @@ func TestRerouteMovesAShard(t *testing.T) {
 	total, _ := hitsOf(res)
 	require.EqualValues(t, docs, total)
 }
+
+// TestNodesStatsCountTheNodesOwnCopies: each node's _nodes/stats counts the
+// documents of the copies it holds, so the nodes' counts add up to the
+// index's (no replicas), none of them holding it all.
+func TestNodesStatsCountTheNodesOwnCopies(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/spread", `{"settings":{"number_of_shards":6,"number_of_replicas":0}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "spread")
+	sum := 0.0
+	for _, n := range []string{"n1", "n2", "n3"} {
+		code, res := call(t, "GET", nc.url(n)+"/_nodes/stats", "")
+		require.Equal(t, 200, code, "%v", res)
+		var count float64
+		for _, node := range res["nodes"].(map[string]any) {
+			count = node.(map[string]any)["indices"].(map[string]any)["docs"].(map[string]any)["count"].(float64)
+		}
+		require.Less(t, count, float64(docs), "%s counts documents it does not hold", n)
+		sum += count
+	}
+	require.EqualValues(t, docs, sum)
+}
