@@ -516,3 +516,19 @@ func TestNodesStatsCountTheNodesOwnCopies(t *testing.T) {
 	}
 	require.EqualValues(t, docs, sum)
 }
+
+// TestWriteRepliesCountTheCopies: a write's _shards header counts the
+// copies that hold it: the primary and its acknowledging replicas.
+func TestWriteRepliesCountTheCopies(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/copies", `{"settings":{"number_of_shards":1,"number_of_replicas":2}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	code, res = call(t, "PUT", nc.url("n2")+"/copies/_doc/1", `{"v":1}`)
+	require.Equal(t, 201, code, "%v", res)
+	require.Equal(t, map[string]any{"total": 3.0, "successful": 3.0, "failed": 0.0}, res["_shards"])
+	code, res = callNDJSON(t, nc.url("n3")+"/_bulk", "{\"index\":{\"_index\":\"copies\",\"_id\":\"2\"}}\n{\"v\":2}\n")
+	require.Equal(t, 200, code, "%v", res)
+	item := res["items"].([]any)[0].(map[string]any)["index"].(map[string]any)
+	require.Equal(t, map[string]any{"total": 3.0, "successful": 3.0, "failed": 0.0}, item["_shards"])
+}

@@ -84,7 +84,11 @@ type OpResult struct {
 	PrimaryTerm uint64
 	Result      string // created|updated|deleted|not_found|noop ("" when Err is set)
 	Status      int    // HTTP status for this item
-	Err         error
+	// Copies is how many copies of the shard hold the write: the primary
+	// and every replica that acknowledged it (0 when Err is set, or for a
+	// noop).
+	Copies int
+	Err    error
 }
 
 // FieldTypes is a merged view of the mappings of several indexes.
