@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,9 +27,10 @@ type Adapter struct {
 	// from then on its view only lags by the moment an apply takes.
 	caughtUp atomic.Bool
 
-	mu   sync.Mutex
-	last *cluster.State // the state view was built from
-	view *shard.View
+	mu       sync.Mutex
+	last     *cluster.State  // the state view was built from
+	lastDown map[string]bool // and the unreachable nodes
+	view     *shard.View
 }
 
 var _ shard.Metadata = (*Adapter)(nil)
@@ -36,13 +38,24 @@ var _ shard.Metadata = (*Adapter)(nil)
 // New adapts c.
 func New(c *cluster.Cluster) *Adapter { return &Adapter{c: c} }
 
-// View returns the view of the latest applied state (built once per state).
+// View returns the view of the latest applied state, in which a node that
+// this node's gossip sees dead or leaving is not live even before the
+// leader has committed it (so that a search or write through a node cut
+// off from others does not wait on them). It is built once per state and
+// set of unreachable nodes.
 func (a *Adapter) View() *shard.View {
-	st := a.c.State()
+	st, down := a.c.State(), a.c.Unreachable()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st != a.last || a.view == nil {
-		a.view, a.last = ViewOf(st, a.c.LocalNodeID()), st
+	if st != a.last || !maps.Equal(down, a.lastDown) || a.view == nil {
+		v := ViewOf(st, a.c.LocalNodeID())
+		for id := range down {
+			if n, ok := v.Nodes[id]; ok && id != v.LocalNode {
+				n.Live = false
+				v.Nodes[id] = n
+			}
+		}
+		a.view, a.last, a.lastDown = v, st, down
 	}
 	return a.view
 }
