@@ -33,7 +33,7 @@ func fixture() *State {
 }
 
 func intp(v int) *int       { return &v }
-func boolp(v bool) *bool     { return &v }
+func boolp(v bool) *bool    { return &v }
 func int64p(v int64) *int64 { return &v }
 
 func TestApply(t *testing.T) {
