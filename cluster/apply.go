@@ -589,7 +589,12 @@ func (s *State) setSettings(c *SetSettings) error {
 			names = append(names, n)
 		}
 	}
-	s.Settings = Settings{ExcludeNames: names}
+	for k := range c.Settings.Values {
+		if err := checkName("setting name", k); err != nil {
+			return err
+		}
+	}
+	s.Settings = Settings{ExcludeNames: names, Values: maps.Clone(c.Settings.Values)}
 	return nil
 }
 

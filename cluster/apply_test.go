@@ -185,6 +185,12 @@ func TestApply(t *testing.T) {
 			check: func(t *testing.T, s *State) { require.False(t, s.Indices["logs"].Closed) }},
 		{name: "close a missing index", cmd: Command{SetIndexClosed: &SetIndexClosed{Index: "nope", UUID: "u", Closed: true}}, wantErr: ErrIndexNotFound},
 
+		{name: "set settings", cmd: Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{"a", "a"}, Values: map[string]string{"x.y": "true"}}}},
+			check: func(t *testing.T, s *State) {
+				require.Equal(t, Settings{ExcludeNames: []string{"a"}, Values: map[string]string{"x.y": "true"}}, s.Settings)
+			}},
+		{name: "set a setting without a name", cmd: Command{SetSettings: &SetSettings{Settings: Settings{Values: map[string]string{"": "1"}}}}, wantErr: ErrInvalidCommand},
+
 		{name: "allocate a replica", cmd: Command{AllocateCopy: &AllocateCopy{IndexUUID: "u-logs", Shard: 0, Copy: Copy{AllocationID: "c0", NodeID: "n3", State: CopyInitializing}}},
 			check: func(t *testing.T, s *State) { require.Len(t, s.Indices["logs"].Shards[0].Copies, 3) }},
 		{name: "allocate a second copy on one node", cmd: Command{AllocateCopy: &AllocateCopy{IndexUUID: "u-logs", Shard: 0, Copy: Copy{AllocationID: "c0", NodeID: "n2", State: CopyInitializing}}}, wantErr: ErrInvalidCommand},

@@ -51,6 +51,10 @@ type Settings struct {
 	// ExcludeNames is cluster.routing.allocation.exclude._name: nodes (by
 	// name) that copies are moved off and never allocated to (drain).
 	ExcludeNames []string `json:"exclude_names,omitempty"`
+	// Values are the other cluster settings the API stores, by flat key
+	// ("search.default_allow_partial_results"), as strings; their meaning
+	// is the API's.
+	Values map[string]string `json:"values,omitempty"`
 }
 
 // Excluded reports whether copies may not live on the node called name.

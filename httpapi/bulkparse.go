@@ -35,6 +35,9 @@ type bulkAction struct {
 	// IfSeqNo and IfPrimaryTerm make the write conditional (optimistic
 	// concurrency control), as if_seq_no and if_primary_term do.
 	IfSeqNo, IfPrimaryTerm *uint64
+	// RequireAlias is the action's require_alias, nil when it has none
+	// (the URL's applies).
+	RequireAlias *bool
 	// SourceFilter is an update body's "_source" (the document to return
 	// after the update), nil when none.
 	SourceFilter json.RawMessage
@@ -161,6 +164,9 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 	if err := json.Unmarshal(line, &outer); err != nil {
 		return a, false, badRequest("x_content_parse_exception", "malformed action/metadata line [%d]: %v", lineNo, err)
 	}
+	if len(outer) == 0 {
+		return a, false, illegalArgument("Malformed action/metadata line [%d], expected FIELD_NAME but found [END_OBJECT]", lineNo)
+	}
 	if len(outer) != 1 {
 		return a, false, illegalArgument("malformed action/metadata line [%d], expected exactly one action (index, create, update or delete) but found %d keys", lineNo, len(outer))
 	}
@@ -227,13 +233,11 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 		}
 	}
 	if meta.RequireAlias != nil && a.Err == nil {
-		// Accepted: Weft has no aliases yet, so every name is an index
-		// name and require_alias true cannot be honoured; false is what
-		// every write does.
 		var b bool
 		if err := json.Unmarshal(meta.RequireAlias, &b); err != nil {
 			a.Err = illegalArgument("require_alias must be true or false")
 		}
+		a.RequireAlias = &b
 	}
 	for _, c := range []struct {
 		name string

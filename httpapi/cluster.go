@@ -424,7 +424,11 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 		if wantHealth != "" && healthStr != wantHealth {
 			continue
 		}
-		t.rows = append(t.rows, []string{healthStr, "open", info.Name, info.UUID,
+		status := "open"
+		if info.Closed {
+			status = "close"
+		}
+		t.rows = append(t.rows, []string{healthStr, status, info.Name, info.UUID,
 			strconv.Itoa(info.Settings.NumberOfShards), strconv.Itoa(info.Settings.NumberOfReplicas),
 			strconv.FormatUint(info.DocsCount, 10), "0", size, size, size,
 			strconv.FormatInt(info.CreationDate.UnixMilli(), 10), info.CreationDate.UTC().Format("2006-01-02T15:04:05.000Z")})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"net"
 	"net/http"
 	"sort"
@@ -49,10 +51,39 @@ type ClusterSettings struct {
 	// ExcludeNames is cluster.routing.allocation.exclude._name: the nodes
 	// every copy is moved off (drain).
 	ExcludeNames []string
+	// Values are the other settings of clusterSettings, by key.
+	Values map[string]string
 }
 
-// excludeNameSetting is the one cluster setting Weft has.
+// excludeNameSetting drains nodes by name.
 const excludeNameSetting = "cluster.routing.allocation.exclude._name"
+
+// clusterSettings are the cluster settings besides excludeNameSetting, with
+// their defaults. Each is honoured:
+//   - search.default_allow_partial_results: false makes a search that
+//     lost a shard fail instead of answering with partial results (the
+//     default of a search's allow_partial_search_results);
+//   - action.destructive_requires_name: false lets DELETE /{index} take
+//     wildcards and _all.
+var clusterSettings = map[string]string{
+	"search.default_allow_partial_results": "true",
+	"action.destructive_requires_name":     "true",
+}
+
+// clusterSetting returns a setting of clusterSettings: the committed value,
+// else the default (also when the node has no cluster administration).
+func (s *Server) clusterSetting(key string) string {
+	if s.cfg.Cluster != nil {
+		if v, ok := s.cfg.Cluster.Settings().Values[key]; ok {
+			return v
+		}
+	}
+	return clusterSettings[key]
+}
+
+func (s *Server) destructiveRequiresName() bool {
+	return s.clusterSetting("action.destructive_requires_name") != "false"
+}
 
 // errNoCluster answers the cluster admin endpoints on an API built without
 // Config.Cluster.
@@ -405,10 +436,22 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 		return errNoCluster
 	}
 	persistent := map[string]any{}
-	if ex := s.cfg.Cluster.Settings().ExcludeNames; len(ex) > 0 {
+	cur := s.cfg.Cluster.Settings()
+	if ex := cur.ExcludeNames; len(ex) > 0 {
 		persistent[excludeNameSetting] = strings.Join(ex, ",")
 	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{"persistent": persistent, "transient": map[string]any{}})
+	for k, v := range cur.Values {
+		persistent[k] = v
+	}
+	out := map[string]any{"persistent": persistent, "transient": map[string]any{}}
+	if flagParam(r, "include_defaults") {
+		defaults := map[string]any{}
+		for k, v := range clusterSettings {
+			defaults[k] = v
+		}
+		out["defaults"] = defaults
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
 }
 
@@ -431,33 +474,62 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 		return badRequest("x_content_parse_exception", "failed to parse the cluster settings body: %v", err)
 	}
 	cur := s.cfg.Cluster.Settings()
-	changed := map[string]any{}
-	for _, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
+	cur.Values = maps.Clone(cur.Values)
+	if cur.Values == nil {
+		cur.Values = map[string]string{}
+	}
+	changed := []map[string]any{{}, {}}
+	for i, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
 		for k, raw := range flattenSettings(part) {
-			if k != excludeNameSetting {
-				return illegalArgument("persistent setting [%s], not recognized; Weft supports [%s]", k, excludeNameSetting)
+			if err := putClusterSetting(&cur, k, raw); err != nil {
+				return err
 			}
-			if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-				cur.ExcludeNames, changed[k] = nil, nil
-				continue
-			}
-			var list string
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return illegalArgument("[%s] must be a string of comma-separated node names or null", k)
-			}
-			cur.ExcludeNames = nil
-			for _, n := range strings.Split(list, ",") {
-				if n = strings.TrimSpace(n); n != "" {
-					cur.ExcludeNames = append(cur.ExcludeNames, n)
-				}
-			}
-			changed[k] = list
+			var v any
+			_ = json.Unmarshal(raw, &v)
+			changed[i][k] = v
 		}
 	}
 	if err := s.cfg.Cluster.PutSettings(r.Context(), cur); err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "persistent": changed, "transient": map[string]any{}})
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "persistent": changed[0], "transient": changed[1]})
+	return nil
+}
+
+// putClusterSetting sets (or, with null, resets) one setting in cur.
+// Transient settings are kept like persistent ones (Elasticsearch 8
+// deprecates the difference).
+func putClusterSetting(cur *ClusterSettings, k string, raw json.RawMessage) error {
+	null := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	if k == excludeNameSetting {
+		cur.ExcludeNames = nil
+		if null {
+			return nil
+		}
+		var list string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return illegalArgument("[%s] must be a string of comma-separated node names or null", k)
+		}
+		for _, n := range strings.Split(list, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				cur.ExcludeNames = append(cur.ExcludeNames, n)
+			}
+		}
+		return nil
+	}
+	if _, ok := clusterSettings[k]; !ok {
+		known := append(slices.Sorted(maps.Keys(clusterSettings)), excludeNameSetting)
+		return illegalArgument("persistent setting [%s], not recognized; Weft supports %v", k, known)
+	}
+	if null {
+		delete(cur.Values, k)
+		return nil
+	}
+	v, err := boolValue(raw, k)
+	if err != nil {
+		return err
+	}
+	cur.Values[k] = strconv.FormatBool(v)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -111,6 +112,9 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, a
 	if op.IfPrimaryTerm, err = uintParam(r, "if_primary_term"); err != nil {
 		return err
 	}
+	if op.RequireAlias, err = boolParam(r, "require_alias", false); err != nil {
+		return err
+	}
 	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, opts)
 	if err != nil {
 		return err
@@ -190,9 +194,34 @@ type getResult struct {
 	Source      json.RawMessage `json:"_source,omitempty"`
 }
 
+// singleIndex resolves the target of a single-document request: an index,
+// or an alias with one index (a read) or a write index (write true), with
+// the routing the request and the alias give.
+func (s *Server) singleIndex(name, routing string, write bool) (string, string, error) {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return "", "", err
+	}
+	ix, routing, err := v.SingleIndex(name, routing, write)
+	if err != nil {
+		return "", "", err
+	}
+	return ix.Name, routing, nil
+}
+
+// getDoc reads a document (realtime) through an index or an alias.
+func (s *Server) getDoc(r *http.Request, expr, id, routing string) (string, index.Doc, error) {
+	name, routing, err := s.singleIndex(expr, routing, false)
+	if err != nil {
+		return expr, index.Doc{}, err
+	}
+	doc, err := s.eng.Get(r.Context(), name, id, routing)
+	return name, doc, err
+}
+
 func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
-	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
+	name, doc, err := s.getDoc(r, name, id, r.URL.Query().Get("routing"))
 	if errors.Is(err, shard.ErrDocumentNotFound) {
 		s.writeJSON(w, r, http.StatusNotFound, getResult{Index: name, ID: id})
 		return nil
@@ -211,7 +240,7 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
-	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
+	name, doc, err := s.getDoc(r, name, id, r.URL.Query().Get("routing"))
 	if errors.Is(err, shard.ErrDocumentNotFound) {
 		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Document not found [" + name + "]/[" + id + "]"}
 	}
@@ -231,7 +260,7 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) handleDeleteDoc(w http.ResponseWriter, r *http.Request) error {
 	op := shard.Op{Type: shard.OpDelete, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
-	if _, err := s.eng.Index(op.Index); err != nil {
+	if _, _, err := s.singleIndex(op.Index, op.Routing, true); err != nil {
 		return err // deleting from a missing index is 404 index_not_found, not an auto-create
 	}
 	return s.writeOne(w, r, op, nil)
@@ -257,7 +286,11 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.writeOne(w, r, op, func(out *writeResult) error {
-		doc, err := s.eng.Get(r.Context(), op.Index, op.ID, op.Routing)
+		_, routing, err := s.singleIndex(op.Index, op.Routing, true)
+		if err != nil {
+			return err
+		}
+		doc, err := s.eng.Get(r.Context(), out.Index, op.ID, routing)
 		if err != nil {
 			return err
 		}
@@ -295,12 +328,19 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	requireAlias, err := boolParam(r, "require_alias", false)
+	if err != nil {
+		return err
+	}
 	ops := make([]shard.Op, 0, len(actions))
 	for i, a := range actions {
 		if a.Err != nil {
 			continue
 		}
-		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm}
+		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm, RequireAlias: requireAlias}
+		if a.RequireAlias != nil {
+			op.RequireAlias = *a.RequireAlias
+		}
 		switch a.Action {
 		case actionIndex:
 			op.Type, op.Source = shard.OpIndex, a.Source

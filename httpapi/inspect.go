@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -303,7 +303,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	names, err := s.resolveOpts(r.PathValue("index"), q)
+	names, sc, err := s.scoped(r.PathValue("index"), q)
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) err
 	for _, k := range []string{"explain", "rewrite", "all_shards"} {
 		params.Del(k)
 	}
-	srch, err := esdsl.ParseValidate(body, params, s.eng.Fields(names))
+	srch, err := sc.ParseValidate(body, params, s.eng.Fields(names))
 	out := map[string]any{"_shards": shardsHeader{Total: 1, Successful: 1}, "valid": err == nil}
 	if err != nil {
 		ae := translate(err)
@@ -353,12 +353,16 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name, id := r.PathValue("index"), r.PathValue("id")
-	routing := r.URL.Query().Get("routing")
-	if _, err := s.eng.Index(name); err != nil {
+	expr, id := r.PathValue("index"), r.PathValue("id")
+	name, routing, err := s.singleIndex(expr, r.URL.Query().Get("routing"), false)
+	if err != nil {
 		return err
 	}
-	srch, err := esdsl.ParseExplain(body, r.URL.Query(), id, routing, s.eng.Fields([]string{name}))
+	_, sc, err := s.scoped(expr, url.Values{})
+	if err != nil {
+		return err
+	}
+	srch, err := sc.ParseExplain(body, r.URL.Query(), id, routing, s.eng.Fields([]string{name}))
 	if err != nil {
 		return err
 	}

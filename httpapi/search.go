@@ -30,15 +30,28 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 // search runs one search request over the index expression expr.
 func (s *Server) search(r *http.Request, expr string, body []byte, params url.Values) (*esdsl.SearchResponse, error) {
 	start := time.Now()
-	names, err := s.resolveOpts(expr, params)
+	names, sc, err := s.scoped(expr, params)
 	if err != nil {
 		return nil, err
 	}
-	srch, err := esdsl.ParseSearch(body, params, s.eng.Fields(names))
+	srch, err := sc.ParseSearch(body, params, s.eng.Fields(names))
 	if err != nil {
 		return nil, err
 	}
 	return s.runSearch(r, names, srch, start)
+}
+
+// scoped resolves the index expression of a read (search, count,
+// validate) under the request's indices options, and returns the indices
+// with what their aliases and settings add to the request (an alias
+// filter, search routing set in params, limits).
+func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, error) {
+	res, err := s.resolveReq(expr, params, shard.DefaultResolve)
+	if err != nil {
+		return nil, esdsl.Scope{}, err
+	}
+	sc, err := s.scopeOf(res, params)
+	return res.Indices, sc, err
 }
 
 func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time) (*esdsl.SearchResponse, error) {
@@ -65,11 +78,12 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.resolveOpts(r.PathValue("index"), r.URL.Query())
+	params := r.URL.Query()
+	names, sc, err := s.scoped(r.PathValue("index"), params)
 	if err != nil {
 		return err
 	}
-	srch, err := esdsl.ParseCount(body, r.URL.Query(), s.eng.Fields(names))
+	srch, err := sc.ParseCount(body, params, s.eng.Fields(names))
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,15 @@ type Engine interface {
 	Index(name string) (shard.IndexInfo, error)
 	Indices() []shard.IndexInfo
 	ResolveIndices(expr string) ([]string, error)
+	// Resolve expands an index expression (names, aliases, wildcards)
+	// under a request's indices options.
+	Resolve(expr string, o shard.ResolveOptions) (shard.Resolved, error)
 	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
-	UpdateSettings(ctx context.Context, name string, replicas int) error
+	UpdateSettings(ctx context.Context, name string, u shard.SettingsUpdate) error
+	// UpdateAliases applies alias actions atomically.
+	UpdateAliases(ctx context.Context, actions []shard.AliasAction) error
+	// SetClosed closes indices or opens them again.
+	SetClosed(ctx context.Context, names []string, closed bool) error
 	Bulk(ctx context.Context, ops []shard.Op, opts shard.WriteOptions) ([]shard.OpResult, error)
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	Refresh(ctx context.Context, names []string) error
@@ -438,16 +445,35 @@ func (s *Server) routes() {
 	s.handle("GET /_weft/fabric/conns", s.handleFabricConns, noParams...)
 
 	s.handle("PUT /{index}", s.handleCreateIndex, "wait_for_active_shards", "timeout", "master_timeout")
-	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout")
-	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout")
+	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "features")
+	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+
+	openParams := []string{"timeout", "master_timeout", "wait_for_active_shards", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("POST /{index}/_close", s.handleCloseIndex, openParams...)
+	s.handle("POST /{index}/_open", s.handleOpenIndex, openParams...)
+
+	aliasParams := []string{"timeout", "master_timeout"}
+	for _, seg := range []string{"_alias", "_aliases"} {
+		s.handle("PUT /{index}/"+seg+"/{name}", s.handlePutAlias, aliasParams...)
+		s.handle("POST /{index}/"+seg+"/{name}", s.handlePutAlias, aliasParams...)
+		s.handle("DELETE /{index}/"+seg+"/{name}", s.handleDeleteAlias, aliasParams...)
+	}
+	getAliasParams := []string{"local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("GET /_alias", s.handleGetAlias, getAliasParams...)
+	s.handle("GET /{index}/_alias", s.handleGetAlias, getAliasParams...)
+	// GET /_alias/{name} would conflict with every GET /{index}/_x
+	// pattern in net/http's mux: handleNoRoute serves it.
+	s.handle("GET /{index}/_alias/{name}", s.handleGetAlias, getAliasParams...)
+	s.handle("POST /_aliases", s.handleUpdateAliases, aliasParams...)
 
 	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout")
 	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout")
 	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
 	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
-	s.handle("GET /_settings", s.handleGetSettings, "local", "master_timeout")
-	s.handle("GET /{index}/_settings", s.handleGetSettings, "local", "master_timeout")
-	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout")
+	getSettingsParams := []string{"local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("GET /_settings", s.handleGetSettings, getSettingsParams...)
+	s.handle("GET /{index}/_settings", s.handleGetSettings, getSettingsParams...)
+	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing", "reopen", "flat_settings", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 
 	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
@@ -505,6 +531,8 @@ func (s *Server) routes() {
 	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health")...)
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
 	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
+	s.handle("GET /_cat/aliases", s.handleCatAliases, append(catParams, "expand_wildcards")...)
+	s.handle("GET /_cat/aliases/{name}", s.handleCatAliases, append(catParams, "expand_wildcards")...)
 	for _, m := range []string{"GET", "POST"} {
 		s.handle(m+" /_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
 		s.handle(m+" /{index}/_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
@@ -545,21 +573,37 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/", s.handleNoRoute)
 }
 
+// serveUnrouted runs h for a path handleNoRoute recognised, checking its
+// parameters as handle does.
+func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, h handlerFunc, params ...string) {
+	allowed := map[string]bool{"pretty": true, "human": true, "error_trace": true, "filter_path": true}
+	for _, p := range params {
+		allowed[p] = true
+	}
+	for p := range r.URL.Query() {
+		if !allowed[p] {
+			s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
+			return
+		}
+	}
+	if err := h(w, r); err != nil {
+		s.fail(w, r, err)
+	}
+}
+
 // handleNoRoute answers paths no endpoint serves (400, as Elasticsearch
 // does) and known paths asked with the wrong method (405 with the methods
 // that would work).
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	if id, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && id != "" && !strings.Contains(id, "/") {
-		for p := range r.URL.Query() {
-			if p != "timeout" && p != "pretty" && p != "human" && p != "error_trace" && p != "filter_path" {
-				s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
-				return
-			}
-		}
 		r.SetPathValue("node_id", id)
-		if err := s.handleNodes(w, r); err != nil {
-			s.fail(w, r, err)
-		}
+		s.serveUnrouted(w, r, s.handleNodes, "timeout")
+		return
+	}
+	if name, ok := strings.CutPrefix(r.URL.Path, "/_alias/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		name != "" && !strings.Contains(name, "/") {
+		r.SetPathValue("name", name)
+		s.serveUnrouted(w, r, s.handleGetAlias, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 		return
 	}
 	var allowed []string

@@ -49,6 +49,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 		res := &results[k]
 		res.Index, res.ID = op.Index, op.ID
 		ix, err := c.indexForWrite(ctx, op)
+		res.Index = op.Index
 		if err != nil {
 			if errors.Is(err, ErrClusterBlocked) || ctx.Err() != nil {
 				return nil, err
@@ -111,7 +112,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 // shard.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, ErrInvalidIndexName), errors.Is(err, ErrInvalidRequest):
+	case errors.Is(err, ErrInvalidIndexName), errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrIndexClosed):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrIndexNotFound):
 		return http.StatusNotFound
@@ -120,10 +121,20 @@ func statusOf(err error) int {
 }
 
 // indexForWrite returns the op's index, creating it (one shard, one
-// replica, dynamic mapping) if it is missing and writes may create it.
+// replica, dynamic mapping) if it is missing and writes may create it. An
+// op naming an alias is pointed at the alias's write index (op.Index and
+// op.Routing are rewritten); a closed index is ErrIndexClosed.
 func (c *Coordinator) indexForWrite(ctx context.Context, op *Op) (*IndexView, error) {
 	v := c.meta.View()
-	if ix, ok := v.Indices[op.Index]; ok {
+	if op.RequireAlias && !v.IsAlias(op.Index) {
+		return nil, fmt.Errorf("%w: no such index [%s] and [require_alias] request flag is [true] and [%s] is not an alias", ErrIndexNotFound, op.Index, op.Index)
+	}
+	if _, ok := v.Indices[op.Index]; ok || v.IsAlias(op.Index) {
+		ix, routing, err := v.SingleIndex(op.Index, op.Routing, true)
+		if err != nil {
+			return nil, err
+		}
+		op.Index, op.Routing = ix.Name, routing
 		return ix, nil
 	}
 	if err := ValidateIndexName(op.Index); err != nil {

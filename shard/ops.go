@@ -32,6 +32,10 @@ type Op struct {
 	// document has exactly this seq no and primary term.
 	IfSeqNo       *uint64
 	IfPrimaryTerm *uint64
+
+	// RequireAlias: Index must be an alias (ES require_alias); a write
+	// to anything else fails rather than creating an index.
+	RequireAlias bool
 }
 
 // UpdateSpec is a partial-document update: Doc is merged into _source

@@ -105,8 +105,8 @@ func (th *topHitsAgg) parse(a *aggSpec, p object, t *translator) error {
 			return err
 		}
 	}
-	if th.from+th.size > maxInnerResultWindow {
-		return argErr("Top hits result window is too large, the top hits aggregator [%s]'s from + size must be less than or equal to: [100] but was [%d].", a.name, th.from+th.size)
+	if max := t.scope.maxInnerResultWindow(); th.from+th.size > max {
+		return argErr("Top hits result window is too large, the top hits aggregator [%s]'s from + size must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [index.max_inner_result_window] index level setting.", a.name, max, th.from+th.size)
 	}
 	th.scores = len(th.sorts) == 0 || trackScores
 	for _, s := range th.sorts {

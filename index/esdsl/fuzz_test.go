@@ -42,7 +42,7 @@ func FuzzParseSearch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		s, err := parseSearchAt([]byte(body), params, ti.fields, fixedNow)
+		s, err := parseSearchAt([]byte(body), params, ti.fields, fixedNow, Scope{})
 		if err != nil {
 			requireClientError(t, err)
 			return
@@ -85,7 +85,7 @@ func FuzzParseMsearch(f *testing.F) {
 		}
 		require.NotEmpty(t, items)
 		for _, it := range items {
-			if _, err := parseSearchAt(it.Body, it.Params, fields, fixedNow); err != nil {
+			if _, err := parseSearchAt(it.Body, it.Params, fields, fixedNow, Scope{}); err != nil {
 				requireClientError(t, err)
 			}
 		}
@@ -95,7 +95,7 @@ func FuzzParseMsearch(f *testing.F) {
 func FuzzParseScroll(f *testing.F) {
 	fields := &testFields{types: testTypes, m: testMapping(f)}
 	for _, body := range []string{`{"size":2}`, `{"sort":[{"views":"desc"}],"query":{"match":{"body":"fox"}}}`} {
-		s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, fields, fixedNow)
+		s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, fields, fixedNow, Scope{})
 		require.NoError(f, err)
 		id, err := s.ScrollID([]string{"test"}, nil, fixedNow)
 		require.NoError(f, err)

@@ -19,6 +19,7 @@ import (
 type translator struct {
 	fields Fields
 	now    time.Time
+	scope  Scope
 	depth  int          // nesting of compound queries
 	named  []namedQuery // queries with a _name, in the order met
 }

@@ -189,7 +189,7 @@ func TestScroll(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, body := range []string{`{"size":2}`, `{"size":2,"query":{"match":{"body":"the a"}}}`, `{"size":4,"sort":[{"views":"desc"}]}`} {
 		t.Run(body, func(t *testing.T) {
-			s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, ti.fields, now)
+			s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, ti.fields, now, Scope{})
 			require.NoError(t, err)
 			res, err := ti.idx.Search(s.Request)
 			require.NoError(t, err)
@@ -222,7 +222,7 @@ func TestScroll(t *testing.T) {
 func TestScrollErrors(t *testing.T) {
 	ti := newTestIndex(t)
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, err := parseSearchAt([]byte(`{"size":1,"aggs":{"t":{"terms":{"field":"tags"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now)
+	s, err := parseSearchAt([]byte(`{"size":1,"aggs":{"t":{"terms":{"field":"tags"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now, Scope{})
 	require.NoError(t, err)
 	res, err := ti.idx.Search(s.Request)
 	require.NoError(t, err)
@@ -261,7 +261,7 @@ func TestScrollErrors(t *testing.T) {
 	}
 
 	// Date math keeps the first page's now.
-	dm, err := parseSearchAt([]byte(`{"size":1,"query":{"range":{"published":{"lt":"now-10y"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now)
+	dm, err := parseSearchAt([]byte(`{"size":1,"query":{"range":{"published":{"lt":"now-10y"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now, Scope{})
 	require.NoError(t, err)
 	dmID, err := dm.ScrollID([]string{"test"}, nil, now)
 	require.NoError(t, err)

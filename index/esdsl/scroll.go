@@ -41,6 +41,7 @@ type scrollState struct {
 	KeepAlive int64      `json:"k"`
 	Page      int        `json:"n"`
 	Now       int64      `json:"t"` // first page's now, Unix nanoseconds
+	Scope     Scope      `json:"s,omitzero"`
 }
 
 // ensureTiebreak makes the sort of a scroll search total: the user's sort
@@ -76,7 +77,7 @@ func (s *Search) ScrollID(indices []string, res *bleve.SearchResult, now time.Ti
 	st := scrollState{
 		V: scrollVersion, Indices: indices, Body: string(s.body), Params: s.params,
 		After: s.after, Expires: now.Add(s.Scroll).UnixMilli(), KeepAlive: s.Scroll.Milliseconds(),
-		Page: s.scrollPage + 1, Now: s.now.UnixNano(),
+		Page: s.scrollPage + 1, Now: s.now.UnixNano(), Scope: s.scope,
 	}
 	if res != nil && len(res.Hits) > 0 {
 		last := res.Hits[len(res.Hits)-1]
@@ -150,7 +151,7 @@ func ParseScroll(scrollID string, keepAlive string, fields Fields, now time.Time
 	}
 	// Date math resolves against the first page's now, so every page runs
 	// the same query.
-	s, err := parseSearchAt([]byte(st.Body), st.Params, fields, time.Unix(0, st.Now).UTC())
+	s, err := parseSearchAt([]byte(st.Body), st.Params, fields, time.Unix(0, st.Now).UTC(), st.Scope)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -68,6 +68,8 @@ type Search struct {
 	named []namedQuery
 	// noID: stored_fields "_none_" hides hits' _id.
 	noID bool
+	// scope is what the indices searched added to the request.
+	scope Scope
 }
 
 // Routing returns the request's routing values (the routing parameter,
@@ -116,7 +118,7 @@ type sortSpec struct {
 // empty) and URL parameters — into a Search. fields describes the mapping
 // of the indices searched. Every error is an *Error with a 4xx status.
 func ParseSearch(body []byte, params url.Values, fields Fields) (*Search, error) {
-	return parseSearchAt(body, params, fields, time.Now())
+	return Scope{}.ParseSearch(body, params, fields)
 }
 
 var searchBodyKeys = map[string]bool{
@@ -147,7 +149,7 @@ var searchParams = map[string]bool{
 	"source_content_type": true, "include_named_queries_score": true, "stored_fields": true, "min_score": true,
 }
 
-func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time) (*Search, error) {
+func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time, sc Scope) (*Search, error) {
 	o, err := parseBody(body)
 	if err != nil {
 		return nil, err
@@ -165,8 +167,8 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 			return nil, parsingErr("Unknown key [%s] in the search request; supported: query, from, size, sort, _source, highlight, track_total_hits, search_after, explain, aggs, timeout, track_scores", k)
 		}
 	}
-	t := &translator{fields: fields, now: now}
-	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now}
+	t := &translator{fields: fields, now: now, scope: sc}
+	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc}
 
 	// Query: URL q overrides the body's query, as in Elasticsearch.
 	var q query.Query = query.NewMatchAllQuery()
@@ -179,6 +181,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		if q, err = t.urlQueryString(params); err != nil {
 			return nil, err
 		}
+	}
+	if q, err = t.scoped(q); err != nil {
+		return nil, err
 	}
 	s.named = t.named
 	if q, err = withMinScore(q, o["min_score"], params); err != nil {
@@ -215,8 +220,8 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 	if size < 0 {
 		return nil, argErr("[size] parameter cannot be negative, found [%d]", size)
 	}
-	if from+size > MaxResultWindow {
-		return nil, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets.", MaxResultWindow, from+size)
+	if from+size > sc.maxResultWindow() {
+		return nil, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.", sc.maxResultWindow(), from+size)
 	}
 
 	explain := false
