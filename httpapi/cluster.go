@@ -394,7 +394,7 @@ func byteSize(n int64, unit string) (string, error) {
 }
 
 func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,13 @@ func (s *Server) resolveReq(expr string, q url.Values, base shard.ResolveOptions
 			}
 		}
 	}
-	return s.eng.Resolve(expr, o)
+	parts := splitComma(expr)
+	for k, p := range parts {
+		if parts[k], err = esdsl.ResolveDateMathName(p, s.now()); err != nil {
+			return shard.Resolved{}, err
+		}
+	}
+	return s.eng.Resolve(strings.Join(parts, ","), o)
 }
 
 // resolveOpts expands the index expression of a read (search, count,
@@ -173,11 +179,15 @@ func splitComma(v string) []string {
 	return out
 }
 
-func (s *Server) infos(expr string) ([]shard.IndexInfo, error) {
-	names, err := s.resolve(expr)
+// infos describes the indices an administrative read (GET /{index},
+// _mapping, _settings, _cat/indices) names, open or closed, under the
+// request's indices options.
+func (s *Server) infos(expr string, q url.Values) ([]shard.IndexInfo, error) {
+	res, err := s.resolveReq(expr, q, shard.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
 	if err != nil {
 		return nil, err
 	}
+	names := res.Indices
 	out := make([]shard.IndexInfo, 0, len(names))
 	for _, n := range names {
 		info, err := s.eng.Index(n)
@@ -197,7 +207,7 @@ func mappingJSON(info shard.IndexInfo) (json.RawMessage, error) {
 }
 
 func (s *Server) handleGetIndex(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -252,7 +262,7 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) handleGetMapping(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -300,7 +310,7 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}

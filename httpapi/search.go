@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -58,6 +59,12 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 	res, err := s.eng.Search(r.Context(), names, srch)
 	if err != nil {
 		return nil, err
+	}
+	if len(res.Failures) > 0 && !srch.AllowPartial(s.clusterSetting("search.default_allow_partial_results") != "false") {
+		f := res.Failures[0]
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "search_phase_execution_exception",
+			Reason: fmt.Sprintf("Partial shards failure: %d of %d shards failed (first: [%s][%d]) and allow_partial_search_results is false", len(res.Failures), res.Status.Total, f.Index, f.Shard),
+			CausedBy: translate(f.Err)}
 	}
 	resp := srch.Response(res.SearchResult, time.Since(start))
 	if resp.Aggregations, err = srch.RenderAggs(res.Aggs); err != nil {
@@ -114,6 +121,9 @@ func (s *Server) handleMsearch(w http.ResponseWriter, r *http.Request) error {
 	}
 	items, err := esdsl.ParseMsearch(body)
 	if err != nil {
+		return err
+	}
+	if err := esdsl.ApplyMsearchDefaults(items, r.URL.Query()); err != nil {
 		return err
 	}
 	replies := make([]msearchItemReply, len(items))

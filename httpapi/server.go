@@ -466,8 +466,8 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_alias/{name}", s.handleGetAlias, getAliasParams...)
 	s.handle("POST /_aliases", s.handleUpdateAliases, aliasParams...)
 
-	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout")
-	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout")
+	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
 	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
 	getSettingsParams := []string{"local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
@@ -510,7 +510,8 @@ func (s *Server) routes() {
 	s.handle("POST /_count", s.handleCount)
 	s.handle("GET /{index}/_count", s.handleCount)
 	s.handle("POST /{index}/_count", s.handleCount)
-	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips", "rest_total_hits_as_int", "typed_keys", "max_concurrent_shard_requests", "pre_filter_shard_size"}
+	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips", "rest_total_hits_as_int", "typed_keys", "max_concurrent_shard_requests", "pre_filter_shard_size",
+		"ignore_unavailable", "allow_no_indices", "expand_wildcards", "ignore_throttled", "include_named_queries_score", "allow_partial_search_results", "routing"}
 	s.handle("GET /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("GET /{index}/_msearch", s.handleMsearch, msearchParams...)
@@ -527,8 +528,8 @@ func (s *Server) routes() {
 	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
 	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
 	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}
-	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health")...)
-	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health")...)
+	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
+	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
 	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
 	s.handle("GET /_cat/aliases", s.handleCatAliases, append(catParams, "expand_wildcards")...)

@@ -98,10 +98,18 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 			if part == "_all" {
 				part = "*"
 			}
-			for name, ix := range v.Indices {
-				if ok, _ := path.Match(part, name); ok && v.expands(ix, o) {
-					add(name).direct = true
+			for _, name := range slices.Sorted(maps.Keys(v.Indices)) {
+				ix := v.Indices[name]
+				if ok, _ := path.Match(part, name); !ok || !v.expands(ix, o) {
+					continue
 				}
+				if ix.Closed && o.ForbidClosed {
+					if o.IgnoreUnavailable {
+						continue
+					}
+					return Resolved{}, closedErr(name)
+				}
+				add(name).direct = true
 			}
 			if o.NoAliases {
 				continue
@@ -111,8 +119,8 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 					continue
 				}
 				for _, name := range names {
-					if v.expands(v.Indices[name], o) {
-						add(name).through(v.Indices[name].Aliases[alias])
+					if ix := v.Indices[name]; v.expands(ix, o) && !(ix.Closed && o.ForbidClosed) {
+						add(name).through(ix.Aliases[alias])
 					}
 				}
 			}

@@ -79,6 +79,15 @@ func (s *Search) Routing() []string {
 	return splitList(s.params.Get("routing"))
 }
 
+// AllowPartial reports whether the request accepts results that miss
+// shards (allow_partial_search_results; def when it does not say).
+func (s *Search) AllowPartial(def bool) bool {
+	if v, err := optParamBool(s.params, "allow_partial_search_results"); err == nil && s.params.Has("allow_partial_search_results") {
+		return v
+	}
+	return def
+}
+
 // NamedQuery is a query of the request given a "_name".
 type NamedQuery struct {
 	Name  string
