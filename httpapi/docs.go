@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -115,6 +116,13 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, a
 	if op.RequireAlias, err = boolParam(r, "require_alias", false); err != nil {
 		return err
 	}
+	if q := r.URL.Query(); q.Has("version") || q.Has("version_type") {
+		action := map[shard.OpType]string{shard.OpIndex: actionIndex, shard.OpCreate: actionCreate, shard.OpUpdate: actionUpdate, shard.OpDelete: actionDelete}[op.Type]
+		var aerr *apiError
+		if op.Version, op.VersionType, aerr = parseVersion(q.Get("version"), q.Has("version"), q.Get("version_type"), action); aerr != nil {
+			return aerr
+		}
+	}
 	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, opts)
 	if err != nil {
 		return err
@@ -209,13 +217,35 @@ func (s *Server) singleIndex(name, routing string, write bool) (string, string, 
 	return ix.Name, routing, nil
 }
 
-// getDoc reads a document (realtime) through an index or an alias.
+// getDoc reads a document (realtime) through an index or an alias. With
+// ?version (and version_type other than force) a document at another
+// version is a 409, as Elasticsearch's versioned reads are.
 func (s *Server) getDoc(r *http.Request, expr, id, routing string) (string, index.Doc, error) {
+	q := r.URL.Query()
+	var want *int64
+	if q.Has("version") {
+		v, err := strconv.ParseInt(q.Get("version"), 10, 64)
+		if err != nil {
+			return expr, index.Doc{}, illegalArgument("[version] must be an integer, got [%s]", q.Get("version"))
+		}
+		want = &v
+	}
+	switch vt := q.Get("version_type"); vt {
+	case "", "internal", "external", "external_gte":
+	case "force":
+		want = nil
+	default:
+		return expr, index.Doc{}, illegalArgument("No version type match [%s]; use internal, external, external_gte or force", vt)
+	}
 	name, routing, err := s.singleIndex(expr, routing, false)
 	if err != nil {
 		return expr, index.Doc{}, err
 	}
 	doc, err := s.eng.Get(r.Context(), name, id, routing)
+	if err == nil && want != nil && doc.Version != *want {
+		return name, doc, &apiError{Status: http.StatusConflict, Type: "version_conflict_engine_exception", Index: name,
+			Reason: fmt.Sprintf("[%s]: version conflict, current version [%d] is different than the one provided [%d]", id, doc.Version, *want)}
+	}
 	return name, doc, err
 }
 
@@ -276,7 +306,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 		return aerr
 	}
 	op := shard.Op{Type: shard.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
-		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}}
+		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}}
 	q := r.URL.Query()
 	if a.SourceFilter == nil && !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
 		return s.writeOne(w, r, op, nil)
@@ -337,7 +367,8 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		if a.Err != nil {
 			continue
 		}
-		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm, RequireAlias: requireAlias}
+		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm, RequireAlias: requireAlias,
+			Version: a.Version, VersionType: a.VersionType}
 		if a.RequireAlias != nil {
 			op.RequireAlias = *a.RequireAlias
 		}
@@ -351,7 +382,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 				actions[i].Err = illegalArgument("update option [_source] is not supported in _bulk; use the _update endpoint to get the updated document back")
 				continue
 			}
-			op.Type, op.Update = shard.OpUpdate, &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}
+			op.Type, op.Update = shard.OpUpdate, &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}
 		case actionDelete:
 			op.Type = shard.OpDelete
 		}

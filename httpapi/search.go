@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/weftsearch/weft/index/esdsl"
@@ -86,6 +87,17 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	params := r.URL.Query()
+	if v := params.Get("terminate_after"); v != "" {
+		// Checked before the indices are, as Elasticsearch does.
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 0:
+			return illegalArgument("terminateAfter must be > 0")
+		case n > 0:
+			return illegalArgument("[terminate_after] is not supported: a count always counts every match; drop it")
+		}
+		params.Del("terminate_after")
+	}
 	names, sc, err := s.scoped(r.PathValue("index"), params)
 	if err != nil {
 		return err

@@ -475,16 +475,16 @@ func (s *Server) routes() {
 	s.handle("GET /{index}/_settings", s.handleGetSettings, getSettingsParams...)
 	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing", "reopen", "flat_settings", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 
-	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term"}
+	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
 	s.handle("PUT /{index}/_create/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_create/{id}", s.handleIndexDoc, docParams...)
-	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
+	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes", "version", "version_type"}
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
-	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term")
+	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type")
 	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term",
 		"_source", "_source_includes", "_source_excludes")
 

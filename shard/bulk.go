@@ -342,7 +342,12 @@ const (
 	opfIfTerm
 	opfUpdate
 	opfDocAsUpsert
+	opfExternal    // a version follows; VersionExternal
+	opfExternalGTE // a version follows; VersionExternalGTE
+	opfNoDetectNoop
 )
+
+const opfKnown = opfAutoID | opfIfSeqNo | opfIfTerm | opfUpdate | opfDocAsUpsert | opfExternal | opfExternalGTE | opfNoDetectNoop
 
 func encodeBulk(h bulkHeader, items []item) []byte {
 	size := 64 + len(h.cluster) + len(h.index) + len(h.alloc)
@@ -377,6 +382,15 @@ func encodeBulk(h bulkHeader, items []item) []byte {
 			if op.Update.DocAsUpsert {
 				flags |= opfDocAsUpsert
 			}
+			if op.Update.NoDetectNoop {
+				flags |= opfNoDetectNoop
+			}
+		}
+		switch op.VersionType {
+		case VersionExternal:
+			flags |= opfExternal
+		case VersionExternalGTE:
+			flags |= opfExternalGTE
 		}
 		e.u8(byte(op.Type))
 		e.u8(flags)
@@ -386,6 +400,9 @@ func encodeBulk(h bulkHeader, items []item) []byte {
 		}
 		if op.IfPrimaryTerm != nil {
 			e.u64(*op.IfPrimaryTerm)
+		}
+		if op.VersionType != VersionInternal {
+			e.varint(op.Version)
 		}
 		e.bytes(op.Source)
 		if op.Update != nil {
@@ -418,7 +435,7 @@ func decodeBulk(p []byte) (bulkHeader, []item, error) {
 		}
 		op.Type = OpType(t)
 		flags := d.u8()
-		if flags&^(opfAutoID|opfIfSeqNo|opfIfTerm|opfUpdate|opfDocAsUpsert) != 0 {
+		if flags&^opfKnown != 0 || flags&(opfExternal|opfExternalGTE) == opfExternal|opfExternalGTE {
 			d.fail("unknown op flags")
 		}
 		op.ID = d.str()
@@ -430,9 +447,15 @@ func decodeBulk(p []byte) (bulkHeader, []item, error) {
 			v := d.u64()
 			op.IfPrimaryTerm = &v
 		}
+		switch {
+		case flags&opfExternal != 0:
+			op.VersionType, op.Version = VersionExternal, d.varint()
+		case flags&opfExternalGTE != 0:
+			op.VersionType, op.Version = VersionExternalGTE, d.varint()
+		}
 		op.Source = d.bytes()
 		if flags&opfUpdate != 0 {
-			op.Update = &UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0}
+			op.Update = &UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
 		}
 		results[k].ID = op.ID
 		items[k] = item{op: op, res: &results[k], autoID: flags&opfAutoID != 0}

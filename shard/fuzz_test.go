@@ -21,6 +21,9 @@ func FuzzBulkMessages(f *testing.F) {
 		{Type: OpCreate, ID: "b", Source: json.RawMessage(`{}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
 		{Type: OpUpdate, ID: "c", Update: &UpdateSpec{Doc: json.RawMessage(`{"y":2}`), DocAsUpsert: true}},
 		{Type: OpDelete, ID: "d"},
+		{Type: OpIndex, ID: "e", Source: json.RawMessage(`{}`), Version: 42, VersionType: VersionExternal},
+		{Type: OpDelete, ID: "f", Version: 7, VersionType: VersionExternalGTE},
+		{Type: OpUpdate, ID: "g", Update: &UpdateSpec{Doc: json.RawMessage(`{}`), NoDetectNoop: true}},
 	}
 	items := make([]item, len(ops))
 	res := make([]OpResult, len(ops))

@@ -98,31 +98,12 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 			if part == "_all" {
 				part = "*"
 			}
-			for _, name := range slices.Sorted(maps.Keys(v.Indices)) {
-				ix := v.Indices[name]
-				if ok, _ := path.Match(part, name); !ok || !v.expands(ix, o) {
-					continue
-				}
-				if ix.Closed && o.ForbidClosed {
-					if o.IgnoreUnavailable {
-						continue
-					}
-					return Resolved{}, closedErr(name)
-				}
-				add(name).direct = true
+			matched, err := v.expandPattern(part, o, add)
+			if err != nil {
+				return Resolved{}, err
 			}
-			if o.NoAliases {
-				continue
-			}
-			for alias, names := range v.aliases() {
-				if ok, _ := path.Match(part, alias); !ok {
-					continue
-				}
-				for _, name := range names {
-					if ix := v.Indices[name]; v.expands(ix, o) && !(ix.Closed && o.ForbidClosed) {
-						add(name).through(ix.Aliases[alias])
-					}
-				}
+			if !matched && !o.AllowNoIndices {
+				return Resolved{}, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, part)
 			}
 			continue
 		}
@@ -180,6 +161,42 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 		}
 	}
 	return out, nil
+}
+
+// expandPattern adds what a wildcard matches: indices (those o expands
+// to) and the indices of aliases it matches. It reports whether it matched
+// anything.
+func (v *View) expandPattern(pat string, o ResolveOptions, add func(string) *reach) (bool, error) {
+	matched := false
+	for _, name := range slices.Sorted(maps.Keys(v.Indices)) {
+		ix := v.Indices[name]
+		if ok, _ := path.Match(pat, name); !ok || !v.expands(ix, o) {
+			continue
+		}
+		if ix.Closed && o.ForbidClosed {
+			if o.IgnoreUnavailable {
+				continue
+			}
+			return false, closedErr(name)
+		}
+		add(name).direct = true
+		matched = true
+	}
+	if o.NoAliases {
+		return matched, nil
+	}
+	for alias, names := range v.aliases() {
+		if ok, _ := path.Match(pat, alias); !ok {
+			continue
+		}
+		for _, name := range names {
+			if ix := v.Indices[name]; v.expands(ix, o) && !(ix.Closed && o.ForbidClosed) {
+				add(name).through(ix.Aliases[alias])
+				matched = true
+			}
+		}
+	}
+	return matched, nil
 }
 
 func (r *reach) through(a AliasSpec) {
