@@ -64,7 +64,7 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 	if len(res.Failures) > 0 && !srch.AllowPartial(s.clusterSetting("search.default_allow_partial_results") != "false") {
 		f := res.Failures[0]
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "search_phase_execution_exception",
-			Reason: fmt.Sprintf("Partial shards failure: %d of %d shards failed (first: [%s][%d]) and allow_partial_search_results is false", len(res.Failures), res.Status.Total, f.Index, f.Shard),
+			Reason:   fmt.Sprintf("Partial shards failure: %d of %d shards failed (first: [%s][%d]) and allow_partial_search_results is false", len(res.Failures), res.Status.Total, f.Index, f.Shard),
 			CausedBy: translate(f.Err)}
 	}
 	resp := srch.Response(res.SearchResult, time.Since(start))
