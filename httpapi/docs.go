@@ -193,13 +193,35 @@ func (s *Server) handleIndexDoc(w http.ResponseWriter, r *http.Request) error {
 
 // getResult is the reply of GET /{index}/_doc/{id}.
 type getResult struct {
-	Index       string          `json:"_index"`
-	ID          string          `json:"_id"`
-	Version     int64           `json:"_version,omitempty"`
-	SeqNo       *uint64         `json:"_seq_no,omitempty"`
-	PrimaryTerm uint64          `json:"_primary_term,omitempty"`
-	Found       bool            `json:"found"`
-	Source      json.RawMessage `json:"_source,omitempty"`
+	Index       string           `json:"_index"`
+	ID          string           `json:"_id"`
+	Version     int64            `json:"_version,omitempty"`
+	SeqNo       *uint64          `json:"_seq_no,omitempty"`
+	PrimaryTerm uint64           `json:"_primary_term,omitempty"`
+	Found       bool             `json:"found"`
+	Source      json.RawMessage  `json:"_source,omitempty"`
+	Fields      map[string][]any `json:"fields,omitempty"`
+}
+
+// sourceDisabled reports whether the index (or alias) named has _source
+// disabled in its mapping: partial updates, which merge into the stored
+// source, are refused there as Elasticsearch refuses them.
+func (s *Server) sourceDisabled(expr string) bool {
+	name, _, err := s.singleIndex(expr, "", false)
+	if err != nil {
+		return false
+	}
+	ft := s.eng.Fields([]string{name})
+	if len(ft) != 1 {
+		return false
+	}
+	enabled, _, _ := ft[0].SourceFilter()
+	return !enabled
+}
+
+func errSourceMissing(index, id string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "document_source_missing_exception", Index: index,
+		Reason: fmt.Sprintf("[%s]: document source missing: the index's mapping has _source disabled", id)}
 }
 
 // singleIndex resolves the target of a single-document request: an index,
@@ -217,7 +239,8 @@ func (s *Server) singleIndex(name, routing string, write bool) (string, string, 
 	return ix.Name, routing, nil
 }
 
-// getDoc reads a document (realtime) through an index or an alias. With
+// getDoc reads a document (realtime) through an index or an alias, its
+// source as stored (see presentSource for replies). With
 // ?version (and version_type other than force) a document at another
 // version is a 409, as Elasticsearch's versioned reads are.
 func (s *Server) getDoc(r *http.Request, expr, id, routing string) (string, index.Doc, error) {
@@ -261,7 +284,15 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	}
 	seq := doc.SeqNo
 	out := getResult{Index: name, ID: doc.ID, Version: doc.Version, SeqNo: &seq, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
-	if out.Source, err = esdsl.FilterSource(doc.Source, nil, r.URL.Query()); err != nil {
+	q := r.URL.Query()
+	fields := s.fieldsOf([]string{name})
+	if q.Has("stored_fields") {
+		out.Fields = esdsl.StoredFieldValues(fields, doc.Source, splitComma(q.Get("stored_fields")))
+		if !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
+			q.Set("_source", "false") // stored_fields alone shows no _source, as in Elasticsearch
+		}
+	}
+	if out.Source, err = esdsl.FilterSource(esdsl.PresentSource(fields, name, doc.Source), nil, q); err != nil {
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
@@ -276,6 +307,10 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		return err
+	}
+	doc.Source = esdsl.PresentSource(s.fieldsOf([]string{name}), name, doc.Source)
+	if len(doc.Source) == 0 {
+		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Source not found [" + name + "]/[" + id + "]: the index's mapping has _source disabled"}
 	}
 	if doc.Source, err = esdsl.FilterSource(doc.Source, nil, r.URL.Query()); err != nil {
 		return err
@@ -304,6 +339,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if aerr := a.setSource(body); aerr != nil {
 		return aerr
+	}
+	if s.sourceDisabled(a.Index) {
+		return errSourceMissing(a.Index, a.ID)
 	}
 	op := shard.Op{Type: shard.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
 		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}}
@@ -378,6 +416,10 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		case actionCreate:
 			op.Type, op.Source = shard.OpCreate, a.Source
 		case actionUpdate:
+			if s.sourceDisabled(a.Index) {
+				actions[i].Err = errSourceMissing(a.Index, a.ID)
+				continue
+			}
 			if a.SourceFilter != nil {
 				actions[i].Err = illegalArgument("update option [_source] is not supported in _bulk; use the _update endpoint to get the updated document back")
 				continue

@@ -291,6 +291,10 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error 
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
 			Reason: "Validation Failed: 1: mapping source is missing; send {\"properties\":{...}};"}
 	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) == nil && len(top) == 1 && top["_doc"] != nil {
+		return illegalArgument("Types cannot be provided in put mapping requests")
+	}
 	mp, err := index.ParseMapping(body)
 	if err != nil {
 		return err

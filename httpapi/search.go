@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -36,11 +37,36 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 	if err != nil {
 		return nil, err
 	}
-	srch, err := sc.ParseSearch(body, params, s.eng.Fields(names))
+	srch, err := sc.ParseSearch(body, params, s.fieldsOf(names))
 	if err != nil {
 		return nil, err
 	}
 	return s.runSearch(r, names, srch, start)
+}
+
+// indexFields is the mapping of the indices a search reads, with each
+// index's _source mapping parameter (esdsl.SourcePolicy) for the replies.
+type indexFields struct {
+	shard.FieldTypes
+	byIndex map[string]*index.Mapping
+}
+
+func (f indexFields) SourcePolicy(name string) (bool, []string, []string) {
+	if m, ok := f.byIndex[name]; ok {
+		return m.SourceFilter()
+	}
+	return true, nil, nil
+}
+
+// fieldsOf is the mapping a reply's translation uses for the indices.
+func (s *Server) fieldsOf(names []string) indexFields {
+	f := indexFields{FieldTypes: s.eng.Fields(names), byIndex: make(map[string]*index.Mapping, len(names))}
+	for _, n := range names {
+		if ft := s.eng.Fields([]string{n}); len(ft) == 1 {
+			f.byIndex[n] = ft[0]
+		}
+	}
+	return f
 }
 
 // scoped resolves the index expression of a read (search, count,
@@ -222,7 +248,7 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, srch, err := esdsl.ParseScroll(ids[0], keepAlive, s.eng.Fields(all), s.now())
+	names, srch, err := esdsl.ParseScroll(ids[0], keepAlive, s.fieldsOf(all), s.now())
 	if err != nil {
 		return err
 	}

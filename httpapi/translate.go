@@ -43,6 +43,7 @@ func translate(err error) *apiError {
 		{shard.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
 		{index.ErrInvalidMapping, http.StatusBadRequest, "mapper_parsing_exception"},
 		{index.ErrMappingConflict, http.StatusBadRequest, "illegal_argument_exception"},
+		{index.ErrIllegalArgument, http.StatusBadRequest, "illegal_argument_exception"},
 		{index.ErrStrictDynamic, http.StatusBadRequest, "strict_dynamic_mapping_exception"},
 		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
 		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},

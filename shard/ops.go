@@ -157,6 +157,15 @@ func (f FieldTypes) DateFormat(p string) string {
 	return ""
 }
 
+// Stored reports whether the first mapping that maps p stores it
+// (store: true).
+func (f FieldTypes) Stored(p string) bool {
+	if m := f.mappingFor(p); m != nil {
+		return m.Stored(p)
+	}
+	return false
+}
+
 // Paths returns every mapped leaf path with its type.
 func (f FieldTypes) Paths() map[string]string {
 	out := map[string]string{}

@@ -548,7 +548,9 @@ func bucketLists(parts []*AggPartial) [][]*AggBucket {
 // aggRenderer carries what rendering needs beyond the partials.
 type aggRenderer struct {
 	typedKeys bool
-	buckets   int // buckets rendered so far, against maxBuckets
+	buckets   int    // buckets rendered so far, against maxBuckets
+	fields    Fields    // the mapping: its SourcePolicy shapes top_hits sources
+	fetch     fetchSpec // the request's fields option, which top_hits return too
 }
 
 // RenderAggs shapes merged partials as Elasticsearch's "aggregations"
@@ -558,7 +560,7 @@ func (s *Search) RenderAggs(p AggPartials) (map[string]any, error) {
 	if s.aggs == nil || s.scrollPage > 0 {
 		return nil, nil
 	}
-	r := &aggRenderer{typedKeys: s.typedKeys}
+	r := &aggRenderer{typedKeys: s.typedKeys, fields: s.fields, fetch: fetchSpec{fields: s.fetch.fields}}
 	return r.all(s.aggs.specs, p)
 }
 

@@ -3,6 +3,7 @@ package esdsl
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,7 @@ type topHitsAgg struct {
 	size    int
 	sorts   []*topSort // empty: by score
 	source  sourceFilter
+	fetch   fetchSpec
 	version bool
 	seqNo   bool
 	scores  bool // _score is reported (sorted by score, or track_scores)
@@ -96,7 +98,15 @@ func (th *topHitsAgg) parse(a *aggSpec, p object, t *translator) error {
 			th.seqNo, err = asBool(v, a.where()+"."+k)
 		case "track_scores":
 			trackScores, err = asBool(v, a.where()+"."+k)
-		case "explain", "highlight", "stored_fields", "docvalue_fields", "script_fields", "fields":
+		case "stored_fields":
+			th.fetch.stored, err = stringList(v, a.where()+".stored_fields")
+		case "docvalue_fields":
+			if th.fetch.docvalue, err = parseFieldList(v, a.where()+".docvalue_fields"); err == nil {
+				err = checkDocvalue(t.fields, th.fetch.docvalue)
+			}
+		case "fields":
+			th.fetch.fields, err = parseFieldList(v, a.where()+".fields")
+		case "explain", "highlight", "script_fields":
 			err = aggErr("[%s] %s is not supported in top_hits; drop it", a.where(), k)
 		default:
 			err = a.unknownKey(k)
@@ -329,8 +339,17 @@ func (th *topHitsAgg) render(a *aggSpec, p *AggPartial, r *aggRenderer) (map[str
 		} else {
 			m["_score"] = nil
 		}
-		if src := th.source.apply(string(h.Source)); src != nil && len(h.Source) > 0 {
+		stored := h.Source
+		if r.fields != nil && len(stored) > 0 {
+			stored = PresentSource(r.fields, h.Index, stored)
+		}
+		if src := th.source.apply(string(stored)); src != nil && len(stored) > 0 {
 			m["_source"] = src
+		}
+		fetch := th.fetch
+		fetch.fields = append(slices.Clip(r.fetch.fields), fetch.fields...)
+		if vals, _ := fetch.values(r.fields, h.Source); len(vals) > 0 {
+			m["fields"] = vals
 		}
 		if len(th.sorts) > 0 {
 			vals := make([]any, len(h.Sort))

@@ -77,6 +77,7 @@ type Hit struct {
 	Score          *float64            `json:"_score"`
 	MatchedQueries []string            `json:"matched_queries,omitempty"`
 	Source         json.RawMessage     `json:"_source,omitempty"`
+	Fields         map[string][]any    `json:"fields,omitempty"`
 	Highlight      map[string][]string `json:"highlight,omitempty"`
 	Sort           []any               `json:"sort,omitempty"`
 	Explanation    *Explanation        `json:"_explanation,omitempty"`
@@ -141,6 +142,12 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 			hit.Score = &scores[i]
 		}
 		src, _ := h.Fields[index.SourceField].(string)
+		if src != "" && !s.fetch.empty() {
+			hit.Fields, _ = s.fetch.values(s.fields, []byte(src))
+		}
+		if src != "" && s.fields != nil {
+			src = string(PresentSource(s.fields, h.Index, []byte(src)))
+		}
 		if src != "" {
 			hit.Source = s.source.apply(src)
 			if s.highlight != nil {

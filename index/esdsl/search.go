@@ -70,6 +70,11 @@ type Search struct {
 	noID bool
 	// scope is what the indices searched added to the request.
 	scope Scope
+	// fields is the mapping the request was translated against (its
+	// SourcePolicy, if any, shapes sources in replies).
+	fields Fields
+	// fetch are the fields hits return values of.
+	fetch fetchSpec
 }
 
 // Routing returns the request's routing values (the routing parameter,
@@ -134,12 +139,12 @@ var searchBodyKeys = map[string]bool{
 	"query": true, "from": true, "size": true, "sort": true, "_source": true, "highlight": true,
 	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
 	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
-	"stored_fields": true, "min_score": true,
+	"stored_fields": true, "min_score": true, "fields": true, "docvalue_fields": true,
 }
 
 var unsupportedBodyKeys = map[string]string{
 	"post_filter": "", "terminate_after": "", "collapse": "", "rescore": "",
-	"suggest": "", "docvalue_fields": "", "fields": "", "script_fields": "",
+	"suggest": "", "script_fields": "",
 	"indices_boost": "", "pit": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
 	"slice": "", "stats": "", "ext": "", "sub_searches": "",
 }
@@ -156,6 +161,7 @@ var searchParams = map[string]bool{
 	"allow_partial_search_results": true, "pretty": true, "human": true, "error_trace": true,
 	"filter_path": true, "version": true, "seq_no_primary_term": true, "source": true,
 	"source_content_type": true, "include_named_queries_score": true, "stored_fields": true, "min_score": true,
+	"docvalue_fields": true,
 }
 
 func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time, sc Scope) (*Search, error) {
@@ -177,7 +183,7 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 		}
 	}
 	t := &translator{fields: fields, now: now, scope: sc}
-	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc}
+	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc, fields: fields}
 
 	// Query: URL q overrides the body's query, as in Elasticsearch.
 	var q query.Query = query.NewMatchAllQuery()
@@ -384,9 +390,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 	if s.source, err = parseSourceFilter(o["_source"], params); err != nil {
 		return nil, err
 	}
-	// stored_fields: no field is stored apart from _source, so a list
-	// (even "*") returns no fields; as in Elasticsearch, it turns _source
-	// off unless _source is asked for too, and "_none_" hides _id as well.
+	// stored_fields: the fields mapped with store: true (their values from
+	// _source); as in Elasticsearch, a list turns _source off unless
+	// _source is asked for too, and "_none_" hides _id as well.
 	var stored []string
 	if raw, ok := o["stored_fields"]; ok {
 		if stored, err = stringList(raw, "stored_fields"); err != nil {
@@ -415,7 +421,25 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 				return nil, argErr("[stored_fields] _none_ cannot be used with _source; drop one")
 			}
 			s.source, s.noID = sourceFilter{disabled: true}, true
+		} else {
+			s.fetch.stored = stored
 		}
+	}
+	if raw, ok := o["fields"]; ok {
+		if s.fetch.fields, err = parseFieldList(raw, "fields"); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := o["docvalue_fields"]; ok {
+		if s.fetch.docvalue, err = parseFieldList(raw, "docvalue_fields"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("docvalue_fields") {
+		s.fetch.docvalue = splitList(params.Get("docvalue_fields"))
+	}
+	if err := checkDocvalue(fields, s.fetch.docvalue); err != nil {
+		return nil, err
 	}
 	if raw, ok := o["highlight"]; ok {
 		if s.highlight, err = parseHighlight(raw); err != nil {
@@ -423,7 +447,7 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 		}
 		req.IncludeLocations = true
 	}
-	if !s.source.disabled || s.highlight != nil {
+	if !s.source.disabled || s.highlight != nil || !s.fetch.empty() {
 		req.Fields = []string{index.SourceField}
 	}
 
