@@ -548,7 +548,7 @@ func bucketLists(parts []*AggPartial) [][]*AggBucket {
 // aggRenderer carries what rendering needs beyond the partials.
 type aggRenderer struct {
 	typedKeys bool
-	buckets   int    // buckets rendered so far, against maxBuckets
+	buckets   int       // buckets rendered so far, against maxBuckets
 	fields    Fields    // the mapping: its SourcePolicy shapes top_hits sources
 	fetch     fetchSpec // the request's fields option, which top_hits return too
 }
