@@ -21,6 +21,9 @@ import (
 // part of each index's committed metadata; resolution (searching and
 // writing through an alias) is package shard's.
 
+// aliasReadParams are the parameters GET _alias takes.
+var aliasReadParams = []string{"local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+
 // parseAlias reads one alias definition: filter, routing (both routings),
 // index_routing, search_routing, is_write_index and is_hidden; a filter
 // must translate as a query against the index's fields.

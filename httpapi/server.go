@@ -48,6 +48,11 @@ type Engine interface {
 	SetClosed(ctx context.Context, names []string, closed bool) error
 	Bulk(ctx context.Context, ops []shard.Op, opts shard.WriteOptions) ([]shard.OpResult, error)
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
+	// IndexStats gathers the named indices' statistics from the nodes
+	// that answer before ctx ends.
+	IndexStats(ctx context.Context, names []string) map[string]shard.IndexStats
+	// Mget reads many documents (realtime), grouped by shard.
+	Mget(ctx context.Context, items []shard.MgetItem) ([]shard.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shard.FieldTypes
 	Search(ctx context.Context, names []string, srch *esdsl.Search) (*shard.SearchResult, error)
@@ -458,12 +463,11 @@ func (s *Server) routes() {
 		s.handle("POST /{index}/"+seg+"/{name}", s.handlePutAlias, aliasParams...)
 		s.handle("DELETE /{index}/"+seg+"/{name}", s.handleDeleteAlias, aliasParams...)
 	}
-	getAliasParams := []string{"local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
-	s.handle("GET /_alias", s.handleGetAlias, getAliasParams...)
-	s.handle("GET /{index}/_alias", s.handleGetAlias, getAliasParams...)
+	s.handle("GET /_alias", s.handleGetAlias, aliasReadParams...)
+	s.handle("GET /{index}/_alias", s.handleGetAlias, aliasReadParams...)
 	// GET /_alias/{name} would conflict with every GET /{index}/_x
 	// pattern in net/http's mux: handleNoRoute serves it.
-	s.handle("GET /{index}/_alias/{name}", s.handleGetAlias, getAliasParams...)
+	s.handle("GET /{index}/_alias/{name}", s.handleGetAlias, aliasReadParams...)
 	s.handle("POST /_aliases", s.handleUpdateAliases, aliasParams...)
 
 	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
@@ -484,9 +488,18 @@ func (s *Server) routes() {
 	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes", "version", "version_type"}
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
+	mgetParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
+	for _, m := range []string{"GET", "POST"} {
+		s.handle(m+" /_mget", s.handleMget, mgetParams...)
+		s.handle(m+" /{index}/_mget", s.handleMget, mgetParams...)
+	}
 	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type")
 	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term",
 		"_source", "_source_includes", "_source_excludes")
+
+	s.handle("POST /{index}/_delete_by_query", s.handleDeleteByQuery, byQueryParams...)
+	s.handle("POST /{index}/_update_by_query", s.handleUpdateByQuery, byQueryParams...)
+	s.handle("POST /_reindex", s.handleReindex, "refresh", "timeout", "wait_for_active_shards", "wait_for_completion", "requests_per_second", "scroll", "slices", "max_docs", "require_alias")
 
 	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
@@ -546,6 +559,11 @@ func (s *Server) routes() {
 		s.handle(m+" /{index}/_explain/{id}", s.handleExplain, "routing", "preference", "stored_fields", "_source", "lenient", "q", "df", "analyzer", "analyze_wildcard", "default_operator")
 	}
 	s.handle("GET /_cat/count/{index}", s.handleCatCount, catParams...)
+	s.handle("GET /_stats", s.handleIndicesStats, statsParams...)
+	s.handle("GET /{index}/_stats", s.handleIndicesStats, statsParams...)
+	s.handle("GET /{index}/_stats/{metric}", s.handleIndicesStats, statsParams...)
+	// GET /_stats/{metric} would conflict with every GET /{index}/_x
+	// pattern in net/http's mux: handleNoRoute serves it.
 	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
 	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
 	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
@@ -601,10 +619,15 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 		s.serveUnrouted(w, r, s.handleNodes, "timeout")
 		return
 	}
+	if metric, ok := strings.CutPrefix(r.URL.Path, "/_stats/"); ok && r.Method == http.MethodGet && metric != "" && !strings.Contains(metric, "/") {
+		r.SetPathValue("metric", metric)
+		s.serveUnrouted(w, r, s.handleIndicesStats, statsParams...)
+		return
+	}
 	if name, ok := strings.CutPrefix(r.URL.Path, "/_alias/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 		name != "" && !strings.Contains(name, "/") {
 		r.SetPathValue("name", name)
-		s.serveUnrouted(w, r, s.handleGetAlias, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+		s.serveUnrouted(w, r, s.handleGetAlias, aliasReadParams...)
 		return
 	}
 	var allowed []string

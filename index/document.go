@@ -23,6 +23,9 @@ const (
 	SourceField = "_source"
 	// metaField holds seq no, version and primary term (24 bytes, big endian).
 	metaField = "_weft_meta"
+	// MetaField, asked for in a search request's Fields, gives each hit
+	// its seq no, version and primary term (read them with HitMeta).
+	MetaField = metaField
 )
 
 // Text fields are indexed with term vectors (phrase queries, highlighting)

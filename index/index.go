@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -502,7 +503,35 @@ func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.Se
 		r.Query = &globalQuery{Query: req.Query, stats: st}
 		req = &r
 	}
-	return i.bl.SearchInContext(ctx, req)
+	res, err := i.bl.SearchInContext(ctx, req)
+	if err == nil && slices.Contains(req.Fields, MetaField) {
+		for _, h := range res.Hits {
+			textMeta(h.Fields)
+		}
+	}
+	return res, err
+}
+
+// textMeta rewrites a hit's binary MetaField value as text
+// ("seq:version:term"), which survives JSON between nodes.
+func textMeta(fields map[string]any) {
+	v, ok := fields[MetaField].(string)
+	if !ok || len(v) != 24 {
+		return
+	}
+	b := []byte(v)
+	fields[MetaField] = fmt.Sprintf("%d:%d:%d", binary.BigEndian.Uint64(b[0:]), int64(binary.BigEndian.Uint64(b[8:])), binary.BigEndian.Uint64(b[16:]))
+}
+
+// HitMeta reads a hit's seq no, version and primary term from its Fields
+// (the search asked for MetaField); false when the hit has none.
+func HitMeta(fields map[string]any) (seq uint64, version int64, term uint64, ok bool) {
+	v, isStr := fields[MetaField].(string)
+	if !isStr {
+		return 0, 0, 0, false
+	}
+	n, err := fmt.Sscanf(v, "%d:%d:%d", &seq, &version, &term)
+	return seq, version, term, err == nil && n == 3
 }
 
 // TermStats returns this index's statistics for q (phase 1 of global

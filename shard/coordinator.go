@@ -527,16 +527,22 @@ func (c *Coordinator) Fields(names []string) FieldTypes {
 	return out
 }
 
+// counterStats are this node's request counters by index name.
+func (c *Coordinator) counterStats() map[string]IndexNodeStats {
+	out := map[string]IndexNodeStats{}
+	c.countersMu.Lock()
+	defer c.countersMu.Unlock()
+	for name, ic := range c.counters {
+		out[name] = IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
+			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
+	}
+	return out
+}
+
 // Stats returns per-index counters of this node: the requests it
 // coordinated and the copies it holds.
 func (c *Coordinator) Stats() NodeStats {
-	out := NodeStats{Indices: map[string]IndexNodeStats{}}
-	c.countersMu.Lock()
-	for name, ic := range c.counters {
-		out.Indices[name] = IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
-			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
-	}
-	c.countersMu.Unlock()
+	out := NodeStats{Indices: c.counterStats()}
 	for _, sc := range c.store.openCopies() {
 		st := out.Indices[sc.meta.Index]
 		is := sc.idx.Stats()

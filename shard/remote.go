@@ -383,6 +383,7 @@ func jsonReply(v any) ([]byte, error) {
 func (c *Coordinator) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(methodBulk, c.serveBulk)
 	mux.HandleFunc(methodGet, c.serveGet)
+	mux.HandleFunc(methodMget, c.serveMget)
 	mux.HandleFunc(methodRefresh, c.serveRefresh)
 	mux.HandleFunc(methodCopyStats, c.serveCopyStats)
 	mux.HandleFunc(methodSearchStats, c.serveSearchStats)

@@ -30,6 +30,7 @@ const (
 	methodRecoveryStart                                 // a recovering copy asks its primary how to recover
 	methodRecoveryFiles                                 // the primary streams its index snapshot (also the stream's method)
 	methodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
+	methodMget                                          // realtime gets of several documents of one shard from its primary
 )
 
 const wireVersion = 1

@@ -74,6 +74,9 @@ var _ json.Marshaler = TotalHits{}
 type Hit struct {
 	Index          string              `json:"_index"`
 	ID             string              `json:"_id,omitempty"`
+	Version        *int64              `json:"_version,omitempty"`
+	SeqNo          *uint64             `json:"_seq_no,omitempty"`
+	PrimaryTerm    *uint64             `json:"_primary_term,omitempty"`
 	Score          *float64            `json:"_score"`
 	MatchedQueries []string            `json:"matched_queries,omitempty"`
 	Source         json.RawMessage     `json:"_source,omitempty"`
@@ -136,6 +139,16 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 		}
 		if m, ok := h.Fields[index.MatchedQueriesField].([]string); ok && len(m) > 0 {
 			hit.MatchedQueries = m
+		}
+		if s.version || s.seqNo {
+			if seq, ver, term, ok := index.HitMeta(h.Fields); ok {
+				if s.version {
+					hit.Version = &ver
+				}
+				if s.seqNo {
+					hit.SeqNo, hit.PrimaryTerm = &seq, &term
+				}
+			}
 		}
 		if showScores {
 			scores[i] = h.Score

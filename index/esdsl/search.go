@@ -75,6 +75,9 @@ type Search struct {
 	fields Fields
 	// fetch are the fields hits return values of.
 	fetch fetchSpec
+	// version and seqNo: hits show _version, and _seq_no with
+	// _primary_term.
+	version, seqNo bool
 }
 
 // Routing returns the request's routing values (the routing parameter,
@@ -266,7 +269,12 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 				return nil, err
 			}
 		}
-		if v {
+		switch {
+		case k == "version":
+			s.version = v
+		case k == "seq_no_primary_term":
+			s.seqNo = v
+		case v:
 			return nil, argErr("[%s] true is not supported by this node; drop it", k)
 		}
 	}
@@ -449,6 +457,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 	}
 	if !s.source.disabled || s.highlight != nil || !s.fetch.empty() {
 		req.Fields = []string{index.SourceField}
+	}
+	if s.version || s.seqNo {
+		req.Fields = append(req.Fields, index.MetaField)
 	}
 
 	aggRaw, hasAggs := o["aggs"]
