@@ -30,9 +30,29 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// search runs one search request over the index expression expr.
+// search runs one search request over the index expression expr, or over
+// the point in time its body names.
 func (s *Server) search(r *http.Request, expr string, body []byte, params url.Values) (*esdsl.SearchResponse, error) {
 	start := time.Now()
+	if pit, ok := pitOf(body); ok {
+		if expr != "" {
+			return nil, validationErr("[indices] cannot be used with point in time; the point in time names them")
+		}
+		p, err := shard.DecodePIT(pit)
+		if err != nil {
+			return nil, err
+		}
+		names := p.Indices()
+		srch, err := esdsl.ParseSearch(body, params, s.fieldsOf(names))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.runSearch(r, names, srch, start)
+		if err == nil {
+			resp.PitID = pit
+		}
+		return resp, err
+	}
 	names, sc, err := s.scoped(expr, params)
 	if err != nil {
 		return nil, err
@@ -82,10 +102,34 @@ func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, 
 	return res.Indices, sc, err
 }
 
+// runSearch runs a translated search and shapes its reply. The first page
+// of a scroll opens the scroll's point in time first and stores where the
+// page ended with it.
 func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time) (*esdsl.SearchResponse, error) {
+	var pit *shard.PIT // a scroll's
+	opened := false
+	if srch.Scroll > 0 {
+		id, _ := srch.PointInTime()
+		p, err := shard.DecodePIT(id)
+		if id == "" {
+			p, err = s.eng.OpenPIT(r.Context(), names, srch.Scroll)
+			opened = true
+		}
+		if err != nil {
+			return nil, err
+		}
+		pit = &p
+		srch.SetPointInTime(p.Encode(), srch.Scroll)
+	}
 	res, err := s.eng.Search(r.Context(), names, srch)
 	if err != nil {
+		if opened {
+			_, _ = s.eng.ClosePIT(r.Context(), *pit)
+		}
 		return nil, err
+	}
+	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shard.ErrContextMissing) {
+		return nil, res.Failures[0].Err // the point in time is gone: 404, as Elasticsearch answers
 	}
 	if len(res.Failures) > 0 && !srch.AllowPartial(s.clusterSetting("search.default_allow_partial_results") != "false") {
 		f := res.Failures[0]
@@ -99,12 +143,31 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 	}
 	resp.TimedOut = res.TimedOut
 	resp.Shards.Failures = shardFailures(res.Failures)
-	id, err := srch.ScrollID(names, res.SearchResult, s.now())
-	if err != nil {
-		return nil, err
+	if pit != nil {
+		page, after := srch.ScrollCursor(res.SearchResult)
+		if err := s.eng.CommitScroll(r.Context(), *pit, shard.ScrollCursor{Page: page, After: after}); err != nil {
+			return nil, err
+		}
+		if opened {
+			if resp.ScrollID, err = srch.ScrollID(pit.Encode(), names); err != nil {
+				return nil, err
+			}
+		}
 	}
-	resp.ScrollID = id
 	return resp, nil
+}
+
+// pitOf reads the point in time id of a search body ("pit": {"id": ...}).
+func pitOf(body []byte) (string, bool) {
+	var b struct {
+		PIT *struct {
+			ID string `json:"id"`
+		} `json:"pit"`
+	}
+	if len(bytes.TrimSpace(body)) == 0 || json.Unmarshal(body, &b) != nil || b.PIT == nil || b.PIT.ID == "" {
+		return "", false
+	}
+	return b.PIT.ID, true
 }
 
 func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
@@ -195,8 +258,8 @@ type scrollBody struct {
 	ScrollID json.RawMessage `json:"scroll_id"`
 }
 
-// scrollIDs reads scroll ids from the path, ?scroll_id= and the body, which
-// may hold one id or (for clearing) a list.
+// scrollIDs reads scroll ids from the path, ?scroll_id= or the body (which
+// wins, and may hold one id or, for clearing, a list).
 func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, err error) {
 	keepAlive = r.URL.Query().Get("scroll")
 	if id := r.PathValue("scroll_id"); id != "" {
@@ -214,13 +277,15 @@ func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, er
 			keepAlive = b.Scroll
 		}
 		if len(b.ScrollID) > 0 {
+			// The body's ids override the path's and the query's, as in
+			// Elasticsearch.
 			var one string
 			var many []string
 			switch {
 			case json.Unmarshal(b.ScrollID, &one) == nil:
-				ids = append(ids, one)
+				ids = []string{one}
 			case json.Unmarshal(b.ScrollID, &many) == nil:
-				ids = append(ids, many...)
+				ids = many
 			default:
 				return nil, "", badRequest("x_content_parse_exception", "scroll_id must be a string or a list of strings")
 			}
@@ -229,8 +294,9 @@ func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, er
 	return ids, keepAlive, nil
 }
 
-// handleScroll continues a scroll. Scroll ids are stateless (they carry the
-// request and where the last page ended), so nothing on the node expires.
+// handleScroll continues a scroll: the page after the one its cursor
+// (kept with its point in time) ended at, whichever node sent the last
+// page; the same id never serves a page twice.
 func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	body, err := s.readBody(w, r)
@@ -244,31 +310,40 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if len(ids) != 1 {
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: scrollId is missing; send exactly one scroll_id;"}
 	}
-	all, err := s.resolve("_all")
+	sc, err := esdsl.ParseScroll(ids[0], keepAlive)
 	if err != nil {
 		return err
 	}
-	names, srch, err := esdsl.ParseScroll(ids[0], keepAlive, s.fieldsOf(all), s.now())
+	pit, err := shard.DecodePIT(sc.PIT)
 	if err != nil {
 		return err
 	}
-	asInt, err := boolParam(r, "rest_total_hits_as_int", false)
+	cur, err := s.eng.ClaimScroll(r.Context(), pit)
 	if err != nil {
 		return err
 	}
-	srch.SetTotalAsInt(asInt)
-	resp, err := s.runSearch(r, names, srch, start)
+	srch, err := sc.Page(s.fieldsOf(sc.Indices), cur.Page, cur.After)
+	var resp *esdsl.SearchResponse
+	if err == nil {
+		var asInt bool
+		if asInt, err = boolParam(r, "rest_total_hits_as_int", false); err == nil {
+			srch.SetTotalAsInt(asInt)
+			resp, err = s.runSearch(r, sc.Indices, srch, start)
+		}
+	}
 	if err != nil {
+		_ = s.eng.CommitScroll(r.Context(), pit, cur) // give the page up
 		return err
 	}
+	resp.ScrollID = ids[0]
 	s.writeJSON(w, r, http.StatusOK, resp)
 	return nil
 }
 
-// handleClearScroll acknowledges clearing scrolls. Nothing is held for a
-// scroll on the node, so clearing frees nothing; ids that do not parse are
-// not counted, and a request whose ids are all invalid gets 404 as in
-// Elasticsearch.
+// handleClearScroll releases scrolls' points in time (every scroll of this
+// API has one; _all is refused: scrolls are not listed anywhere). Ids that
+// do not parse, or whose contexts are gone, free nothing; a request that
+// frees nothing is a 404, as in Elasticsearch.
 func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -278,23 +353,29 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	all, err := s.resolve("_all")
-	if err != nil {
-		return err
-	}
 	freed := 0
 	for _, id := range ids {
 		if id == "_all" {
-			freed++
+			return illegalArgument("clearing [_all] scrolls is not supported: Weft keeps no list of them; send the scroll ids")
+		}
+		sc, err := esdsl.ParseScroll(id, "")
+		if err != nil {
+			var de *esdsl.Error
+			if errors.As(err, &de) {
+				continue
+			}
+			return err
+		}
+		pit, err := shard.DecodePIT(sc.PIT)
+		if err != nil {
 			continue
 		}
-		_, _, perr := esdsl.ParseScroll(id, "", s.eng.Fields(all), s.now())
-		var de *esdsl.Error
-		switch {
-		case perr == nil:
+		n, err := s.eng.ClosePIT(r.Context(), pit)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
 			freed++
-		case !errors.As(perr, &de):
-			return perr
 		}
 	}
 	status := http.StatusOK

@@ -51,6 +51,14 @@ type Engine interface {
 	// IndexStats gathers the named indices' statistics from the nodes
 	// that answer before ctx ends.
 	IndexStats(ctx context.Context, names []string) map[string]shard.IndexStats
+	// OpenPIT pins one copy of every shard of the indices for keepAlive;
+	// ClosePIT releases them (reporting how many were open).
+	OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (shard.PIT, error)
+	ClosePIT(ctx context.Context, pit shard.PIT) (int, error)
+	// ClaimScroll takes a scroll's cursor for its next page; CommitScroll
+	// stores the cursor that page ended at (or gives the page up).
+	ClaimScroll(ctx context.Context, pit shard.PIT) (shard.ScrollCursor, error)
+	CommitScroll(ctx context.Context, pit shard.PIT, cur shard.ScrollCursor) error
 	// Mget reads many documents (realtime), grouped by shard.
 	Mget(ctx context.Context, items []shard.MgetItem) ([]shard.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
@@ -534,6 +542,8 @@ func (s *Server) routes() {
 	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
 	s.handle("POST /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
+	s.handle("POST /{index}/_pit", s.handleOpenPIT, "keep_alive", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "preference", "routing", "allow_partial_search_results")
+	s.handle("DELETE /_pit", s.handleClosePIT, noParams...)
 	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
 	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
 

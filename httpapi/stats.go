@@ -111,10 +111,9 @@ func statsSection(st shard.IndexStats, primaries bool, metrics []string) map[str
 			out[m] = map[string]any{"size_in_bytes": cs.StoreSizeBytes, "total_data_set_size_in_bytes": cs.StoreSizeBytes, "reserved_in_bytes": 0}
 		case "indexing":
 			out[m] = map[string]any{"index_total": c.IndexTotal, "index_time_in_millis": c.IndexTimeNanos / 1e6, "delete_total": c.DeleteTotal,
-				"index_current": 0, "delete_current": 0, "index_failed": 0, "noop_update_total": 0, "is_throttled": false}
+				"is_throttled": false}
 		case "search":
-			out[m] = map[string]any{"query_total": c.SearchTotal, "query_time_in_millis": c.SearchNanos / 1e6, "query_current": 0,
-				"open_contexts": 0}
+			out[m] = map[string]any{"query_total": c.SearchTotal, "query_time_in_millis": c.SearchNanos / 1e6}
 		case "fielddata":
 			out[m] = map[string]any{"memory_size_in_bytes": 0, "evictions": 0, "global_ordinals": map[string]any{"build_time_in_millis": 0}}
 		case "query_cache":

@@ -48,6 +48,7 @@ func translate(err error) *apiError {
 		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
 		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
 		{shard.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
+		{shard.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
 		{shard.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the

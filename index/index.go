@@ -107,6 +107,8 @@ type Index struct {
 	appliedSeq   atomic.Uint64
 	persistedSeq atomic.Uint64
 	gcp          atomic.Uint64 // see SetGlobalCheckpoint
+
+	pinned *pinnedIndex // a view from Pin: its snapshot
 }
 
 func bleveConfig() map[string]any {
@@ -598,6 +600,9 @@ const closePersistWait = 30 * time.Second
 // closes the bleve index; whatever is not persisted by then is replayed from
 // the shard log on the next open. Idempotent.
 func (i *Index) Close() error {
+	if i.pinned != nil {
+		return i.Release()
+	}
 	i.applyMu.Lock()
 	defer i.applyMu.Unlock()
 	deadline := time.Now().Add(closePersistWait)

@@ -45,6 +45,10 @@ var (
 	// ErrIndexClosed: the index is closed; open it to read or write it
 	// (400 index_closed_exception).
 	ErrIndexClosed = errors.New("index closed")
+	// ErrContextMissing: a point in time's (or scroll's) reader context is
+	// gone — expired, closed, or its node restarted (404
+	// search_context_missing_exception).
+	ErrContextMissing = errors.New("search context missing")
 	// ErrNotSupported: the node's metadata cannot do what was asked (a
 	// test double without IndexAdmin).
 	ErrNotSupported = errors.New("not supported")

@@ -36,6 +36,7 @@ type Coordinator struct {
 	peers  Peers // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
+	pits   *readerContexts // this node's pinned views (points in time, scrolls)
 
 	countersMu sync.Mutex
 	counters   map[string]*indexCounters // by index name, this node's requests
@@ -107,7 +108,7 @@ func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(),
+	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(), pits: newReaderContexts(),
 		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -146,6 +147,7 @@ func (c *Coordinator) reconcileLoop() {
 				lastErr = err.Error()
 			}
 		}
+		c.pits.sweep(time.Now(), func(alloc string) bool { _, ok := c.store.copy(alloc); return ok })
 		select {
 		case <-c.stop:
 			return
@@ -167,6 +169,7 @@ func (c *Coordinator) Close() error {
 	if running {
 		<-c.done
 	}
+	c.pits.closeAll()
 	return c.store.Close()
 }
 

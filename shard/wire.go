@@ -31,6 +31,10 @@ const (
 	methodRecoveryFiles                                 // the primary streams its index snapshot (also the stream's method)
 	methodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
 	methodMget                                          // realtime gets of several documents of one shard from its primary
+	methodContextOpen                                   // pin a copy in a reader context (point in time, scroll)
+	methodContextClose                                  // release a reader context
+	methodScrollClaim                                   // take a scroll's cursor from its home context for a page
+	methodScrollCommit                                  // store a scroll's cursor after a page
 )
 
 const wireVersion = 1
@@ -62,6 +66,7 @@ var wireErrors = []error{
 	19: errCorruptRecord,
 	20: ErrLogFailed,
 	21: ErrLogCorrupt,
+	22: ErrContextMissing,
 }
 
 // ErrStaleRouting: the request was routed with an older (or newer) view of

@@ -82,7 +82,7 @@ func (r *SearchResponse) AppendJSON(b []byte) ([]byte, bool) {
 
 // fastEncodable reports whether AppendJSON can encode r.
 func (r *SearchResponse) fastEncodable() bool {
-	if len(r.Aggregations) > 0 || len(r.Shards.Failures) > 0 || !plainString(r.ScrollID) || !plainFloat(r.Hits.MaxScore) {
+	if len(r.Aggregations) > 0 || len(r.Shards.Failures) > 0 || r.PitID != "" || !plainString(r.ScrollID) || !plainFloat(r.Hits.MaxScore) {
 		return false
 	}
 	if t := r.Hits.Total; t != nil && !plainString(t.Relation) {

@@ -53,9 +53,12 @@ func FuzzParseSearch(f *testing.F) {
 		resp := s.Response(res, time.Millisecond)
 		require.NotNil(t, resp)
 		if s.Scroll > 0 {
-			id, err := s.ScrollID([]string{"test"}, res, fixedNow)
+			id, err := s.ScrollID("pit", []string{"test"})
 			require.NoError(t, err)
-			_, _, err = ParseScroll(id, "", ti.fields, fixedNow)
+			sc, err := ParseScroll(id, "")
+			require.NoError(t, err)
+			page, after := s.ScrollCursor(res)
+			_, err = sc.Page(ti.fields, page, after)
 			require.NoError(t, err)
 		}
 	})
@@ -97,20 +100,22 @@ func FuzzParseScroll(f *testing.F) {
 	for _, body := range []string{`{"size":2}`, `{"sort":[{"views":"desc"}],"query":{"match":{"body":"fox"}}}`} {
 		s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, fields, fixedNow, Scope{})
 		require.NoError(f, err)
-		id, err := s.ScrollID([]string{"test"}, nil, fixedNow)
+		id, err := s.ScrollID("pit", []string{"test"})
 		require.NoError(f, err)
 		f.Add(id, "30s")
 	}
 	f.Add("", "")
 	f.Add("AAAAAAAAAAAA", "1m")
 	f.Fuzz(func(t *testing.T, id, keepAlive string) {
-		indices, s, err := ParseScroll(id, keepAlive, fields, fixedNow)
+		sc, err := ParseScroll(id, keepAlive)
 		if err != nil {
 			requireClientError(t, err)
 			return
 		}
-		require.NotNil(t, s)
-		require.NotNil(t, indices)
+		require.NotEmpty(t, sc.PIT)
+		if _, err := sc.Page(fields, 1, nil); err != nil {
+			requireClientError(t, err)
+		}
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 // SearchResponse is the body of an Elasticsearch 8 _search response; it is
 // meant for json.Marshal.
 type SearchResponse struct {
+	PitID        string         `json:"pit_id,omitempty"`
 	Took         int64          `json:"took"`
 	TimedOut     bool           `json:"timed_out"`
 	Shards       ShardsInfo     `json:"_shards"`

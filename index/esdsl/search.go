@@ -78,6 +78,10 @@ type Search struct {
 	// version and seqNo: hits show _version, and _seq_no with
 	// _primary_term.
 	version, seqNo bool
+	// pit is the point in time searched ("" when none), pitKeep the
+	// keep-alive the search extends it to (0: its own).
+	pit     string
+	pitKeep time.Duration
 }
 
 // Routing returns the request's routing values (the routing parameter,
@@ -86,6 +90,13 @@ type Search struct {
 func (s *Search) Routing() []string {
 	return splitList(s.params.Get("routing"))
 }
+
+// PointInTime returns the id of the point in time the search runs on ("" for
+// none) and the keep-alive it extends it to (0: unchanged).
+func (s *Search) PointInTime() (string, time.Duration) { return s.pit, s.pitKeep }
+
+// SetPointInTime makes s search a point in time (a scroll's pages).
+func (s *Search) SetPointInTime(id string, keep time.Duration) { s.pit, s.pitKeep = id, keep }
 
 // AllowPartial reports whether the request accepts results that miss
 // shards (allow_partial_search_results; def when it does not say).
@@ -142,13 +153,13 @@ var searchBodyKeys = map[string]bool{
 	"query": true, "from": true, "size": true, "sort": true, "_source": true, "highlight": true,
 	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
 	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
-	"stored_fields": true, "min_score": true, "fields": true, "docvalue_fields": true,
+	"stored_fields": true, "min_score": true, "fields": true, "docvalue_fields": true, "pit": true,
 }
 
 var unsupportedBodyKeys = map[string]string{
 	"post_filter": "", "terminate_after": "", "collapse": "", "rescore": "",
 	"suggest": "", "script_fields": "",
-	"indices_boost": "", "pit": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
+	"indices_boost": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
 	"slice": "", "stats": "", "ext": "", "sub_searches": "",
 }
 
@@ -279,6 +290,11 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 		}
 	}
 
+	if raw, ok := o["pit"]; ok {
+		if err := s.parsePIT(raw); err != nil {
+			return nil, err
+		}
+	}
 	if raw, ok := o["timeout"]; ok {
 		str, err := asString(raw, "timeout")
 		if err != nil {
@@ -294,6 +310,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 		}
 	}
 	if params.Has("scroll") {
+		if s.pit != "" {
+			return nil, argErr("using [point in time] is not allowed in a scroll context")
+		}
 		if s.Scroll, err = parseDuration(params.Get("scroll"), "scroll"); err != nil {
 			return nil, err
 		}
@@ -479,6 +498,39 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 		return nil, argErr("invalid search request: %v", err)
 	}
 	return s, nil
+}
+
+// parsePIT reads the body's "pit": {"id": ..., "keep_alive": ...}.
+func (s *Search) parsePIT(raw json.RawMessage) error {
+	o, err := asObject(raw, "pit")
+	if err != nil {
+		return err
+	}
+	for _, k := range o.sortedKeys() {
+		switch k {
+		case "id":
+			if s.pit, err = asString(o[k], "pit.id"); err != nil {
+				return err
+			}
+		case "keep_alive":
+			str, err := asString(o[k], "pit.keep_alive")
+			if err != nil {
+				return err
+			}
+			if s.pitKeep, err = parseDuration(str, "pit.keep_alive"); err != nil {
+				return err
+			}
+			if s.pitKeep <= 0 {
+				return argErr("[pit.keep_alive] must be positive, got [%s]", str)
+			}
+		default:
+			return parsingErr("[pit] unknown key [%s]; it holds id and keep_alive", k)
+		}
+	}
+	if s.pit == "" {
+		return argErr("[pit] needs an [id]")
+	}
+	return nil
 }
 
 // withMinScore wraps q so that it matches only documents scoring at least
