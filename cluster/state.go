@@ -55,6 +55,10 @@ type Settings struct {
 	// ("search.default_allow_partial_results"), as strings; their meaning
 	// is the API's.
 	Values map[string]string `json:"values,omitempty"`
+	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec: the
+	// throttle of recovery file streams on every node (0: none); nil
+	// leaves each node's own --recovery-max-bytes-per-sec.
+	RecoveryMaxBytesPerSec *int64 `json:"recovery_max_bytes_per_sec,omitempty"`
 }
 
 // Excluded reports whether copies may not live on the node called name.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/internal/bytesize"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -53,10 +55,90 @@ type ClusterSettings struct {
 	ExcludeNames []string
 	// Values are the other settings of clusterSettings, by key.
 	Values map[string]string
+	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec (0: no
+	// throttle); nil leaves each node's --recovery-max-bytes-per-sec.
+	RecoveryMaxBytesPerSec *int64
 }
 
-// excludeNameSetting drains nodes by name.
-const excludeNameSetting = "cluster.routing.allocation.exclude._name"
+// The cluster settings Weft has besides those of clusterSettings.
+const (
+	excludeNameSetting  = "cluster.routing.allocation.exclude._name"
+	recoveryRateSetting = "indices.recovery.max_bytes_per_sec"
+)
+
+// persistent renders the settings that are set, as GET _cluster/settings
+// and _cluster/state show them.
+func (c ClusterSettings) persistent() map[string]any {
+	out := map[string]any{}
+	if len(c.ExcludeNames) > 0 {
+		out[excludeNameSetting] = strings.Join(c.ExcludeNames, ",")
+	}
+	if c.RecoveryMaxBytesPerSec != nil {
+		out[recoveryRateSetting] = fmt.Sprintf("%db", *c.RecoveryMaxBytesPerSec)
+	}
+	for k, v := range c.Values {
+		out[k] = v
+	}
+	return out
+}
+
+// set applies one setting of a PUT _cluster/settings body (raw is its JSON
+// value; null resets it) and returns the value to echo. c.Values must not
+// be shared with the committed settings. Transient settings are kept like
+// persistent ones (Elasticsearch 8 deprecates the difference).
+func (c *ClusterSettings) set(key string, raw json.RawMessage) (any, error) {
+	reset := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	if _, ok := clusterSettings[key]; ok {
+		if reset {
+			delete(c.Values, key)
+			return nil, nil
+		}
+		v, err := boolValue(raw, key)
+		if err != nil {
+			return nil, err
+		}
+		if c.Values == nil {
+			c.Values = map[string]string{}
+		}
+		c.Values[key] = strconv.FormatBool(v)
+		return v, nil
+	}
+	var str string
+	if !reset {
+		if err := json.Unmarshal(raw, &str); err != nil {
+			var n json.Number
+			if key != recoveryRateSetting || json.Unmarshal(raw, &n) != nil {
+				return nil, illegalArgument("[%s] must be a string or null", key)
+			}
+			str = n.String()
+		}
+	}
+	switch key {
+	case excludeNameSetting:
+		c.ExcludeNames = nil
+		for _, n := range strings.Split(str, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				c.ExcludeNames = append(c.ExcludeNames, n)
+			}
+		}
+	case recoveryRateSetting:
+		c.RecoveryMaxBytesPerSec = nil
+		if !reset {
+			n, err := bytesize.Parse(str)
+			if err != nil {
+				return nil, illegalArgument("failed to parse setting [%s] with value [%s] as a size in bytes: use e.g. 40mb, or 0 for no limit", key, str)
+			}
+			c.RecoveryMaxBytesPerSec = &n
+		}
+	default:
+		known := append(slices.Sorted(maps.Keys(clusterSettings)), excludeNameSetting, recoveryRateSetting)
+		return nil, illegalArgument("persistent setting [%s], not recognized; Weft supports %v", key, known)
+	}
+	if reset {
+		return nil, nil
+	}
+	return str, nil
+}
 
 // clusterSettings are the cluster settings besides excludeNameSetting, with
 // their defaults. Each is honoured:
@@ -359,9 +441,7 @@ func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) erro
 	}
 	persistent := map[string]any{}
 	if s.cfg.Cluster != nil {
-		if ex := s.cfg.Cluster.Settings().ExcludeNames; len(ex) > 0 {
-			persistent[excludeNameSetting] = strings.Join(ex, ",")
-		}
+		persistent = s.cfg.Cluster.Settings().persistent()
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{
 		"cluster_name": s.cfg.ClusterName, "cluster_uuid": v.ClusterUUID, "version": v.Version,
@@ -400,6 +480,13 @@ func (s *Server) handleReroute(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return badRequest("x_content_parse_exception", "failed to parse the reroute body: %v", err)
 	}
+	if dry, err := boolParam(r, "dry_run", false); err != nil {
+		return err
+	} else if dry {
+		// Elasticsearch simulates the commands on a copy of the state; the
+		// checks here run on the leader as the move is committed.
+		return illegalArgument("[dry_run] is not supported: Weft checks a move only as it commits it")
+	}
 	if len(req.Commands) == 0 {
 		return illegalArgument("no reroute commands; send {\"commands\":[{\"move\":{\"index\":…,\"shard\":…,\"from_node\":…,\"to_node\":…}}]}")
 	}
@@ -435,15 +522,7 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 	if s.cfg.Cluster == nil {
 		return errNoCluster
 	}
-	persistent := map[string]any{}
-	cur := s.cfg.Cluster.Settings()
-	if ex := cur.ExcludeNames; len(ex) > 0 {
-		persistent[excludeNameSetting] = strings.Join(ex, ",")
-	}
-	for k, v := range cur.Values {
-		persistent[k] = v
-	}
-	out := map[string]any{"persistent": persistent, "transient": map[string]any{}}
+	out := map[string]any{"persistent": s.cfg.Cluster.Settings().persistent(), "transient": map[string]any{}}
 	if flagParam(r, "include_defaults") {
 		defaults := map[string]any{}
 		for k, v := range clusterSettings {
@@ -456,8 +535,9 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 }
 
 // handlePutClusterSettings serves PUT /_cluster/settings: the allocation
-// exclusion by node name, persistent or transient (both are kept in the
-// cluster's metadata), a comma list or null to clear.
+// exclusion by node name (a comma list) and the recovery throttle (a byte
+// size), persistent or transient (both are kept in the cluster's
+// metadata); null resets one.
 func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Cluster == nil {
 		return errNoCluster
@@ -475,17 +555,13 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 	}
 	cur := s.cfg.Cluster.Settings()
 	cur.Values = maps.Clone(cur.Values)
-	if cur.Values == nil {
-		cur.Values = map[string]string{}
-	}
 	changed := []map[string]any{{}, {}}
 	for i, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
 		for k, raw := range flattenSettings(part) {
-			if err := putClusterSetting(&cur, k, raw); err != nil {
+			v, err := cur.set(k, raw)
+			if err != nil {
 				return err
 			}
-			var v any
-			_ = json.Unmarshal(raw, &v)
 			changed[i][k] = v
 		}
 	}
@@ -493,43 +569,6 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "persistent": changed[0], "transient": changed[1]})
-	return nil
-}
-
-// putClusterSetting sets (or, with null, resets) one setting in cur.
-// Transient settings are kept like persistent ones (Elasticsearch 8
-// deprecates the difference).
-func putClusterSetting(cur *ClusterSettings, k string, raw json.RawMessage) error {
-	null := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-	if k == excludeNameSetting {
-		cur.ExcludeNames = nil
-		if null {
-			return nil
-		}
-		var list string
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return illegalArgument("[%s] must be a string of comma-separated node names or null", k)
-		}
-		for _, n := range strings.Split(list, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				cur.ExcludeNames = append(cur.ExcludeNames, n)
-			}
-		}
-		return nil
-	}
-	if _, ok := clusterSettings[k]; !ok {
-		known := append(slices.Sorted(maps.Keys(clusterSettings)), excludeNameSetting)
-		return illegalArgument("persistent setting [%s], not recognized; Weft supports %v", k, known)
-	}
-	if null {
-		delete(cur.Values, k)
-		return nil
-	}
-	v, err := boolValue(raw, k)
-	if err != nil {
-		return err
-	}
-	cur.Values[k] = strconv.FormatBool(v)
 	return nil
 }
 

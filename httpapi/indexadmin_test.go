@@ -186,6 +186,20 @@ func TestClusterSettingsHonoured(t *testing.T) {
 	require.Equal(t, 400, a.do("DELETE", "/d*", "").Status)
 	require.Equal(t, 400, a.do("PUT", "/_cluster/settings", `{"persistent":{"search.default_allow_partial_results":"maybe"}}`).Status)
 	require.Equal(t, 400, a.do("PUT", "/_cluster/settings", `{"persistent":{"no.such.setting":1}}`).Status)
+
+	// The three kinds of setting share one committed structure: setting
+	// or resetting one keeps the others.
+	a.must(200, "PUT", "/_cluster/settings", `{"persistent":{"search.default_allow_partial_results":false,"indices.recovery.max_bytes_per_sec":"1kb","cluster.routing.allocation.exclude._name":"nobody"}}`)
+	a.must(200, "PUT", "/_cluster/settings", `{"persistent":{"indices.recovery.max_bytes_per_sec":null}}`)
+	got := a.must(200, "GET", "/_cluster/settings", "")
+	require.Equal(t, "false", path(t, got, "persistent", "search.default_allow_partial_results"))
+	require.Equal(t, "nobody", path(t, got, "persistent", "cluster.routing.allocation.exclude._name"))
+	require.NotContains(t, got["persistent"], "indices.recovery.max_bytes_per_sec")
+	a.must(200, "PUT", "/_cluster/settings", `{"persistent":{"search.default_allow_partial_results":null,"indices.recovery.max_bytes_per_sec":"2kb"}}`)
+	got = a.must(200, "GET", "/_cluster/settings", "")
+	require.Equal(t, "2048b", path(t, got, "persistent", "indices.recovery.max_bytes_per_sec"))
+	require.Equal(t, "nobody", path(t, got, "persistent", "cluster.routing.allocation.exclude._name"))
+	require.NotContains(t, got["persistent"], "search.default_allow_partial_results")
 }
 
 func TestExternalVersionsAndDetectNoop(t *testing.T) {

@@ -563,3 +563,18 @@ func TestOlderViewDeletesNoCopy(t *testing.T) {
 	require.NoError(t, n.store.Reconcile(context.Background(), newer))
 	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
 }
+
+// TestRecoveryRateFollowsTheCluster: the recovery throttle is the
+// cluster's indices.recovery.max_bytes_per_sec once set (0 included), and
+// the node's own configuration otherwise.
+func TestRecoveryRateFollowsTheCluster(t *testing.T) {
+	tc := newTestCluster(t, "n1")
+	st := tc.nodes["n1"].store
+	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
+	for _, rate := range []int64{0, 5 << 20} {
+		require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = &rate; return nil }))
+		require.Equal(t, rate, st.recoveryRate())
+	}
+	require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = nil; return nil }))
+	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
+}

@@ -1,14 +1,18 @@
-// Package shard runs a node's indexes: each Elasticsearch-style index is
-// split into shards (routing: murmur3 of the routing value or _id, mod the
-// shard count), every shard copy being a bleve index (package index) plus a
-// write-ahead shard log. The Manager owns the write path (version checks,
-// sequence numbers, logging with group commit, batch apply), recovery by log
-// replay on open, and search fanned out over shards with global BM25
-// statistics through bleve's IndexAlias.
+// Package shard runs a node's part of the indexes: each Elasticsearch-style
+// index is split into shards (routing: murmur3 of the routing value or _id,
+// mod the shard count), every shard copy being a bleve index (package index)
+// plus a write-ahead shard log. The Store keeps this node's copies in line
+// with the cluster's shard table (creating, recovering and deleting them);
+// the Coordinator is what the HTTP API calls on every node: it routes writes
+// and realtime gets to each shard's primary (locally or over the fabric),
+// where the write path runs (version checks, sequence numbers, logging with
+// group commit, replication to the in-sync copies, batch apply), and fans
+// searches out to one copy of every shard with global BM25 statistics
+// through bleve's IndexAlias.
 //
-// Refresh semantics: every Bulk appends its operations to each touched
-// shard's log, waits for the fsync, then applies them to the shard's bleve
-// index as one batch before returning; documents are therefore searchable
+// Refresh semantics: a primary logs a group of operations, waits for the
+// fsync, and applies them to its bleve index as one batch (as its replicas
+// do) before the group is acknowledged; documents are therefore searchable
 // when Bulk returns, whatever the RefreshPolicy, and Refresh only waits for
 // writes in flight.
 package shard
@@ -54,7 +58,7 @@ var (
 	ErrNotSupported = errors.New("not supported")
 )
 
-// Config tunes the Manager.
+// Config tunes the shard layer (Store and Coordinator).
 type Config struct {
 	// LogSegmentBytes: a shard log starts a new segment file past this size;
 	// whole segments are trimmed once scorch has persisted them.

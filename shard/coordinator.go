@@ -184,24 +184,32 @@ func (c *Coordinator) countersFor(name string) *indexCounters {
 	return ic
 }
 
-// view returns the committed view; ErrClosed after Close, and
-// ErrClusterBlocked while the node cannot serve.
-func (c *Coordinator) view() (*View, error) {
+// view returns the committed view for writes and metadata changes:
+// ErrClosed after Close, ErrClusterBlocked while the node is not Ready.
+func (c *Coordinator) view() (*View, error) { return c.viewWhen(c.meta.Ready) }
+
+// readView returns the view for reads: the last one while this node knows
+// no leader (Metadata.Serving).
+func (c *Coordinator) readView() (*View, error) { return c.viewWhen(c.meta.Serving) }
+
+func (c *Coordinator) viewWhen(ok func() error) (*View, error) {
 	c.loopMu.Lock()
 	closed := c.closed
 	c.loopMu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
-	if err := c.meta.Ready(); err != nil {
+	if err := ok(); err != nil {
 		return nil, err
 	}
 	return c.meta.View(), nil
 }
 
-// ClusterView returns the committed view of the cluster's metadata;
-// ErrClusterBlocked while this node cannot serve.
-func (c *Coordinator) ClusterView() (*View, error) { return c.view() }
+// ClusterView returns the committed view of the cluster's metadata, the
+// last one while this node knows no leader (for reads: writes check Ready
+// themselves); ErrClusterBlocked until the node has first joined a
+// cluster (Metadata.Serving).
+func (c *Coordinator) ClusterView() (*View, error) { return c.readView() }
 
 // ValidateIndexName applies Elasticsearch's index name rules.
 func ValidateIndexName(name string) error {
@@ -306,7 +314,7 @@ func (c *Coordinator) DeleteIndex(ctx context.Context, name string) error {
 // Index describes one index, with document counts gathered from the nodes
 // that hold its copies.
 func (c *Coordinator) Index(name string) (IndexInfo, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return IndexInfo{}, err
 	}
@@ -320,7 +328,7 @@ func (c *Coordinator) Index(name string) (IndexInfo, error) {
 
 // Indices describes every index, sorted by name.
 func (c *Coordinator) Indices() []IndexInfo {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil
 	}
@@ -396,9 +404,9 @@ func (c *Coordinator) ResolveIndices(expr string) ([]string, error) {
 }
 
 // Resolve expands an index expression under a request's indices options
-// (see View.Resolve).
+// (see View.Resolve). It reads without a Raft leader.
 func (c *Coordinator) Resolve(expr string, o ResolveOptions) (Resolved, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return Resolved{}, err
 	}

@@ -34,7 +34,7 @@ func (c *Coordinator) localCopyStats() map[string]CopyStats {
 // CopyStats counts the documents and bytes of every copy whose node
 // answers before ctx ends, by allocation ID.
 func (c *Coordinator) CopyStats(ctx context.Context) map[string]CopyStats {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return map[string]CopyStats{}
 	}
@@ -56,7 +56,7 @@ func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]C
 // Recoveries lists the recoveries of copies on every live node that
 // answers before ctx ends (this node's too), newest first.
 func (c *Coordinator) Recoveries(ctx context.Context) []RecoveryInfo {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil
 	}
@@ -90,7 +90,7 @@ type IndexStats struct {
 // IndexStats gathers the statistics of the named indices from every node
 // that answers before ctx ends.
 func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string]IndexStats {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return map[string]IndexStats{}
 	}

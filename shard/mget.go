@@ -32,7 +32,7 @@ type MgetResult struct {
 // result per item, in item order. The error is for whole-request failures
 // (ctx ended, the node not in a cluster).
 func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil, err
 	}

@@ -221,7 +221,7 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 	if keepAlive <= 0 || keepAlive > MaxKeepAlive {
 		return PIT{}, fmt.Errorf("%w: keep alive for a point in time or scroll [%v] must be positive and at most %v (search.max_keep_alive)", ErrInvalidRequest, keepAlive, MaxKeepAlive)
 	}
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return PIT{}, err
 	}
@@ -296,7 +296,7 @@ func (c *Coordinator) openLocalContext(alloc string, keep time.Duration) (string
 // ClosePIT closes the point in time's contexts on the nodes that hold
 // them, and reports how many were open.
 func (c *Coordinator) ClosePIT(ctx context.Context, pit PIT) (int, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return 0, err
 	}
@@ -317,7 +317,7 @@ func (c *Coordinator) ClosePIT(ctx context.Context, pit PIT) (int, error) {
 // CommitScroll must follow (with the new cursor, or the same to give the
 // page up).
 func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (ScrollCursor, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return ScrollCursor{}, err
 	}
@@ -334,7 +334,7 @@ func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (ScrollCursor, e
 
 // CommitScroll stores a scroll's cursor after a page.
 func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur ScrollCursor) error {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return err
 	}

@@ -251,11 +251,12 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 // fail copies for a primary of an older term: a deposed primary
 // acknowledges nothing. With no recs it is a barrier: it returns nil only
 // if every copy in the group still takes this primary's term. last is the
-// primary's own checkpoint (read under its write lock).
-func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []LogRecord) func() error {
+// primary's own checkpoint (read under its write lock). The function also
+// returns how many copies acknowledged.
+func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []LogRecord) func() (int, error) {
 	targets := sc.group.snapshot()
 	if len(targets) == 0 {
-		return func() error { return nil }
+		return func() (int, error) { return 0, nil }
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 	gcp := sc.group.globalCheckpoint(last)
@@ -278,13 +279,15 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 	if len(recs) > 0 {
 		what = fmt.Sprintf("writes up to seq %d", recs[len(recs)-1].Seq)
 	}
-	return func() error {
+	return func() (int, error) {
 		defer cancel()
 		var errs []error
+		acked := 0
 		for range targets {
 			a := <-answers
 			if a.err == nil {
 				sc.group.acked(a.t.alloc, a.checkpoint)
+				acked++
 				continue
 			}
 			if errors.Is(a.err, ErrStaleRouting) {
@@ -308,7 +311,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 				s.logger.Info("recovering shard copy removed", "shard", sc.name, "allocation_id", a.t.alloc, "reason", reason)
 			}
 		}
-		return errors.Join(errs...)
+		return acked, errors.Join(errs...)
 	}
 }
 
@@ -318,7 +321,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 // A read done before it (when sc's checkpoint was last) reflects every
 // acknowledged write.
 func (s *Store) confirmPrimary(sc *shardCopy, term, last uint64) error {
-	if err := s.replicate(sc, term, sc.mapping.committedVersion(), last, nil)(); err != nil {
+	if _, err := s.replicate(sc, term, sc.mapping.committedVersion(), last, nil)(); err != nil {
 		return fmt.Errorf("shard %s: cannot confirm it is still the primary: %w", sc.name, err)
 	}
 	return nil

@@ -300,23 +300,39 @@ func requireSameDocs(t *testing.T, a, b map[string]string, what string) {
 		what, len(a), len(b), onlyA, onlyB, differ)
 }
 
-// TestDeposedPrimaryAcknowledgesNothing: a primary cut off from its replica
-// and from the cluster (its replica was promoted meanwhile) cannot
-// acknowledge a write: the new primary refuses its term, and failing that
-// copy through the cluster is refused too.
+// deposePrimary has the cluster promote the replica of index name's shard
+// 0 (term 2) while the primary's node keeps its old view, as a node cut off
+// from the leader would: its copy still believes it is the primary of term
+// 1. It returns that node, the old primary, and the other node.
+func deposePrimary(t *testing.T, tc *testCluster, name string) (old *testNode, p CopyView, other *testNode) {
+	t.Helper()
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	p, _ = ix.Shards[0].Primary()
+	tc.mc.freeze(p.NodeID)
+	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
+	awaitTermOnOthers(t, tc, p.NodeID, name, 2)
+	for id, n := range tc.nodes {
+		if id != p.NodeID {
+			other = n
+		}
+	}
+	sc, ok := tc.nodes[p.NodeID].store.copy(p.AllocationID)
+	require.True(t, ok)
+	require.True(t, sc.primary.Load(), "the old primary was meant not to have heard of its replacement")
+	return tc.nodes[p.NodeID], p, other
+}
+
+// TestDeposedPrimaryAcknowledgesNothing: a primary cut off from the
+// cluster (its replica was promoted meanwhile) cannot acknowledge a write:
+// the new primary refuses its term, and failing that copy through the
+// cluster is refused too.
 func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	tc := newTestCluster(t, nodes...)
 	withReplicas(t, tc, "d", 1, nodes)
-	ix, _ := tc.mc.node("x").View().Index("d")
-	p, _ := ix.Shards[0].Primary()
-	old := tc.nodes[p.NodeID]
-	sc, ok := old.store.copy(p.AllocationID)
-	require.True(t, ok)
-	// The cluster promotes the replica; the old primary has not heard (its
-	// copy still has the old term and believes it is primary).
-	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
-	awaitTermOnOthers(t, tc, p.NodeID, "d", 2)
+	old, p, _ := deposePrimary(t, tc, "d")
+	sc, _ := old.store.copy(p.AllocationID)
 	items := []item{{op: &Op{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
 	sc.prepare(items)
 	require.NoError(t, sc.write(items))
@@ -331,32 +347,21 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	tc := newTestCluster(t, nodes...)
 	withReplicas(t, tc, "s", 1, nodes)
-	ix, _ := tc.mc.node("x").View().Index("s")
-	p, _ := ix.Shards[0].Primary()
-	old := tc.nodes[p.NodeID]
 	write := func(n *testNode, val int) {
 		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, WriteOptions{})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 	}
-	write(old, 1)
-	tc.mc.freeze(p.NodeID)
-	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
-	awaitTermOnOthers(t, tc, p.NodeID, "s", 2)
-	var other *testNode
-	for id, n := range tc.nodes {
-		if id != p.NodeID {
-			other = n
-		}
+	for _, n := range tc.nodes {
+		write(n, 1)
+		break
 	}
+	old, p, other := deposePrimary(t, tc, "s")
 	write(other, 2)
 	d, err := other.Get(context.Background(), "s", "x", "")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"v":2}`, string(d.Source))
 
-	sc, ok := old.store.copy(p.AllocationID)
-	require.True(t, ok)
-	require.True(t, sc.primary.Load(), "the old primary was meant not to have heard of its replacement")
 	d, found, err := old.getLocal(p.AllocationID, "x")
 	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %s", found, d.Source)
 }
@@ -526,6 +531,37 @@ func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
 	same(t, docs)
 	for _, d := range docs {
 		require.Len(t, d, 20)
+	}
+}
+
+// TestOnlyCopyOutOfDiskComesBack: the only copy of a shard (no replicas)
+// whose disk fills fails its write and its log; once the disk has room
+// again its node reopens it (no restart) with every acknowledged document,
+// and it takes writes again.
+func TestOnlyCopyOutOfDiskComesBack(t *testing.T) {
+	full := new(atomic.Bool)
+	tc := newTestClusterWith(t, func(string) Config {
+		c := testConfig()
+		c.LogFS = fullDisk{vfs.OS, full}
+		return c
+	}, "n1")
+	n := tc.nodes["n1"]
+	require.NoError(t, n.CreateIndex(context.Background(), "solo", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n, "solo", ids[:10], sources[:10])
+
+	full.Store(true)
+	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, WriteOptions{})
+	require.NoError(t, err)
+	require.Error(t, res[0].Err, "a write was acknowledged on a full disk")
+	full.Store(false)
+	require.Eventually(t, func() bool {
+		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, WriteOptions{})
+		return err == nil && res[0].Err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the shard never took writes again")
+	for _, id := range append(ids[:10:10], ids[11]) {
+		_, err := n.Get(context.Background(), "solo", id, "")
+		require.NoError(t, err, "acknowledged document %s", id)
 	}
 }
 

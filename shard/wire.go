@@ -37,7 +37,9 @@ const (
 	methodScrollCommit                                  // store a scroll's cursor after a page
 )
 
-const wireVersion = 1
+// 2: bulk replies say how many copies hold each write; 3: external
+// versions in bulk ops, mget, reader contexts (point in time, scroll).
+const wireVersion = 3
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request

@@ -187,19 +187,10 @@ func primariesByNode(t *testing.T, np *nodeProc, index string) map[string]int {
 // back the cluster is green and every acknowledged document is found
 // through every node.
 func TestProcessReplicasKeepAcknowledgedWrites(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs three searchnode binaries")
-	}
-	bin := buildBinary(t, t.TempDir())
-	nodes := processCluster(t, bin, 3)
-	waitHealth(t, nodes[0], "green", 3)
+	nodes := greenCluster(t)
 	status, body := httpDo(t, "PUT", nodes[0].url()+"/acks", "application/json", `{"settings":{"number_of_shards":3,"number_of_replicas":1}}`)
 	require.Equal(t, 200, status, "%s", body)
 	waitHealth(t, nodes[0], "green", 3)
-	var seeds []string
-	for _, np := range nodes {
-		seeds = append(seeds, np.gossip)
-	}
 	byName := map[string]*nodeProc{}
 	for _, np := range nodes {
 		byName[np.name] = np
@@ -239,7 +230,7 @@ func TestProcessReplicasKeepAcknowledgedWrites(t *testing.T) {
 		require.Greater(t, len(acked), before, "%s: nothing was acknowledged", name)
 		require.Empty(t, missing(t, survivors[0], "acks", acked), "%s: acknowledged documents lost after the failover", name)
 
-		victim.start(t, bin, strings.Join(seeds, ","), "n1,n2,n3")
+		victim.start(t)
 		load.setLive(victim, true)
 		waitHealth(t, survivors[0], "green", 3)
 		for _, np := range nodes {
