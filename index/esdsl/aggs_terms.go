@@ -35,14 +35,19 @@ type termsOrder struct {
 	path *aggPath
 }
 
-// termFilter is an include or exclude: exact values or a pattern.
+// termFilter is an include or exclude: exact values, a pattern or (an
+// include only) a partition.
 type termFilter struct {
 	strs map[string]bool
 	nums map[float64]bool
 	re   *regexp.Regexp
+	part *termPartition
 }
 
 func (f *termFilter) match(b *AggBucket, str bool) bool {
+	if f.part != nil {
+		return f.part.holds(b, str)
+	}
 	if f.re != nil {
 		return str && f.re.MatchString(b.Key)
 	}
@@ -248,7 +253,17 @@ func (ta *termsAgg) parseFilter(a *aggSpec, t *translator, raw json.RawMessage, 
 		}
 		return f, nil
 	case 'o':
-		return nil, aggErr("[%s] partitioned [%s] is not supported; list the values or use a pattern", a.where(), what)
+		if what != "include" {
+			return nil, argErr("[%s.%s] cannot be partitioned; partition the include", a.where(), what)
+		}
+		if ta.renderType(a) == "ip" {
+			return nil, aggErr("[%s] a partitioned include on [%s] of type [ip] is not supported; list the values or use a pattern", a.where(), a.field)
+		}
+		p, err := parsePartition(raw, a.where()+"."+what, ta.typedName(a) == "dterms")
+		if err != nil {
+			return nil, err
+		}
+		return &termFilter{part: p}, nil
 	}
 	return nil, argErr("[%s.%s] must be a pattern or an array of values", a.where(), what)
 }
