@@ -58,6 +58,25 @@ func IsRange(t string) bool {
 // their 32-bit value) or, for date_range, dates.
 func RangeBounds(path string) (lo, hi string) { return path + "#lo", path + "#hi" }
 
+// rangeBoundType is the type a bound field of RangeBounds reads as in
+// aggregations: date for date_range, double for the numeric ranges; "" for
+// any other name (ip_range bounds included).
+func (m *Mapping) rangeBoundType(name string) string {
+	path, ok := strings.CutSuffix(name, "#lo")
+	if !ok {
+		if path, ok = strings.CutSuffix(name, "#hi"); !ok {
+			return ""
+		}
+	}
+	switch t := m.FieldType(path); {
+	case t == TypeDateRange:
+		return TypeDate
+	case IsRange(t) && t != TypeIPRange:
+		return TypeDouble
+	}
+	return ""
+}
+
 // IPv4Field names the numeric bleve field that holds an ip field's IPv4
 // addresses as 32-bit values, for CIDR and range queries.
 func IPv4Field(path string) string { return path + "#v4" }
