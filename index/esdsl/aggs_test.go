@@ -336,3 +336,21 @@ func TestHistogramsOfRanges(t *testing.T) {
 	_, err = multi[0].SearchCollect(context.Background(), s.Request, s.AggCollector("idx0", 0))
 	require.ErrorContains(t, err, "several ranges")
 }
+
+// TestTopHitsTiesInIndexingOrder: hits that tie come in the order they
+// were indexed (Elasticsearch's document order), also when one batch
+// indexed them all.
+func TestTopHitsTiesInIndexingOrder(t *testing.T) {
+	var docs, want []string
+	for k := 0; k < 12; k++ {
+		docs = append(docs, `{"tag":"a"}`)
+		want = append(want, fmt.Sprint("d", k))
+	}
+	shards, fields := aggShards(t, 1, docs)
+	got := aggSearch(t, shards, fields, `{"size":0,"aggs":{"a":{"top_hits":{"size":12}}}}`)
+	var ids []string
+	for _, h := range got["a"].(map[string]any)["hits"].(map[string]any)["hits"].([]any) {
+		ids = append(ids, h.(map[string]any)["_id"].(string))
+	}
+	require.Equal(t, want, ids)
+}

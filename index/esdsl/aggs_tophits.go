@@ -213,7 +213,7 @@ func (th *topHitsAgg) keys(d *index.MatchedDoc) []sortVal {
 }
 
 // less reports whether hit x sorts before y; ties go by index and shard
-// (and within a shard stay in document order, the order of its partial).
+// (and within a shard stay in indexing order, the order of its partial).
 func (th *topHitsAgg) less(x, y *aggHit) bool {
 	if c := th.cmp(x, y); c != 0 {
 		return c < 0
@@ -304,6 +304,14 @@ func (tc *topHitsCollector) finish(snap *index.Snapshot) error {
 		}
 		h.ID, h.Source, h.SeqNo, h.Version, h.Term = doc.ID, doc.Source, doc.SeqNo, doc.Version, doc.PrimaryTerm
 	}
+	// Ties go in indexing order (Elasticsearch's: Lucene's document
+	// order), not bleve's, which within one batch is arbitrary.
+	sort.SliceStable(tc.hits, func(i, j int) bool {
+		if c := tc.th.cmp(tc.hits[i], tc.hits[j]); c != 0 {
+			return c < 0
+		}
+		return tc.hits[i].SeqNo < tc.hits[j].SeqNo
+	})
 	return nil
 }
 
