@@ -180,7 +180,7 @@ func (s *Server) scan(r *http.Request, res shard.Resolved, query json.RawMessage
 			if err != nil {
 				return total, err
 			}
-			resp, err := s.runSearch(r, []string{name}, srch, time.Now())
+			resp, err := s.runSearch(r, []string{name}, srch, time.Now(), nil)
 			if err != nil {
 				return total, err
 			}

@@ -47,7 +47,7 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 		if err != nil {
 			return nil, err
 		}
-		resp, err := s.runSearch(r, names, srch, start)
+		resp, err := s.runSearch(r, names, srch, start, nil)
 		if err == nil {
 			resp.PitID = pit
 		}
@@ -57,11 +57,11 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 	if err != nil {
 		return nil, err
 	}
-	srch, err := sc.ParseSearch(body, params, s.fieldsOf(names))
+	srch, names, unfit, err := s.parseOverIndices(sc, body, params, names)
 	if err != nil {
 		return nil, err
 	}
-	return s.runSearch(r, names, srch, start)
+	return s.runSearch(r, names, srch, start, unfit)
 }
 
 // indexFields is the mapping of the indices a search reads, with each
@@ -104,8 +104,9 @@ func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, 
 
 // runSearch runs a translated search and shapes its reply. The first page
 // of a scroll opens the scroll's point in time first and stores where the
-// page ended with it.
-func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time) (*esdsl.SearchResponse, error) {
+// page ended with it. The shards of unfit's indices count as failed (see
+// parseOverIndices).
+func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time, unfit map[string]error) (*esdsl.SearchResponse, error) {
 	var pit *shard.PIT // a scroll's
 	opened := false
 	if srch.Scroll > 0 {
@@ -128,6 +129,7 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 		}
 		return nil, err
 	}
+	s.addUnfit(res, unfit)
 	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shard.ErrContextMissing) {
 		return nil, res.Failures[0].Err // the point in time is gone: 404, as Elasticsearch answers
 	}
@@ -328,7 +330,7 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 		var asInt bool
 		if asInt, err = boolParam(r, "rest_total_hits_as_int", false); err == nil {
 			srch.SetTotalAsInt(asInt)
-			resp, err = s.runSearch(r, sc.Indices, srch, start)
+			resp, err = s.runSearch(r, sc.Indices, srch, start, nil)
 		}
 	}
 	if err != nil {

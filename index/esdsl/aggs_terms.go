@@ -157,6 +157,9 @@ func (ta *termsAgg) parse(a *aggSpec, p object, t *translator) error {
 			return err
 		}
 	}
+	if !valueTypeFits(ta.valueType, a.ftype) {
+		return argErr("Field [%s] of type [%s] is incompatible with the specified value_type [%s]", a.field, a.ftype, ta.valueType)
+	}
 	if ta.renderType(a) == "date" && ta.format == nil {
 		dp, err := t.dateParserFor(a.field, "", "")
 		if err != nil {
@@ -527,4 +530,24 @@ func (ta *termsAgg) keyFields(a *aggSpec, b *AggBucket) map[string]any {
 		m["key"] = numberKey(rt, b.Num)
 	}
 	return m
+}
+
+// valueTypeFits reports whether a mapped field of type ftype can be read
+// as value_type vt (which is a hint for unmapped fields): a keyword as a
+// string, an ip only as an ip; numbers, dates and booleans as one another.
+// An unset or unknown value_type and an unmapped field always fit.
+func valueTypeFits(vt, ftype string) bool {
+	family := func(t string) string {
+		switch {
+		case t == "string" || t == "keyword":
+			return "string"
+		case t == "ip":
+			return "ip"
+		case t == "number" || t == "numeric" || t == "date" || t == "date_nanos" || t == "boolean" || isNumeric(t):
+			return "number"
+		}
+		return ""
+	}
+	a, b := family(vt), family(ftype)
+	return a == "" || b == "" || a == b
 }
