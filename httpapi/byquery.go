@@ -336,24 +336,32 @@ func byQuerySearchParams(q url.Values) url.Values {
 	return out
 }
 
-// handleDeleteByQuery serves POST /{index}/_delete_by_query.
-func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) error {
+// readByQuery reads what _delete_by_query and _update_by_query share: the
+// body (with a query, or q=, when needQuery), its options and the indices
+// of the path.
+func (s *Server) readByQuery(w http.ResponseWriter, r *http.Request, needQuery bool) (map[string]json.RawMessage, byQueryOptions, shard.Resolved, error) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		return err
+		return nil, byQueryOptions{}, shard.Resolved{}, err
 	}
 	b, err := readByQueryBody(body)
 	if err != nil {
-		return err
+		return nil, byQueryOptions{}, shard.Resolved{}, err
 	}
-	if _, ok := b["query"]; !ok && !r.URL.Query().Has("q") {
-		return validationErr("query is missing")
+	if _, ok := b["query"]; needQuery && !ok && !r.URL.Query().Has("q") {
+		return nil, byQueryOptions{}, shard.Resolved{}, validationErr("query is missing")
 	}
 	o, err := parseByQueryOptions(r, b)
 	if err != nil {
-		return err
+		return nil, byQueryOptions{}, shard.Resolved{}, err
 	}
 	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), shard.DefaultResolve)
+	return b, o, res, err
+}
+
+// handleDeleteByQuery serves POST /{index}/_delete_by_query.
+func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) error {
+	b, o, res, err := s.readByQuery(w, r, true)
 	if err != nil {
 		return err
 	}
@@ -373,19 +381,7 @@ func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) err
 // conditional on the seq no the search saw. Without a script nothing else
 // changes.
 func (s *Server) handleUpdateByQuery(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	b, err := readByQueryBody(body)
-	if err != nil {
-		return err
-	}
-	o, err := parseByQueryOptions(r, b)
-	if err != nil {
-		return err
-	}
-	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), shard.DefaultResolve)
+	b, o, res, err := s.readByQuery(w, r, false)
 	if err != nil {
 		return err
 	}

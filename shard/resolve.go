@@ -123,6 +123,7 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 			if o.IgnoreUnavailable {
 				continue
 			}
+			//lint:ignore ST1005 Elasticsearch's own message, word for word
 			return Resolved{}, fmt.Errorf("%w: The provided expression [%s] matches an alias, specify the corresponding concrete indices instead.", ErrInvalidRequest, part)
 		case len(names) == 0:
 			if o.IgnoreUnavailable {
