@@ -264,7 +264,7 @@ func (m *memAdmin) PutSettings(_ context.Context, s httpapi.ClusterSettings) err
 }
 func (m *memAdmin) Move(context.Context, string, int, string, string) error { return nil }
 
-func apiConfigWithCluster(*testing.T) httpapi.Config {
+func apiConfigWithCluster(testing.TB) httpapi.Config {
 	cfg := apiConfig()
 	cfg.Cluster = &memAdmin{}
 	return cfg

@@ -28,6 +28,8 @@ var fuzzSeeds = []string{
 	`{"query":{"ids":{"values":["1","2"]}},"from":1,"size":1,"timeout":"1s","track_scores":true,"sort":["_doc"]}`,
 	`{"query":{"match_phrase":{"body":{"query":"lazy dog","zero_terms_query":"all"}}}}`,
 	`{"query":{"bool":{"should":[{"regexp":{"body":"(?i)f.x"}},{"query_string":{"query":"/qu.*k/ OR body:b?own"}}]}}}`,
+	`{"query":{"query_string":{"query":"lazy (dog OR cat) bread","minimum_should_match":"-1"}},"aggs":{"t":{"terms":{"field":"tags","include":{"partition":1,"num_partitions":3}}}}}`,
+	`{"query":{"simple_query_string":{"query":"lazy dog | bread","minimum_should_match":"67%"}},"aggs":{"v":{"terms":{"field":"views","value_type":"long","include":{"partition":0,"num_partitions":2}}}}}`,
 }
 
 func FuzzParseSearch(f *testing.F) {
