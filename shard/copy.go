@@ -236,12 +236,20 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	var ops []index.Op
 	var recs []LogRecord
 	var okItems []item
+	// evaluated are the items decided here against the documents' state;
+	// those that log no operation (conflicts, not found, noops) are answers
+	// read from this copy, which it may give only while it is still the
+	// primary: they are confirmed with the replication group below, like a
+	// realtime get (a deposed primary would otherwise report a conflict
+	// with a state the new primary has moved on from).
+	var evaluated []item
 	for _, r := range group {
 		for _, it := range r.items {
 			op, res := it.op, it.res
 			if res.Err != nil {
 				continue // failed in prepare
 			}
+			evaluated = append(evaluated, it)
 			var prevIdx *index.Prev
 			cur := pending[op.ID]
 			if cur == nil {
@@ -351,12 +359,30 @@ func (s *shardCopy) commit(group []*writeReq) error {
 			okItems = append(okItems, it)
 		}
 	}
-	if len(ops) == 0 {
-		return nil
+	logged := make(map[*OpResult]bool, len(okItems))
+	for _, it := range okItems {
+		logged[it.res] = true
+	}
+	var answered []item
+	for _, it := range evaluated {
+		if !logged[it.res] {
+			answered = append(answered, it)
+		}
 	}
 	fault := func(status int, err error) error {
 		for _, it := range okItems {
 			fail(it.res, status, err)
+		}
+		for _, it := range answered {
+			fail(it.res, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+		}
+		return nil
+	}
+	if len(ops) == 0 {
+		if len(answered) > 0 {
+			if err := s.store.confirmPrimary(s, term, s.lastSeq()); err != nil {
+				return fault(http.StatusServiceUnavailable, err)
+			}
 		}
 		return nil
 	}

@@ -366,6 +366,42 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %s", found, d.Source)
 }
 
+// TestDeposedPrimaryReportsNoStaleConflict: a conditional write sent to a
+// primary that has not heard of its replacement gets no 409 read from its
+// stale copy (the document moved on at the new primary, whose seq_no and
+// term the write names); nor does a create of a document it lacks, nor a
+// noop: each is a read of the state and is confirmed like a realtime get.
+func TestDeposedPrimaryReportsNoStaleConflict(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "c", 1, nodes)
+	var first *testNode
+	for _, n := range tc.nodes {
+		first = n
+		break
+	}
+	res, err := first.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":1}`)}}, WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	old, p, other := deposePrimary(t, tc, "c")
+	res, err = other.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":2}`)}}, WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	seq, term := res[0].SeqNo, res[0].PrimaryTerm
+
+	sc, ok := old.store.copy(p.AllocationID)
+	require.True(t, ok)
+	for _, op := range []*Op{
+		{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"v":3}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
+		{Type: OpUpdate, ID: "x", Update: &UpdateSpec{Doc: json.RawMessage(`{"v":1}`)}},
+	} {
+		items := []item{{op: op, res: &OpResult{}}}
+		sc.prepare(items)
+		require.NoError(t, sc.write(items))
+		require.Equal(t, http.StatusServiceUnavailable, items[0].res.Status, "the deposed primary answered %v from its stale copy: %v %s", op.Type, items[0].res.Err, items[0].res.Result)
+	}
+}
+
 func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term uint64) {
 	t.Helper()
 	for id, n := range tc.nodes {
