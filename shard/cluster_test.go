@@ -72,11 +72,17 @@ type testCluster struct {
 	nodes map[string]*testNode
 	dirs  map[string]string
 	stops map[string]func()
+	cfg   Config // every node's
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
+	return newTestClusterWith(t, testConfig(), ids...)
+}
+
+// newTestClusterWith is newTestCluster with every node configured by cfg.
+func newTestClusterWith(t *testing.T, cfg Config, ids ...string) *testCluster {
 	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
-		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}}
+		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
 	for _, id := range ids {
 		tc.dirs[id] = t.TempDir()
 		tc.start(id)
@@ -99,7 +105,7 @@ func (tc *testCluster) start(id string) *testNode {
 	ln, err := tr.Listen(context.Background(), id, mux)
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
-	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, testConfig(), func(c *Coordinator) { c.Register(mux, streams) })
+	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg, func(c *Coordinator) { c.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
 		_ = n.Close()
