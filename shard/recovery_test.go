@@ -300,3 +300,47 @@ func (o *oddReader) Read(p []byte) (int, error) {
 	o.k++
 	return o.r.Read(p[:n])
 }
+
+// FuzzReceiveFiles feeds arbitrary file streams to a target: it never
+// panics, writes nothing outside the recovery's staging directory, keeps
+// nothing of a stream it refuses, and what it accepts holds exactly the
+// bytes the stream announced.
+func FuzzReceiveFiles(f *testing.F) {
+	stream := func(total int64, files ...streamFile) []byte {
+		b := append([]byte(filesMagic), appendStr(nil, "a@1")...)
+		b = appendUint64(b, uint64(total))
+		for _, sf := range files {
+			b = appendUint64(appendStr(b, sf.rel), uint64(sf.size))
+			b = append(b, make([]byte, sf.size)...)
+		}
+		return appendStr(b, "")
+	}
+	f.Add(stream(0))
+	f.Add(stream(7, streamFile{"index_meta.json", 3}, streamFile{"store/root.bolt", 4}))
+	f.Add(stream(3, streamFile{"../x", 3}))
+	f.Add(stream(1<<40, streamFile{"big", 5}))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		base := t.TempDir()
+		s := &Store{dir: filepath.Join(base, "shards"), expected: map[string]*recovery{}}
+		require.NoError(t, os.Mkdir(s.dir, 0o755))
+		s.expectFiles("a@1", &recovery{})
+		err := s.receiveFiles(context.Background(), "fuzz", strings.NewReader(string(p)))
+		var written int64
+		require.NoError(t, filepath.WalkDir(base, func(path string, d os.DirEntry, werr error) error {
+			if werr != nil || d.IsDir() {
+				return werr
+			}
+			rel, _ := filepath.Rel(s.stagingDir("a@1"), path)
+			require.True(t, filepath.IsLocal(rel), "%s was written outside the staging directory", path)
+			info, ierr := d.Info()
+			require.NoError(t, ierr)
+			written += info.Size()
+			return nil
+		}))
+		if err != nil {
+			require.Zero(t, written, "a refused stream leaves nothing behind")
+			return
+		}
+		require.Equal(t, s.expected["a@1"].info.BytesTotal, written)
+	})
+}
