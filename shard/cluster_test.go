@@ -72,15 +72,16 @@ type testCluster struct {
 	nodes map[string]*testNode
 	dirs  map[string]string
 	stops map[string]func()
-	cfg   Config // every node's
+	cfg   func(id string) Config // each node's configuration
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
-	return newTestClusterWith(t, testConfig(), ids...)
+	return newTestClusterWith(t, func(string) Config { return testConfig() }, ids...)
 }
 
-// newTestClusterWith is newTestCluster with every node configured by cfg.
-func newTestClusterWith(t *testing.T, cfg Config, ids ...string) *testCluster {
+// newTestClusterWith starts nodes ids, each with the configuration cfg
+// gives it.
+func newTestClusterWith(t *testing.T, cfg func(id string) Config, ids ...string) *testCluster {
 	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
 		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
 	for _, id := range ids {
@@ -105,7 +106,7 @@ func (tc *testCluster) start(id string) *testNode {
 	ln, err := tr.Listen(context.Background(), id, mux)
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
-	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg, func(c *Coordinator) { c.Register(mux, streams) })
+	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
 		_ = n.Close()
@@ -553,4 +554,19 @@ func TestOlderViewDeletesNoCopy(t *testing.T) {
 	newer := &View{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
 	require.NoError(t, n.store.Reconcile(context.Background(), newer))
 	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
+}
+
+// TestRecoveryRateFollowsTheCluster: the recovery throttle is the
+// cluster's indices.recovery.max_bytes_per_sec once set (0 included), and
+// the node's own configuration otherwise.
+func TestRecoveryRateFollowsTheCluster(t *testing.T) {
+	tc := newTestCluster(t, "n1")
+	st := tc.nodes["n1"].store
+	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
+	for _, rate := range []int64{0, 5 << 20} {
+		require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = &rate; return nil }))
+		require.Equal(t, rate, st.recoveryRate())
+	}
+	require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = nil; return nil }))
+	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
 }

@@ -441,7 +441,7 @@ func (c *Coordinator) serveRecoveryFiles(ctx context.Context, req *fabric.Reques
 	}
 	defer files.Close()
 	var src io.Reader = files
-	if bps := st.cfg.RecoveryMaxBytesPerSec; bps > 0 {
+	if bps := st.recoveryRate(); bps > 0 {
 		src = newThrottled(ctx, files, bps, recoveryFileChunk)
 	}
 	n, err := fabric.SendStream(ctx, nodeConn{peers: st.peers, node: sr.start.TargetNode}, methodRecoveryFiles, src,

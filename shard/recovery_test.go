@@ -19,10 +19,12 @@ import (
 
 // slowRecovery throttles file-based recovery so that a test can act while
 // the files stream: the sample index (about 2 MB) takes seconds.
-func slowRecovery() Config {
-	c := testConfig()
-	c.RecoveryMaxBytesPerSec = 1 << 20
-	return c
+func slowRecovery() func(string) Config {
+	return func(string) Config {
+		c := testConfig()
+		c.RecoveryMaxBytesPerSec = 1 << 20
+		return c
+	}
 }
 
 // oneShardIndex creates name with one shard and no replica, loads the
