@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -440,11 +439,7 @@ func (c *Coordinator) serveRecoveryFiles(ctx context.Context, req *fabric.Reques
 		return nil, err
 	}
 	defer files.Close()
-	var src io.Reader = files
-	if bps := st.recoveryRate(); bps > 0 {
-		src = newThrottled(ctx, files, bps, recoveryFileChunk)
-	}
-	n, err := fabric.SendStream(ctx, nodeConn{peers: st.peers, node: sr.start.TargetNode}, methodRecoveryFiles, src,
+	n, err := fabric.SendStream(ctx, nodeConn{peers: st.peers, node: sr.start.TargetNode}, methodRecoveryFiles, st.throttle.reader(ctx, files),
 		fabric.StreamOptions{Chunk: recoveryFileChunk, Window: recoveryFileWindow})
 	if err != nil {
 		return nil, fmt.Errorf("streaming the snapshot to node %s: %w", sr.start.TargetNode, err)

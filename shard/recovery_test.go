@@ -270,13 +270,6 @@ func TestReceiveFilesRefusesBadStreams(t *testing.T) {
 	}
 }
 
-// TestThrottleBurstFitsTheRate: a rate below one chunk reads in bursts of
-// at most a second's worth, so the limit holds over short spans too.
-func TestThrottleBurstFitsTheRate(t *testing.T) {
-	require.Equal(t, 100<<10, newThrottled(context.Background(), nil, 100<<10, 1<<20).lim.Burst())
-	require.Equal(t, 1<<20, newThrottled(context.Background(), nil, 40<<20, 1<<20).lim.Burst())
-}
-
 func randomBytes(t *testing.T, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)

@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"golang.org/x/time/rate"
 )
 
 // The file stream of a file-based recovery, as fabric.SendStream carries
@@ -408,30 +406,4 @@ func sanitize(id string) string {
 		}
 		return r
 	}, id)
-}
-
-// throttled reads at most lim's rate.
-type throttled struct {
-	r   io.Reader
-	lim *rate.Limiter
-	ctx context.Context
-}
-
-// newThrottled limits r to bps bytes a second, in bursts of at most
-// chunk bytes.
-func newThrottled(ctx context.Context, r io.Reader, bps int64, chunk int) *throttled {
-	return &throttled{r: r, lim: rate.NewLimiter(rate.Limit(bps), int(min(int64(chunk), bps))), ctx: ctx}
-}
-
-func (t *throttled) Read(p []byte) (int, error) {
-	if len(p) > t.lim.Burst() {
-		p = p[:t.lim.Burst()]
-	}
-	n, err := t.r.Read(p)
-	if n > 0 {
-		if werr := t.lim.WaitN(t.ctx, n); werr != nil {
-			return n, werr
-		}
-	}
-	return n, err
 }
