@@ -270,6 +270,44 @@ func TestReceiveFilesRefusesBadStreams(t *testing.T) {
 	}
 }
 
+// TestConcurrentRecoveriesShareTheNodesThrottle: two copies recover from
+// one node at the same time; every byte of both file streams goes through
+// that node's one throttle (whose rate TestRecoveryThrottleIsSharedByTheNodesStreams holds
+// across streams).
+func TestConcurrentRecoveriesShareTheNodesThrottle(t *testing.T) {
+	tc := newTestClusterWith(t, slowRecovery(), "n1", "n2", "n3")
+	ctx := context.Background()
+	// Primaries go to the least loaded node: a on n1, the pads on n2 and
+	// n3, b on n1 again.
+	for _, name := range []string{"a", "pad2", "pad3", "b"} {
+		require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, name, IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	}
+	ids, sources := sampleDocs(t)
+	for _, name := range []string{"a", "b"} {
+		ix, err := tc.mc.node("x").View().Index(name)
+		require.NoError(t, err)
+		p, _ := ix.Shards[0].Primary()
+		require.Equal(t, "n1", p.NodeID)
+		bulkIndex(t, tc.nodes["n1"], name, ids[:300], sources[:300])
+	}
+	throttle := tc.nodes["n1"].store.throttle
+	before := throttle.admitted.Load()
+	allocA, allocB := tc.mc.addReplica(t, "a", 0, "n2"), tc.mc.addReplica(t, "b", 0, "n2")
+	target := tc.nodes["n2"]
+	awaitInSync(t, tc, "a", 2)
+	awaitInSync(t, tc, "b", 2)
+	ra, _ := recoveryOf(target, allocA)
+	rb, _ := recoveryOf(target, allocB)
+	require.Equal(t, RecoveryFiles, ra.Mode)
+	require.Equal(t, RecoveryFiles, rb.Mode)
+	require.True(t, ra.Started.Before(rb.Stopped) && rb.Started.Before(ra.Stopped), "the recoveries overlap: %+v %+v", ra, rb)
+	files := ra.BytesTotal + rb.BytesTotal
+	sent := throttle.admitted.Load() - before
+	// The streams also carry the files' names and sizes.
+	require.GreaterOrEqual(t, sent, files)
+	require.Less(t, sent, files+64<<10, "the throttle let through %d bytes for %d bytes of files", sent, files)
+}
+
 func randomBytes(t *testing.T, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
