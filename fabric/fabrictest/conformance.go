@@ -285,6 +285,15 @@ func pattern(n int) []byte {
 	return p
 }
 
+// patience is how long the large transfers of a test may take: the
+// setup's Patience, or guard.
+func (s Setup) patience() time.Duration {
+	if s.Patience == 0 {
+		return guard
+	}
+	return s.Patience
+}
+
 func testPayloadSizes(t *testing.T, s Setup) {
 	var m fabric.Mux
 	m.HandleFunc(mEcho, func(_ context.Context, r *fabric.Request) ([]byte, error) {
@@ -294,11 +303,7 @@ func testPayloadSizes(t *testing.T, s Setup) {
 		return r.Payload, nil
 	})
 	_, c := start(t, s, &m)
-	patience := s.Patience
-	if patience == 0 {
-		patience = guard
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	ctx, cancel := context.WithTimeout(context.Background(), s.patience())
 	defer cancel()
 	for _, size := range []int{0, 1, 64, 4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20} {
 		if size > s.MaxMessageSize {
@@ -330,11 +335,7 @@ func testStreamWindow(t *testing.T, s Setup) {
 	var m fabric.Mux
 	m.Handle(fabric.MethodStream, recv)
 	_, c := start(t, s, &m)
-	patience := s.Patience
-	if patience == 0 {
-		patience = guard
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	ctx, cancel := context.WithTimeout(context.Background(), s.patience())
 	defer cancel()
 	want := pattern(size)
 	n, err := fabric.SendStream(ctx, c, mStream, bytes.NewReader(want), fabric.StreamOptions{Chunk: 64 << 10, Window: fabric.MaxStreamWindow})
