@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,8 @@ type Index struct {
 	appliedSeq   atomic.Uint64
 	persistedSeq atomic.Uint64
 	gcp          atomic.Uint64 // see SetGlobalCheckpoint
+
+	pinned *pinnedIndex // a view from Pin: its snapshot
 }
 
 func bleveConfig() map[string]any {
@@ -482,7 +485,35 @@ func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.Se
 		r.Query = &globalQuery{Query: req.Query, stats: st}
 		req = &r
 	}
-	return i.bl.SearchInContext(ctx, req)
+	res, err := i.bl.SearchInContext(ctx, req)
+	if err == nil && slices.Contains(req.Fields, MetaField) {
+		for _, h := range res.Hits {
+			textMeta(h.Fields)
+		}
+	}
+	return res, err
+}
+
+// textMeta rewrites a hit's binary MetaField value as text
+// ("seq:version:term"), which survives JSON between nodes.
+func textMeta(fields map[string]any) {
+	v, ok := fields[MetaField].(string)
+	if !ok || len(v) != 24 {
+		return
+	}
+	b := []byte(v)
+	fields[MetaField] = fmt.Sprintf("%d:%d:%d", binary.BigEndian.Uint64(b[0:]), int64(binary.BigEndian.Uint64(b[8:])), binary.BigEndian.Uint64(b[16:]))
+}
+
+// HitMeta reads a hit's seq no, version and primary term from its Fields
+// (the search asked for MetaField); false when the hit has none.
+func HitMeta(fields map[string]any) (seq uint64, version int64, term uint64, ok bool) {
+	v, isStr := fields[MetaField].(string)
+	if !isStr {
+		return 0, 0, 0, false
+	}
+	n, err := fmt.Sscanf(v, "%d:%d:%d", &seq, &version, &term)
+	return seq, version, term, err == nil && n == 3
 }
 
 // TermStats returns this index's statistics for q (phase 1 of global
@@ -549,6 +580,9 @@ const closePersistWait = 30 * time.Second
 // closes the bleve index; whatever is not persisted by then is replayed from
 // the shard log on the next open. Idempotent.
 func (i *Index) Close() error {
+	if i.pinned != nil {
+		return i.Release()
+	}
 	i.applyMu.Lock()
 	defer i.applyMu.Unlock()
 	deadline := time.Now().Add(closePersistWait)

@@ -350,19 +350,27 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 			params := map[string][]string{"scroll": {"1m"}}
 			srch, err := esdsl.ParseSearch([]byte(`{"query":{"match":{"subject":"re"}},"size":9}`), params, n.Fields([]string{name}))
 			require.NoError(t, err)
+			pit, err := n.OpenPIT(ctx, []string{name}, time.Minute)
+			require.NoError(t, err)
+			defer func() { _, _ = n.ClosePIT(ctx, pit) }()
+			srch.SetPointInTime(pit.Encode(), time.Minute)
+			id, err := srch.ScrollID(pit.Encode(), []string{name})
+			require.NoError(t, err)
+			sc, err := esdsl.ParseScroll(id, "")
+			require.NoError(t, err)
 			var got []string
 			for {
 				res, err := n.Search(ctx, []string{name}, srch)
 				require.NoError(t, err)
+				require.Empty(t, res.Failures)
 				for _, h := range res.Hits {
 					got = append(got, h.ID)
 				}
 				if len(res.Hits) == 0 {
 					return got
 				}
-				id, err := srch.ScrollID([]string{name}, res.SearchResult, time.Now())
-				require.NoError(t, err)
-				_, srch, err = esdsl.ParseScroll(id, "", n.Fields([]string{name}), time.Now())
+				page, after := srch.ScrollCursor(res.SearchResult)
+				srch, err = sc.Page(n.Fields([]string{name}), page, after)
 				require.NoError(t, err)
 			}
 		}

@@ -21,6 +21,9 @@ func FuzzBulkMessages(f *testing.F) {
 		{Type: OpCreate, ID: "b", Source: json.RawMessage(`{}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
 		{Type: OpUpdate, ID: "c", Update: &UpdateSpec{Doc: json.RawMessage(`{"y":2}`), DocAsUpsert: true}},
 		{Type: OpDelete, ID: "d"},
+		{Type: OpIndex, ID: "e", Source: json.RawMessage(`{}`), Version: 42, VersionType: VersionExternal},
+		{Type: OpDelete, ID: "f", Version: 7, VersionType: VersionExternalGTE},
+		{Type: OpUpdate, ID: "g", Update: &UpdateSpec{Doc: json.RawMessage(`{}`), NoDetectNoop: true}},
 	}
 	items := make([]item, len(ops))
 	res := make([]OpResult, len(ops))
@@ -77,8 +80,28 @@ func FuzzShardHandlers(f *testing.F) {
 	items := []item{{op: &Op{Type: OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
 	f.Add(uint8(0), encodeBulk(bulkHeader{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: p.AllocationID, term: 1}, items))
 	f.Add(uint8(3), []byte{wireVersion})
+	mget := enc{}
+	mget.u8(wireVersion)
+	mget.str(v.ClusterUUID)
+	mget.str(ix.UUID)
+	mget.uvarint(0)
+	mget.str(p.AllocationID)
+	mget.uvarint(2)
+	mget.str("a")
+	mget.str("b")
+	f.Add(uint8(methodMget-methodBulk), mget.b)
+	open := enc{}
+	open.u8(wireVersion)
+	open.str(p.AllocationID)
+	open.varint(int64(time.Second))
+	f.Add(uint8(methodContextOpen-methodBulk), open.b)
+	op := enc{}
+	op.u8(wireVersion)
+	op.str("no-such-context")
+	op.bytes([]byte(`{"p":1}`))
+	f.Add(uint8(methodScrollCommit-methodBulk), op.b)
 	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
-		method := methodBulk + fabric.Method(which%uint8(methodRecoveryOps-methodBulk+1))
+		method := methodBulk + fabric.Method(which%uint8(methodScrollCommit-methodBulk+1))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*routingWait)
 		defer cancel()
 		_, _ = mux.ServeFabric(ctx, &fabric.Request{Method: method, Payload: payload})

@@ -34,6 +34,10 @@ type searchTarget struct {
 	Indices        []string   `json:"indices"`
 	MappingVersion uint64     `json:"mapping_version"`
 	Wire           esdsl.Wire `json:"wire"`
+	// Ctx is the reader context of a point-in-time search (the copy's
+	// pinned view is searched, its keep-alive extended to KeepAlive).
+	Ctx       string        `json:"ctx,omitempty"`
+	KeepAlive time.Duration `json:"keep_alive,omitempty"`
 }
 
 type statsRequest struct {
@@ -101,6 +105,8 @@ type remoteSearcher struct {
 	mappingVersion uint64
 	wire           esdsl.Wire
 	indices        []string
+	pitCtx         string        // a point-in-time search: the copy's reader context
+	pitKeep        time.Duration // and the keep-alive it is extended to
 
 	mu     sync.Mutex
 	copies []CopyView // untried or working, best first
@@ -123,7 +129,7 @@ func (r *remoteSearcher) Name() string { return r.name }
 
 func (r *remoteSearcher) target(alloc string) searchTarget {
 	return searchTarget{Cluster: r.cluster, Index: r.uuid, Shard: r.num, Alloc: alloc, Indices: r.indices,
-		MappingVersion: r.mappingVersion, Wire: r.wire}
+		MappingVersion: r.mappingVersion, Wire: r.wire, Ctx: r.pitCtx, KeepAlive: r.pitKeep}
 }
 
 // call sends one phase to the best copy, moving to the next copy when a
@@ -244,8 +250,9 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 
 // readPhase decodes a phase request and rebuilds the search on this
 // node's copy: it checks the copy is here, waits for the mapping version
-// the coordinator used, and translates the request again.
-func (c *Coordinator) readPhase(ctx context.Context, req *fabric.Request, into any, t func() *searchTarget) (*shardCopy, *esdsl.Search, error) {
+// the coordinator used, and translates the request again. It returns the
+// index to search: the copy's, or its pinned view for a point in time.
+func (c *Coordinator) readPhase(ctx context.Context, req *fabric.Request, into any, t func() *searchTarget) (*index.Index, *esdsl.Search, error) {
 	if len(req.Payload) < 1 || req.Payload[0] != wireVersion {
 		return nil, nil, fabric.Errorf(fabric.CodeBadRequest, "search phase: unknown request version")
 	}
@@ -268,7 +275,14 @@ func (c *Coordinator) readPhase(ctx context.Context, req *fabric.Request, into a
 	if err != nil {
 		return nil, nil, remoteErr(fmt.Errorf("%w: %v", ErrInvalidRequest, err))
 	}
-	return sc, srch, nil
+	if tg.Ctx != "" {
+		view, err := c.pits.use(tg.Ctx, tg.KeepAlive)
+		if err != nil {
+			return nil, nil, remoteErr(err)
+		}
+		return view, srch, nil
+	}
+	return sc.idx, srch, nil
 }
 
 // fieldsAt returns the mappings of names, once this node's mapping of the
@@ -296,11 +310,11 @@ func (c *Coordinator) fieldsAt(ctx context.Context, uuid string, mv uint64, name
 
 func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	var m statsRequest
-	sc, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
+	idx, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
 	if err != nil {
 		return nil, err
 	}
-	st, err := sc.idx.TermStats(ctx, srch.Request.Query)
+	st, err := idx.TermStats(ctx, srch.Request.Query)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
@@ -309,7 +323,7 @@ func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request)
 
 func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	var m queryRequest
-	sc, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
+	idx, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +342,7 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 	if ac != nil {
 		col = ac
 	}
-	res, err := sc.idx.SearchCollect(ctx, &r, col)
+	res, err := idx.SearchCollect(ctx, &r, col)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
@@ -345,18 +359,18 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 
 func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	var m fetchRequest
-	sc, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
+	idx, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
 	if err != nil {
 		return nil, err
 	}
 	base := srch.Request
 	r := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(base.Query, bleve.NewDocIDQuery(m.IDs)), len(m.IDs), 0, false)
 	r.Fields, r.IncludeLocations, r.Score = base.Fields, base.IncludeLocations, "none"
-	res, err := sc.idx.Search(ctx, r)
+	res, err := idx.Search(ctx, r)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	matched, err := matchedQueries(ctx, sc.idx, srch.NamedQueries(), m.IDs)
+	matched, err := matchedQueries(ctx, idx, srch.NamedQueries(), m.IDs)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
@@ -383,6 +397,11 @@ func jsonReply(v any) ([]byte, error) {
 func (c *Coordinator) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(methodBulk, c.serveBulk)
 	mux.HandleFunc(methodGet, c.serveGet)
+	mux.HandleFunc(methodMget, c.serveMget)
+	mux.HandleFunc(methodContextOpen, c.serveContextOpen)
+	for _, m := range []fabric.Method{methodContextClose, methodScrollClaim, methodScrollCommit} {
+		mux.HandleFunc(m, c.serveContextOp(m))
+	}
 	mux.HandleFunc(methodRefresh, c.serveRefresh)
 	mux.HandleFunc(methodCopyStats, c.serveCopyStats)
 	mux.HandleFunc(methodSearchStats, c.serveSearchStats)

@@ -116,6 +116,13 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 // local one when there is one, else by adaptive replica selection. Shards
 // with no active copy are failures from the start.
 func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
+	if pit, keep := srch.PointInTime(); pit != "" {
+		p, err := DecodePIT(pit)
+		if err != nil {
+			return nil, []ShardFailure{{Err: err}}
+		}
+		return c.pitSearchers(v, p, keep, srch) // pit.go
+	}
 	var out []ShardSearcher
 	var failures []ShardFailure
 	wire := srch.Wire()
