@@ -150,9 +150,6 @@ var allowedParams = map[string][]string{
 	"range":        {"index", "store", "doc_values", "coerce", "format"},
 }
 
-var knownParams = map[string]bool{"type": true, "analyzer": true, "search_analyzer": true, "fields": true,
-	"index": true, "ignore_above": true, "format": true, "properties": true, "dynamic": true}
-
 // ParseMapping parses an ES "mappings" object:
 // {"dynamic": true|false|"strict", "properties": {...}}. Errors wrap
 // ErrInvalidMapping and name the field and the offending value.

@@ -499,5 +499,6 @@ func (s *shardCopy) close() error {
 // (if any) is applied: such writes are searchable when it returns.
 func (s *shardCopy) waitForWrites() {
 	s.leader.Lock()
-	s.leader.Unlock() //nolint:staticcheck // waiting for the group in flight
+	//lint:ignore SA2001 the lock is only a wait for the group in flight
+	s.leader.Unlock()
 }

@@ -232,7 +232,6 @@ type qsParser struct {
 	in     []rune
 	pos    int
 	simple bool
-	depth  int
 }
 
 func (p *qsParser) errf(format string, args ...any) error {
