@@ -49,12 +49,15 @@ func TestSendStreamDeliversInOrder(t *testing.T) {
 		name       string
 		size       int
 		chunk      int
+		window     int
 		wantChunks int
 	}{
-		{"empty stream", 0, 1024, 1},
-		{"smaller than a chunk", 100, 1024, 1},
-		{"exact multiple of the chunk", 4096, 1024, 5},
-		{"several chunks and a tail", 3<<20 + 17, 256 << 10, 13},
+		{"empty stream", 0, 1024, 0, 1},
+		{"smaller than a chunk", 100, 1024, 0, 1},
+		{"exact multiple of the chunk", 4096, 1024, 0, 5},
+		{"several chunks and a tail", 3<<20 + 17, 256 << 10, 0, 13},
+		{"one chunk in flight", 3<<20 + 17, 256 << 10, 1, 13},
+		{"the widest window", 3<<20 + 17, 64 << 10, fabric.MaxStreamWindow, 49},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +74,7 @@ func TestSendStreamDeliversInOrder(t *testing.T) {
 			})
 			c := streamPair(t, recv)
 			data := randomBytes(tc.size)
-			n, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(data), tc.chunk)
+			n, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(data), fabric.StreamOptions{Chunk: tc.chunk, Window: tc.window})
 			require.NoError(t, err)
 			require.EqualValues(t, tc.size, n)
 			require.Equal(t, sha256.Sum256(data), <-got)
@@ -87,14 +90,14 @@ func TestSendStreamHandlerErrorReachesSender(t *testing.T) {
 		return fabric.Errorf(fabric.CodeUserBase+1, "disk full after 10 bytes")
 	})
 	c := streamPair(t, recv)
-	_, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(randomBytes(1<<20)), 1024)
+	_, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(randomBytes(1<<20)), fabric.StreamOptions{Chunk: 1024})
 	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUserBase + 1})
 	require.ErrorContains(t, err, "disk full")
 }
 
 func TestSendStreamUnknownMethod(t *testing.T) {
 	c := streamPair(t, fabric.NewStreamReceiver(10*time.Second))
-	_, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader([]byte("x")), 0)
+	_, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader([]byte("x")), fabric.StreamOptions{})
 	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod})
 }
 
@@ -108,7 +111,7 @@ func TestSendStreamSourceErrorAbortsReceiver(t *testing.T) {
 	})
 	c := streamPair(t, recv)
 	src := io.MultiReader(bytes.NewReader(randomBytes(5000)), iotest.ErrReader(errors.New("bad sector")))
-	n, err := fabric.SendStream(context.Background(), c, mSnapshot, src, 1024)
+	n, err := fabric.SendStream(context.Background(), c, mSnapshot, src, fabric.StreamOptions{Chunk: 1024})
 	require.ErrorContains(t, err, "bad sector")
 	require.EqualValues(t, 4096, n, "whole chunks before the failing read")
 	require.ErrorContains(t, <-seen, "aborted by the sender: bad sector")
@@ -130,7 +133,7 @@ func TestStreamReceiverAbortsSilentSender(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := fabric.SendStream(ctx, c, mSnapshot, pr, 1024)
+		_, err := fabric.SendStream(ctx, c, mSnapshot, pr, fabric.StreamOptions{Chunk: 1024})
 		done <- err
 	}()
 	require.ErrorContains(t, <-seen, "presumed gone")
@@ -141,8 +144,10 @@ func TestStreamReceiverAbortsSilentSender(t *testing.T) {
 
 func TestSendStreamRejectsBadChunkSize(t *testing.T) {
 	c := streamPair(t, fabric.NewStreamReceiver(time.Second))
-	_, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(nil), -1)
+	_, err := fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(nil), fabric.StreamOptions{Chunk: -1})
 	require.ErrorContains(t, err, "chunk size -1")
+	_, err = fabric.SendStream(context.Background(), c, mSnapshot, bytes.NewReader(nil), fabric.StreamOptions{Window: fabric.MaxStreamWindow + 1})
+	require.ErrorContains(t, err, "window 17")
 }
 
 func TestStreamReceiverRejectsMalformedChunks(t *testing.T) {
@@ -155,6 +160,10 @@ func TestStreamReceiverRejectsMalformedChunks(t *testing.T) {
 	// A middle chunk of a stream that was never opened.
 	chunk := make([]byte, 20)
 	chunk[0] = 1
+	_, err = c.Call(ctx, fabric.MethodStream, chunk)
+	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeBadRequest})
+	require.ErrorContains(t, err, "version-2", "a version-1 chunk (one in flight, in order) is refused")
+	chunk[0] = 2
 	_, err = c.Call(ctx, fabric.MethodStream, chunk)
 	require.ErrorIs(t, err, &fabric.RemoteError{Code: fabric.CodeBadRequest})
 	require.ErrorContains(t, err, "unknown")

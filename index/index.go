@@ -457,26 +457,6 @@ func (i *Index) SetGlobalCheckpoint(g uint64) {
 // GlobalCheckpoint is the highest global checkpoint recorded.
 func (i *Index) GlobalCheckpoint() uint64 { return i.gcp.Load() }
 
-// Snapshot writes a consistent copy of the index, as searchable now, into
-// dir (which must not exist): a fully functional index that Open opens,
-// with the state (applied sequence number) of the snapshot it copies. It
-// runs while writes go on.
-func (i *Index) Snapshot(dir string) error {
-	i.mu.RLock()
-	defer i.mu.RUnlock()
-	if i.closed {
-		return ErrClosed
-	}
-	cp, ok := i.bl.(bleve.IndexCopyable)
-	if !ok {
-		return fmt.Errorf("index: %s cannot be copied online", i.dir)
-	}
-	if err := cp.CopyTo(bleve.FileSystemDirectory(dir)); err != nil {
-		return fmt.Errorf("index: snapshot of %s into %s: %w", i.dir, dir, err)
-	}
-	return nil
-}
-
 // AppliedSeq is the highest sequence number applied (in memory, searchable).
 func (i *Index) AppliedSeq() uint64 { return i.appliedSeq.Load() }
 

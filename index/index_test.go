@@ -3,9 +3,11 @@ package index
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -281,4 +283,50 @@ func TestSnapshotOpensAsAnIndex(t *testing.T) {
 	_, ok, err = cp.Get("4")
 	require.NoError(t, err)
 	require.False(t, ok)
+}
+
+// TestSnapshotLinksPersistedSegments: the segments scorch has persisted are
+// hard links in the snapshot (no copy), and the snapshot stays whole after
+// the original index goes on, closes and is deleted.
+func TestSnapshotLinksPersistedSegments(t *testing.T) {
+	dir := t.TempDir()
+	m := NewDynamicMapping()
+	idx, err := Create(filepath.Join(dir, "a"), m)
+	require.NoError(t, err)
+	var seq uint64
+	for b := range 5 {
+		docs := map[string]string{}
+		for k := range 20 {
+			docs[fmt.Sprintf("d%d-%d", b, k)] = fmt.Sprintf(`{"t":"batch %d doc %d"}`, b, k)
+		}
+		applyDocs(t, idx, docs, &seq)
+	}
+	require.Eventually(t, func() bool { return idx.PersistedSeq() == seq }, 10*time.Second, time.Millisecond)
+	require.NoError(t, idx.Snapshot(filepath.Join(dir, "copy")))
+
+	zaps, err := filepath.Glob(filepath.Join(dir, "copy", "store", "*.zap"))
+	require.NoError(t, err)
+	require.NotEmpty(t, zaps)
+	linked := 0
+	for _, z := range zaps {
+		a, errA := os.Stat(z)
+		b, errB := os.Stat(filepath.Join(dir, "a", "store", filepath.Base(z)))
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			linked++
+		}
+	}
+	require.Equal(t, len(zaps), linked, "every persisted segment is a link of the original's")
+
+	applyDocs(t, idx, map[string]string{"late": `{"t":"after the snapshot"}`}, &seq)
+	require.NoError(t, idx.Close())
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "a")))
+	cp, err := Open(filepath.Join(dir, "copy"), m)
+	require.NoError(t, err)
+	defer cp.Close()
+	require.Equal(t, uint64(100), cp.Stats().DocCount)
+	require.Equal(t, seq-1, cp.AppliedSeq())
+	d, ok, err := cp.Get("d4-19")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.JSONEq(t, `{"t":"batch 4 doc 19"}`, string(d.Source))
 }

@@ -68,9 +68,9 @@ type Config struct {
 	AutoCreateIndex bool
 	// MaxShards bounds number_of_shards at index creation.
 	MaxShards int
-	// RecoveryMaxBytesPerSec throttles the files a primary streams to a
-	// recovering copy (Elasticsearch's indices.recovery.max_bytes_per_sec);
-	// 0 means no limit.
+	// RecoveryMaxBytesPerSec limits the files this node streams to
+	// recovering copies, all its recoveries together (Elasticsearch's
+	// indices.recovery.max_bytes_per_sec); 0 means no limit.
 	RecoveryMaxBytesPerSec int64
 	// ReplicationTimeout bounds how long a primary waits for a replica to
 	// answer a replication message, and then for the cluster to fail a

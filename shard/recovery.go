@@ -1,14 +1,10 @@
 package shard
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/weftsearch/weft/fabric"
 )
@@ -78,8 +72,12 @@ const recoveryLeaseTTL = 10 * time.Minute
 // recoveryChunkBytes bounds the operations sent in one message.
 const recoveryChunkBytes = 4 << 20
 
-// recoveryFileChunk is the stream chunk of file-based recovery.
-const recoveryFileChunk = 1 << 20
+// recoveryFileChunk and recoveryFileWindow are the stream chunk of
+// file-based recovery and how many are in flight.
+const (
+	recoveryFileChunk  = 1 << 20
+	recoveryFileWindow = fabric.DefaultStreamWindow
+)
 
 // lease keeps a primary's log from being trimmed below keepAfter.
 type lease struct {
@@ -250,33 +248,9 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 			s.unregister(sc)
 			_ = sc.close()
 		}
-		staging := s.stagingDir(c.AllocationID)
-		_ = os.RemoveAll(staging)
-		s.expectFiles(c.AllocationID, r)
-		var fr recoveryFilesReply
-		err := s.callJSON(ctx, p.NodeID, methodRecoveryFiles, recoveryOps{ID: plan.ID}, &fr)
-		s.expectFiles(c.AllocationID, nil)
-		if err != nil {
-			return fmt.Errorf("copying the primary's files: %w", err)
-		}
-		if _, err := os.Stat(dir); err == nil {
-			if err := removeDir(dir); err != nil {
-				return err
-			}
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		var err error
+		if sc, err = s.recoverFiles(ctx, p.NodeID, plan.ID, dir, meta, nm, ix.Shards[num].PrimaryTerm, r); err != nil {
 			return err
-		}
-		if err := os.Rename(filepath.Join(staging, "index"), filepath.Join(dir, "index")); err != nil {
-			return fmt.Errorf("installing the copied index: %w", err)
-		}
-		_ = os.RemoveAll(staging)
-		if err := writeFileAtomic(filepath.Join(dir, copyMetaFile), meta); err != nil {
-			return err
-		}
-		var err2 error
-		if sc, err2 = s.openLocal(dir, meta, nm, false, ix.Shards[num].PrimaryTerm); err2 != nil {
-			return fmt.Errorf("opening the copied index: %w", err2)
 		}
 	}
 	if sc == nil {
@@ -298,6 +272,54 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 	r.update(func(i *RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
 	sc.idx.EndReplay()
 	return s.meta.CopyStarted(ctx, ix.UUID, num, c.AllocationID)
+}
+
+// recoverFiles copies the primary's files for the recovery id into a
+// staging directory, installs them as the copy in dir (replacing what was
+// there) once they are durable, and opens the copy.
+func (s *Store) recoverFiles(ctx context.Context, primaryNode, id, dir string, meta copyMeta, nm *nodeMapping, term uint64, r *recovery) (*shardCopy, error) {
+	alloc := meta.AllocationID
+	// Another attempt's staging directory is left over (a crash, or an
+	// attempt whose stream never ended cleanly): remove it.
+	s.removeLeftovers(stagingPrefix, func(name string) bool {
+		return strings.HasPrefix(name, sanitize(alloc)+"@") && !claimed(s, name, s.expected)
+	})
+	staging := s.stagingDir(id)
+	s.expectFiles(id, r)
+	var fr recoveryFilesReply
+	err := s.callJSON(ctx, primaryNode, methodRecoveryFiles, recoveryOps{ID: id}, &fr)
+	s.expectFiles(id, nil)
+	defer os.RemoveAll(staging)
+	if err != nil {
+		return nil, fmt.Errorf("copying the primary's files: %w", err)
+	}
+	// receiveFiles made the files and their directories durable before
+	// the call returned; now the move into place, then the copy's identity.
+	if _, err := os.Stat(dir); err == nil {
+		if err := removeDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(filepath.Join(staging, "index"), filepath.Join(dir, "index")); err != nil {
+		return nil, fmt.Errorf("installing the copied index: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	if err := syncDir(s.dir); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, copyMetaFile), meta); err != nil {
+		return nil, err
+	}
+	sc, err := s.openLocal(dir, meta, nm, false, term)
+	if err != nil {
+		return nil, fmt.Errorf("opening the copied index: %w", err)
+	}
+	return sc, nil
 }
 
 // olderTermAbove reports whether the copy's log has an operation above
@@ -404,21 +426,21 @@ func (c *Coordinator) serveRecoveryFiles(ctx context.Context, req *fabric.Reques
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	snap := filepath.Join(c.store.dir, ".snapshot-"+sanitize(m.ID))
-	_ = os.RemoveAll(snap)
+	st := c.store
+	st.removeLeftovers(snapshotPrefix, func(name string) bool { return !claimed(st, name, st.sources) })
+	snap := st.snapshotDir(m.ID)
 	defer os.RemoveAll(snap)
 	if err := sc.idx.Snapshot(snap); err != nil {
 		return nil, err
 	}
-	c.store.setLease(m.ID, lease{primary: sr.start.Primary, target: sr.start.Target, keepAfter: sr.plan.StartSeq})
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeFiles(pw, sr.start.Target, snap)) }()
-	var src io.Reader = pr
-	if bps := c.store.recoveryRate(); bps > 0 {
-		src = &throttled{r: pr, lim: rate.NewLimiter(rate.Limit(bps), recoveryFileChunk), ctx: ctx}
+	st.setLease(m.ID, lease{primary: sr.start.Primary, target: sr.start.Target, keepAfter: sr.plan.StartSeq})
+	files, err := newFileStream(m.ID, snap)
+	if err != nil {
+		return nil, err
 	}
-	n, err := fabric.SendStream(ctx, nodeConn{peers: c.store.peers, node: sr.start.TargetNode}, methodRecoveryFiles, src, recoveryFileChunk)
-	_ = pr.Close()
+	defer files.Close()
+	n, err := fabric.SendStream(ctx, nodeConn{peers: st.peers, node: sr.start.TargetNode}, methodRecoveryFiles, st.throttle.reader(ctx, files),
+		fabric.StreamOptions{Chunk: recoveryFileChunk, Window: recoveryFileWindow})
 	if err != nil {
 		return nil, fmt.Errorf("streaming the snapshot to node %s: %w", sr.start.TargetNode, err)
 	}
@@ -511,182 +533,6 @@ func (sc *shardCopy) readLog(from uint64, limit int) ([]LogRecord, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// The file stream: "WEFTREC1", the target's allocation ID, then for each
-// file its path (relative, slash-separated), its size and its bytes, and a
-// path of length 0 to end.
-const filesMagic = "WEFTREC1"
-
-func writeFiles(w io.Writer, target, root string) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if _, err := bw.WriteString(filesMagic); err != nil {
-		return err
-	}
-	writeStr := func(s string) error {
-		var b [binary.MaxVarintLen64]byte
-		if _, err := bw.Write(b[:binary.PutUvarint(b[:], uint64(len(s)))]); err != nil {
-			return err
-		}
-		_, err := bw.WriteString(s)
-		return err
-	}
-	if err := writeStr(target); err != nil {
-		return err
-	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		if err := writeStr(filepath.ToSlash(rel)); err != nil {
-			return err
-		}
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], uint64(st.Size()))
-		if _, err := bw.Write(b[:]); err != nil {
-			return err
-		}
-		n, err := io.Copy(bw, io.LimitReader(f, st.Size()))
-		if err == nil && n != st.Size() {
-			err = fmt.Errorf("%s shrank while copying", path)
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if err := writeStr(""); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// receiveFiles is the target's stream handler: it writes the files of a
-// recovery into the copy's staging directory.
-func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	magic := make([]byte, len(filesMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != filesMagic {
-		return fmt.Errorf("%w: not a recovery file stream", errBadMessage)
-	}
-	readStr := func(limit uint64) (string, error) {
-		n, err := binary.ReadUvarint(br)
-		if err != nil {
-			return "", err
-		}
-		if n > limit {
-			return "", fmt.Errorf("%w: a name of %d bytes", errBadMessage, n)
-		}
-		b := make([]byte, n)
-		_, err = io.ReadFull(br, b)
-		return string(b), err
-	}
-	target, err := readStr(256)
-	if err != nil {
-		return err
-	}
-	s.mu.RLock()
-	rec := s.expected[target]
-	s.mu.RUnlock()
-	if rec == nil {
-		return fmt.Errorf("%w: no recovery of copy %s expects files on this node", ErrStaleRouting, target)
-	}
-	root := filepath.Join(s.stagingDir(target), "index")
-	for {
-		name, err := readStr(4096)
-		if err != nil {
-			return err
-		}
-		if name == "" {
-			return nil
-		}
-		clean := filepath.Clean(filepath.FromSlash(name))
-		if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("%w: file name %q leaves the index directory", errBadMessage, name)
-		}
-		var sb [8]byte
-		if _, err := io.ReadFull(br, sb[:]); err != nil {
-			return err
-		}
-		size := int64(binary.BigEndian.Uint64(sb[:]))
-		path := filepath.Join(root, clean)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		n, err := io.Copy(f, io.LimitReader(br, size))
-		if err == nil && n != size {
-			err = io.ErrUnexpectedEOF
-		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		rec.update(func(i *RecoveryInfo) { i.BytesDone += size; i.BytesTotal += size })
-	}
-}
-
-func (s *Store) stagingDir(alloc string) string { return filepath.Join(s.dir, ".recovering-"+alloc) }
-
-// expectFiles lets (rec != nil) or stops (nil) file streams for alloc.
-func (s *Store) expectFiles(alloc string, rec *recovery) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rec == nil {
-		delete(s.expected, alloc)
-		return
-	}
-	s.expected[alloc] = rec
-}
-
-func sanitize(id string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == '.' {
-			return '_'
-		}
-		return r
-	}, id)
-}
-
-// throttled reads at most lim's rate.
-type throttled struct {
-	r   io.Reader
-	lim *rate.Limiter
-	ctx context.Context
-}
-
-func (t *throttled) Read(p []byte) (int, error) {
-	if len(p) > t.lim.Burst() {
-		p = p[:t.lim.Burst()]
-	}
-	n, err := t.r.Read(p)
-	if n > 0 {
-		if werr := t.lim.WaitN(t.ctx, n); werr != nil {
-			return n, werr
-		}
-	}
-	return n, err
 }
 
 // nodeConn presents one node reached through Peers as the fabric.Conn that

@@ -38,6 +38,7 @@ type Store struct {
 	expected   map[string]*recovery    // copies whose files may be streamed in now
 	sources    map[string]*sourceRecovery
 	leases     map[string]*lease
+	throttle   *recoveryThrottle // of every recovery file stream this node sends
 	closed     bool
 	writes     sync.WaitGroup // writes in flight on local copies
 	background sync.WaitGroup // recoveries and failure reports
@@ -80,6 +81,7 @@ func OpenStore(dir string, cfg Config, meta Metadata, peers Peers, logger *slog.
 		copies: map[string]*shardCopy{}, mappings: map[string]*nodeMapping{}, failed: map[string]string{},
 		recovering: map[string]bool{}, recoveries: map[string]*recovery{}, expected: map[string]*recovery{},
 		sources: map[string]*sourceRecovery{}, leases: map[string]*lease{}, stop: make(chan struct{})}
+	s.throttle = newRecoveryThrottle(s.recoveryRate, recoveryFileChunk)
 	s.cleanDeleted()
 	return s, nil
 }
@@ -145,8 +147,8 @@ func (s *Store) openCopies() []*shardCopy {
 	return out
 }
 
-// recoveryRate is the throttle of the recovery file streams this node
-// sends, in bytes per second (0: none): the cluster's setting when it has
+// recoveryRate is the limit on all the recovery file streams this node
+// sends together, in bytes per second (0: none): the cluster's setting when it has
 // one, else Config.RecoveryMaxBytesPerSec.
 func (s *Store) recoveryRate() int64 {
 	if r := s.meta.View().RecoveryMaxBytesPerSec; r != nil {

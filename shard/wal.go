@@ -675,8 +675,13 @@ func (l *Log) rotateLocked() error {
 // frame in any segment but the last one (which may be being written) is an
 // error wrapping ErrLogCorrupt.
 func (l *Log) Replay(after uint64, fn func(*LogRecord) error) error {
+	// Copies, not the log's segments: Append moves the last one's range
+	// under l.mu while this reads without it.
 	l.mu.Lock()
-	segs := append([]*segment(nil), l.segs...)
+	segs := make([]segment, len(l.segs))
+	for k, s := range l.segs {
+		segs[k] = *s
+	}
 	l.mu.Unlock()
 	for k, s := range segs {
 		if s.last != 0 && s.last <= after {

@@ -151,6 +151,41 @@ func TestLogAppendReplay(t *testing.T) {
 	require.Equal(t, uint64(3), l.LastSeq())
 }
 
+// TestLogReplayAlongsideAppend: Replay runs while Append writes (peer
+// recovery reads a primary's log under its writes); each replay sees a
+// gapless prefix of the records. Under -race this caught Replay reading a
+// segment's range while Append moved it.
+func TestLogReplayAlongsideAppend(t *testing.T) {
+	l := openLog(t, vfs.OS, t.TempDir(), 1<<20)
+	defer l.Close()
+	const n = 300
+	done := make(chan error, 1)
+	go func() {
+		for seq := uint64(1); seq <= n; seq++ {
+			if err := l.Append([]LogRecord{rec(seq)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			finished = true
+		default:
+		}
+		var next uint64 = 1
+		require.NoError(t, l.Replay(0, func(r *LogRecord) error {
+			require.Equal(t, next, r.Seq)
+			next++
+			return nil
+		}))
+	}
+	require.Len(t, replayAll(t, l, 0), n)
+}
+
 // TestLogSyncMarks: each Append after an fsync starts with a mark for what
 // that fsync covered, and Close ends the segment with one for all of it.
 func TestLogSyncMarks(t *testing.T) {

@@ -120,7 +120,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			fs.Var(keyFlag{&cfg.GossipKey}, "gossip-key", "base64 of a 16, 24 or 32 byte key that encrypts gossip; every node the same (WEFT_GOSSIP_KEY)")
 		}},
 		{"recovery-max-bytes-per-sec", "WEFT_RECOVERY_MAX_BYTES_PER_SEC", func() {
-			fs.Var(&recoveryRate, "recovery-max-bytes-per-sec", "throttle of the index files a primary streams to a recovering copy, in bytes per second or with a unit (kb, mb, gb); 0 is no limit (WEFT_RECOVERY_MAX_BYTES_PER_SEC)")
+			fs.Var(&recoveryRate, "recovery-max-bytes-per-sec", "limit on the index files this node streams to recovering copies, all its recoveries together, in bytes per second or with a unit (kb, mb, gb); 0 is no limit (WEFT_RECOVERY_MAX_BYTES_PER_SEC)")
 		}},
 		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
 		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,7 @@ const (
 	mBlock  // blocks until its context ends or the test releases it
 	mFail
 	mPlain
+	mStream
 )
 
 // RunConformance runs the fabric contract's tests against the transport f
@@ -71,6 +73,7 @@ func RunConformance(t *testing.T, f Factory) {
 		{"OrderingPerCaller", testOrdering},
 		{"ConcurrentCallers", testConcurrent},
 		{"PayloadSizes", testPayloadSizes},
+		{"StreamWindow", testStreamWindow},
 		{"TooLarge", testTooLarge},
 		{"Cancellation", testCancellation},
 		{"Deadline", testDeadline},
@@ -282,6 +285,15 @@ func pattern(n int) []byte {
 	return p
 }
 
+// patience is how long the large transfers of a test may take: the
+// setup's Patience, or guard.
+func (s Setup) patience() time.Duration {
+	if s.Patience == 0 {
+		return guard
+	}
+	return s.Patience
+}
+
 func testPayloadSizes(t *testing.T, s Setup) {
 	var m fabric.Mux
 	m.HandleFunc(mEcho, func(_ context.Context, r *fabric.Request) ([]byte, error) {
@@ -291,11 +303,7 @@ func testPayloadSizes(t *testing.T, s Setup) {
 		return r.Payload, nil
 	})
 	_, c := start(t, s, &m)
-	patience := s.Patience
-	if patience == 0 {
-		patience = guard
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	ctx, cancel := context.WithTimeout(context.Background(), s.patience())
 	defer cancel()
 	for _, size := range []int{0, 1, 64, 4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20} {
 		if size > s.MaxMessageSize {
@@ -309,6 +317,31 @@ func testPayloadSizes(t *testing.T, s Setup) {
 		require.True(t, bytes.Equal(want, reply), "reply of %d bytes differs from the request", size)
 		require.True(t, bytes.Equal(want, pattern(size)), "the transport modified the caller's %d-byte payload", size)
 	}
+}
+
+// testStreamWindow: fabric.SendStream with the widest window (many chunks
+// in flight, which the transport may deliver in any order) delivers the
+// bytes whole and in order.
+func testStreamWindow(t *testing.T, s Setup) {
+	recv := fabric.NewStreamReceiver(guard)
+	t.Cleanup(func() { _ = recv.Close() })
+	const size = 4<<20 + 77
+	got := make(chan []byte, 1)
+	recv.Handle(mStream, func(_ context.Context, _ string, r io.Reader) error {
+		b, err := io.ReadAll(r)
+		got <- b
+		return err
+	})
+	var m fabric.Mux
+	m.Handle(fabric.MethodStream, recv)
+	_, c := start(t, s, &m)
+	ctx, cancel := context.WithTimeout(context.Background(), s.patience())
+	defer cancel()
+	want := pattern(size)
+	n, err := fabric.SendStream(ctx, c, mStream, bytes.NewReader(want), fabric.StreamOptions{Chunk: 64 << 10, Window: fabric.MaxStreamWindow})
+	require.NoError(t, err)
+	require.EqualValues(t, size, n)
+	require.True(t, bytes.Equal(want, <-got), "the stream arrived reordered or corrupted")
 }
 
 func testTooLarge(t *testing.T, s Setup) {
