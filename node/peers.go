@@ -42,18 +42,21 @@ func newPeers(dial func(context.Context, string) (fabric.Conn, error), resolve f
 }
 
 // forgetDeparted drops, after every change of the cluster state until
-// Close, the connections to the nodes it says are not live: a node that
-// left or failed and comes back is a new process, and a connection to its
-// old one would fail the first call made to it.
+// Close, the connections to the nodes it says are not live, and once more
+// when such a node is live again: a node that left or failed and comes
+// back is a new process, and a connection to its old one (even one dialled
+// while it was going away) would fail the first call made to it.
 func (p *peers) forgetDeparted(c *cluster.Cluster) {
 	changed, unwatch := c.Watch()
 	go func() {
 		defer unwatch()
+		down := map[string]bool{}
 		for {
 			for id, n := range c.State().Nodes {
-				if !n.Live {
+				if !n.Live || down[id] {
 					p.forget(id)
 				}
+				down[id] = !n.Live
 			}
 			select {
 			case <-changed:
