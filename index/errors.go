@@ -19,4 +19,8 @@ var (
 	ErrDocParse = errors.New("document parse error")
 	// ErrClosed: the index has been closed.
 	ErrClosed = errors.New("index closed")
+	// ErrStaleStats: a search under ExpectGeneration found the index's
+	// contents changed since the statistics it was given were read; nothing
+	// was searched.
+	ErrStaleStats = errors.New("statistics are stale")
 )

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,10 +29,33 @@ type memPeers struct {
 	tr    fabric.Transport
 	mu    sync.Mutex
 	conns map[string]fabric.Conn
+	calls map[peerCall]int // calls made, by node and method
+}
+
+type peerCall struct {
+	node   string
+	method fabric.Method
+}
+
+// callsTo counts the calls of method m made to node ("": to any node).
+func (p *memPeers) callsTo(node string, m fabric.Method) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c, k := range p.calls {
+		if c.method == m && (node == "" || c.node == node) {
+			n += k
+		}
+	}
+	return n
 }
 
 func (p *memPeers) Call(ctx context.Context, id string, m fabric.Method, payload []byte) ([]byte, error) {
 	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[peerCall]int{}
+	}
+	p.calls[peerCall{id, m}]++
 	c := p.conns[id]
 	p.mu.Unlock()
 	if c == nil {
@@ -70,13 +94,14 @@ type testCluster struct {
 	net   *fabrictest.Network
 	mc    *memCluster
 	nodes map[string]*testNode
+	peers map[string]*memPeers // each node's outbound calls
 	dirs  map[string]string
 	stops map[string]func()
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
 	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
-		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}}
+		nodes: map[string]*testNode{}, peers: map[string]*memPeers{}, dirs: map[string]string{}, stops: map[string]func(){}}
 	for _, id := range ids {
 		tc.dirs[id] = t.TempDir()
 		tc.start(id)
@@ -99,6 +124,7 @@ func (tc *testCluster) start(id string) *testNode {
 	ln, err := tr.Listen(context.Background(), id, mux)
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
+	tc.peers[id] = peers
 	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, testConfig(), func(c *Coordinator) { c.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
@@ -547,4 +573,149 @@ func TestOlderViewDeletesNoCopy(t *testing.T) {
 	newer := &View{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
 	require.NoError(t, n.store.Reconcile(context.Background(), newer))
 	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
+}
+
+// idsOnNodes returns, for each node, n new document ids that route to
+// shards of name whose primary is on that node.
+func idsOnNodes(t *testing.T, tc *testCluster, name string, n int, nodes ...string) map[string][]string {
+	t.Helper()
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for k := 0; len(out) < len(nodes) || func() bool {
+		for _, node := range nodes {
+			if len(out[node]) < n {
+				return true
+			}
+		}
+		return false
+	}(); k++ {
+		id := fmt.Sprint("new-", k)
+		p, _ := ix.Shards[ShardFor(id, "", ix.NumberOfShards)].Primary()
+		if slices.Contains(nodes, p.NodeID) && len(out[p.NodeID]) < n {
+			out[p.NodeID] = append(out[p.NodeID], id)
+		}
+	}
+	return out
+}
+
+// TestClusterKeepsStatisticsUntilAShardChanges: a search repeated while
+// no shard changes skips the statistics phase and ranks exactly like one
+// shard; after writes to a shard on the coordinating node and to one on
+// another node it still does, without a statistics phase: the changed
+// copies answer the query phase stale, with their fresh statistics, and
+// the query phase runs again. Each phase sends one message per node.
+func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "six", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	require.NoError(t, n1.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n2"], name, ids, sources)
+	}
+	peers := tc.peers["n1"]
+	type counts struct{ stats, query, fetch int }
+	calls := func() counts {
+		return counts{peers.callsTo("", methodSearchStats), peers.callsTo("", methodSearchQuery), peers.callsTo("", methodSearchFetch)}
+	}
+	body := `{"query":{"match":{"body":"linux kernel"}},"size":10,"sort":["_score",{"_id":"asc"}]}`
+	search := func(what string) counts {
+		before := calls()
+		six := tc.search(t, "n1", []string{"six"}, body)
+		after := calls()
+		one := tc.search(t, "n1", []string{"one"}, body)
+		require.Zero(t, six.Status.Failed, "%s: %v", what, six.Status.Errors)
+		require.Positive(t, one.Total)
+		sameHits(t, one.SearchResult, six.SearchResult, what)
+		return counts{after.stats - before.stats, after.query - before.query, after.fetch - before.fetch}
+	}
+	first := search("first search")
+	require.Equal(t, 2, first.stats, "one statistics message to each other node")
+	require.Equal(t, 2, first.query, "one query message to each other node")
+	require.LessOrEqual(t, first.fetch, 2, "at most one fetch message to each other node")
+	again := search("repeated")
+	require.Zero(t, again.stats, "statistics kept")
+	require.Equal(t, 2, again.query)
+
+	// New documents full of the query's terms, on a shard of n1 and one
+	// of n2, change every score.
+	news := idsOnNodes(t, tc, "six", 3, "n1", "n2")
+	var newIDs []string
+	var newSources []json.RawMessage
+	for _, node := range []string{"n1", "n2"} {
+		for _, id := range news[node] {
+			newIDs = append(newIDs, id)
+			newSources = append(newSources, json.RawMessage(`{"subject":"new","body":"linux kernel linux kernel linux"}`))
+		}
+	}
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n3"], name, newIDs, newSources)
+	}
+	changed := search("after writes")
+	require.Zero(t, changed.stats, "the changed copies sent their statistics in the query phase")
+	require.Equal(t, 4, changed.query, "the query phase ran again")
+	settled := search("after writes, repeated")
+	require.Zero(t, settled.stats)
+	require.Equal(t, 2, settled.query, "the fresh statistics were kept")
+}
+
+// TestClusterSearchMovesBatchedShardsToAnotherCopy: two shards whose
+// preferred copies are on one node share each phase's message; when that
+// node dies (before the cluster notices), both move to their other
+// copies and the search loses nothing.
+func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3"}
+	tc := newTestCluster(t, nodes...)
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "m", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ix, err := n1.meta.View().Index("m")
+	require.NoError(t, err)
+	var onN2 []int
+	for num, sh := range ix.Shards {
+		if p, _ := sh.Primary(); p.NodeID == "n2" {
+			tc.mc.addReplica(t, "m", num, "n3")
+			onN2 = append(onN2, num)
+		}
+	}
+	require.Len(t, onN2, 2)
+	awaitInSync(t, tc, "m", 1)
+	require.Eventually(t, func() bool {
+		ix, _ := tc.mc.node("x").View().Index("m")
+		for _, num := range onN2 {
+			active := 0
+			for _, c := range ix.Shards[num].Copies {
+				if c.Started && slices.Contains(ix.Shards[num].InSync, c.AllocationID) {
+					active++
+				}
+			}
+			if active < 2 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond)
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n1, "m", ids, sources)
+
+	tc.net.Kill("n2")
+	peers := tc.peers["n1"]
+	res := tc.search(t, "n1", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20,"timeout":"10s"}`)
+	require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
+	require.Equal(t, 6, res.Status.Total)
+	all := tc.search(t, "n3", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20}`)
+	sameHits(t, all.SearchResult, res.SearchResult, "after n2 died")
+	require.Equal(t, 1, peers.callsTo("n2", methodSearchStats), "both shards of n2 were in one message")
+	require.Zero(t, peers.callsTo("n2", methodSearchQuery), "the shards moved to n3 for good")
+	for _, h := range res.Hits {
+		require.NotEmpty(t, h.Fields[index.SourceField])
+	}
 }

@@ -55,11 +55,17 @@ type Config struct {
 	// recovering copy (Elasticsearch's indices.recovery.max_bytes_per_sec);
 	// 0 means no limit.
 	RecoveryMaxBytesPerSec int64
+	// SearchStatsCacheBytes bounds the term statistics a coordinating
+	// node keeps between searches (an estimate of their bytes), so that a
+	// repeated search skips the statistics phase while no shard changes;
+	// 0 keeps none.
+	SearchStatsCacheBytes int64
 }
 
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
-	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20}
+	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20,
+		SearchStatsCacheBytes: 32 << 20}
 }
 
 // Validate names the first field out of bounds.
@@ -72,6 +78,9 @@ func (c Config) Validate() error {
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)
+	}
+	if c.SearchStatsCacheBytes < 0 {
+		return fmt.Errorf("shard: Config.SearchStatsCacheBytes %d must be 0 (none kept) or positive", c.SearchStatsCacheBytes)
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ type Coordinator struct {
 	peers  Peers // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
+	stats  *statsCache // nil: none kept
 
 	countersMu sync.Mutex
 	counters   map[string]*indexCounters // by index name, this node's requests
@@ -100,6 +101,7 @@ func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(),
+		stats:    newStatsCache(cfg.SearchStatsCacheBytes),
 		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 

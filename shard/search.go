@@ -21,7 +21,9 @@ import (
 // shard, coordinated by whichever node got the request:
 //
 //  1. statistics: every shard's term statistics for the query, summed, so
-//     that BM25 scores like one index holding every document;
+//     that BM25 scores like one index holding every document (kept between
+//     searches, statsCache: a repeated search skips this phase unless a
+//     shard changed);
 //  2. query: every shard returns only ids, scores and sort keys of its
 //     top from+size hits (and its facet counts) under the global
 //     statistics; bleve's IndexAlias merges them, sorts and cuts the page;
@@ -31,7 +33,8 @@ import (
 // A copy on this node is searched in place in one pass (phases 2 and 3 at
 // once: nothing crosses a network). A copy on another node gets the search
 // request itself (esdsl.Wire) and translates it with its own copy of the
-// mapping, never bleve objects. A shard that fails or does not answer
+// mapping, never bleve objects; each phase sends one message per node for
+// all the shards it serves. A shard that fails or does not answer
 // within the request's timeout is left out (partial results, counted in
 // _shards.failed), never waited for without end.
 
@@ -82,7 +85,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	searchers, failures := c.searchers(v, names, srch)
-	res, err := searchShards(sctx, searchers, srch.Request, srch)
+	res, err := searchShards(sctx, searchers, srch.Request, srch, c.stats.scope(v, names, srch))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -118,7 +121,8 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
 	var out []ShardSearcher
 	var failures []ShardFailure
-	wire := srch.Wire()
+	rs := &remoteSearch{header: searchHeader{cluster: v.ClusterUUID, indices: names, wire: srch.Wire()},
+		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0}
 	routing := srch.Routing()
 	for _, n := range names {
 		ix, ok := v.Indices[n]
@@ -142,20 +146,20 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 			}
 			name := fmt.Sprintf("%s/%d", n, num)
 			var remote []CopyView
-			var local ShardSearcher
+			var local *localSearcher
 			for _, cp := range active {
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = &localSearcher{name: name, idx: sc.idx, aggs: srch.AggCollector(n, num)}
+					local = &localSearcher{name: name, alloc: cp.AllocationID, idx: sc.idx, aggs: srch.AggCollector(n, num)}
 				}
 			}
 			switch {
 			case local != nil:
 				out = append(out, local)
 			case len(remote) > 0 && c.peers != nil:
-				out = append(out, &remoteSearcher{c: c, name: name, index: n, num: num, uuid: ix.UUID,
-					cluster: v.ClusterUUID, mappingVersion: ix.MappingVersion, wire: wire, indices: names, copies: c.ars.order(remote)})
+				out = append(out, &remoteSearcher{c: c, rs: rs, name: name, index: n, num: num, uuid: ix.UUID,
+					mappingVersion: ix.MappingVersion, copies: c.ars.order(remote)})
 			default:
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
 					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", ErrUnavailable, n, num)})
@@ -186,7 +190,12 @@ func routedTo(routing []string, num, n int) bool {
 type ShardSearcher interface {
 	// Name identifies the shard, unique within one search ("logs/3").
 	Name() string
-	TermStats(ctx context.Context, q query.Query) (*index.TermStats, error)
+	// TermStats returns the copy's statistics for q and the generation
+	// of its contents they were read from.
+	TermStats(ctx context.Context, q query.Query) (ShardStats, error)
+	// Search runs phase 2. Under index.ExpectGeneration in ctx, a copy
+	// whose contents are no longer of that generation searches nothing
+	// and fails with a *staleStats holding its fresh statistics.
 	Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error)
 }
 
@@ -207,22 +216,41 @@ type aggSearcher interface {
 }
 
 type localSearcher struct {
-	name string
-	idx  *index.Index
-	aggs esdsl.AggCollector // nil: no aggregations
+	name  string
+	alloc string // "": its statistics are not kept
+	idx   *index.Index
+	aggs  esdsl.AggCollector // nil: no aggregations
 }
 
-var _ aggSearcher = (*localSearcher)(nil)
+var (
+	_ aggSearcher = (*localSearcher)(nil)
+	_ cachedCopy  = (*localSearcher)(nil)
+)
 
-func (l *localSearcher) Name() string { return l.name }
-func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
-	return l.idx.TermStats(ctx, q)
+func (l *localSearcher) Name() string   { return l.name }
+func (l *localSearcher) copyID() string { return l.alloc }
+func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (ShardStats, error) {
+	st, gen, err := l.idx.TermStats(ctx, q)
+	return ShardStats{Stats: st, Generation: gen}, err
 }
 func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	if l.aggs == nil {
-		return l.idx.Search(ctx, req)
+	res, err := l.idx.SearchCollect(ctx, req, l.collector())
+	if errors.Is(err, index.ErrStaleStats) {
+		st, serr := l.TermStats(ctx, req.Query)
+		if serr != nil {
+			return nil, serr
+		}
+		return nil, &staleStats{st}
 	}
-	return l.idx.SearchCollect(ctx, req, l.aggs)
+	return res, err
+}
+
+// collector is the aggregations' collector, nil when there are none.
+func (l *localSearcher) collector() index.Collector {
+	if l.aggs == nil {
+		return nil
+	}
+	return l.aggs
 }
 func (l *localSearcher) aggPartials() esdsl.AggPartials {
 	if l.aggs == nil {
@@ -246,7 +274,7 @@ type shardsResult struct {
 // ErrAllShardsFailed and the first shard's error (a malformed query fails
 // this way).
 func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	res, err := searchShards(ctx, searchers, req, nil)
+	res, err := searchShards(ctx, searchers, req, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -254,8 +282,20 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 }
 
 // searchShards runs the phases over searchers; srch (nil for a bare bleve
-// request) reduces the shards' aggregations.
-func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search) (*shardsResult, error) {
+// request) reduces the shards' aggregations, and scope (nil: none) keeps
+// statistics between searches.
+//
+// Statistics kept from an earlier search are used only as far as their
+// copies confirm, in the query phase, that their contents are still of
+// the generation they were read from. A copy that answers stale sends its
+// fresh statistics instead of hits; the query phase then runs once more on
+// every shard with the corrected sums, checking nothing, as after a
+// statistics phase of the search's own (the copies may change between the
+// phases: exact ranking holds for shards that do not change meanwhile).
+// Under steady writes to some shards a search whose statistics were kept
+// thus runs the query phase twice where it would have run the statistics
+// phase and the query phase.
+func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search, scope *statsScope) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
 		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
 	}
@@ -266,11 +306,12 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		}
 		return out, nil
 	}
-	var total *index.TermStats
+	var gs *globalStats
 	live := searchers
 	failed := map[string]error{}
 	if len(searchers) > 1 {
-		total, live, failed = gatherStats(ctx, searchers, req.Query)
+		gs, failed = gatherStats(ctx, searchers, req.Query, scope)
+		live = gs.live
 		if len(live) == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -278,31 +319,14 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, searchers[0].Name(), failed[searchers[0].Name()])
 		}
 	}
-	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: srch != nil && len(srch.NamedQueries()) > 0}
-	children := make([]bleve.Index, len(live))
-	for k, s := range live {
-		children[k] = aliasChild{s: s, pending: pending}
+	named := srch != nil && len(srch.NamedQueries()) > 0
+	res, pending, err := queryPhase(ctx, live, req, gs, true, named)
+	if err == nil && len(pending.stale) > 0 {
+		gs.refresh(pending.stale, scope)
+		res, pending, err = queryPhase(ctx, live, req, gs, false, named)
 	}
-	qctx := ctx
-	if total != nil {
-		qctx = index.WithGlobalStats(ctx, total)
-	}
-	res, err := bleve.NewIndexAlias(children...).SearchInContext(qctx, req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, live[0].Name(), err)
-	}
-	if res == nil {
-		res = &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{}}
-	}
-	if res.Status == nil {
-		res.Status = &bleve.SearchStatus{}
-	}
-	if res.Status.Total == 0 && res.Status.Failed == 0 {
-		// A lone child's result comes back as it is, without a status.
-		res.Status.Total, res.Status.Successful = len(live), len(live)
+		return nil, err
 	}
 	pending.fetch(ctx, req, res)
 	if srch != nil {
@@ -330,6 +354,46 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		return fa.Index < fb.Index || (fa.Index == fb.Index && fa.Shard < fb.Shard)
 	})
 	return out, nil
+}
+
+// queryPhase runs phase 2 over live, under gs's statistics (nil: each
+// shard its own) and, if strict, checking the generations the kept ones
+// were read from;
+// bleve's IndexAlias merges, sorts and pages. The fetchSet returned knows
+// each hit's searcher and which searchers answered stale.
+func queryPhase(ctx context.Context, live []ShardSearcher, req *bleve.SearchRequest, gs *globalStats, strict, named bool) (*bleve.SearchResult, *fetchSet, error) {
+	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: named}
+	children := make([]bleve.Index, len(live))
+	for k, s := range live {
+		ch := aliasChild{s: s, pending: pending}
+		if gs != nil && strict && gs.kept[k] {
+			ch.expect = gs.per[k].Generation
+		}
+		children[k] = ch
+	}
+	qctx := ctx
+	if gs != nil {
+		qctx = index.WithGlobalStats(ctx, gs.total)
+	}
+	coalesce(phaseQuery, live)
+	res, err := bleve.NewIndexAlias(children...).SearchInContext(qctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, live[0].Name(), err)
+	}
+	if res == nil {
+		res = &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{}}
+	}
+	if res.Status == nil {
+		res.Status = &bleve.SearchStatus{}
+	}
+	if res.Status.Total == 0 && res.Status.Failed == 0 {
+		// A lone child's result comes back as it is, without a status.
+		res.Status.Total, res.Status.Successful = len(live), len(live)
+	}
+	return res, pending, nil
 }
 
 // matchNamed sets the named queries that each hit of a local copy matches
@@ -400,41 +464,108 @@ func failureOf(name string, err error) ShardFailure {
 	return f
 }
 
-// gatherStats runs phase 1 on every searcher and sums what answered.
-func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query) (*index.TermStats, []ShardSearcher, map[string]error) {
-	stats := make([]*index.TermStats, len(searchers))
-	errs := make([]error, len(searchers))
-	var wg sync.WaitGroup
+// globalStats are a search's statistics: each live searcher's (per[k] is
+// live[k]'s) and their sum.
+type globalStats struct {
+	live  []ShardSearcher
+	ids   []string // the copies of live (see copyIDs)
+	per   []ShardStats
+	total *index.TermStats
+	// kept[k]: per[k] was kept from an earlier search, and the query
+	// phase checks that live[k]'s copy is still of its generation.
+	kept []bool
+}
+
+// gatherStats takes each searcher's statistics from scope or else runs
+// phase 1 on it, and sums what answered; failed are the searchers that did
+// not.
+func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query, scope *statsScope) (*globalStats, map[string]error) {
+	ids := copyIDs(searchers)
+	per := scope.get(ids)
+	kept := make([]bool, len(searchers))
+	var missing []ShardSearcher
 	for k, s := range searchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stats[k], errs[k] = s.TermStats(ctx, q)
-		}()
+		kept[k] = per[k].Stats != nil
+		if !kept[k] {
+			missing = append(missing, s)
+		}
 	}
-	wg.Wait()
-	total := &index.TermStats{}
-	var live []ShardSearcher
+	errs := make(map[ShardSearcher]error, len(missing))
+	if len(missing) > 0 {
+		fresh := make([]ShardStats, len(missing))
+		ferrs := make([]error, len(missing))
+		coalesce(phaseStats, missing)
+		var wg sync.WaitGroup
+		for k, s := range missing {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fresh[k], ferrs[k] = s.TermStats(ctx, q)
+			}()
+		}
+		wg.Wait()
+		ids = copyIDs(searchers) // a shard that failed over answered from another copy
+		j := 0
+		for k, s := range searchers {
+			if per[k].Stats != nil {
+				continue
+			}
+			per[k] = fresh[j]
+			if ferrs[j] != nil {
+				errs[s] = ferrs[j]
+			}
+			j++
+		}
+		scope.put(ids, per)
+	}
+	gs := &globalStats{}
 	failed := map[string]error{}
 	for k, s := range searchers {
-		if errs[k] != nil {
-			failed[s.Name()] = errs[k]
+		if err := errs[s]; err != nil {
+			failed[s.Name()] = err
 			continue
 		}
-		total.Add(stats[k])
-		live = append(live, s)
+		gs.live, gs.ids, gs.per = append(gs.live, s), append(gs.ids, ids[k]), append(gs.per, per[k])
+		gs.kept = append(gs.kept, kept[k])
 	}
-	return total, live, failed
+	gs.total = scope.sum(gs.ids, gs.per)
+	return gs, failed
+}
+
+// refresh replaces the statistics of the searchers that answered stale
+// with the fresh ones they sent, keeps those, and sums again.
+func (gs *globalStats) refresh(stale map[ShardSearcher]ShardStats, scope *statsScope) {
+	gs.ids = copyIDs(gs.live)
+	for k, s := range gs.live {
+		if st, ok := stale[s]; ok {
+			gs.per[k] = st
+		}
+	}
+	scope.put(gs.ids, gs.per)
+	gs.total = scope.sum(gs.ids, gs.per)
 }
 
 // fetchSet remembers which searcher returned each hit (for the fetch phase
-// of remote copies and the named queries of local ones), and which
-// searchers answered the query phase.
+// of remote copies and the named queries of local ones), which searchers
+// answered the query phase, and which answered that their statistics were
+// stale.
 type fetchSet struct {
 	mu       sync.Mutex
 	byHit    map[*search.DocumentMatch]ShardSearcher
 	answered []ShardSearcher
+	stale    map[ShardSearcher]ShardStats
 	named    bool // the request has named queries: every page needs fetching
+}
+
+// markStale records that s's contents changed since the statistics its
+// query phase assumed, and its fresh ones.
+func (f *fetchSet) markStale(s ShardSearcher, st ShardStats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stale == nil {
+		f.stale = map[ShardSearcher]ShardStats{}
+	}
+	f.stale[s] = st
 }
 
 func (f *fetchSet) add(s ShardSearcher, hits search.DocumentMatchCollection) {
@@ -473,11 +604,16 @@ func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *ble
 		return
 	}
 	groups := map[fetcher][]*search.DocumentMatch{}
+	var fetchers []ShardSearcher
 	for _, h := range res.Hits {
 		if s, ok := f.byHit[h].(fetcher); ok {
+			if _, seen := groups[s]; !seen {
+				fetchers = append(fetchers, f.byHit[h])
+			}
 			groups[s] = append(groups[s], h)
 		}
 	}
+	coalesce(phaseFetch, fetchers)
 	type outcome struct {
 		s   fetcher
 		err error

@@ -1,0 +1,255 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
+)
+
+// The search phases of this node's copies, data node side: each handler
+// serves one message holding the parts of several shards, translates the
+// request once and runs the shards' parts concurrently.
+
+// phaseRun is one phase message's shards on this node: their copies (nil
+// where the part failed already), the parts' errors, and the request as
+// translated here.
+type phaseRun struct {
+	copies []*shardCopy
+	errs   []error
+	srch   *esdsl.Search // nil when the phase needs no query
+}
+
+// openPhase checks each shard's routing and finds its copy; when translate
+// is set it waits for the mapping versions the coordinator used and
+// translates the request.
+func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []shardRef, translate bool) *phaseRun {
+	p := &phaseRun{copies: make([]*shardCopy, len(refs)), errs: make([]error, len(refs))}
+	for k, ref := range refs {
+		if err := c.checkRouting(ctx, h.cluster, ref.index, ref.shard, ref.alloc, false); err != nil {
+			p.errs[k] = err
+			continue
+		}
+		sc, ok := c.store.copy(ref.alloc)
+		if !ok {
+			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, ref.alloc)
+			continue
+		}
+		p.copies[k] = sc
+	}
+	if !translate {
+		return p
+	}
+	for k, ref := range refs {
+		if p.copies[k] == nil {
+			continue
+		}
+		if err := c.awaitMapping(ctx, ref.index, ref.mappingVersion); err != nil {
+			p.copies[k], p.errs[k] = nil, err
+		}
+	}
+	srch, err := esdsl.FromWire(h.wire, c.Fields(h.indices))
+	if err != nil {
+		p.fail(fmt.Errorf("%w: %v", ErrInvalidRequest, err))
+		return p
+	}
+	p.srch = srch
+	return p
+}
+
+// fail fails every part still open.
+func (p *phaseRun) fail(err error) {
+	for k, sc := range p.copies {
+		if sc != nil {
+			p.copies[k], p.errs[k] = nil, err
+		}
+	}
+}
+
+// each runs fn for every open part, concurrently, and returns when all
+// have.
+func (p *phaseRun) each(fn func(k int, sc *shardCopy)) {
+	var wg sync.WaitGroup
+	for k, sc := range p.copies {
+		if sc == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(k, sc)
+		}()
+	}
+	wg.Wait()
+}
+
+// awaitMapping waits until this node's mapping of the index uuid is at
+// least at version mv.
+func (c *Coordinator) awaitMapping(ctx context.Context, uuid string, mv uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, routingWait)
+	defer cancel()
+	v, err := c.meta.AwaitView(wctx, func(v *View) bool {
+		ix, ok := v.IndexByUUID(uuid)
+		return ok && ix.MappingVersion >= mv
+	})
+	if err != nil {
+		return fmt.Errorf("%w: mapping version %d of index %s has not reached this node", ErrUnavailable, mv, uuid)
+	}
+	ix, _ := v.IndexByUUID(uuid)
+	nm, ok := c.store.mapping(uuid)
+	if !ok {
+		return fmt.Errorf("%w: index %s has no mapping on this node yet", ErrUnavailable, uuid)
+	}
+	return nm.merge(ix)
+}
+
+func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request) ([]byte, error) {
+	m, err := decodeStatsRequest(req.Payload)
+	if err != nil {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "search statistics: %v", err)
+	}
+	run := c.openPhase(ctx, &m.searchHeader, m.shards, true)
+	parts := make([]statsPart, len(m.shards))
+	run.each(func(k int, sc *shardCopy) {
+		st, gen, err := sc.idx.TermStats(ctx, run.srch.Request.Query)
+		parts[k] = statsPart{err: err, stats: st, gen: gen}
+	})
+	for k, err := range run.errs {
+		if err != nil {
+			parts[k].err = err
+		}
+	}
+	return encodeStatsReply(parts), nil
+}
+
+func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]byte, error) {
+	m, err := decodeQueryRequest(req.Payload)
+	if err != nil {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "search query phase: %v", err)
+	}
+	refs := make([]shardRef, len(m.shards))
+	for k := range m.shards {
+		refs[k] = m.shards[k].shardRef
+	}
+	run := c.openPhase(ctx, &m.searchHeader, refs, true)
+	parts := make([]queryPart, len(m.shards))
+	sctx := ctx
+	if m.stats != nil {
+		sctx = index.WithGlobalStats(ctx, m.stats)
+	}
+	v := c.meta.View()
+	run.each(func(k int, sc *shardCopy) {
+		sh := &m.shards[k]
+		r := *run.srch.Request
+		r.Sort = r.Sort.Copy() // sort fields keep per-search state
+		r.From, r.Size = m.from, m.size
+		r.Fields, r.IncludeLocations, r.Highlight = nil, false, nil
+		qctx := sctx
+		if m.stats != nil && sh.expect != 0 {
+			qctx = index.ExpectGeneration(sctx, sh.expect)
+		}
+		name := ""
+		if ix, ok := v.IndexByUUID(sh.index); ok {
+			name = ix.Name
+		}
+		var col index.Collector
+		ac := run.srch.AggCollector(name, sh.shard)
+		if ac != nil {
+			col = ac
+		}
+		res, err := sc.idx.SearchCollect(qctx, &r, col)
+		if errors.Is(err, index.ErrStaleStats) {
+			st, gen, err := sc.idx.TermStats(ctx, run.srch.Request.Query)
+			parts[k] = queryPart{err: err, stale: &statsPart{stats: st, gen: gen}}
+			return
+		}
+		if err != nil {
+			parts[k].err = err
+			return
+		}
+		out := queryResult{total: res.Total, gte: res.TotalRelation == bleve.TotalRelationGte, maxScore: res.MaxScore,
+			hits: make([]wireHit, len(res.Hits))}
+		if ac != nil {
+			out.aggs = ac.Partials()
+		}
+		for j, h := range res.Hits {
+			out.hits[j] = wireHit{id: h.ID, score: h.Score, sort: h.Sort, num: h.HitNumber, expl: h.Expl}
+		}
+		parts[k].res = out
+	})
+	for k, err := range run.errs {
+		if err != nil {
+			parts[k].err = err
+		}
+	}
+	out, err := encodeQueryReply(parts)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return out, nil
+}
+
+func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]byte, error) {
+	m, err := decodeFetchRequest(req.Payload)
+	if err != nil {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "search fetch phase: %v", err)
+	}
+	refs := make([]shardRef, len(m.shards))
+	for k := range m.shards {
+		refs[k] = m.shards[k].shardRef
+	}
+	run := c.openPhase(ctx, &m.searchHeader, refs, m.locations || m.named)
+	parts := make([]fetchPart, len(m.shards))
+	run.each(func(k int, sc *shardCopy) {
+		parts[k].hits, parts[k].err = fetchHits(ctx, sc.idx, m, m.shards[k].ids, run.srch)
+	})
+	for k, err := range run.errs {
+		if err != nil {
+			parts[k].err = err
+		}
+	}
+	out, err := encodeFetchReply(parts)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return out, nil
+}
+
+// fetchHits loads the stored fields of the documents ids: by id, or, for
+// term locations, by the query restricted to them (unscored). srch is nil
+// unless m asks for locations or named queries.
+func fetchHits(ctx context.Context, idx *index.Index, m *fetchRequest, ids []string, srch *esdsl.Search) ([]fetchedHit, error) {
+	var hits []*search.DocumentMatch
+	var err error
+	if m.locations {
+		r := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(srch.Request.Query, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
+		r.Fields, r.IncludeLocations, r.Score = m.fields, true, "none"
+		var res *bleve.SearchResult
+		if res, err = idx.Search(ctx, r); err == nil {
+			hits = res.Hits
+		}
+	} else {
+		hits, err = idx.Documents(ids, m.fields)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var matched map[string][]string
+	if m.named {
+		if matched, err = matchedQueries(ctx, idx, srch.NamedQueries(), ids); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]fetchedHit, len(hits))
+	for k, h := range hits {
+		out[k] = fetchedHit{id: h.ID, fields: h.Fields, locations: h.Locations, matched: matched[h.ID]}
+	}
+	return out, nil
+}
