@@ -222,6 +222,8 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 	return res, nil
 }
 
+func (r *remoteSearcher) fetches() bool { return true }
+
 // fetch runs the fetch phase for hits this shard returned.
 func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch) error {
 	ids := make([]string, len(hits))

@@ -30,8 +30,10 @@ import (
 //  3. fetch: the shards that hold the final page's hits return their
 //     sources and term locations (for highlighting).
 //
-// A copy on this node is searched in place in one pass (phases 2 and 3 at
-// once: nothing crosses a network). A copy on another node gets the search
+// A copy on this node is searched in place: nothing crosses a network, and
+// its fetch phase reads the final page's stored fields straight from the
+// copy (with term locations for highlighting, phases 2 and 3 run in one
+// pass instead, every hit loading them). A copy on another node gets the search
 // request itself (esdsl.Wire) and translates it with its own copy of the
 // mapping, never bleve objects; each phase sends one message per node for
 // all the shards it serves. A shard that fails or does not answer
@@ -152,6 +154,9 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
 					local = &localSearcher{name: name, alloc: cp.AllocationID, idx: sc.idx, aggs: srch.AggCollector(n, num)}
+					if len(srch.Request.Fields) > 0 && !srch.Request.IncludeLocations {
+						local.fields = srch.Request.Fields
+					}
 				}
 			}
 			switch {
@@ -199,9 +204,11 @@ type ShardSearcher interface {
 	Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error)
 }
 
-// fetcher is a searcher whose query phase returns hits without their
+// fetcher is a searcher whose query phase may return hits without their
 // sources and locations; fetch gets them for the hits of the final page.
 type fetcher interface {
+	// fetches reports whether this search's hits need fetch.
+	fetches() bool
 	fetch(ctx context.Context, hits []*search.DocumentMatch) error
 }
 
@@ -215,16 +222,21 @@ type aggSearcher interface {
 	aggPartials() esdsl.AggPartials
 }
 
+// localSearcher is a copy on this node. When fields is set its query
+// phase loads no stored fields and fetch loads them for the final page's
+// hits only; else the query phase loads them for every hit it returns.
 type localSearcher struct {
-	name  string
-	alloc string // "": its statistics are not kept
-	idx   *index.Index
-	aggs  esdsl.AggCollector // nil: no aggregations
+	name   string
+	alloc  string // "": its statistics are not kept
+	idx    *index.Index
+	aggs   esdsl.AggCollector // nil: no aggregations
+	fields []string
 }
 
 var (
 	_ aggSearcher = (*localSearcher)(nil)
 	_ cachedCopy  = (*localSearcher)(nil)
+	_ fetcher     = (*localSearcher)(nil)
 )
 
 func (l *localSearcher) Name() string   { return l.name }
@@ -234,6 +246,11 @@ func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (ShardStat
 	return ShardStats{Stats: st, Generation: gen}, err
 }
 func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	if l.fields != nil {
+		r := *req
+		r.Fields = nil
+		req = &r
+	}
 	res, err := l.idx.SearchCollect(ctx, req, l.collector())
 	if errors.Is(err, index.ErrStaleStats) {
 		st, serr := l.TermStats(ctx, req.Query)
@@ -243,6 +260,31 @@ func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*
 		return nil, &staleStats{st}
 	}
 	return res, err
+}
+
+func (l *localSearcher) fetches() bool { return l.fields != nil }
+
+func (l *localSearcher) fetch(_ context.Context, hits []*search.DocumentMatch) error {
+	ids := make([]string, len(hits))
+	for k, h := range hits {
+		ids[k] = h.ID
+	}
+	docs, err := l.idx.Documents(ids, l.fields)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]*search.DocumentMatch, len(docs))
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	for _, h := range hits {
+		d, ok := byID[h.ID]
+		if !ok {
+			return fmt.Errorf("fetch of %s: document [%s] is gone", l.name, h.ID)
+		}
+		h.Fields = d.Fields
+	}
+	return nil
 }
 
 // collector is the aggregations' collector, nil when there are none.
@@ -606,7 +648,7 @@ func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *ble
 	groups := map[fetcher][]*search.DocumentMatch{}
 	var fetchers []ShardSearcher
 	for _, h := range res.Hits {
-		if s, ok := f.byHit[h].(fetcher); ok {
+		if s, ok := f.byHit[h].(fetcher); ok && s.fetches() {
 			if _, seen := groups[s]; !seen {
 				fetchers = append(fetchers, f.byHit[h])
 			}
