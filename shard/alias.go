@@ -21,6 +21,9 @@ type aliasChild struct {
 	s       ShardSearcher
 	pending *fetchSet
 	expect  uint64 // the generation the statistics assume of the copy; 0: any
+	// after, when set, is awaited before searching (a copy on this node
+	// waits until the other nodes' messages are on their way).
+	after *dispatch
 }
 
 var _ bleve.Index = aliasChild{}
@@ -33,6 +36,7 @@ func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchReques
 	if a.expect != 0 {
 		ctx = index.ExpectGeneration(ctx, a.expect)
 	}
+	a.after.wait(ctx)
 	res, err := a.s.Search(ctx, req)
 	var stale *staleStats
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -58,6 +59,53 @@ type remoteSearcher struct {
 	copies  []CopyView // untried or working, best first
 	aggs    esdsl.AggPartials
 	batches [numPhases]*nodeBatch // the next call of each phase goes with these
+	sent    *dispatch             // told when the query phase's message leaves
+	told    atomic.Bool           // sent was told
+}
+
+// dispatch counts the remote searchers of a query phase whose messages have
+// not left yet. The copies on this node wait for it before searching, so
+// that the other nodes start as early as possible instead of after a
+// local search took the processors.
+type dispatch struct {
+	left atomic.Int32
+	done chan struct{}
+}
+
+// newDispatch returns the dispatch of the remote searchers among ss (nil:
+// none) and gives it to them.
+func newDispatch(ss []ShardSearcher) *dispatch {
+	d := &dispatch{done: make(chan struct{})}
+	for _, s := range ss {
+		if r, ok := s.(*remoteSearcher); ok {
+			d.left.Add(1)
+			r.sent = d
+			r.told.Store(false)
+		}
+	}
+	if d.left.Load() == 0 {
+		return nil
+	}
+	return d
+}
+
+// wait returns once every message has left, or ctx ends.
+func (d *dispatch) wait(ctx context.Context) {
+	if d == nil {
+		return
+	}
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+	}
+}
+
+// dispatched tells r's dispatch that its message left (or never will);
+// only the first call counts.
+func (r *remoteSearcher) dispatched() {
+	if d := r.sent; d != nil && r.told.CompareAndSwap(false, true) && d.left.Add(-1) == 0 {
+		close(d.done)
+	}
 }
 
 var (
@@ -191,6 +239,7 @@ func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardSta
 
 // Search runs the query phase: hits carry ids, scores and sort keys only.
 func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	defer r.dispatched()
 	stats := index.GlobalStatsFrom(ctx)
 	a := partArgs{stats: stats, from: req.From, size: req.Size}
 	if stats != nil {
@@ -366,6 +415,11 @@ func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs [
 			m.shards[k] = fetchShard{shardRef: refs[k], ids: args[k].ids}
 		}
 		payload = encodeFetchRequest(m)
+	}
+	if ph == phaseQuery {
+		for _, r := range rs {
+			r.dispatched()
+		}
 	}
 	done := c.ars.begin(node)
 	start := time.Now()

@@ -405,11 +405,15 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 // each hit's searcher and which searchers answered stale.
 func queryPhase(ctx context.Context, live []ShardSearcher, req *bleve.SearchRequest, gs *globalStats, strict, named bool) (*bleve.SearchResult, *fetchSet, error) {
 	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: named}
+	sent := newDispatch(live)
 	children := make([]bleve.Index, len(live))
 	for k, s := range live {
 		ch := aliasChild{s: s, pending: pending}
 		if gs != nil && strict && gs.kept[k] {
 			ch.expect = gs.per[k].Generation
+		}
+		if _, remote := s.(*remoteSearcher); !remote {
+			ch.after = sent
 		}
 		children[k] = ch
 	}
