@@ -719,3 +719,54 @@ func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 		require.NotEmpty(t, h.Fields[index.SourceField])
 	}
 }
+
+// TestClusterQueryPhasePrefetchesTheLikelyPage: each other node loads the
+// sources of its best hits for its share of the first page (with a
+// margin: 5 of a top 10 over two of six shards) in the query phase; a page
+// that takes no more than those from it needs no fetch message, one that
+// takes more asks for the rest only.
+func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "p", IndexSettings{NumberOfShards: 6}, nil))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	on := idsOnNodes(t, tc, "p", 12, "n1", "n2", "n3")
+	var ops []Op
+	add := func(k string, ids []string) {
+		for _, id := range ids {
+			ops = append(ops, Op{Type: OpIndex, Index: "p", ID: id, Source: json.RawMessage(`{"k":"` + k + `","id":"` + id + `"}`)})
+		}
+	}
+	// Page a: 3 + 4 + 3 documents on n1, n2, n3; page b: 1 + 8 + 1.
+	add("a", on["n1"][:3])
+	add("a", on["n2"][:4])
+	add("a", on["n3"][:3])
+	add("b", on["n1"][3:4])
+	add("b", on["n2"][4:12])
+	add("b", on["n3"][3:4])
+	res, err := n1.Bulk(ctx, ops, WriteOptions{Refresh: RefreshTrue})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	peers := tc.peers["n1"]
+	page := func(k string) (fetchesN2, fetchesN3 int) {
+		f2, f3 := peers.callsTo("n2", methodSearchFetch), peers.callsTo("n3", methodSearchFetch)
+		out := tc.search(t, "n1", []string{"p"}, `{"query":{"term":{"k":"`+k+`"}},"size":10,"sort":[{"_id":"asc"}]}`)
+		require.Zero(t, out.Status.Failed, "%v", out.Status.Errors)
+		require.Len(t, out.Hits, 10)
+		for _, h := range out.Hits {
+			require.JSONEq(t, `{"k":"`+k+`","id":"`+h.ID+`"}`, h.Fields[index.SourceField].(string))
+		}
+		return peers.callsTo("n2", methodSearchFetch) - f2, peers.callsTo("n3", methodSearchFetch) - f3
+	}
+	f2, f3 := page("a")
+	require.Zero(t, f2, "n2's 4 hits came with its query phase")
+	require.Zero(t, f3)
+	f2, f3 = page("b")
+	require.Equal(t, 1, f2, "n2's 8 hits: 5 came with the query phase, the rest in a fetch")
+	require.Zero(t, f3)
+}

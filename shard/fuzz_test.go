@@ -105,10 +105,11 @@ func FuzzSearchMessages(f *testing.F) {
 		DocFreq: map[string]map[string]uint64{"body": {"x": 2, "y": 1}}, Dicts: map[string][]index.DictTerm{"prefix\x00body\x00x": {{Term: "x"}, {Term: "xy", EditDistance: 1}}}}
 	f.Add(uint8(0), encodeStatsRequest(&statsRequest{searchHeader: h, shards: []shardRef{ref, ref}}))
 	f.Add(uint8(1), encodeStatsReply([]statsPart{{stats: st, gen: 5}, {err: ErrUnavailable}}))
-	f.Add(uint8(2), encodeQueryRequest(&queryRequest{searchHeader: h, stats: st, from: 1, size: 2, shards: []queryShard{{shardRef: ref, expect: 3}}}))
+	f.Add(uint8(2), encodeQueryRequest(&queryRequest{searchHeader: h, stats: st, from: 1, size: 2, prefetch: 3, fields: []string{"_source"},
+		shards: []queryShard{{shardRef: ref, expect: 3}}}))
 	qr, err := encodeQueryReply([]queryPart{
 		{res: queryResult{total: 3, gte: true, maxScore: 1.5, hits: []wireHit{{id: "a", score: 1.5, sort: []string{"s"}, num: 4}},
-			aggs: esdsl.AggPartials{"n": {Count: 2}}}},
+			aggs: esdsl.AggPartials{"n": {Count: 2}}, fetched: []fetchedHit{{id: "a", fields: map[string]any{"_source": `{}`}}}}},
 		{stale: &statsPart{stats: st, gen: 8}}, {err: ErrStaleRouting}})
 	require.NoError(f, err)
 	f.Add(uint8(3), qr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,26 @@ type remoteSearch struct {
 	fields    []string
 	locations bool
 	named     bool
+	// The page asked for, and how many shards the search has.
+	from, size, shards int
+}
+
+// prefetchMargin is how many times its expected share of the final page
+// a node's query phase loads the stored fields of (see prefetchHits).
+const prefetchMargin = 1.5
+
+// prefetchHits is how many of their best hits the shards of one query
+// message (n of them) load the stored fields of in the query phase, so
+// that the search needs no fetch phase there when the final page takes no
+// more than those from them: the node's share of the first page with a
+// margin, which keeps the sources that cross the fabric for nothing to a
+// fraction of the page's. 0 (no prefetch) when the page is not the first
+// or needs the query again (term locations, named queries).
+func (rs *remoteSearch) prefetchHits(n int) int {
+	if len(rs.fields) == 0 || rs.locations || rs.named || rs.from > 0 || rs.shards == 0 {
+		return 0
+	}
+	return min(rs.size, int(math.Ceil(prefetchMargin*float64(rs.size*n)/float64(rs.shards))))
 }
 
 // remoteFailure is a phase that failed on a node.
@@ -61,6 +82,9 @@ type remoteSearcher struct {
 	batches [numPhases]*nodeBatch // the next call of each phase goes with these
 	sent    *dispatch             // told when the query phase's message leaves
 	told    atomic.Bool           // sent was told
+	// prefetched are the hits whose stored fields came with the query
+	// phase, by id.
+	prefetched map[string]*fetchedHit
 }
 
 // dispatch counts the remote searchers of a query phase whose messages have
@@ -259,6 +283,10 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 	rep := &qp.res
 	r.mu.Lock()
 	r.aggs = rep.aggs
+	r.prefetched = make(map[string]*fetchedHit, len(rep.fetched))
+	for k := range rep.fetched {
+		r.prefetched[rep.fetched[k].id] = &rep.fetched[k]
+	}
 	r.mu.Unlock()
 	res := &bleve.SearchResult{Request: req, Total: rep.total, MaxScore: rep.maxScore,
 		Status: &bleve.SearchStatus{Total: 1, Successful: 1}, Hits: make(search.DocumentMatchCollection, len(rep.hits))}
@@ -273,20 +301,34 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 
 func (r *remoteSearcher) fetches() bool { return true }
 
-// fetch runs the fetch phase for hits this shard returned.
+// fetch runs the fetch phase for hits this shard returned, asking for
+// those whose stored fields did not come with the query phase.
 func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch) error {
-	ids := make([]string, len(hits))
-	for k, h := range hits {
-		ids[k] = h.ID
+	r.mu.Lock()
+	byID := r.prefetched
+	r.mu.Unlock()
+	var ids []string
+	for _, h := range hits {
+		if _, ok := byID[h.ID]; !ok {
+			ids = append(ids, h.ID)
+		}
 	}
-	p, err := r.call(ctx, phaseFetch, partArgs{ids: ids})
-	if err != nil {
-		return err
-	}
-	got := p.(fetchPart).hits
-	byID := make(map[string]*fetchedHit, len(got))
-	for k := range got {
-		byID[got[k].id] = &got[k]
+	if len(ids) == 0 {
+		r.skip(ctx, phaseFetch)
+	} else {
+		p, err := r.call(ctx, phaseFetch, partArgs{ids: ids})
+		if err != nil {
+			return err
+		}
+		got := p.(fetchPart).hits
+		all := make(map[string]*fetchedHit, len(byID)+len(got))
+		for id, f := range byID {
+			all[id] = f
+		}
+		for k := range got {
+			all[got[k].id] = &got[k]
+		}
+		byID = all
 	}
 	for _, h := range hits {
 		f, ok := byID[h.ID]
@@ -297,6 +339,18 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 		setMatched(h, f.matched)
 	}
 	return nil
+}
+
+// skip takes r out of the batch it was given for phase ph: it has nothing
+// to send.
+func (r *remoteSearcher) skip(ctx context.Context, ph phase) {
+	r.mu.Lock()
+	b := r.batches[ph]
+	r.batches[ph] = nil
+	r.mu.Unlock()
+	if b != nil {
+		b.leave(ctx)
+	}
 }
 
 // nodeBatch gathers one phase's parts of the shards whose chosen copies
@@ -403,7 +457,10 @@ func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs [
 		payload = encodeStatsRequest(&statsRequest{searchHeader: share.header, shards: refs})
 	case phaseQuery:
 		m := &queryRequest{searchHeader: share.header, stats: args[0].stats, from: args[0].from, size: args[0].size,
-			shards: make([]queryShard, len(rs))}
+			prefetch: share.prefetchHits(len(rs)), shards: make([]queryShard, len(rs))}
+		if m.prefetch > 0 {
+			m.fields = share.fields
+		}
 		for k := range rs {
 			m.shards[k] = queryShard{shardRef: refs[k], expect: args[k].expect}
 		}

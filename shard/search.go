@@ -124,7 +124,8 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 	var out []ShardSearcher
 	var failures []ShardFailure
 	rs := &remoteSearch{header: searchHeader{cluster: v.ClusterUUID, indices: names, wire: srch.Wire()},
-		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0}
+		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
+		from: srch.Request.From, size: srch.Request.Size}
 	routing := srch.Routing()
 	for _, n := range names {
 		ix, ok := v.Indices[n]
@@ -171,6 +172,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 			}
 		}
 	}
+	rs.shards = len(out)
 	return out, failures
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
@@ -145,6 +146,7 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 		sctx = index.WithGlobalStats(ctx, m.stats)
 	}
 	v := c.meta.View()
+	results := make([]*bleve.SearchResult, len(m.shards))
 	run.each(func(k int, sc *shardCopy) {
 		sh := &m.shards[k]
 		r := *run.srch.Request
@@ -183,11 +185,15 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 			out.hits[j] = wireHit{id: h.ID, score: h.Score, sort: h.Sort, num: h.HitNumber, expl: h.Expl}
 		}
 		parts[k].res = out
+		results[k] = res
 	})
 	for k, err := range run.errs {
 		if err != nil {
 			parts[k].err = err
 		}
+	}
+	if m.prefetch > 0 {
+		prefetch(run, m, results, parts)
 	}
 	out, err := encodeQueryReply(parts)
 	if err != nil {
@@ -220,6 +226,46 @@ func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request)
 		return nil, remoteErr(err)
 	}
 	return out, nil
+}
+
+// prefetch loads the stored fields of the m.prefetch best hits of all the
+// shards' results (in the request's sort order) into their parts. A shard
+// whose documents cannot be loaded prefetches nothing: its fetch phase
+// asks again.
+func prefetch(run *phaseRun, m *queryRequest, results []*bleve.SearchResult, parts []queryPart) {
+	type ranked struct {
+		part int
+		hit  *search.DocumentMatch
+	}
+	var all []ranked
+	for k, res := range results {
+		if res != nil && parts[k].err == nil {
+			for _, h := range res.Hits {
+				all = append(all, ranked{k, h})
+			}
+		}
+	}
+	order := run.srch.Request.Sort
+	byScore, desc := order.CacheIsScore(), order.CacheDescending()
+	sort.SliceStable(all, func(a, b int) bool { return order.Compare(byScore, desc, all[a].hit, all[b].hit) < 0 })
+	ids := make([][]string, len(parts))
+	for _, r := range all[:min(m.prefetch, len(all))] {
+		ids[r.part] = append(ids[r.part], r.hit.ID)
+	}
+	run.each(func(k int, sc *shardCopy) {
+		if len(ids[k]) == 0 {
+			return
+		}
+		docs, err := sc.idx.Documents(ids[k], m.fields)
+		if err != nil {
+			return
+		}
+		fetched := make([]fetchedHit, len(docs))
+		for j, d := range docs {
+			fetched[j] = fetchedHit{id: d.ID, fields: d.Fields}
+		}
+		parts[k].res.fetched = fetched
+	})
 }
 
 // fetchHits loads the stored fields of the documents ids: by id, or, for

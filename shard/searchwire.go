@@ -62,7 +62,13 @@ type queryRequest struct {
 	// stats are the global statistics (nil: the shard's own).
 	stats      *index.TermStats
 	from, size int
-	shards     []queryShard
+	// prefetch asks the node to load the stored fields named in fields
+	// for its best prefetch hits over all the message's shards, so that
+	// the fetch phase has nothing to ask for if those are the ones the
+	// final page takes from it.
+	prefetch int
+	fields   []string
+	shards   []queryShard
 }
 
 type queryShard struct {
@@ -86,6 +92,7 @@ type queryResult struct {
 	maxScore float64
 	hits     []wireHit
 	aggs     esdsl.AggPartials
+	fetched  []fetchedHit // of hits, those the request asked to prefetch
 }
 
 // wireHit is a hit of the query phase: what merging and paging need.
@@ -272,6 +279,8 @@ func encodeQueryRequest(m *queryRequest) []byte {
 	e.termStats(m.stats)
 	e.uvarint(uint64(m.from))
 	e.uvarint(uint64(m.size))
+	e.uvarint(uint64(m.prefetch))
+	e.strs(m.fields)
 	e.uvarint(uint64(len(m.shards)))
 	for k := range m.shards {
 		e.ref(&m.shards[k].shardRef)
@@ -281,7 +290,11 @@ func encodeQueryRequest(m *queryRequest) []byte {
 }
 
 func encodeQueryReply(parts []queryPart) ([]byte, error) {
-	e := enc{b: make([]byte, 0, 1024)}
+	size := 1024
+	for k := range parts {
+		size += fetchedSize(parts[k].res.fetched)
+	}
+	e := enc{b: make([]byte, 0, size)}
 	e.u8(searchWireVersion)
 	e.uvarint(uint64(len(parts)))
 	for k := range parts {
@@ -312,6 +325,9 @@ func encodeQueryReply(parts []queryPart) ([]byte, error) {
 			if err := e.jsonBlob(r.aggs, r.aggs == nil); err != nil {
 				return nil, err
 			}
+			if err := e.fetchedHits(r.fetched); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return e.b, nil
@@ -337,17 +353,65 @@ const (
 	valueJSON          // anything else, as JSON
 )
 
-func encodeFetchReply(parts []fetchPart) ([]byte, error) {
-	size := 64
-	for k := range parts {
-		for _, h := range parts[k].hits {
-			size += 64 + len(h.id)
-			for _, v := range h.fields {
-				if s, ok := v.(string); ok {
-					size += len(s) + 16
+// fetchedSize estimates the encoded bytes of hits.
+func fetchedSize(hits []fetchedHit) int {
+	size := 0
+	for _, h := range hits {
+		size += 64 + len(h.id)
+		for _, v := range h.fields {
+			if s, ok := v.(string); ok {
+				size += len(s) + 16
+			}
+		}
+	}
+	return size
+}
+
+// fetchedHits appends fetched hits.
+func (e *enc) fetchedHits(hits []fetchedHit) error {
+	e.uvarint(uint64(len(hits)))
+	for _, h := range hits {
+		e.str(h.id)
+		e.uvarint(uint64(len(h.fields)))
+		for name, v := range h.fields {
+			e.str(name)
+			if s, ok := v.(string); ok {
+				e.u8(valueString)
+				e.str(s)
+				continue
+			}
+			e.u8(valueJSON)
+			if err := e.jsonBlob(v, false); err != nil {
+				return err
+			}
+		}
+		e.uvarint(uint64(len(h.locations)))
+		for field, terms := range h.locations {
+			e.str(field)
+			e.uvarint(uint64(len(terms)))
+			for term, locs := range terms {
+				e.str(term)
+				e.uvarint(uint64(len(locs)))
+				for _, l := range locs {
+					e.uvarint(l.Pos)
+					e.uvarint(l.Start)
+					e.uvarint(l.End)
+					e.uvarint(uint64(len(l.ArrayPositions)))
+					for _, a := range l.ArrayPositions {
+						e.uvarint(a)
+					}
 				}
 			}
 		}
+		e.strs(h.matched)
+	}
+	return nil
+}
+
+func encodeFetchReply(parts []fetchPart) ([]byte, error) {
+	size := 64
+	for k := range parts {
+		size += fetchedSize(parts[k].hits)
 	}
 	e := enc{b: make([]byte, 0, size)}
 	e.u8(searchWireVersion)
@@ -359,41 +423,8 @@ func encodeFetchReply(parts []fetchPart) ([]byte, error) {
 			continue
 		}
 		e.u8(partOK)
-		e.uvarint(uint64(len(p.hits)))
-		for _, h := range p.hits {
-			e.str(h.id)
-			e.uvarint(uint64(len(h.fields)))
-			for name, v := range h.fields {
-				e.str(name)
-				if s, ok := v.(string); ok {
-					e.u8(valueString)
-					e.str(s)
-					continue
-				}
-				e.u8(valueJSON)
-				if err := e.jsonBlob(v, false); err != nil {
-					return nil, err
-				}
-			}
-			e.uvarint(uint64(len(h.locations)))
-			for field, terms := range h.locations {
-				e.str(field)
-				e.uvarint(uint64(len(terms)))
-				for term, locs := range terms {
-					e.str(term)
-					e.uvarint(uint64(len(locs)))
-					for _, l := range locs {
-						e.uvarint(l.Pos)
-						e.uvarint(l.Start)
-						e.uvarint(l.End)
-						e.uvarint(uint64(len(l.ArrayPositions)))
-						for _, a := range l.ArrayPositions {
-							e.uvarint(a)
-						}
-					}
-				}
-			}
-			e.strs(h.matched)
+		if err := e.fetchedHits(p.hits); err != nil {
+			return nil, err
 		}
 	}
 	return e.b, nil
@@ -568,6 +599,8 @@ func decodeQueryRequest(p []byte) (*queryRequest, error) {
 	m.stats = d.termStats()
 	m.from = int(d.uvarint() & math.MaxInt32)
 	m.size = int(d.uvarint() & math.MaxInt32)
+	m.prefetch = int(d.uvarint() & math.MaxInt32)
+	m.fields = d.strs()
 	m.shards = make([]queryShard, d.count(12))
 	for k := range m.shards {
 		m.shards[k] = queryShard{shardRef: d.ref(), expect: d.u64()}
@@ -610,6 +643,7 @@ func decodeQueryReply(p []byte, n int) ([]queryPart, error) {
 			if d.jsonBlob(&aggs) {
 				r.aggs = aggs
 			}
+			r.fetched = d.fetchedHits()
 		}
 	}
 	return parts, d.end()
@@ -646,52 +680,62 @@ func decodeFetchReply(p []byte, n int) ([]fetchPart, error) {
 			d.fail("stale part in a fetch reply")
 			break
 		}
-		parts[k].hits = make([]fetchedHit, d.count(4))
-		for j := range parts[k].hits {
-			h := &parts[k].hits[j]
-			h.id = d.str()
-			if nf := d.count(2); nf > 0 {
-				h.fields = make(map[string]any, nf)
-				for range nf {
-					name := d.str()
-					switch d.u8() {
-					case valueString:
-						h.fields[name] = d.str()
-					case valueJSON:
-						var v any
-						d.jsonBlob(&v)
-						h.fields[name] = v
-					default:
-						d.fail("unknown field value kind")
-					}
-				}
-			}
-			if nl := d.count(2); nl > 0 {
-				h.locations = make(search.FieldTermLocationMap, nl)
-				for range nl {
-					field := d.str()
-					nt := d.count(2)
-					terms := make(search.TermLocationMap, nt)
-					for range nt {
-						term := d.str()
-						locs := make(search.Locations, d.count(4))
-						for i := range locs {
-							l := &search.Location{Pos: d.uvarint(), Start: d.uvarint(), End: d.uvarint()}
-							if na := d.count(1); na > 0 {
-								l.ArrayPositions = make(search.ArrayPositions, na)
-								for a := range l.ArrayPositions {
-									l.ArrayPositions[a] = d.uvarint()
-								}
-							}
-							locs[i] = l
-						}
-						terms[term] = locs
-					}
-					h.locations[field] = terms
-				}
-			}
-			h.matched = d.strs()
-		}
+		parts[k].hits = d.fetchedHits()
 	}
 	return parts, d.end()
+}
+
+// fetchedHits reads what enc.fetchedHits wrote (nil for none).
+func (d *dec) fetchedHits() []fetchedHit {
+	n := d.count(4)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	hits := make([]fetchedHit, n)
+	for j := range hits {
+		h := &hits[j]
+		h.id = d.str()
+		if nf := d.count(2); nf > 0 {
+			h.fields = make(map[string]any, nf)
+			for range nf {
+				name := d.str()
+				switch d.u8() {
+				case valueString:
+					h.fields[name] = d.str()
+				case valueJSON:
+					var v any
+					d.jsonBlob(&v)
+					h.fields[name] = v
+				default:
+					d.fail("unknown field value kind")
+				}
+			}
+		}
+		if nl := d.count(2); nl > 0 {
+			h.locations = make(search.FieldTermLocationMap, nl)
+			for range nl {
+				field := d.str()
+				nt := d.count(2)
+				terms := make(search.TermLocationMap, nt)
+				for range nt {
+					term := d.str()
+					locs := make(search.Locations, d.count(4))
+					for i := range locs {
+						l := &search.Location{Pos: d.uvarint(), Start: d.uvarint(), End: d.uvarint()}
+						if na := d.count(1); na > 0 {
+							l.ArrayPositions = make(search.ArrayPositions, na)
+							for a := range l.ArrayPositions {
+								l.ArrayPositions[a] = d.uvarint()
+							}
+						}
+						locs[i] = l
+					}
+					terms[term] = locs
+				}
+				h.locations[field] = terms
+			}
+		}
+		h.matched = d.strs()
+	}
+	return hits
 }
