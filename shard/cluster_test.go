@@ -234,6 +234,18 @@ func sameHits(t *testing.T, want, got *bleve.SearchResult, what string) {
 	}
 }
 
+// sameSorted requires two results of a search sorted by fields (whose
+// response shows no scores) to hold the same hits with the same sort keys.
+func sameSorted(t *testing.T, want, got *bleve.SearchResult, what string) {
+	t.Helper()
+	require.Equal(t, want.Total, got.Total, what)
+	require.Len(t, got.Hits, len(want.Hits), what)
+	for k := range want.Hits {
+		require.Equal(t, want.Hits[k].ID, got.Hits[k].ID, "%s: hit %d", what, k)
+		require.Equal(t, want.Hits[k].Sort, got.Hits[k].Sort, "%s: hit %d", what, k)
+	}
+}
+
 // TestClusterRanksLikeOneShard: six shards spread over three nodes, searched
 // through a node that holds only some of them, rank exactly like one shard
 // holding every document — every acceptance query, two pages, with sources
@@ -347,7 +359,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		for page := 0; page < 5; page++ {
 			body := `{"query":{"match":{"body":"the"}},"size":7,"sort":[{"date":"desc"},{"_id":"asc"}]` + after + `}`
 			one, six := tc.search(t, "n2", []string{"one"}, body), tc.search(t, "n2", []string{"six"}, body)
-			sameHits(t, one.SearchResult, six.SearchResult, body)
+			sameSorted(t, one.SearchResult, six.SearchResult, body)
 			for k := range one.Hits {
 				oneIDs, sixIDs = append(oneIDs, one.Hits[k].ID), append(sixIDs, six.Hits[k].ID)
 			}
@@ -769,4 +781,41 @@ func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
 	f2, f3 = page("b")
 	require.Equal(t, 1, f2, "n2's 8 hits: 5 came with the query phase, the rest in a fetch")
 	require.Zero(t, f3)
+}
+
+// TestClusterUnscoredSearchHasNoStatisticsPhase: a search sorted by a
+// field, or with aggregations only, sends no statistics message, and gives
+// the hits and aggregations one shard gives.
+func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "six", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	require.NoError(t, n1.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n2"], name, ids, sources)
+	}
+	peers := tc.peers["n1"]
+	stats := func(body string) int {
+		before := peers.callsTo("", methodSearchStats)
+		one := tc.search(t, "n1", []string{"one"}, body)
+		six := tc.search(t, "n1", []string{"six"}, body)
+		require.Zero(t, six.Status.Failed, "%v", six.Status.Errors)
+		sameSorted(t, one.SearchResult, six.SearchResult, body)
+		srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{"one"}))
+		require.NoError(t, err)
+		a, err := srch.RenderAggs(one.Aggs)
+		require.NoError(t, err)
+		b, err := srch.RenderAggs(six.Aggs)
+		require.NoError(t, err)
+		require.Equal(t, a, b, body)
+		return peers.callsTo("", methodSearchStats) - before
+	}
+	require.Zero(t, stats(`{"query":{"match":{"body":"linux kernel"}},"size":15,"sort":[{"date":"desc"},{"_id":"asc"}]}`))
+	require.Zero(t, stats(`{"query":{"match":{"body":"linux"}},"size":0,"aggs":{"l":{"terms":{"field":"label"}}}}`))
+	require.Equal(t, 2, stats(`{"query":{"match":{"body":"linux kernel"}},"size":15,"sort":["_score",{"_id":"asc"}]}`), "scored: one message to each other node")
 }

@@ -329,6 +329,10 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 // request) reduces the shards' aggregations, and scope (nil: none) keeps
 // statistics between searches.
 //
+// A search whose response does not depend on scores (esdsl's ScoresUsed:
+// sorted by fields, aggregations only, counts) has no statistics phase:
+// each shard's own statistics select the same hits.
+//
 // Statistics kept from an earlier search are used only as far as their
 // copies confirm, in the query phase, that their contents are still of
 // the generation they were read from. A copy that answers stale sends its
@@ -353,7 +357,7 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 	var gs *globalStats
 	live := searchers
 	failed := map[string]error{}
-	if len(searchers) > 1 {
+	if len(searchers) > 1 && (srch == nil || srch.ScoresUsed()) {
 		gs, failed = gatherStats(ctx, searchers, req.Query, scope)
 		live = gs.live
 		if len(live) == 0 {
