@@ -819,3 +819,43 @@ func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
 	require.Zero(t, stats(`{"query":{"match":{"body":"linux"}},"size":0,"aggs":{"l":{"terms":{"field":"label"}}}}`))
 	require.Equal(t, 2, stats(`{"query":{"match":{"body":"linux kernel"}},"size":15,"sort":["_score",{"_id":"asc"}]}`), "scored: one message to each other node")
 }
+
+// TestClusterSearchTimeoutLeavesASlowNodeOut: a node that does not answer
+// within the search's timeout has its shards (sharing one message) counted
+// as failed, and the search answers with the others' hits, their sources
+// fetched, and timed out.
+func TestClusterSearchTimeoutLeavesASlowNodeOut(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "s", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n1, "s", ids, sources)
+	body := `{"query":{"match":{"body":"the"}},"size":10,"sort":[{"date":"desc"}],"timeout":"300ms"}`
+	all := tc.search(t, "n1", []string{"s"}, body)
+	require.False(t, all.TimedOut)
+
+	remove := tc.net.SetDelay("n1", "n3", 10*time.Second)
+	defer remove()
+	// Sorted by a field (no statistics phase), then scored (the slow
+	// node's statistics do not come either).
+	for _, body := range []string{body, `{"query":{"match":{"body":"the"}},"size":10,"timeout":"300ms"}`} {
+		res := tc.search(t, "n1", []string{"s"}, body)
+		require.True(t, res.TimedOut, body)
+		require.Equal(t, 6, res.Status.Total)
+		require.Equal(t, 2, res.Status.Failed, "n3's two shards: %v", res.Status.Errors)
+		require.Len(t, res.Failures, 2)
+		for _, f := range res.Failures {
+			require.Equal(t, "n3", f.Node)
+		}
+		require.Positive(t, res.Total)
+		require.Less(t, res.Total, all.Total)
+		require.Len(t, res.Hits, 10)
+		for _, h := range res.Hits {
+			require.NotEmpty(t, h.Fields[index.SourceField], "the page's hits were fetched after the timeout")
+		}
+	}
+}

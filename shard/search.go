@@ -98,7 +98,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 		return nil, err
 	}
 	out := &SearchResult{SearchResult: res.SearchResult, Aggs: res.aggs, Failures: append(failures, res.failures...)}
-	out.TimedOut = srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil
+	out.TimedOut = res.timedOut || (srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil)
 	st := out.Status
 	st.Total += len(failures)
 	st.Failed += len(failures)
@@ -309,6 +309,9 @@ type shardsResult struct {
 	*bleve.SearchResult
 	aggs     esdsl.AggPartials
 	failures []ShardFailure
+	// timedOut: the statistics phase's share of the timeout passed
+	// before every shard answered it.
+	timedOut bool
 }
 
 // SearchShards searches the given shards with global statistics (see
@@ -357,8 +360,12 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 	var gs *globalStats
 	live := searchers
 	failed := map[string]error{}
+	statsTimedOut := false
 	if len(searchers) > 1 && (srch == nil || srch.ScoresUsed()) {
-		gs, failed = gatherStats(ctx, searchers, req.Query, scope)
+		sctx, cancel := statsContext(ctx, srch)
+		gs, failed = gatherStats(sctx, searchers, req.Query, scope)
+		statsTimedOut = len(failed) > 0 && sctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		live = gs.live
 		if len(live) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -376,7 +383,9 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 	if err != nil {
 		return nil, err
 	}
-	pending.fetch(ctx, req, res)
+	fctx, cancel := fetchContext(ctx, srch)
+	defer cancel()
+	pending.fetch(fctx, req, res)
 	if srch != nil {
 		pending.matchNamed(ctx, srch, res)
 	}
@@ -390,7 +399,7 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			res.Status.Total++
 		}
 	}
-	out := &shardsResult{SearchResult: res}
+	out := &shardsResult{SearchResult: res, timedOut: statsTimedOut}
 	if srch != nil {
 		out.aggs = srch.ReduceAggs(pending.aggPartials())
 	}
@@ -402,6 +411,27 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		return fa.Index < fb.Index || (fa.Index == fb.Index && fa.Shard < fb.Shard)
 	})
 	return out, nil
+}
+
+// statsContext bounds the statistics phase of a search with a timeout to
+// half of it, so that a node that does not answer leaves the query phase
+// of the others time to run.
+func statsContext(ctx context.Context, srch *esdsl.Search) (context.Context, context.CancelFunc) {
+	if srch == nil || srch.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, srch.Timeout/2)
+}
+
+// fetchContext is the fetch phase's context: a search with a timeout
+// fetches the final page's hits within a timeout of their own, even when
+// the query phase took all of the search's (Elasticsearch's timeout bounds
+// the query phase); others fetch under ctx.
+func fetchContext(ctx context.Context, srch *esdsl.Search) (context.Context, context.CancelFunc) {
+	if srch == nil || srch.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), srch.Timeout)
 }
 
 // queryPhase runs phase 2 over live, under gs's statistics (nil: each
