@@ -74,19 +74,27 @@ func (p *phaseRun) fail(err error) {
 	}
 }
 
-// each runs fn for every open part, concurrently, and returns when all
-// have.
+// each runs fn for every open part, concurrently (the first on the
+// caller's goroutine, whose stack the fabric has grown), and returns when
+// all have.
 func (p *phaseRun) each(fn func(k int, sc *shardCopy)) {
 	var wg sync.WaitGroup
+	first := -1
 	for k, sc := range p.copies {
-		if sc == nil {
-			continue
+		switch {
+		case sc == nil:
+		case first < 0:
+			first = k
+		default:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fn(k, sc)
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(k, sc)
-		}()
+	}
+	if first >= 0 {
+		fn(first, p.copies[first])
 	}
 	wg.Wait()
 }
