@@ -129,11 +129,8 @@ func (p *planner) cancelMove(ix *Index, n int, sh *Shard, primary Copy) bool {
 }
 
 func (p *planner) primaryGone(ix *Index, n int, sh *Shard, primary Copy) {
-	promotable := slices.ContainsFunc(sh.Copies, func(c Copy) bool {
-		return c.AllocationID != primary.AllocationID && sh.IsInSync(c.AllocationID) && p.s.Active(c)
-	})
 	switch {
-	case promotable:
+	case p.s.promotable(sh, primary.AllocationID):
 		p.emit(Command{Type: CmdFailCopy, FailCopy: &FailCopy{
 			IndexUUID: ix.UUID, Shard: n, AllocationID: primary.AllocationID,
 			Reason: fmt.Sprintf("primary's node %s left", primary.NodeID),

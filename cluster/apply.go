@@ -492,6 +492,15 @@ func (s *State) failCopy(c *FailCopy) error {
 			sh.Copies[j].RelocatingTo = ""
 		}
 	}
+	if cp.Primary && !c.Remove && !s.promotable(sh, cp.AllocationID) {
+		// The only copy that has every acknowledged write: it stays the
+		// primary and in sync, initializing, with the next primary term, so
+		// that its node reopens it (a failed log is cut back to its last
+		// acknowledged record) rather than the shard staying red for good.
+		sh.Copies[i].State, sh.Copies[i].RelocatingTo = CopyInitializing, ""
+		sh.PrimaryTerm++
+		return nil
+	}
 	removeCopy(sh, cp.AllocationID)
 	if !c.Remove {
 		failed := cp
@@ -502,6 +511,14 @@ func (s *State) failCopy(c *FailCopy) error {
 		s.promote(sh)
 	}
 	return nil
+}
+
+// promotable reports whether a copy other than except could take over as
+// the shard's primary (promote would pick one).
+func (s *State) promotable(sh *Shard, except string) bool {
+	return slices.ContainsFunc(sh.Copies, func(c Copy) bool {
+		return c.AllocationID != except && sh.IsInSync(c.AllocationID) && s.Active(c)
+	})
 }
 
 // promote makes the first in-sync, started copy on a live node the
@@ -575,6 +592,9 @@ func (s *State) setSettings(c *SetSettings) error {
 			names = append(names, n)
 		}
 	}
-	s.Settings = Settings{ExcludeNames: names}
+	if r := c.Settings.RecoveryMaxBytesPerSec; r != nil && *r < 0 {
+		return fmt.Errorf("%w: recovery max bytes per second %d must be 0 (no limit) or positive", ErrInvalidCommand, *r)
+	}
+	s.Settings = Settings{ExcludeNames: names, RecoveryMaxBytesPerSec: c.Settings.RecoveryMaxBytesPerSec}
 	return nil
 }

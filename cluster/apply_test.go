@@ -173,6 +173,17 @@ func TestApply(t *testing.T) {
 				require.EqualValues(t, 1, sh.PrimaryTerm)
 				require.Equal(t, []string{"b0"}, sh.InSync)
 			}},
+		{name: "fail the only in-sync copy keeps it the primary, to be reopened",
+			prep: func(s *State) { s.Nodes["n2"].Live = false },
+			cmd:  Command{FailCopy: &FailCopy{IndexUUID: "u-logs", Shard: 0, AllocationID: "a0", Reason: "log failed"}},
+			check: func(t *testing.T, s *State) {
+				sh := s.Indices["logs"].Shards[0]
+				p, ok := sh.Primary()
+				require.True(t, ok)
+				require.Equal(t, Copy{AllocationID: "a0", NodeID: "n1", Primary: true, State: CopyInitializing}, p)
+				require.EqualValues(t, 2, sh.PrimaryTerm)
+				require.Equal(t, []string{"a0", "b0"}, sh.InSync)
+			}},
 		{name: "fail and remove a replica", cmd: Command{FailCopy: &FailCopy{IndexUUID: "u-logs", Shard: 0, AllocationID: "b0", Remove: true}},
 			check: func(t *testing.T, s *State) {
 				sh := s.Indices["logs"].Shards[0]
@@ -216,6 +227,9 @@ func TestApply(t *testing.T) {
 		{name: "set settings", cmd: Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{"a", "b", "a"}}}},
 			check: func(t *testing.T, s *State) { require.Equal(t, []string{"a", "b"}, s.Settings.ExcludeNames) }},
 		{name: "set settings with an empty name", cmd: Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{""}}}}, wantErr: ErrInvalidCommand},
+		{name: "set the recovery throttle", cmd: Command{SetSettings: &SetSettings{Settings: Settings{RecoveryMaxBytesPerSec: ptr(int64(0))}}},
+			check: func(t *testing.T, s *State) { require.Equal(t, ptr(int64(0)), s.Settings.RecoveryMaxBytesPerSec) }},
+		{name: "set a negative recovery throttle", cmd: Command{SetSettings: &SetSettings{Settings: Settings{RecoveryMaxBytesPerSec: ptr(int64(-1))}}}, wantErr: ErrInvalidCommand},
 
 		{name: "unknown version", cmd: Command{V: 2, Type: CmdSetSettings, SetSettings: &SetSettings{}}, wantErr: ErrUnknownCommand},
 		{name: "two bodies", cmd: Command{V: 1, Type: CmdSetSettings, SetSettings: &SetSettings{}, NodeLeft: &NodeLeft{}}, wantErr: ErrInvalidCommand},
@@ -252,3 +266,5 @@ func TestApply(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -305,6 +305,16 @@ func (c *Cluster) Raft() RaftInfo {
 	return info
 }
 
+// Unreachable returns the node IDs that this node's gossip currently sees
+// dead or leaving, whatever the committed state says yet (nil without
+// gossip). The map must not be modified.
+func (c *Cluster) Unreachable() map[string]bool {
+	if c.isStarted() && c.ms != nil {
+		return c.ms.Down()
+	}
+	return nil
+}
+
 // Members returns gossip's view of the nodes, by node ID; without gossip,
 // this node alone.
 func (c *Cluster) Members() []Member {

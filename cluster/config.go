@@ -94,8 +94,12 @@ type Timing struct {
 func DefaultTiming() Timing {
 	rc := raft.DefaultConfig()
 	return Timing{
-		RaftHeartbeat: rc.HeartbeatTimeout, RaftElection: rc.ElectionTimeout,
-		RaftLeaderLease: rc.LeaderLeaseTimeout, RaftCommit: rc.CommitTimeout,
+		// Raft's defaults (1 s, 1 s, 500 ms lease) deposed leaders over and
+		// over on a loaded two-core machine, each time blocking writes; half
+		// as sensitive costs a second more to replace a dead leader, which
+		// is less than gossip takes to declare its node failed anyway.
+		RaftHeartbeat: 2 * rc.HeartbeatTimeout, RaftElection: 2 * rc.ElectionTimeout,
+		RaftLeaderLease: 2 * rc.LeaderLeaseTimeout, RaftCommit: rc.CommitTimeout,
 		Gossip:             "lan",
 		RejoinInterval:     30 * time.Second,
 		GossipSettle:       30 * time.Second,

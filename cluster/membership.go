@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -95,6 +96,10 @@ type membership struct {
 	members map[string]*Member // by node ID
 	refused map[string]string  // node ID → the cluster UUID it was refused for (logged once)
 	changed broadcast          // after every change of the member table
+
+	// down is the set of node IDs gossip last saw dead or leaving;
+	// replaced (never modified) on every change of one.
+	down atomic.Pointer[map[string]bool]
 }
 
 // startMembership starts memberlist on cfg.GossipAddr with the given
@@ -243,8 +248,26 @@ func (m *membership) record(n *memberlist.Node, status string) {
 		mem.Since = prev.Since
 	}
 	m.members[md.ID] = mem
+	if !ok || prev.Status != status {
+		down := map[string]bool{}
+		for id, x := range m.members {
+			if x.Status != "alive" {
+				down[id] = true
+			}
+		}
+		m.down.Store(&down)
+	}
 	m.mu.Unlock()
 	m.changed.Signal()
+}
+
+// Down returns the node IDs gossip last saw dead or leaving (nil before
+// any); the map must not be modified.
+func (m *membership) Down() map[string]bool {
+	if d := m.down.Load(); d != nil {
+		return *d
+	}
+	return nil
 }
 
 // memberlist.Delegate: only the metadata is used.

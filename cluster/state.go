@@ -51,6 +51,10 @@ type Settings struct {
 	// ExcludeNames is cluster.routing.allocation.exclude._name: nodes (by
 	// name) that copies are moved off and never allocated to (drain).
 	ExcludeNames []string `json:"exclude_names,omitempty"`
+	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec: the
+	// throttle of recovery file streams on every node (0: none); nil
+	// leaves each node's own --recovery-max-bytes-per-sec.
+	RecoveryMaxBytesPerSec *int64 `json:"recovery_max_bytes_per_sec,omitempty"`
 }
 
 // Excluded reports whether copies may not live on the node called name.

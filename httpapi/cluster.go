@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -128,9 +129,11 @@ func healthOf(v *shard.View, cluster string, names []string) health {
 const healthWaitStep = 50 * time.Millisecond
 
 // handleClusterHealth serves GET /_cluster/health[/{index}]. With
-// wait_for_status and/or wait_for_nodes it waits, up to ?timeout (30s by
-// default), until the cluster reaches them; 408 with timed_out if it does
-// not, as Elasticsearch answers.
+// wait_for_status, wait_for_nodes, wait_for_active_shards,
+// wait_for_no_relocating_shards or wait_for_no_initializing_shards it waits, up to ?timeout (30s by
+// default), until the cluster reaches them — also while this node knows no
+// leader (after the leader died, until the next is elected) — and answers
+// 408 with timed_out if it does not, as Elasticsearch does.
 func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	want := q.Get("wait_for_status")
@@ -147,6 +150,10 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 	default:
 		return illegalArgument("level must be one of [cluster, indices, shards], got [%s]", lvl)
 	}
+	shardsOK, err := healthShardWaits(r)
+	if err != nil {
+		return err
+	}
 	timeout := 30 * time.Second
 	if v := q.Get("timeout"); v != "" {
 		if timeout, err = parseTimeValue(v); err != nil {
@@ -154,13 +161,16 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 		}
 	}
 	deadline := time.Now().Add(timeout)
+	waits := want != "" || q.Get("wait_for_nodes") != "" || q.Has("wait_for_active_shards") ||
+		q.Has("wait_for_no_relocating_shards") || q.Has("wait_for_no_initializing_shards")
 	for {
 		h, err := s.health(r.PathValue("index"))
-		if err != nil {
+		blocked := err != nil && waits && errors.Is(err, shard.ErrClusterBlocked) && time.Now().Before(deadline)
+		if err != nil && !blocked {
 			return err
 		}
-		met := (want == "" || statusRank[h.Status] >= statusRank[want]) && nodesOK(h.NumberOfNodes)
-		if met || !time.Now().Before(deadline) {
+		met := err == nil && (want == "" || statusRank[h.Status] >= statusRank[want]) && nodesOK(h.NumberOfNodes) && shardsOK(h)
+		if !blocked && (met || !time.Now().Before(deadline)) {
 			status := http.StatusOK
 			if !met {
 				h.TimedOut, status = true, http.StatusRequestTimeout
@@ -174,6 +184,46 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 		case <-time.After(min(healthWaitStep, time.Until(deadline))):
 		}
 	}
+}
+
+// healthShardWaits reads the health waits on shards: wait_for_active_shards
+// (a number, or all: every copy the indexes should have),
+// wait_for_no_relocating_shards and wait_for_no_initializing_shards.
+func healthShardWaits(r *http.Request) (func(health) bool, error) {
+	q := r.URL.Query()
+	active := 0 // 0: no wait; -1: all
+	switch v := q.Get("wait_for_active_shards"); v {
+	case "", "0":
+	case "all":
+		active = -1
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, illegalArgument("failed to parse [wait_for_active_shards] value [%s]; use a number of shard copies or all", v)
+		}
+		active = n
+	}
+	noRelocating, err := boolParam(r, "wait_for_no_relocating_shards", false)
+	if err != nil {
+		return nil, err
+	}
+	noInitializing, err := boolParam(r, "wait_for_no_initializing_shards", false)
+	if err != nil {
+		return nil, err
+	}
+	return func(h health) bool {
+		switch {
+		case active == -1 && (h.InitializingShards > 0 || h.UnassignedShards > 0):
+			return false
+		case active > 0 && h.ActiveShards < active:
+			return false
+		case noRelocating && h.RelocatingShards > 0:
+			return false
+		case noInitializing && h.InitializingShards > 0:
+			return false
+		}
+		return true
+	}, nil
 }
 
 // parseWaitForNodes reads wait_for_nodes: N, >=N, <=N, >N or <N.
@@ -472,13 +522,13 @@ func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
 // handleNodesStats serves the basics of GET /_nodes/stats: this node's
 // document and store totals and the engine's indexing and search counters.
 func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error {
+	st := s.eng.Stats() // this node's copies only, as Elasticsearch reports a node
 	var docs uint64
 	var store int64
-	for _, info := range s.eng.Indices() {
-		docs += info.DocsCount
-		store += info.StoreSizeBytes
+	for _, is := range st.Indices {
+		docs += is.Docs
+		store += is.StoreSizeBytes
 	}
-	st := s.eng.Stats()
 	host, _ := os.Hostname()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)

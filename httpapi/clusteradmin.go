@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/internal/bytesize"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -49,10 +51,69 @@ type ClusterSettings struct {
 	// ExcludeNames is cluster.routing.allocation.exclude._name: the nodes
 	// every copy is moved off (drain).
 	ExcludeNames []string
+	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec (0: no
+	// throttle); nil leaves each node's --recovery-max-bytes-per-sec.
+	RecoveryMaxBytesPerSec *int64
 }
 
-// excludeNameSetting is the one cluster setting Weft has.
-const excludeNameSetting = "cluster.routing.allocation.exclude._name"
+// The cluster settings Weft has.
+const (
+	excludeNameSetting  = "cluster.routing.allocation.exclude._name"
+	recoveryRateSetting = "indices.recovery.max_bytes_per_sec"
+)
+
+// persistent renders the settings that are set, as GET _cluster/settings
+// and _cluster/state show them.
+func (c ClusterSettings) persistent() map[string]any {
+	out := map[string]any{}
+	if len(c.ExcludeNames) > 0 {
+		out[excludeNameSetting] = strings.Join(c.ExcludeNames, ",")
+	}
+	if c.RecoveryMaxBytesPerSec != nil {
+		out[recoveryRateSetting] = fmt.Sprintf("%db", *c.RecoveryMaxBytesPerSec)
+	}
+	return out
+}
+
+// set applies one setting of a PUT _cluster/settings body (raw is its JSON
+// value; null resets it) and returns the value to echo.
+func (c *ClusterSettings) set(key string, raw json.RawMessage) (any, error) {
+	reset := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	var str string
+	if !reset {
+		if err := json.Unmarshal(raw, &str); err != nil {
+			var n json.Number
+			if key != recoveryRateSetting || json.Unmarshal(raw, &n) != nil {
+				return nil, illegalArgument("[%s] must be a string or null", key)
+			}
+			str = n.String()
+		}
+	}
+	switch key {
+	case excludeNameSetting:
+		c.ExcludeNames = nil
+		for _, n := range strings.Split(str, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				c.ExcludeNames = append(c.ExcludeNames, n)
+			}
+		}
+	case recoveryRateSetting:
+		c.RecoveryMaxBytesPerSec = nil
+		if !reset {
+			n, err := bytesize.Parse(str)
+			if err != nil {
+				return nil, illegalArgument("failed to parse setting [%s] with value [%s] as a size in bytes: use e.g. 40mb, or 0 for no limit", key, str)
+			}
+			c.RecoveryMaxBytesPerSec = &n
+		}
+	default:
+		return nil, illegalArgument("persistent setting [%s], not recognized; Weft supports [%s] and [%s]", key, excludeNameSetting, recoveryRateSetting)
+	}
+	if reset {
+		return nil, nil
+	}
+	return str, nil
+}
 
 // errNoCluster answers the cluster admin endpoints on an API built without
 // Config.Cluster.
@@ -328,9 +389,7 @@ func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) erro
 	}
 	persistent := map[string]any{}
 	if s.cfg.Cluster != nil {
-		if ex := s.cfg.Cluster.Settings().ExcludeNames; len(ex) > 0 {
-			persistent[excludeNameSetting] = strings.Join(ex, ",")
-		}
+		persistent = s.cfg.Cluster.Settings().persistent()
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{
 		"cluster_name": s.cfg.ClusterName, "cluster_uuid": v.ClusterUUID, "version": v.Version,
@@ -369,6 +428,13 @@ func (s *Server) handleReroute(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return badRequest("x_content_parse_exception", "failed to parse the reroute body: %v", err)
 	}
+	if dry, err := boolParam(r, "dry_run", false); err != nil {
+		return err
+	} else if dry {
+		// Elasticsearch simulates the commands on a copy of the state; the
+		// checks here run on the leader as the move is committed.
+		return illegalArgument("[dry_run] is not supported: Weft checks a move only as it commits it")
+	}
 	if len(req.Commands) == 0 {
 		return illegalArgument("no reroute commands; send {\"commands\":[{\"move\":{\"index\":…,\"shard\":…,\"from_node\":…,\"to_node\":…}}]}")
 	}
@@ -404,17 +470,14 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 	if s.cfg.Cluster == nil {
 		return errNoCluster
 	}
-	persistent := map[string]any{}
-	if ex := s.cfg.Cluster.Settings().ExcludeNames; len(ex) > 0 {
-		persistent[excludeNameSetting] = strings.Join(ex, ",")
-	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{"persistent": persistent, "transient": map[string]any{}})
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"persistent": s.cfg.Cluster.Settings().persistent(), "transient": map[string]any{}})
 	return nil
 }
 
 // handlePutClusterSettings serves PUT /_cluster/settings: the allocation
-// exclusion by node name, persistent or transient (both are kept in the
-// cluster's metadata), a comma list or null to clear.
+// exclusion by node name (a comma list) and the recovery throttle (a byte
+// size), persistent or transient (both are kept in the cluster's
+// metadata); null resets one.
 func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Cluster == nil {
 		return errNoCluster
@@ -434,24 +497,11 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 	changed := map[string]any{}
 	for _, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
 		for k, raw := range flattenSettings(part) {
-			if k != excludeNameSetting {
-				return illegalArgument("persistent setting [%s], not recognized; Weft supports [%s]", k, excludeNameSetting)
+			v, err := cur.set(k, raw)
+			if err != nil {
+				return err
 			}
-			if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-				cur.ExcludeNames, changed[k] = nil, nil
-				continue
-			}
-			var list string
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return illegalArgument("[%s] must be a string of comma-separated node names or null", k)
-			}
-			cur.ExcludeNames = nil
-			for _, n := range strings.Split(list, ",") {
-				if n = strings.TrimSpace(n); n != "" {
-					cur.ExcludeNames = append(cur.ExcludeNames, n)
-				}
-			}
-			changed[k] = list
+			changed[k] = v
 		}
 	}
 	if err := s.cfg.Cluster.PutSettings(r.Context(), cur); err != nil {

@@ -53,7 +53,8 @@ func (s *Server) newShardsCache() *shardsCache {
 }
 
 // forWrite is the _shards header of one write to name: every copy of the
-// document's shard counts in total, the primary succeeds.
+// document's shard counts in total, and the primary succeeds (itemResult
+// puts in how many copies did).
 func (c *shardsCache) forWrite(name string) shardsHeader {
 	if h, ok := c.seen[name]; ok {
 		return h
@@ -90,6 +91,9 @@ func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeR
 	seq := res.SeqNo
 	out.Version, out.Result, out.SeqNo, out.PrimaryTerm = res.Version, res.Result, &seq, res.PrimaryTerm
 	h := shards.forWrite(res.Index)
+	if res.Copies > 0 {
+		h.Successful = res.Copies
+	}
 	if res.Result == "noop" {
 		h = shardsHeader{}
 	}

@@ -427,9 +427,9 @@ type shardsHeader struct {
 	Failed     int `json:"failed"`
 }
 
-// copiesOf counts shard copies of the named indexes the way Elasticsearch's
-// _shards header does on a single node: every copy is counted in total, only
-// primaries (the copies this node holds) succeed.
+// copiesOf is the _shards header of a refresh of the named indexes: every
+// copy is counted in total and only the primaries (which the refresh waits
+// on) succeed.
 func (s *Server) copiesOf(names []string) shardsHeader {
 	var h shardsHeader
 	for _, n := range names {

@@ -193,6 +193,16 @@ func TestClusterEndpoints(t *testing.T) {
 	require.Equal(t, true, h["timed_out"])
 	a.must(200, "GET", "/_cluster/health?wait_for_status=yellow", "")
 	require.Equal(t, 404, a.do("GET", "/_cluster/health/missing", "").Status)
+	a.must(200, "GET", "/_cluster/health?wait_for_active_shards=4&wait_for_no_relocating_shards=true&wait_for_no_initializing_shards=true", "")
+	h = a.must(408, "GET", "/_cluster/health?wait_for_active_shards=all&timeout=300ms", "")
+	require.Equal(t, true, h["timed_out"], "a replica is never assigned on one node")
+	h = a.must(408, "GET", "/_cluster/health?wait_for_active_shards=5&timeout=300ms", "")
+	require.Equal(t, true, h["timed_out"])
+	a.must(200, "GET", "/_cluster/health/books-*?wait_for_active_shards=all&timeout=1s", "")
+	for _, bad := range []string{"wait_for_active_shards=some", "wait_for_no_relocating_shards=perhaps"} {
+		r := a.do("GET", "/_cluster/health?"+bad, "")
+		require.Equal(t, 400, r.Status, "%s: %s", bad, r.Body)
+	}
 
 	txt := a.do("GET", "/_cat/indices?v&s=index", "")
 	require.Equal(t, 200, txt.Status)

@@ -425,13 +425,21 @@ func writeOptions(r *http.Request) (shard.WriteOptions, error) {
 		}
 		opts.WaitForActiveShards = n
 	}
+	if v := q.Get("timeout"); v != "" {
+		d, err := parseTimeValue(v)
+		if err != nil {
+			return opts, err
+		}
+		opts.Timeout = d
+	}
 	return opts, nil
 }
 
 // routes registers every endpoint. Keep docs/http-api.md in step. Each
-// endpoint accepts only the parameters it honours (timeouts and
-// master_timeout are accepted and have nothing to wait for on one node);
-// anything else is refused by name rather than silently ignored.
+// endpoint accepts the parameters Elasticsearch clients send it and refuses
+// any other by name. Most are honoured (timeout and master_timeout bound
+// metadata changes, health waits and a write's wait for its primary); the
+// ones accepted and ignored are listed in docs/http-api.md.
 func (s *Server) routes() {
 	s.handle("GET /{$}", s.handleInfo, noParams...)
 	s.handle("GET /_weft/fabric/devices", s.handleFabricDevices, noParams...)

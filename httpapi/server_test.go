@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 func TestInfo(t *testing.T) {
@@ -200,7 +199,7 @@ func TestDocuments(t *testing.T) {
 	require.EqualValues(t, 3, path(t, got, "_source", "n"))
 	r = a.must(201, "POST", "/docs/_update/up", `{"doc":{"title":"upserted"},"doc_as_upsert":true}`)
 	require.Equal(t, "created", r["result"])
-	r = a.must(201, "POST", "/docs/_update/up2", `{"doc":{"title":"x"},"upsert":{"title":"from upsert"}}`)
+	a.must(201, "POST", "/docs/_update/up2", `{"doc":{"title":"x"},"upsert":{"title":"from upsert"}}`)
 	got = a.must(200, "GET", "/docs/_doc/up2", "")
 	require.Equal(t, "from upsert", path(t, got, "_source", "title"))
 

@@ -42,14 +42,15 @@ func (a clusterAdmin) Raft() httpapi.RaftStatus {
 
 // Settings returns the committed cluster settings.
 func (a clusterAdmin) Settings() httpapi.ClusterSettings {
-	return httpapi.ClusterSettings{ExcludeNames: a.c.State().Settings.ExcludeNames}
+	st := a.c.State().Settings
+	return httpapi.ClusterSettings{ExcludeNames: st.ExcludeNames, RecoveryMaxBytesPerSec: st.RecoveryMaxBytesPerSec}
 }
 
 // PutSettings commits new cluster settings; the leader starts draining
 // newly excluded nodes.
 func (a clusterAdmin) PutSettings(ctx context.Context, s httpapi.ClusterSettings) error {
 	_, err := a.c.Propose(ctx, cluster.Command{V: cluster.CommandVersion, Type: cluster.CmdSetSettings,
-		SetSettings: &cluster.SetSettings{Settings: cluster.Settings{ExcludeNames: s.ExcludeNames}}})
+		SetSettings: &cluster.SetSettings{Settings: cluster.Settings{ExcludeNames: s.ExcludeNames, RecoveryMaxBytesPerSec: s.RecoveryMaxBytesPerSec}}})
 	return adminErr(err)
 }
 

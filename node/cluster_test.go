@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/weftsearch/weft/cluster/clustertest"
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/node"
+	"github.com/weftsearch/weft/shard"
 )
 
 // nodeCluster is several nodes in one process: real memberlist on loopback,
@@ -50,6 +52,11 @@ func freeGossipAddr(t *testing.T) string {
 	return ""
 }
 
+// testReplicationTimeout is the in-process clusters' replication timeout:
+// the fabric is in memory, and a write to a primary cut off by a partition
+// fails within twice this.
+const testReplicationTimeout = 5 * time.Second
+
 // newNodeCluster starts nodes named n1..nN that form one cluster.
 func newNodeCluster(t *testing.T, n int) *nodeCluster {
 	nc := &nodeCluster{t: t, net: fabrictest.NewNetwork(), cfgs: map[string]node.Config{}, nodes: map[string]*node.Node{}}
@@ -68,7 +75,8 @@ func newNodeCluster(t *testing.T, n int) *nodeCluster {
 		cfg.Seeds = seeds
 		cfg.InitialNodes = names
 		cfg.Hooks = node.Hooks{ClusterTiming: cluster.LocalTiming(), Fabric: nc.net.Node(name),
-			RaftLayer: nc.faults.RaftLayer(name), GossipWrap: nc.faults.GossipWrap(name)}
+			RaftLayer: nc.faults.RaftLayer(name), GossipWrap: nc.faults.GossipWrap(name),
+			Shard: func(c *shard.Config) { c.ReplicationTimeout = testReplicationTimeout }}
 		nc.cfgs[name] = cfg
 	}
 	for _, name := range names {
@@ -331,4 +339,206 @@ func TestRestartedNodeKeepsItsOnlyCopies(t *testing.T) {
 	res = searchJSON(t, nc.url("n1"), "solo", `{"size":0,"track_total_hits":true}`)
 	total, _ := hitsOf(res)
 	require.EqualValues(t, docs, total, "documents of the restarted node's copies: %v", res["_shards"])
+}
+
+// TestPartitionedPrimaryAcknowledgesNothing: the node holding a primary is
+// cut off from the other two (Raft, gossip and fabric). Every write sent to
+// it is refused: it reaches neither its replica nor the leader that could
+// fail the replica. The majority promotes the replica and takes writes.
+// Healed, the old primary's copy comes back as a replica holding exactly
+// the majority's documents: nothing the cut-off node applied but never
+// acknowledged survives.
+func TestPartitionedPrimaryAcknowledgesNothing(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/part", `{"settings":{"number_of_shards":1,"number_of_replicas":1}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	put := func(url, id string) int {
+		code, _ := call(t, "PUT", url+"/part/_doc/"+id, `{"v":1}`)
+		return code
+	}
+	for i := range 10 {
+		require.Equal(t, 201, put(nc.url("n1"), fmt.Sprint("before-", i)))
+	}
+	victim := ""
+	var rows []map[string]string
+	code, body := callRaw(t, "GET", nc.url("n1")+"/_cat/shards/part?format=json", "")
+	require.Equal(t, 200, code)
+	require.NoError(t, json.Unmarshal(body, &rows))
+	for _, r := range rows {
+		if r["prirep"] == "p" {
+			victim = r["node"]
+		}
+	}
+	require.NotEmpty(t, victim)
+	var others []string
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if n != victim {
+			others = append(others, n)
+		}
+	}
+
+	heal := nc.faults.Partition([]string{victim}, others)
+	victimURL := nc.url(victim)
+	minority := make([]int, 6)
+	var wg sync.WaitGroup
+	for k := range minority {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/part/_doc/minority-%d", victimURL, k), strings.NewReader(`{"v":2}`))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+			if err != nil {
+				minority[k] = -1 // no answer within a minute: a hang
+				return
+			}
+			resp.Body.Close()
+			minority[k] = resp.StatusCode
+		}()
+	}
+	nc.awaitHealth(others[0], "yellow", 2)
+	for i := range 10 {
+		require.Equal(t, 201, put(nc.url(others[i%2]), fmt.Sprint("majority-", i)), "the majority side takes writes")
+	}
+	wg.Wait()
+	t.Logf("writes to the cut-off primary answered %v", minority)
+	for k, status := range minority {
+		require.NotEqual(t, -1, status, "write %d to the cut-off primary hung", k)
+		require.False(t, status == 200 || status == 201, "the cut-off primary acknowledged write %d (HTTP %d)", k, status)
+	}
+	heal()
+	nc.awaitHealth(others[0], "green", 3)
+	require.Eventually(t, func() bool {
+		code, body := callRaw(t, "GET", nc.url(others[0])+"/_cat/shards/part?format=json", "")
+		if code != 200 || json.Unmarshal(body, &rows) != nil || len(rows) != 2 {
+			return false
+		}
+		return rows[0]["docs"] == "20" && rows[1]["docs"] == "20"
+	}, 30*time.Second, 100*time.Millisecond, "both copies hold the 20 acknowledged documents and nothing else: %v", rows)
+	for k := range minority {
+		code, _ := callRaw(t, "GET", fmt.Sprintf("%s/part/_doc/minority-%d", nc.url(victim), k), "")
+		require.Equal(t, 404, code, "a write the cut-off primary never acknowledged")
+	}
+}
+
+// TestSearchesGoOnWithoutALeader: a node cut off from the others knows no
+// Raft leader; it refuses writes (503 cluster_block_exception) but still
+// answers searches from the copies it holds, with its last view of the
+// cluster, as Elasticsearch's default no_master_block: write does.
+func TestSearchesGoOnWithoutALeader(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/everywhere", `{"settings":{"number_of_shards":2,"number_of_replicas":2}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "everywhere")
+
+	heal := nc.faults.Partition([]string{"n3"}, []string{"n1", "n2"})
+	defer heal()
+	require.Eventually(t, func() bool {
+		code, res := call(t, "GET", nc.url("n3")+"/_weft/raft", "")
+		return code == 200 && res["leader_id"] == ""
+	}, 30*time.Second, 50*time.Millisecond, "the cut-off node still knows a leader")
+	code, res = call(t, "PUT", nc.url("n3")+"/everywhere/_doc/new?timeout=1s", `{"v":1}`)
+	require.Equal(t, 503, code, "%v", res)
+	require.Equal(t, "cluster_block_exception", res["error"].(map[string]any)["type"])
+	// Once its gossip sees the others gone, its searches stop waiting on
+	// them and take its own copies.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, res := call(t, "POST", nc.url("n3")+"/everywhere/_search", `{"size":0,"track_total_hits":true,"timeout":"2s"}`)
+		if code == 200 {
+			if total, _ := hitsOf(res); total == float64(docs) {
+				return
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "a search through the cut-off node: HTTP %d %v", code, res)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRerouteMovesAShard: POST _cluster/reroute moves a copy to another
+// node (it recovers there, then the old one goes), with every document;
+// dry_run and malformed commands are 400s that move nothing.
+func TestRerouteMovesAShard(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/moving", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "moving")
+	where := func() string {
+		var rows []map[string]string
+		code, body := callRaw(t, "GET", nc.url("n1")+"/_cat/shards/moving?format=json", "")
+		require.Equal(t, 200, code)
+		require.NoError(t, json.Unmarshal(body, &rows))
+		if len(rows) != 1 || rows[0]["state"] != "STARTED" {
+			return ""
+		}
+		return rows[0]["node"]
+	}
+	from := where()
+	require.NotEmpty(t, from)
+	to := "n1"
+	if from == "n1" {
+		to = "n2"
+	}
+	move := fmt.Sprintf(`{"commands":[{"move":{"index":"moving","shard":0,"from_node":%q,"to_node":%q}}]}`, from, to)
+
+	for _, bad := range []struct{ query, body string }{
+		{"?dry_run=true", move},
+		{"", `{"commands":[{"allocate_replica":{"index":"moving","shard":0,"node":"n3"}}]}`},
+		{"", `{"commands":[{"move":{"index":"moving","shard":0,"from_node":"n1"}}]}`},
+		{"", `{"commands":[]}`},
+		{"", `{"commands":[{"move":{"index":"moving","shard":0,"from_node":"` + to + `","to_node":"` + from + `"}}]}`},
+	} {
+		code, res := call(t, "POST", nc.url("n2")+"/_cluster/reroute"+bad.query, bad.body)
+		require.Equal(t, 400, code, "%s %s: %v", bad.query, bad.body, res)
+	}
+	require.Equal(t, from, where(), "a refused reroute moved the shard")
+
+	code, res = call(t, "POST", nc.url("n2")+"/_cluster/reroute", move)
+	require.Equal(t, 200, code, "%v", res)
+	require.Eventually(t, func() bool { return where() == to }, 60*time.Second, 100*time.Millisecond, "the shard did not move to %s", to)
+	res = searchJSON(t, nc.url("n3"), "moving", `{"size":0,"track_total_hits":true}`)
+	total, _ := hitsOf(res)
+	require.EqualValues(t, docs, total)
+}
+
+// TestNodesStatsCountTheNodesOwnCopies: each node's _nodes/stats counts the
+// documents of the copies it holds, so the nodes' counts add up to the
+// index's (no replicas), none of them holding it all.
+func TestNodesStatsCountTheNodesOwnCopies(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/spread", `{"settings":{"number_of_shards":6,"number_of_replicas":0}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	docs := loadSample(t, nc.url("n1"), "spread")
+	sum := 0.0
+	for _, n := range []string{"n1", "n2", "n3"} {
+		code, res := call(t, "GET", nc.url(n)+"/_nodes/stats", "")
+		require.Equal(t, 200, code, "%v", res)
+		var count float64
+		for _, node := range res["nodes"].(map[string]any) {
+			count = node.(map[string]any)["indices"].(map[string]any)["docs"].(map[string]any)["count"].(float64)
+		}
+		require.Less(t, count, float64(docs), "%s counts documents it does not hold", n)
+		sum += count
+	}
+	require.EqualValues(t, docs, sum)
+}
+
+// TestWriteRepliesCountTheCopies: a write's _shards header counts the
+// copies that hold it: the primary and its acknowledging replicas.
+func TestWriteRepliesCountTheCopies(t *testing.T) {
+	nc := newNodeCluster(t, 3)
+	code, res := call(t, "PUT", nc.url("n1")+"/copies", `{"settings":{"number_of_shards":1,"number_of_replicas":2}}`)
+	require.Equal(t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", 3)
+	code, res = call(t, "PUT", nc.url("n2")+"/copies/_doc/1", `{"v":1}`)
+	require.Equal(t, 201, code, "%v", res)
+	require.Equal(t, map[string]any{"total": 3.0, "successful": 3.0, "failed": 0.0}, res["_shards"])
+	code, res = callNDJSON(t, nc.url("n3")+"/_bulk", "{\"index\":{\"_index\":\"copies\",\"_id\":\"2\"}}\n{\"v\":2}\n")
+	require.Equal(t, 200, code, "%v", res)
+	item := res["items"].([]any)[0].(map[string]any)["index"].(map[string]any)
+	require.Equal(t, map[string]any{"total": 3.0, "successful": 3.0, "failed": 0.0}, item["_shards"])
 }

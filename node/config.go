@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/shard"
 )
 
 // Config is everything a node needs to start. Flags and WEFT_* environment
@@ -86,6 +87,9 @@ type Hooks struct {
 	// gossip transport (partitions).
 	RaftLayer  func(raft.StreamLayer) raft.StreamLayer
 	GossipWrap func(memberlist.Transport) memberlist.Transport
+	// Shard, when set, adjusts the shard layer's configuration (e.g. a
+	// shorter replication timeout).
+	Shard func(*shard.Config)
 }
 
 // Values of Config.FabricTransport.

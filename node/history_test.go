@@ -298,7 +298,9 @@ func TestVersionedWritesAndReadsAreLinearizable(t *testing.T) {
 	faults++
 	time.Sleep(2 * time.Second)
 	nc.start(victim)
-	urls[victim] = nc.url(victim)
+	mu.Lock()
+	urls[victim] = nc.url(victim) // a new port; the clients read urls under mu
+	mu.Unlock()
 	setUp(victim, true)
 	nc.awaitHealth(victim, "green", 3)
 	time.Sleep(time.Second)

@@ -211,6 +211,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	scfg := shard.DefaultConfig()
 	scfg.RecoveryMaxBytesPerSec = n.cfg.RecoveryMaxBytesPerSec
+	if n.cfg.Hooks.Shard != nil {
+		n.cfg.Hooks.Shard(&scfg)
+	}
 	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), scfg, meta, sp, n.log.With("component", "shard"))
 	if err != nil {
 		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)

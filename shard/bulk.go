@@ -32,6 +32,11 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 	if _, err := c.view(); err != nil {
 		return nil, err
 	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
 	start := time.Now()
 	results := make([]OpResult, len(ops))
 	type key struct {
@@ -443,6 +448,7 @@ func encodeBulkReply(items []item) []byte {
 		e.varint(r.Version)
 		e.u64(r.SeqNo)
 		e.u64(r.PrimaryTerm)
+		e.uvarint(uint64(r.Copies))
 		if r.Err != nil {
 			code, msg := errCode(r.Err)
 			e.u16(code + 1)
@@ -468,6 +474,7 @@ func decodeBulkReply(p []byte, items []item) error {
 		r.Version = d.varint()
 		r.SeqNo = d.u64()
 		r.PrimaryTerm = d.u64()
+		r.Copies = int(d.uvarint() & 0xffff)
 		if code := d.u16(); code > 0 {
 			r.Err = codeErr(code-1, d.str())
 		}

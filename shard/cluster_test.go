@@ -97,11 +97,18 @@ type testCluster struct {
 	peers map[string]*memPeers // each node's outbound calls
 	dirs  map[string]string
 	stops map[string]func()
+	cfg   func(id string) Config // each node's configuration
 }
 
 func newTestCluster(t *testing.T, ids ...string) *testCluster {
+	return newTestClusterWith(t, func(string) Config { return testConfig() }, ids...)
+}
+
+// newTestClusterWith starts nodes ids, each with the configuration cfg
+// gives it.
+func newTestClusterWith(t *testing.T, cfg func(id string) Config, ids ...string) *testCluster {
 	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
-		nodes: map[string]*testNode{}, peers: map[string]*memPeers{}, dirs: map[string]string{}, stops: map[string]func(){}}
+		nodes: map[string]*testNode{}, peers: map[string]*memPeers{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
 	for _, id := range ids {
 		tc.dirs[id] = t.TempDir()
 		tc.start(id)
@@ -125,7 +132,7 @@ func (tc *testCluster) start(id string) *testNode {
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
 	tc.peers[id] = peers
-	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, testConfig(), func(c *Coordinator) { c.Register(mux, streams) })
+	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
 		_ = n.Close()
@@ -858,4 +865,19 @@ func TestClusterSearchTimeoutLeavesASlowNodeOut(t *testing.T) {
 			require.NotEmpty(t, h.Fields[index.SourceField], "the page's hits were fetched after the timeout")
 		}
 	}
+}
+
+// TestRecoveryRateFollowsTheCluster: the recovery throttle is the
+// cluster's indices.recovery.max_bytes_per_sec once set (0 included), and
+// the node's own configuration otherwise.
+func TestRecoveryRateFollowsTheCluster(t *testing.T) {
+	tc := newTestCluster(t, "n1")
+	st := tc.nodes["n1"].store
+	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
+	for _, rate := range []int64{0, 5 << 20} {
+		require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = &rate; return nil }))
+		require.Equal(t, rate, st.recoveryRate())
+	}
+	require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = nil; return nil }))
+	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
 }

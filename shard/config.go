@@ -1,14 +1,18 @@
-// Package shard runs a node's indexes: each Elasticsearch-style index is
-// split into shards (routing: murmur3 of the routing value or _id, mod the
-// shard count), every shard copy being a bleve index (package index) plus a
-// write-ahead shard log. The Manager owns the write path (version checks,
-// sequence numbers, logging with group commit, batch apply), recovery by log
-// replay on open, and search fanned out over shards with global BM25
-// statistics through bleve's IndexAlias.
+// Package shard runs a node's part of the indexes: each Elasticsearch-style
+// index is split into shards (routing: murmur3 of the routing value or _id,
+// mod the shard count), every shard copy being a bleve index (package index)
+// plus a write-ahead shard log. The Store keeps this node's copies in line
+// with the cluster's shard table (creating, recovering and deleting them);
+// the Coordinator is what the HTTP API calls on every node: it routes writes
+// and realtime gets to each shard's primary (locally or over the fabric),
+// where the write path runs (version checks, sequence numbers, logging with
+// group commit, replication to the in-sync copies, batch apply), and fans
+// searches out to one copy of every shard with global BM25 statistics
+// through bleve's IndexAlias.
 //
-// Refresh semantics: every Bulk appends its operations to each touched
-// shard's log, waits for the fsync, then applies them to the shard's bleve
-// index as one batch before returning; documents are therefore searchable
+// Refresh semantics: a primary logs a group of operations, waits for the
+// fsync, and applies them to its bleve index as one batch (as its replicas
+// do) before the group is acknowledged; documents are therefore searchable
 // when Bulk returns, whatever the RefreshPolicy, and Refresh only waits for
 // writes in flight.
 package shard
@@ -16,6 +20,9 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // Sentinel errors, wrapped with detail; test with errors.Is.
@@ -41,7 +48,7 @@ var (
 	ErrUnavailable = errors.New("shard unavailable")
 )
 
-// Config tunes the Manager.
+// Config tunes the shard layer (Store and Coordinator).
 type Config struct {
 	// LogSegmentBytes: a shard log starts a new segment file past this size;
 	// whole segments are trimmed once scorch has persisted them.
@@ -60,12 +67,28 @@ type Config struct {
 	// repeated search skips the statistics phase while no shard changes;
 	// 0 keeps none.
 	SearchStatsCacheBytes int64
+	// ReplicationTimeout bounds how long a primary waits for a replica to
+	// answer a replication message, and then for the cluster to fail a
+	// replica that did not: a write to a primary cut off from its replicas
+	// and from the cluster's leader fails after at most twice this.
+	ReplicationTimeout time.Duration
+	// LogFS is the file system the shard logs are written through; nil is
+	// the operating system's (tests inject faults: a full disk).
+	LogFS vfs.FS
+}
+
+// logFS is LogFS, or the operating system's file system.
+func (c Config) logFS() vfs.FS {
+	if c.LogFS == nil {
+		return vfs.OS
+	}
+	return c.LogFS
 }
 
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
 	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20,
-		SearchStatsCacheBytes: 32 << 20}
+		SearchStatsCacheBytes: 32 << 20, ReplicationTimeout: 30 * time.Second}
 }
 
 // Validate names the first field out of bounds.
@@ -75,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxShards < 1 {
 		return fmt.Errorf("shard: Config.MaxShards %d must be at least 1", c.MaxShards)
+	}
+	if c.ReplicationTimeout <= 0 {
+		return fmt.Errorf("shard: Config.ReplicationTimeout %v must be positive", c.ReplicationTimeout)
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)

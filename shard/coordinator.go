@@ -175,16 +175,22 @@ func (c *Coordinator) countersFor(name string) *indexCounters {
 	return ic
 }
 
-// view returns the committed view; ErrClosed after Close, and
-// ErrClusterBlocked while the node cannot serve.
-func (c *Coordinator) view() (*View, error) {
+// view returns the committed view for writes and metadata changes:
+// ErrClosed after Close, ErrClusterBlocked while the node is not Ready.
+func (c *Coordinator) view() (*View, error) { return c.viewWhen(c.meta.Ready) }
+
+// readView returns the view for reads: the last one while this node knows
+// no leader (Metadata.Serving).
+func (c *Coordinator) readView() (*View, error) { return c.viewWhen(c.meta.Serving) }
+
+func (c *Coordinator) viewWhen(ok func() error) (*View, error) {
 	c.loopMu.Lock()
 	closed := c.closed
 	c.loopMu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
-	if err := c.meta.Ready(); err != nil {
+	if err := ok(); err != nil {
 		return nil, err
 	}
 	return c.meta.View(), nil
@@ -293,7 +299,7 @@ func (c *Coordinator) DeleteIndex(ctx context.Context, name string) error {
 // Index describes one index, with document counts gathered from the nodes
 // that hold its copies.
 func (c *Coordinator) Index(name string) (IndexInfo, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return IndexInfo{}, err
 	}
@@ -307,7 +313,7 @@ func (c *Coordinator) Index(name string) (IndexInfo, error) {
 
 // Indices describes every index, sorted by name.
 func (c *Coordinator) Indices() []IndexInfo {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil
 	}
@@ -377,7 +383,7 @@ func indexHealth(v *View, ix *IndexView) string {
 // wildcards ("logs-*"); "", "*" and "_all" mean every index. A concrete name
 // that does not exist is ErrIndexNotFound; a wildcard may match nothing.
 func (c *Coordinator) ResolveIndices(expr string) ([]string, error) {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -128,7 +127,7 @@ func openCopy(st *Store, dir string, meta copyMeta, nm *nodeMapping, create bool
 		return nil, err
 	}
 	idx.Bleve().SetName(meta.Index)
-	lg, err := OpenLog(vfs.OS, filepath.Join(dir, "log"), segBytes, logger)
+	lg, err := OpenLog(st.cfg.logFS(), filepath.Join(dir, "log"), segBytes, logger)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err
@@ -366,15 +365,16 @@ func (s *shardCopy) commit(group []*writeReq) error {
 		// are not reused. The log refuses every later write: this copy is
 		// failed, and an in-sync replica (which may have these operations;
 		// they were never acknowledged) takes over.
-		_ = replicated()
+		_, _ = replicated()
 		s.store.failCopy(s, fmt.Sprintf("its log failed: %v", err))
 		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: %w", s.name, err))
 	}
 	if err := s.idx.Apply(context.Background(), ops); err != nil {
-		_ = replicated()
+		_, _ = replicated()
 		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
 	}
-	if err := replicated(); err != nil {
+	acked, err := replicated()
+	if err != nil {
 		// The group is applied here but not guaranteed anywhere else: this
 		// copy stops serving as primary (no reads of writes that a new
 		// primary may not have, no more writes) until the shard table says
@@ -382,6 +382,9 @@ func (s *shardCopy) commit(group []*writeReq) error {
 		s.primary.Store(false)
 		s.logger.Warn("shard copy stops serving as primary: a group could not be replicated", "shard", s.name, "allocation_id", s.meta.AllocationID, "err", err)
 		return fault(http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
+	}
+	for _, it := range okItems {
+		it.res.Copies = 1 + acked
 	}
 	s.trimLog()
 	return nil

@@ -34,7 +34,7 @@ func (c *Coordinator) localCopyStats() map[string]CopyStats {
 // CopyStats counts the documents and bytes of every copy whose node
 // answers before ctx ends, by allocation ID.
 func (c *Coordinator) CopyStats(ctx context.Context) map[string]CopyStats {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return map[string]CopyStats{}
 	}
@@ -56,7 +56,7 @@ func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]C
 // Recoveries lists the recoveries of copies on every live node that
 // answers before ctx ends (this node's too), newest first.
 func (c *Coordinator) Recoveries(ctx context.Context) []RecoveryInfo {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil
 	}

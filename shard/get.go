@@ -17,7 +17,7 @@ func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (i
 	if err := ctx.Err(); err != nil {
 		return index.Doc{}, err
 	}
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return index.Doc{}, err
 	}
@@ -159,7 +159,7 @@ func (c *Coordinator) serveGet(ctx context.Context, req *fabric.Request) ([]byte
 // on their primaries when it was called are searchable (writes are applied
 // before they are acknowledged, so this only waits for those in flight).
 func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return err
 	}

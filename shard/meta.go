@@ -20,6 +20,12 @@ type Metadata interface {
 	AwaitView(ctx context.Context, ok func(*View) bool) (*View, error)
 	// Watch signals (coalesced) after every change of View; stop ends it.
 	Watch() (changed <-chan struct{}, stop func())
+	// Serving is nil once Ready has been nil, even while this node knows no
+	// leader any more: reads (searches, gets, index descriptions) go on with
+	// the last View, as Elasticsearch's no_master_block: write allows, while
+	// writes and metadata changes wait for Ready. Before that, it is Ready's
+	// error.
+	Serving() error
 	// Ready is nil when this node belongs to a cluster with a known leader
 	// and its View has caught up with the committed log (so that what the
 	// View lacks is really gone), else an error wrapping ErrClusterBlocked
@@ -65,6 +71,10 @@ type View struct {
 	LocalNode string
 	Nodes     map[string]NodeView
 	Indices   map[string]*IndexView // by name
+	// RecoveryMaxBytesPerSec is the cluster's recovery throttle
+	// (indices.recovery.max_bytes_per_sec; 0: none), nil when the cluster
+	// leaves it to each node's Config.
+	RecoveryMaxBytesPerSec *int64
 }
 
 // NodeView is one node as routing needs it.

@@ -47,8 +47,8 @@ func newMemCluster(t testing.TB, path string, nodes ...string) *memCluster {
 	return mc
 }
 
-// freeze makes node id keep seeing the current view, as a node cut off
-// from the leader would, until thaw.
+// freeze makes node id keep seeing the current view from now on, as a node
+// cut off from the leader would.
 func (mc *memCluster) freeze(id string) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
@@ -56,12 +56,6 @@ func (mc *memCluster) freeze(id string) {
 		mc.frozen = map[string]*View{}
 	}
 	mc.frozen[id] = mc.v
-}
-
-func (mc *memCluster) thaw(id string) {
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	delete(mc.frozen, id)
 }
 
 // node is the metadata as node id sees it.
@@ -167,6 +161,8 @@ func (m *memMeta) AwaitView(ctx context.Context, ok func(*View) bool) (*View, er
 
 func (m *memMeta) Ready() error { return nil }
 
+func (m *memMeta) Serving() error { return nil }
+
 func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
 	return m.mc.update(func(v *View) error {
 		if _, ok := v.Indices[spec.Name]; ok {
@@ -270,7 +266,8 @@ func (m *memMeta) CopyStarted(_ context.Context, id string, num int, alloc strin
 
 // CopyFailed follows package cluster's FailCopy: the copy leaves the
 // in-sync set (and, with remove, the shard); a failed primary is replaced
-// by an in-sync started replica on a live node with the next primary term.
+// by an in-sync started replica on a live node with the next primary term,
+// or, without one, stays the primary to be reopened.
 func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string, byTerm uint64, remove bool, _ string) error {
 	var nodes map[string]NodeView
 	m.mc.mu.Lock()
@@ -281,6 +278,16 @@ func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string
 			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", ErrStaleRouting, byTerm, sh.PrimaryTerm)
 		}
 		wasPrimary := sh.Copies[k].Primary
+		promotable := slices.ContainsFunc(sh.Copies, func(c CopyView) bool {
+			return c.AllocationID != alloc && c.Started && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID)
+		})
+		if wasPrimary && !remove && !promotable {
+			// The only copy with every acknowledged write stays the
+			// primary, in sync, to be reopened.
+			sh.Copies[k].Started = false
+			sh.PrimaryTerm++
+			return nil
+		}
 		sh.InSync = slices.DeleteFunc(sh.InSync, func(a string) bool { return a == alloc })
 		sh.Copies[k].Started, sh.Copies[k].Primary = false, false
 		if remove {

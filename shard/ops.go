@@ -2,6 +2,7 @@ package shard
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/weftsearch/weft/index"
 )
@@ -64,6 +65,11 @@ type WriteOptions struct {
 	// copy the index should have. A write waits for them (up to a minute,
 	// or its context) and fails with ErrUnavailable otherwise.
 	WaitForActiveShards int
+	// Timeout, when positive, bounds how long a write waits for an active
+	// primary and for WaitForActiveShards (Elasticsearch's timeout on
+	// writes; the default wait is a minute). A write already on its
+	// primary is not cut short: it is acknowledged or not as usual.
+	Timeout time.Duration
 }
 
 // AllShards is WaitForActiveShards for every copy: 1 + number_of_replicas.
@@ -78,7 +84,11 @@ type OpResult struct {
 	PrimaryTerm uint64
 	Result      string // created|updated|deleted|not_found|noop ("" when Err is set)
 	Status      int    // HTTP status for this item
-	Err         error
+	// Copies is how many copies of the shard hold the write: the primary
+	// and every replica that acknowledged it (0 when Err is set, or for a
+	// noop).
+	Copies int
+	Err    error
 }
 
 // FieldTypes is a merged view of the mappings of several indexes.

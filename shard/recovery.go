@@ -414,7 +414,7 @@ func (c *Coordinator) serveRecoveryFiles(ctx context.Context, req *fabric.Reques
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeFiles(pw, sr.start.Target, snap)) }()
 	var src io.Reader = pr
-	if bps := c.store.cfg.RecoveryMaxBytesPerSec; bps > 0 {
+	if bps := c.store.recoveryRate(); bps > 0 {
 		src = &throttled{r: pr, lim: rate.NewLimiter(rate.Limit(bps), recoveryFileChunk), ctx: ctx}
 	}
 	n, err := fabric.SendStream(ctx, nodeConn{peers: c.store.peers, node: sr.start.TargetNode}, methodRecoveryFiles, src, recoveryFileChunk)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
@@ -33,10 +32,6 @@ import (
 //     copy's global checkpoint that came from an older primary term may be
 //     missing on the new primary; such a copy recovers from files, never
 //     by replaying on top of them (recovery.go).
-
-// replicationTimeout bounds how long a primary waits for a replica's
-// answer before it treats the replica as failed.
-const replicationTimeout = 30 * time.Second
 
 // replicaTarget is one copy a primary replicates to.
 type replicaTarget struct {
@@ -256,13 +251,14 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 // fail copies for a primary of an older term: a deposed primary
 // acknowledges nothing. With no recs it is a barrier: it returns nil only
 // if every copy in the group still takes this primary's term. last is the
-// primary's own checkpoint (read under its write lock).
-func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []LogRecord) func() error {
+// primary's own checkpoint (read under its write lock). The function also
+// returns how many copies acknowledged.
+func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []LogRecord) func() (int, error) {
 	targets := sc.group.snapshot()
 	if len(targets) == 0 {
-		return func() error { return nil }
+		return func() (int, error) { return 0, nil }
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), replicationTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 	gcp := sc.group.globalCheckpoint(last)
 	v := s.meta.View()
 	type answer struct {
@@ -283,13 +279,15 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 	if len(recs) > 0 {
 		what = fmt.Sprintf("writes up to seq %d", recs[len(recs)-1].Seq)
 	}
-	return func() error {
+	return func() (int, error) {
 		defer cancel()
 		var errs []error
+		acked := 0
 		for range targets {
 			a := <-answers
 			if a.err == nil {
 				sc.group.acked(a.t.alloc, a.checkpoint)
+				acked++
 				continue
 			}
 			if errors.Is(a.err, ErrStaleRouting) {
@@ -298,7 +296,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 				continue
 			}
 			reason := fmt.Sprintf("missed %s from primary %s (term %d): %v", what, sc.meta.AllocationID, term, a.err)
-			fctx, fcancel := context.WithTimeout(context.Background(), replicationTimeout)
+			fctx, fcancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 			err := s.meta.CopyFailed(fctx, sc.meta.IndexUUID, sc.meta.Shard, a.t.alloc, term, !a.t.inSync, reason)
 			fcancel()
 			if err != nil {
@@ -313,7 +311,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 				s.logger.Info("recovering shard copy removed", "shard", sc.name, "allocation_id", a.t.alloc, "reason", reason)
 			}
 		}
-		return errors.Join(errs...)
+		return acked, errors.Join(errs...)
 	}
 }
 
@@ -323,7 +321,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 // A read done before it (when sc's checkpoint was last) reflects every
 // acknowledged write.
 func (s *Store) confirmPrimary(sc *shardCopy, term, last uint64) error {
-	if err := s.replicate(sc, term, sc.mapping.committedVersion(), last, nil)(); err != nil {
+	if _, err := s.replicate(sc, term, sc.mapping.committedVersion(), last, nil)(); err != nil {
 		return fmt.Errorf("shard %s: cannot confirm it is still the primary: %w", sc.name, err)
 	}
 	return nil

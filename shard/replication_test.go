@@ -5,16 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // withReplicas creates index name with shards primaries placed by the
@@ -295,23 +300,39 @@ func requireSameDocs(t *testing.T, a, b map[string]string, what string) {
 		what, len(a), len(b), onlyA, onlyB, differ)
 }
 
-// TestDeposedPrimaryAcknowledgesNothing: a primary cut off from its replica
-// and from the cluster (its replica was promoted meanwhile) cannot
-// acknowledge a write: the new primary refuses its term, and failing that
-// copy through the cluster is refused too.
+// deposePrimary has the cluster promote the replica of index name's shard
+// 0 (term 2) while the primary's node keeps its old view, as a node cut off
+// from the leader would: its copy still believes it is the primary of term
+// 1. It returns that node, the old primary, and the other node.
+func deposePrimary(t *testing.T, tc *testCluster, name string) (old *testNode, p CopyView, other *testNode) {
+	t.Helper()
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	p, _ = ix.Shards[0].Primary()
+	tc.mc.freeze(p.NodeID)
+	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
+	awaitTermOnOthers(t, tc, p.NodeID, name, 2)
+	for id, n := range tc.nodes {
+		if id != p.NodeID {
+			other = n
+		}
+	}
+	sc, ok := tc.nodes[p.NodeID].store.copy(p.AllocationID)
+	require.True(t, ok)
+	require.True(t, sc.primary.Load(), "the old primary was meant not to have heard of its replacement")
+	return tc.nodes[p.NodeID], p, other
+}
+
+// TestDeposedPrimaryAcknowledgesNothing: a primary cut off from the
+// cluster (its replica was promoted meanwhile) cannot acknowledge a write:
+// the new primary refuses its term, and failing that copy through the
+// cluster is refused too.
 func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	tc := newTestCluster(t, nodes...)
 	withReplicas(t, tc, "d", 1, nodes)
-	ix, _ := tc.mc.node("x").View().Index("d")
-	p, _ := ix.Shards[0].Primary()
-	old := tc.nodes[p.NodeID]
-	sc, ok := old.store.copy(p.AllocationID)
-	require.True(t, ok)
-	// The cluster promotes the replica; the old primary has not heard (its
-	// copy still has the old term and believes it is primary).
-	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
-	awaitTermOnOthers(t, tc, p.NodeID, "d", 2)
+	old, p, _ := deposePrimary(t, tc, "d")
+	sc, _ := old.store.copy(p.AllocationID)
 	items := []item{{op: &Op{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
 	sc.prepare(items)
 	require.NoError(t, sc.write(items))
@@ -326,32 +347,21 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	tc := newTestCluster(t, nodes...)
 	withReplicas(t, tc, "s", 1, nodes)
-	ix, _ := tc.mc.node("x").View().Index("s")
-	p, _ := ix.Shards[0].Primary()
-	old := tc.nodes[p.NodeID]
 	write := func(n *testNode, val int) {
 		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, WriteOptions{})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 	}
-	write(old, 1)
-	tc.mc.freeze(p.NodeID)
-	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
-	awaitTermOnOthers(t, tc, p.NodeID, "s", 2)
-	var other *testNode
-	for id, n := range tc.nodes {
-		if id != p.NodeID {
-			other = n
-		}
+	for _, n := range tc.nodes {
+		write(n, 1)
+		break
 	}
+	old, p, other := deposePrimary(t, tc, "s")
 	write(other, 2)
 	d, err := other.Get(context.Background(), "s", "x", "")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"v":2}`, string(d.Source))
 
-	sc, ok := old.store.copy(p.AllocationID)
-	require.True(t, ok)
-	require.True(t, sc.primary.Load(), "the old primary was meant not to have heard of its replacement")
 	d, found, err := old.getLocal(p.AllocationID, "x")
 	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %s", found, d.Source)
 }
@@ -368,6 +378,190 @@ func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term 
 			sc, ok := n.store.copy(p.AllocationID)
 			return ok && sc.primary.Load() && sc.term.Load() == term
 		}, 10*time.Second, 5*time.Millisecond)
+	}
+}
+
+// replicaOf returns the shard's primary and its replica.
+func replicaOf(t *testing.T, tc *testCluster, name string) (p, r CopyView) {
+	t.Helper()
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	for _, c := range ix.Shards[0].Copies {
+		if c.Primary {
+			p = c
+		} else {
+			r = c
+		}
+	}
+	require.NotEmpty(t, p.AllocationID)
+	require.NotEmpty(t, r.AllocationID)
+	return p, r
+}
+
+// TestReplicaRefusesWhatWouldDiverge: a replica answers an operation of a
+// stale primary term, one past a gap in its sequence numbers, and a
+// corrupted one, each with its coded error, and applies none of them.
+func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "div", 1, nodes)
+	p, r := replicaOf(t, tc, "div")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "div", ids[:20], sources[:20])
+	before := copyDocs(t, tc, "div", 0)
+	rc, ok := tc.nodes[r.NodeID].store.copy(r.AllocationID)
+	require.True(t, ok)
+	rc.leader.Lock()
+	next := rc.nextSeq
+	rc.leader.Unlock()
+
+	v := tc.mc.node("x").View()
+	ix, _ := v.Index("div")
+	msg := func(term, seq uint64) []byte {
+		rec := LogRecord{Term: term, Seq: seq, Version: 1, ID: "intruder", Source: []byte(`{"subject":"not replicated"}`)}
+		return encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: r.AllocationID,
+			term: term, mappingVersion: ix.MappingVersion, recs: []LogRecord{rec}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := tc.net.Node("tester").Dial(ctx, r.NodeID)
+	require.NoError(t, err)
+	defer conn.Close()
+	send := func(payload []byte) error {
+		_, err := conn.Call(ctx, methodReplicate, payload)
+		return err
+	}
+
+	require.ErrorIs(t, fromRemote(send(msg(0, next))), ErrStaleRouting, "an operation of an older primary term")
+	require.ErrorIs(t, fromRemote(send(msg(1, next+3))), ErrSeqGap, "an operation past a gap")
+	corrupt := msg(1, next)
+	corrupt[len(corrupt)-5] ^= 0x40 // inside the record's bytes: its checksum no longer matches
+	var re *fabric.RemoteError
+	require.ErrorAs(t, send(corrupt), &re, "a corrupted operation")
+	require.Equal(t, fabric.CodeBadRequest, re.Code, "%v", re)
+	require.Equal(t, before, copyDocs(t, tc, "div", 0), "the replica applied something it refused")
+}
+
+// TestCorruptedReplicationIsRecovered: a replication message corrupted on
+// the wire fails that call; the primary fails the replica out of the
+// in-sync set before it acknowledges, and the replica recovers (ops-based)
+// to the same documents as the primary.
+func TestCorruptedReplicationIsRecovered(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	tc := newTestCluster(t, nodes...)
+	withReplicas(t, tc, "cor", 1, nodes)
+	p, r := replicaOf(t, tc, "cor")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "cor", ids[:10], sources[:10])
+	var corrupted atomic.Bool
+	remove := tc.net.AddFault(p.NodeID, r.NodeID, func(m fabrictest.Message) fabrictest.Action {
+		if m.Method == methodReplicate && !m.Reply && corrupted.CompareAndSwap(false, true) {
+			return fabrictest.Action{Corrupt: true}
+		}
+		return fabrictest.Action{}
+	})
+	bulkIndex(t, tc.nodes[p.NodeID], "cor", ids[10:20], sources[10:20])
+	remove()
+	require.True(t, corrupted.Load(), "no replication message was corrupted")
+	require.NotContains(t, tc.mc.node("x").View().Indices["cor"].Shards[0].InSync, r.AllocationID,
+		"the write was acknowledged while the replica that missed it stayed in sync")
+	awaitInSync(t, tc, "cor", 2)
+	require.Equal(t, RecoveryOps, latestRecovery(t, tc.nodes[r.NodeID]).Mode)
+	docs := copyDocs(t, tc, "cor", 0)
+	same(t, docs)
+	for _, d := range docs {
+		require.Len(t, d, 20)
+	}
+}
+
+// fullDisk is the operating system's file system whose file writes fail
+// with ENOSPC while full is set.
+type fullDisk struct {
+	vfs.FS
+	full *atomic.Bool
+}
+
+type fullDiskFile struct {
+	vfs.File
+	full *atomic.Bool
+}
+
+func (d fullDisk) Create(name string) (vfs.File, error) { return d.wrap(d.FS.Create(name)) }
+func (d fullDisk) OpenRW(name string) (vfs.File, error) { return d.wrap(d.FS.OpenRW(name)) }
+
+func (d fullDisk) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return fullDiskFile{f, d.full}, nil
+}
+
+func (f fullDiskFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.full.Load() {
+		return 0, &os.PathError{Op: "write", Path: "shard log", Err: syscall.ENOSPC}
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// TestReplicaOutOfDiskFailsTheCopyNotTheWrite: a replica whose disk is
+// full cannot log a replicated write; the write is acknowledged all the
+// same, after the replica left the in-sync set, and once the disk has room
+// again the replica recovers to the primary's documents.
+func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	full := map[string]*atomic.Bool{"n1": new(atomic.Bool), "n2": new(atomic.Bool)}
+	tc := newTestClusterWith(t, func(id string) Config {
+		c := testConfig()
+		c.LogFS = fullDisk{vfs.OS, full[id]}
+		return c
+	}, nodes...)
+	withReplicas(t, tc, "disk", 1, nodes)
+	p, r := replicaOf(t, tc, "disk")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes[p.NodeID], "disk", ids[:10], sources[:10])
+
+	full[r.NodeID].Store(true)
+	bulkIndex(t, tc.nodes[p.NodeID], "disk", ids[10:20], sources[10:20]) // every item acknowledged
+	require.NotContains(t, tc.mc.node("x").View().Indices["disk"].Shards[0].InSync, r.AllocationID,
+		"the write was acknowledged while the replica that could not log it stayed in sync")
+
+	full[r.NodeID].Store(false)
+	awaitInSync(t, tc, "disk", 2)
+	docs := copyDocs(t, tc, "disk", 0)
+	same(t, docs)
+	for _, d := range docs {
+		require.Len(t, d, 20)
+	}
+}
+
+// TestOnlyCopyOutOfDiskComesBack: the only copy of a shard (no replicas)
+// whose disk fills fails its write and its log; once the disk has room
+// again its node reopens it (no restart) with every acknowledged document,
+// and it takes writes again.
+func TestOnlyCopyOutOfDiskComesBack(t *testing.T) {
+	full := new(atomic.Bool)
+	tc := newTestClusterWith(t, func(string) Config {
+		c := testConfig()
+		c.LogFS = fullDisk{vfs.OS, full}
+		return c
+	}, "n1")
+	n := tc.nodes["n1"]
+	require.NoError(t, n.CreateIndex(context.Background(), "solo", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n, "solo", ids[:10], sources[:10])
+
+	full.Store(true)
+	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, WriteOptions{})
+	require.NoError(t, err)
+	require.Error(t, res[0].Err, "a write was acknowledged on a full disk")
+	full.Store(false)
+	require.Eventually(t, func() bool {
+		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, WriteOptions{})
+		return err == nil && res[0].Err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the shard never took writes again")
+	for _, id := range append(ids[:10:10], ids[11]) {
+		_, err := n.Get(context.Background(), "solo", id, "")
+		require.NoError(t, err, "acknowledged document %s", id)
 	}
 }
 

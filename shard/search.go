@@ -76,7 +76,7 @@ const searchCeiling = time.Minute
 // error wraps ErrAllShardsFailed.
 func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Search) (*SearchResult, error) {
 	start := time.Now()
-	v, err := c.view()
+	v, err := c.readView()
 	if err != nil {
 		return nil, err
 	}

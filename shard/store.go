@@ -145,6 +145,16 @@ func (s *Store) openCopies() []*shardCopy {
 	return out
 }
 
+// recoveryRate is the throttle of the recovery file streams this node
+// sends, in bytes per second (0: none): the cluster's setting when it has
+// one, else Config.RecoveryMaxBytesPerSec.
+func (s *Store) recoveryRate() int64 {
+	if r := s.meta.View().RecoveryMaxBytesPerSec; r != nil {
+		return *r
+	}
+	return s.cfg.RecoveryMaxBytesPerSec
+}
+
 // Reconcile brings the store in line with v: it creates or merges the
 // mapping of every index, opens or creates the copies assigned to this
 // node (reporting new ones started) and closes and deletes the copies the
@@ -327,6 +337,16 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 	why, failed := s.failed[c.AllocationID]
 	recovering := s.recovering[c.AllocationID]
 	s.mu.RUnlock()
+	if oc, ok := s.copy(c.AllocationID); ok && !c.Started && !recovering && oc.log.Failed() != nil {
+		// Its log failed (a full disk, an I/O error) and the copy was
+		// failed for it: close it, and reopen it from disk (cutting the
+		// unacknowledged tail) below, or let a replica's recovery do so
+		// and catch up.
+		s.unregister(oc)
+		if err := oc.close(); err != nil {
+			s.logger.Warn("closing a shard copy whose log failed", "shard", oc.name, "allocation_id", c.AllocationID, "err", err)
+		}
+	}
 	if oc, ok := s.copy(c.AllocationID); ok {
 		if err := s.follow(ctx, oc, sh, c); err != nil || c.Started {
 			return err
@@ -453,10 +473,47 @@ func (s *Store) startRecovery(ix *IndexView, num int, c CopyView) {
 			}
 		}()
 		s.recover(ctx, ix, num, c)
+		s.awaitStarted(ctx, c.AllocationID)
 		s.mu.Lock()
 		delete(s.recovering, c.AllocationID)
 		s.mu.Unlock()
 	}()
+}
+
+// startedWait bounds how long a finished recovery waits for this node's
+// view to show the copy started.
+const startedWait = 10 * time.Second
+
+// awaitStarted waits, after a recovery of alloc that succeeded, until this
+// node's view shows the copy started (or gone): until then the reconcile
+// loop, seeing it initializing still, would recover it again for nothing.
+func (s *Store) awaitStarted(ctx context.Context, alloc string) {
+	s.mu.RLock()
+	r := s.recoveries[alloc]
+	s.mu.RUnlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	done := r.info.Stage == "done"
+	r.mu.Unlock()
+	if !done {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, startedWait)
+	defer cancel()
+	_, _ = s.meta.AwaitView(ctx, func(v *View) bool {
+		for _, ix := range v.Indices {
+			for _, sh := range ix.Shards {
+				for _, c := range sh.Copies {
+					if c.AllocationID == alloc {
+						return c.Started
+					}
+				}
+			}
+		}
+		return true // gone
+	})
 }
 
 // failCopy reports, in the background, that a local copy failed (its log
@@ -472,7 +529,7 @@ func (s *Store) failCopy(sc *shardCopy, reason string) {
 	s.mu.Unlock()
 	go func() {
 		defer s.background.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), replicationTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 		defer cancel()
 		if err := s.meta.CopyFailed(ctx, sc.meta.IndexUUID, sc.meta.Shard, sc.meta.AllocationID, 0, false, reason); err != nil {
 			s.logger.Error("could not report a failed shard copy to the cluster", "shard", sc.name, "allocation_id", sc.meta.AllocationID, "err", err)

@@ -512,9 +512,17 @@ func (l *Log) newSegmentLocked(num uint64) error {
 func (l *Log) failLocked(cause error) error {
 	if l.failed == nil {
 		l.failed = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, cause)
-		l.logger.Error("shard log failed: this shard copy acknowledges no more writes until it is reopened (a node restart), which cuts the unacknowledged tail; check the disk for space and I/O errors",
+		l.logger.Error("shard log failed: this shard copy acknowledges no more writes; it is failed and reopened, which cuts the unacknowledged tail (a replica then catches up from its primary), and keeps failing while the disk does; check the disk for space and I/O errors",
 			"dir", l.dir, "err", cause)
 	}
+	return l.failed
+}
+
+// Failed returns the error that failed the log for good (wrapping
+// ErrLogFailed), or nil.
+func (l *Log) Failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.failed
 }
 

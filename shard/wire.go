@@ -33,7 +33,7 @@ const (
 	methodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
 )
 
-const wireVersion = 1
+const wireVersion = 2 // 2: bulk replies say how many copies hold each write
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request

@@ -1,5 +1,7 @@
-// Command searchctl administers a Weft node over its HTTP API: health,
-// index create/delete/list/get, bulk loading of NDJSON files, and searches.
+// Command searchctl administers a Weft cluster over a node's HTTP API:
+// health, index create/delete/list/get, bulk loading of NDJSON files,
+// searches, the fabric, and the cluster (status, nodes, shards, Raft, node
+// drains and shard moves).
 // Run `searchctl --help`; the logic lives in internal/ctl.
 package main
 

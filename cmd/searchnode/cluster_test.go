@@ -18,6 +18,7 @@ import (
 type nodeProc struct {
 	name, dir                string
 	http, fabric, gossip, rf string
+	bin, seeds, initial      string // what it runs, and its --seeds and --initial-nodes
 	p                        *proc
 }
 
@@ -43,29 +44,44 @@ func freeAddr(t *testing.T, udp bool) string {
 	return ""
 }
 
-// processCluster starts n searchnode processes that form one cluster.
+// processCluster starts n searchnode processes of bin that form one
+// cluster.
 func processCluster(t *testing.T, bin string, n int) []*nodeProc {
 	t.Helper()
 	var nodes []*nodeProc
 	var seeds, names []string
 	for i := range n {
 		np := &nodeProc{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(t.TempDir(), "data"),
-			http: freeAddr(t, false), fabric: freeAddr(t, false), gossip: freeAddr(t, true), rf: freeAddr(t, false)}
+			http: freeAddr(t, false), fabric: freeAddr(t, false), gossip: freeAddr(t, true), rf: freeAddr(t, false), bin: bin}
 		nodes = append(nodes, np)
 		seeds = append(seeds, np.gossip)
 		names = append(names, np.name)
 	}
 	for _, np := range nodes {
-		np.start(t, bin, strings.Join(seeds, ","), strings.Join(names, ","))
+		np.seeds, np.initial = strings.Join(seeds, ","), strings.Join(names, ",")
+		np.start(t)
 	}
 	return nodes
 }
 
-func (np *nodeProc) start(t *testing.T, bin, seeds, initial string) {
+// greenCluster builds searchnode and starts three processes that form a
+// cluster, once it is green; skipped with -short.
+func greenCluster(t *testing.T) []*nodeProc {
 	t.Helper()
-	np.p = startProcArgs(t, bin, "--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
+	if testing.Short() {
+		t.Skip("builds and runs three searchnode binaries")
+	}
+	nodes := processCluster(t, buildBinary(t, t.TempDir()), 3)
+	waitHealth(t, nodes[0], "green", 3)
+	return nodes
+}
+
+// start starts (or restarts) the node's process on its data directory.
+func (np *nodeProc) start(t *testing.T) {
+	t.Helper()
+	np.p = startProcArgs(t, np.bin, "--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
 		"--http-addr", np.http, "--fabric-addr", np.fabric, "--gossip-addr", np.gossip, "--raft-addr", np.rf,
-		"--seeds", seeds, "--initial-nodes", initial)
+		"--seeds", np.seeds, "--initial-nodes", np.initial)
 }
 
 func (np *nodeProc) kill(t *testing.T) {
@@ -128,12 +144,7 @@ func raftLeader(t *testing.T, np *nodeProc) string {
 // Killing the Raft leader leaves a cluster
 // that still creates indexes within 15 s.
 func TestProcessClusterSurvivesKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs three searchnode binaries")
-	}
-	bin := buildBinary(t, t.TempDir())
-	nodes := processCluster(t, bin, 3)
-	waitHealth(t, nodes[0], "green", 3)
+	nodes := greenCluster(t)
 
 	status, body := httpDo(t, "PUT", nodes[1].url()+"/six", "application/json", `{"settings":{"number_of_shards":6,"number_of_replicas":0}}`)
 	require.Equal(t, 200, status, "%s", body)
@@ -211,11 +222,7 @@ func TestProcessClusterSurvivesKills(t *testing.T) {
 	}
 
 	// The node comes back with its data: every shard is there again.
-	var seeds []string
-	for _, np := range nodes {
-		seeds = append(seeds, np.gossip)
-	}
-	victim.start(t, bin, strings.Join(seeds, ","), "n1,n2,n3")
+	victim.start(t)
 	waitHealth(t, survivors[0], "green", 3)
 	for _, np := range nodes {
 		require.Equal(t, docs, search(np).Hits.Total.Value)
@@ -224,7 +231,7 @@ func TestProcessClusterSurvivesKills(t *testing.T) {
 	// Stopped cleanly and started again, it brings its shards back too.
 	victim.stop(t)
 	waitHealth(t, survivors[0], "red", 2)
-	victim.start(t, bin, strings.Join(seeds, ","), "n1,n2,n3")
+	victim.start(t)
 	waitHealth(t, survivors[0], "green", 3)
 	for _, np := range nodes {
 		require.Equal(t, docs, search(np).Hits.Total.Value, "through %s after a clean restart", np.name)

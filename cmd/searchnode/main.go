@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/weftsearch/weft/internal/bytesize"
 	"github.com/weftsearch/weft/node"
 )
 
@@ -158,28 +159,17 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 }
 
 // byteSize is a flag value of bytes: a plain number or one with a unit
-// b, kb, mb or gb (powers of 1024, as in Elasticsearch).
+// (package bytesize).
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
 
 func (b *byteSize) Set(s string) error {
-	v := strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"b", 1}} {
-		if num, ok := strings.CutSuffix(v, u.suffix); ok {
-			v, mult = strings.TrimSpace(num), u.mult
-			break
-		}
+	n, err := bytesize.Parse(s)
+	if err != nil {
+		return err
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("%q is not a byte size; use e.g. 104857600, 100mb or 1gb", s)
-	}
-	*b = byteSize(n * mult)
+	*b = byteSize(n)
 	return nil
 }
 

@@ -99,9 +99,9 @@ func NewCommand(stdio IO) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "searchctl",
 		Short: "Administer a Weft node over its Elasticsearch-compatible HTTP API",
-		Long: "searchctl administers a Weft search node over its HTTP API: cluster health, indexes,\n" +
-			"bulk loading of NDJSON files, query-string searches, and the node-to-node fabric\n" +
-			"(devices and peer connections).\n\n" +
+		Long: "searchctl administers a Weft cluster over a node's HTTP API: cluster health, indexes,\n" +
+			"bulk loading of NDJSON files, query-string searches, the node-to-node fabric (devices and\n" +
+			"peer connections), and the cluster (status, nodes, shards, Raft, node drains, shard moves).\n\n" +
 			"Exit codes: 0 ok, 1 the node reported an error or documents failed, 2 bad usage or input,\n" +
 			"3 the node could not be reached.",
 		SilenceUsage:  true,

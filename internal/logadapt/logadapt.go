@@ -6,6 +6,7 @@ package logadapt
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -57,6 +58,14 @@ func (h *hcLogger) Log(level hclog.Level, msg string, args ...any) {
 		attrs = append(attrs, "logger", h.name)
 	}
 	attrs = append(append(attrs, h.implied...), args...)
+	for k, a := range attrs {
+		if f, ok := a.(hclog.Format); ok && len(f) > 0 {
+			// hclog.Fmt: a format and its arguments, formatted when logged.
+			if format, ok := f[0].(string); ok {
+				attrs[k] = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+	}
 	h.l.Log(context.Background(), slogLevel(level), msg, attrs...)
 }
 

@@ -99,3 +99,11 @@ func TestStdWritesOneRecordPerLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []map[string]any{{"level": "WARN", "msg": "a"}, {"level": "DEBUG", "msg": "b"}}, records())
 }
+
+// TestHclogFormatsFmtValues: a value made with hclog.Fmt (as Raft logs its
+// configuration) is formatted, not printed as a format and its arguments.
+func TestHclogFormatsFmtValues(t *testing.T) {
+	l, records := capture(t, slog.LevelInfo)
+	Hclog(l, "raft").Info("initial configuration", "servers", hclog.Fmt("%+v", []int{1, 2}))
+	require.Equal(t, []map[string]any{{"level": "INFO", "msg": "initial configuration", "logger": "raft", "servers": "[1 2]"}}, records())
+}

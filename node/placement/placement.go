@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,9 +27,10 @@ type Adapter struct {
 	// from then on its view only lags by the moment an apply takes.
 	caughtUp atomic.Bool
 
-	mu   sync.Mutex
-	last *cluster.State // the state view was built from
-	view *shard.View
+	mu       sync.Mutex
+	last     *cluster.State  // the state view was built from
+	lastDown map[string]bool // and the unreachable nodes
+	view     *shard.View
 }
 
 var _ shard.Metadata = (*Adapter)(nil)
@@ -36,13 +38,24 @@ var _ shard.Metadata = (*Adapter)(nil)
 // New adapts c.
 func New(c *cluster.Cluster) *Adapter { return &Adapter{c: c} }
 
-// View returns the view of the latest applied state (built once per state).
+// View returns the view of the latest applied state, in which a node that
+// this node's gossip sees dead or leaving is not live even before the
+// leader has committed it (so that a search or write through a node cut
+// off from others does not wait on them). It is built once per state and
+// set of unreachable nodes.
 func (a *Adapter) View() *shard.View {
-	st := a.c.State()
+	st, down := a.c.State(), a.c.Unreachable()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st != a.last || a.view == nil {
-		a.view, a.last = ViewOf(st, a.c.LocalNodeID()), st
+	if st != a.last || !maps.Equal(down, a.lastDown) || a.view == nil {
+		v := ViewOf(st, a.c.LocalNodeID())
+		for id := range down {
+			if n, ok := v.Nodes[id]; ok && id != v.LocalNode {
+				n.Live = false
+				v.Nodes[id] = n
+			}
+		}
+		a.view, a.last, a.lastDown = v, st, down
 	}
 	return a.view
 }
@@ -71,6 +84,9 @@ func (a *Adapter) Watch() (<-chan struct{}, func()) { return a.c.Watch() }
 // committed).
 func (a *Adapter) Ready() error {
 	if !a.c.Ready() {
+		if a.caughtUp.Load() {
+			return fmt.Errorf("%w: this node knows no cluster leader at the moment (it is cut off from most of the voters, or an election is under way); writes and metadata changes wait for one", shard.ErrClusterBlocked)
+		}
 		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shard.ErrClusterBlocked)
 	}
 	if a.caughtUp.Load() {
@@ -84,9 +100,17 @@ func (a *Adapter) Ready() error {
 	return nil
 }
 
+// Serving is nil once Ready has been nil (see shard.Metadata).
+func (a *Adapter) Serving() error {
+	if a.caughtUp.Load() {
+		return nil
+	}
+	return a.Ready()
+}
+
 // ViewOf converts a committed cluster state into the shard layer's view.
 func ViewOf(st *cluster.State, local string) *shard.View {
-	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local,
+	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local, RecoveryMaxBytesPerSec: st.Settings.RecoveryMaxBytesPerSec,
 		Nodes: make(map[string]shard.NodeView, len(st.Nodes)), Indices: make(map[string]*shard.IndexView, len(st.Indices))}
 	for id, n := range st.Nodes {
 		v.Nodes[id] = shard.NodeView{ID: n.ID, Name: n.Name, Live: n.Live, HTTPAddr: n.HTTPAddr, FabricAddr: n.FabricAddr}
