@@ -618,18 +618,14 @@ func idsOnNodes(t *testing.T, tc *testCluster, name string, n int, nodes ...stri
 	return out
 }
 
-// TestClusterKeepsStatisticsUntilAShardChanges: a search repeated while
-// no shard changes skips the statistics phase and ranks exactly like one
-// shard; after writes to a shard on the coordinating node and to one on
-// another node it still does, without a statistics phase: the changed
-// copies answer the query phase stale, with their fresh statistics, and
-// the query phase runs again. Each phase sends one message per node.
-func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
+// sixAndOne starts nodes n1, n2 and n3 with the sample documents in the
+// index "six" (6 shards) and in "one" (1 shard), loaded through n2.
+func sixAndOne(t *testing.T) *testCluster {
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	n1 := tc.nodes["n1"]
-	require.NoError(t, n1.CreateIndex(ctx, "six", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	require.NoError(t, n1.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
+	for name, shards := range map[string]int{"six": 6, "one": 1} {
+		require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, name, IndexSettings{NumberOfShards: shards}, sampleMapping(t)))
+	}
 	for _, n := range tc.nodes {
 		n.awaitOpen(t)
 	}
@@ -637,6 +633,17 @@ func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
 	for _, name := range []string{"six", "one"} {
 		bulkIndex(t, tc.nodes["n2"], name, ids, sources)
 	}
+	return tc
+}
+
+// TestClusterKeepsStatisticsUntilAShardChanges: a search repeated while
+// no shard changes skips the statistics phase and ranks exactly like one
+// shard; after writes to a shard on the coordinating node and to one on
+// another node it still does, without a statistics phase: the changed
+// copies answer the query phase stale, with their fresh statistics, and
+// the query phase runs again. Each phase sends one message per node.
+func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
+	tc := sixAndOne(t)
 	peers := tc.peers["n1"]
 	type counts struct{ stats, query, fetch int }
 	calls := func() counts {
@@ -794,18 +801,8 @@ func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
 // field, or with aggregations only, sends no statistics message, and gives
 // the hits and aggregations one shard gives.
 func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
-	ctx := context.Background()
+	tc := sixAndOne(t)
 	n1 := tc.nodes["n1"]
-	require.NoError(t, n1.CreateIndex(ctx, "six", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	require.NoError(t, n1.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
-	}
-	ids, sources := sampleDocs(t)
-	for _, name := range []string{"six", "one"} {
-		bulkIndex(t, tc.nodes["n2"], name, ids, sources)
-	}
 	peers := tc.peers["n1"]
 	stats := func(body string) int {
 		before := peers.callsTo("", methodSearchStats)

@@ -120,49 +120,36 @@ func FuzzSearchMessages(f *testing.F) {
 		matched:   []string{"q"}}}}, {err: ErrUnavailable}})
 	require.NoError(f, err)
 	f.Add(uint8(5), fr)
+	const parts = 2
 	f.Fuzz(func(t *testing.T, which uint8, p []byte) {
-		const parts = 2
 		switch which % 6 {
 		case 0:
-			if m, err := decodeStatsRequest(p); err == nil {
-				again, err := decodeStatsRequest(encodeStatsRequest(m))
-				require.NoError(t, err)
-				require.Equal(t, m, again)
-			}
+			roundTrip(t, p, decodeStatsRequest, func(m *statsRequest) ([]byte, error) { return encodeStatsRequest(m), nil })
 		case 1:
-			if ps, err := decodeStatsReply(p, parts); err == nil {
-				again, err := decodeStatsReply(encodeStatsReply(ps), parts)
-				require.NoError(t, err)
-				require.Equal(t, ps, again)
-			}
+			roundTrip(t, p, func(b []byte) ([]statsPart, error) { return decodeStatsReply(b, parts) },
+				func(ps []statsPart) ([]byte, error) { return encodeStatsReply(ps), nil })
 		case 2:
-			if m, err := decodeQueryRequest(p); err == nil {
-				again, err := decodeQueryRequest(encodeQueryRequest(m))
-				require.NoError(t, err)
-				require.Equal(t, m, again)
-			}
+			roundTrip(t, p, decodeQueryRequest, func(m *queryRequest) ([]byte, error) { return encodeQueryRequest(m), nil })
 		case 3:
-			if ps, err := decodeQueryReply(p, parts); err == nil {
-				raw, err := encodeQueryReply(ps)
-				require.NoError(t, err)
-				again, err := decodeQueryReply(raw, parts)
-				require.NoError(t, err)
-				require.Equal(t, ps, again)
-			}
+			roundTrip(t, p, func(b []byte) ([]queryPart, error) { return decodeQueryReply(b, parts) }, encodeQueryReply)
 		case 4:
-			if m, err := decodeFetchRequest(p); err == nil {
-				again, err := decodeFetchRequest(encodeFetchRequest(m))
-				require.NoError(t, err)
-				require.Equal(t, m, again)
-			}
+			roundTrip(t, p, decodeFetchRequest, func(m *fetchRequest) ([]byte, error) { return encodeFetchRequest(m), nil })
 		case 5:
-			if ps, err := decodeFetchReply(p, parts); err == nil {
-				raw, err := encodeFetchReply(ps)
-				require.NoError(t, err)
-				again, err := decodeFetchReply(raw, parts)
-				require.NoError(t, err)
-				require.Equal(t, ps, again)
-			}
+			roundTrip(t, p, func(b []byte) ([]fetchPart, error) { return decodeFetchReply(b, parts) }, encodeFetchReply)
 		}
 	})
+}
+
+// roundTrip: when p decodes, what it decodes to encodes to something that
+// decodes to the same message.
+func roundTrip[M any](t *testing.T, p []byte, decode func([]byte) (M, error), encode func(M) ([]byte, error)) {
+	m, err := decode(p)
+	if err != nil {
+		return
+	}
+	raw, err := encode(m)
+	require.NoError(t, err)
+	again, err := decode(raw)
+	require.NoError(t, err)
+	require.Equal(t, m, again)
 }

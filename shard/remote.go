@@ -485,32 +485,24 @@ func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs [
 	if err != nil {
 		return nil, fromRemote(err)
 	}
-	out := make([]part, len(rs))
 	switch ph {
 	case phaseStats:
-		parts, err := decodeStatsReply(raw, len(rs))
-		if err != nil {
-			return nil, err
-		}
-		for k := range parts {
-			out[k] = parts[k]
-		}
+		return asParts(decodeStatsReply(raw, len(rs)))
 	case phaseQuery:
-		parts, err := decodeQueryReply(raw, len(rs))
-		if err != nil {
-			return nil, err
-		}
-		for k := range parts {
-			out[k] = parts[k]
-		}
-	case phaseFetch:
-		parts, err := decodeFetchReply(raw, len(rs))
-		if err != nil {
-			return nil, err
-		}
-		for k := range parts {
-			out[k] = parts[k]
-		}
+		return asParts(decodeQueryReply(raw, len(rs)))
+	default:
+		return asParts(decodeFetchReply(raw, len(rs)))
+	}
+}
+
+// asParts is a decoder's parts (or its error) as parts.
+func asParts[P part](parts []P, err error) ([]part, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]part, len(parts))
+	for k := range parts {
+		out[k] = parts[k]
 	}
 	return out, nil
 }

@@ -570,11 +570,21 @@ func decodeStatsRequest(p []byte) (*statsRequest, error) {
 	return m, d.end()
 }
 
-func decodeStatsReply(p []byte, n int) ([]statsPart, error) {
+// replyDec starts reading a phase's reply to a message for n shards: its
+// version and its count of parts, which must be n.
+func replyDec(p []byte, n int) (dec, error) {
 	d := dec{b: p}
 	d.searchVersion()
 	if c := d.count(1); d.err == nil && c != n {
-		return nil, fmt.Errorf("%w: %d parts for %d shards", errBadMessage, c, n)
+		return d, fmt.Errorf("%w: %d parts for %d shards", errBadMessage, c, n)
+	}
+	return d, nil
+}
+
+func decodeStatsReply(p []byte, n int) ([]statsPart, error) {
+	d, err := replyDec(p, n)
+	if err != nil {
+		return nil, err
 	}
 	parts := make([]statsPart, n)
 	for k := 0; k < n && d.err == nil; k++ {
@@ -609,10 +619,9 @@ func decodeQueryRequest(p []byte) (*queryRequest, error) {
 }
 
 func decodeQueryReply(p []byte, n int) ([]queryPart, error) {
-	d := dec{b: p}
-	d.searchVersion()
-	if c := d.count(1); d.err == nil && c != n {
-		return nil, fmt.Errorf("%w: %d parts for %d shards", errBadMessage, c, n)
+	d, err := replyDec(p, n)
+	if err != nil {
+		return nil, err
 	}
 	parts := make([]queryPart, n)
 	for k := 0; k < n && d.err == nil; k++ {
@@ -664,10 +673,9 @@ func decodeFetchRequest(p []byte) (*fetchRequest, error) {
 }
 
 func decodeFetchReply(p []byte, n int) ([]fetchPart, error) {
-	d := dec{b: p}
-	d.searchVersion()
-	if c := d.count(1); d.err == nil && c != n {
-		return nil, fmt.Errorf("%w: %d parts for %d shards", errBadMessage, c, n)
+	d, err := replyDec(p, n)
+	if err != nil {
+		return nil, err
 	}
 	parts := make([]fetchPart, n)
 	for k := 0; k < n && d.err == nil; k++ {
