@@ -59,6 +59,10 @@ func apply(s *State, version uint64, cmd Command) (*State, error) {
 		err = next.cancelMove(cmd.CancelMove)
 	case CmdSetSettings:
 		err = next.setSettings(cmd.SetSettings)
+	case CmdUpdateAliases:
+		err = next.updateAliases(cmd.UpdateAliases)
+	case CmdSetIndexClosed:
+		err = next.setIndexClosed(cmd.SetIndexClosed)
 	}
 	if err != nil {
 		return s.at(version), fmt.Errorf("%s: %w", cmd.Type, err)
@@ -252,6 +256,9 @@ func (s *State) createIndex(c *CreateIndex) error {
 	if _, ok := s.Indices[ix.Name]; ok {
 		return fmt.Errorf("%w: %q", ErrIndexExists, ix.Name)
 	}
+	if held := s.AliasIndices(ix.Name); len(held) > 0 {
+		return fmt.Errorf("%w: index name %q is an alias of %v", ErrInvalidCommand, ix.Name, held)
+	}
 	if o, ok := s.IndexByUUID(ix.UUID); ok {
 		return fmt.Errorf("%w: index UUID %s is already index %q's", ErrInvalidCommand, ix.UUID, o.Name)
 	}
@@ -289,7 +296,14 @@ func (s *State) createIndex(c *CreateIndex) error {
 	}
 	ix.Settings = maps.Clone(ix.Settings)
 	ix.MappingVersion, ix.SettingsVersion = 1, 1
+	aliases := ix.Aliases
+	ix.Aliases = nil
 	s.putIndex(&ix)
+	for _, name := range slices.Sorted(maps.Keys(aliases)) {
+		if err := s.addAlias(ix.Name, name, aliases[name]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -592,9 +606,25 @@ func (s *State) setSettings(c *SetSettings) error {
 			names = append(names, n)
 		}
 	}
+	for k := range c.Settings.Values {
+		if err := checkName("setting name", k); err != nil {
+			return err
+		}
+	}
 	if r := c.Settings.RecoveryMaxBytesPerSec; r != nil && *r < 0 {
 		return fmt.Errorf("%w: recovery max bytes per second %d must be 0 (no limit) or positive", ErrInvalidCommand, *r)
 	}
-	s.Settings = Settings{ExcludeNames: names, RecoveryMaxBytesPerSec: c.Settings.RecoveryMaxBytesPerSec}
+	s.Settings = Settings{ExcludeNames: names, Values: maps.Clone(c.Settings.Values), RecoveryMaxBytesPerSec: c.Settings.RecoveryMaxBytesPerSec}
+	return nil
+}
+
+func (s *State) setIndexClosed(c *SetIndexClosed) error {
+	ix, err := s.namedIndex(c.Index, c.UUID)
+	if err != nil {
+		return err
+	}
+	if ix.Closed != c.Closed {
+		s.editIndex(ix).Closed = c.Closed
+	}
 	return nil
 }

@@ -33,6 +33,7 @@ func fixture() *State {
 }
 
 func intp(v int) *int       { return &v }
+func boolp(v bool) *bool    { return &v }
 func int64p(v int64) *int64 { return &v }
 
 func TestApply(t *testing.T) {
@@ -122,6 +123,73 @@ func TestApply(t *testing.T) {
 				require.EqualValues(t, 2, ix.SettingsVersion)
 			}},
 		{name: "negative replicas", cmd: Command{UpdateIndexSettings: &UpdateIndexSettings{Index: "logs", UUID: "u-logs", NumberOfReplicas: intp(-1)}}, wantErr: ErrInvalidCommand},
+
+		{name: "create index with aliases", cmd: Command{CreateIndex: &CreateIndex{Index: func() Index {
+			ix := newIndex("new", "u-new")
+			ix.Aliases = map[string]Alias{"all": {}, "w": {IsWriteIndex: boolp(true), Filter: json.RawMessage(`{"term":{"a":"b"}}`), IndexRouting: "r"}}
+			return ix
+		}()}},
+			check: func(t *testing.T, s *State) {
+				require.Equal(t, []string{"new"}, s.AliasIndices("w"))
+				require.Equal(t, "r", s.Indices["new"].Aliases["w"].IndexRouting)
+			}},
+		{name: "create index with an alias named as an index", cmd: Command{CreateIndex: &CreateIndex{Index: func() Index {
+			ix := newIndex("new", "u-new")
+			ix.Aliases = map[string]Alias{"logs": {}}
+			return ix
+		}()}}, wantErr: ErrInvalidCommand},
+		{name: "create index named as an alias", prep: func(s *State) { s.Indices["logs"].Aliases = map[string]Alias{"new": {}} },
+			cmd: Command{CreateIndex: &CreateIndex{Index: newIndex("new", "u-new")}}, wantErr: ErrInvalidCommand},
+		{name: "create index with an alias filter that is no object", cmd: Command{CreateIndex: &CreateIndex{Index: func() Index {
+			ix := newIndex("new", "u-new")
+			ix.Aliases = map[string]Alias{"a": {Filter: json.RawMessage(`"x"`)}}
+			return ix
+		}()}}, wantErr: ErrInvalidCommand},
+		{name: "create index as a second write index of an alias", prep: func(s *State) {
+			s.Indices["logs"].Aliases = map[string]Alias{"w": {IsWriteIndex: boolp(true)}}
+		}, cmd: Command{CreateIndex: &CreateIndex{Index: func() Index {
+			ix := newIndex("new", "u-new")
+			ix.Aliases = map[string]Alias{"w": {IsWriteIndex: boolp(true)}}
+			return ix
+		}()}}, wantErr: ErrInvalidCommand},
+
+		{name: "update aliases: add, replace, remove", prep: func(s *State) { s.Indices["logs"].Aliases = map[string]Alias{"old": {}, "r": {}} },
+			cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
+				{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a"},
+				{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "r", Spec: Alias{SearchRouting: "1"}},
+				{Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "old", MustExist: true},
+				{Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "never"},
+			}}},
+			check: func(t *testing.T, s *State) {
+				require.Equal(t, map[string]Alias{"a": {}, "r": {SearchRouting: "1"}}, s.Indices["logs"].Aliases)
+			}},
+		{name: "update aliases is all or nothing", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
+			{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a"},
+			{Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "missing", MustExist: true},
+		}}}, wantErr: ErrInvalidCommand},
+		{name: "update aliases: remove_index", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
+			{Type: AliasRemoveIndex, Index: "logs", UUID: "u-logs"},
+		}}}, check: func(t *testing.T, s *State) { require.Empty(t, s.Indices) }},
+		{name: "update aliases of a stale index", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
+			{Type: AliasAdd, Index: "logs", UUID: "u-old", Alias: "a"},
+		}}}, wantErr: ErrStale},
+		{name: "update aliases without actions", cmd: Command{UpdateAliases: &UpdateAliases{}}, wantErr: ErrInvalidCommand},
+		{name: "update aliases: unknown action", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
+			{Type: "rename", Index: "logs", UUID: "u-logs", Alias: "a"},
+		}}}, wantErr: ErrInvalidCommand},
+
+		{name: "close an index", cmd: Command{SetIndexClosed: &SetIndexClosed{Index: "logs", UUID: "u-logs", Closed: true}},
+			check: func(t *testing.T, s *State) { require.True(t, s.Indices["logs"].Closed) }},
+		{name: "open an index", prep: func(s *State) { s.Indices["logs"].Closed = true },
+			cmd:   Command{SetIndexClosed: &SetIndexClosed{Index: "logs", UUID: "u-logs"}},
+			check: func(t *testing.T, s *State) { require.False(t, s.Indices["logs"].Closed) }},
+		{name: "close a missing index", cmd: Command{SetIndexClosed: &SetIndexClosed{Index: "nope", UUID: "u", Closed: true}}, wantErr: ErrIndexNotFound},
+
+		{name: "set settings", cmd: Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{"a", "a"}, Values: map[string]string{"x.y": "true"}}}},
+			check: func(t *testing.T, s *State) {
+				require.Equal(t, Settings{ExcludeNames: []string{"a"}, Values: map[string]string{"x.y": "true"}}, s.Settings)
+			}},
+		{name: "set a setting without a name", cmd: Command{SetSettings: &SetSettings{Settings: Settings{Values: map[string]string{"": "1"}}}}, wantErr: ErrInvalidCommand},
 
 		{name: "allocate a replica", cmd: Command{AllocateCopy: &AllocateCopy{IndexUUID: "u-logs", Shard: 0, Copy: Copy{AllocationID: "c0", NodeID: "n3", State: CopyInitializing}}},
 			check: func(t *testing.T, s *State) { require.Len(t, s.Indices["logs"].Shards[0].Copies, 3) }},

@@ -82,6 +82,8 @@ func (c Command) bodies() map[CommandType]bool {
 		CmdMoveCopy:            c.MoveCopy != nil,
 		CmdCancelMove:          c.CancelMove != nil,
 		CmdSetSettings:         c.SetSettings != nil,
+		CmdUpdateAliases:       c.UpdateAliases != nil,
+		CmdSetIndexClosed:      c.SetIndexClosed != nil,
 	}
 }
 
@@ -100,5 +102,5 @@ func (c Command) setBodies() []CommandType {
 var commandTypes = []CommandType{
 	CmdSetClusterUUID, CmdUpsertNode, CmdNodeLeft, CmdCreateIndex, CmdDeleteIndex,
 	CmdPutMapping, CmdUpdateIndexSettings, CmdAllocateCopy, CmdStartCopy, CmdFailCopy,
-	CmdMoveCopy, CmdCancelMove, CmdSetSettings,
+	CmdMoveCopy, CmdCancelMove, CmdSetSettings, CmdUpdateAliases, CmdSetIndexClosed,
 }

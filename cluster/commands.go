@@ -37,6 +37,8 @@ type Command struct {
 	MoveCopy            *MoveCopy            `json:"move_copy,omitempty"`
 	CancelMove          *CancelMove          `json:"cancel_move,omitempty"`
 	SetSettings         *SetSettings         `json:"set_settings,omitempty"`
+	UpdateAliases       *UpdateAliases       `json:"update_aliases,omitempty"`
+	SetIndexClosed      *SetIndexClosed      `json:"set_index_closed,omitempty"`
 }
 
 // CommandType names a command.
@@ -57,6 +59,8 @@ const (
 	CmdMoveCopy            CommandType = "move_copy"
 	CmdCancelMove          CommandType = "cancel_move"
 	CmdSetSettings         CommandType = "set_settings"
+	CmdUpdateAliases       CommandType = "update_aliases"
+	CmdSetIndexClosed      CommandType = "set_index_closed"
 )
 
 // SetClusterUUID sets State.ClusterUUID if it is empty; once set it never
@@ -82,7 +86,7 @@ type NodeLeft struct {
 }
 
 // CreateIndex adds an index. A proposer fills the definition (name,
-// shard and replica counts, mapping, settings; UUID and CreationDateMS may
+// shard and replica counts, mapping, settings, aliases; UUID and CreationDateMS may
 // be left empty for the leader to fill); the leader assigns the primaries
 // (Index.Shards with one initializing primary copy each, PrimaryTerm 1)
 // before logging it. Replica copies are added later by the allocator.
@@ -182,4 +186,43 @@ type CancelMove struct {
 // SetSettings replaces the cluster settings.
 type SetSettings struct {
 	Settings Settings `json:"settings"`
+}
+
+// UpdateAliases applies alias actions in order, atomically: if any action
+// is refused none applies. Each action names its index by name and UUID.
+type UpdateAliases struct {
+	Actions []AliasAction `json:"actions"`
+}
+
+// AliasActionType is what an alias action does.
+type AliasActionType string
+
+// Alias action types, as Elasticsearch's _aliases actions.
+const (
+	// AliasAdd adds the alias to the index, or replaces its definition.
+	AliasAdd AliasActionType = "add"
+	// AliasRemove removes the alias from the index; with MustExist it is
+	// refused when the index does not carry it.
+	AliasRemove AliasActionType = "remove"
+	// AliasRemoveIndex deletes the index itself (with its aliases).
+	AliasRemoveIndex AliasActionType = "remove_index"
+)
+
+// AliasAction is one action of UpdateAliases. Spec is the alias's
+// definition for AliasAdd.
+type AliasAction struct {
+	Type      AliasActionType `json:"type"`
+	Index     string          `json:"index"`
+	UUID      string          `json:"uuid"`
+	Alias     string          `json:"alias,omitempty"`
+	Spec      Alias           `json:"spec,omitempty"`
+	MustExist bool            `json:"must_exist,omitempty"`
+}
+
+// SetIndexClosed closes an index (it refuses reads and writes) or opens
+// it again.
+type SetIndexClosed struct {
+	Index  string `json:"index"`
+	UUID   string `json:"uuid"`
+	Closed bool   `json:"closed"`
 }

@@ -9,8 +9,23 @@ import (
 // checks apply makes: no two copies of a shard on one node, at most one
 // primary, allocation IDs unique within a shard, in-sync ⊆ started copies,
 // consistent move links (at most one move per shard), primary term ≥ 1,
-// copies only on known nodes.
+// copies only on known nodes; no alias named as an index, at most one
+// write index per alias.
 func checkInvariants(s *State) error {
+	writers := map[string]string{}
+	for name, ix := range s.Indices {
+		for alias, a := range ix.Aliases {
+			if _, ok := s.Indices[alias]; ok {
+				return fmt.Errorf("alias %q of index %q is an index name", alias, name)
+			}
+			if a.IsWriteIndex != nil && *a.IsWriteIndex {
+				if other, ok := writers[alias]; ok {
+					return fmt.Errorf("alias %q has two write indices, %q and %q", alias, other, name)
+				}
+				writers[alias] = name
+			}
+		}
+	}
 	for name, ix := range s.Indices {
 		if ix.Name != name {
 			return fmt.Errorf("index %q is filed under %q", ix.Name, name)

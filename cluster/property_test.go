@@ -172,6 +172,31 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				_ = m.step(t, Command{Type: CmdUpdateIndexSettings, UpdateIndexSettings: &UpdateIndexSettings{Index: name, UUID: m.s.Indices[name].UUID, NumberOfReplicas: &r}})
 			}
 		},
+		"alias": func(t *rapid.T) {
+			var actions []AliasAction
+			for range rapid.IntRange(1, 2).Draw(t, "actions") {
+				name := pick(t, "index", slices.Sorted(maps.Keys(m.s.Indices)))
+				if name == "" {
+					return
+				}
+				// Mostly additions of a few names (one of them an index
+				// name, to be refused).
+				a := AliasAction{Type: rapid.SampledFrom([]AliasActionType{AliasAdd, AliasAdd, AliasAdd, AliasRemove, AliasRemoveIndex}).Draw(t, "action"),
+					Index: name, UUID: m.s.Indices[name].UUID, Alias: rapid.SampledFrom([]string{"x", "x", "y", "a"}).Draw(t, "alias"),
+					MustExist: rapid.IntRange(0, 3).Draw(t, "must exist") == 0}
+				if rapid.IntRange(0, 2).Draw(t, "writer") > 0 {
+					w := rapid.IntRange(0, 2).Draw(t, "is write index") > 0
+					a.Spec.IsWriteIndex = &w
+				}
+				actions = append(actions, a)
+			}
+			_ = m.step(t, Command{Type: CmdUpdateAliases, UpdateAliases: &UpdateAliases{Actions: actions}})
+		},
+		"close": func(t *rapid.T) {
+			if name := pick(t, "index", slices.Sorted(maps.Keys(m.s.Indices))); name != "" {
+				_ = m.step(t, Command{Type: CmdSetIndexClosed, SetIndexClosed: &SetIndexClosed{Index: name, UUID: m.s.Indices[name].UUID, Closed: rapid.Bool().Draw(t, "closed")}})
+			}
+		},
 		"exclude": func(t *rapid.T) {
 			var names []string
 			for _, id := range m.nodeIDs() {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -143,7 +144,7 @@ func stampIDs(cmd Command) Command {
 	switch {
 	case cmd.CreateIndex != nil && cmd.CreateIndex.Index.UUID == "":
 		c := *cmd.CreateIndex
-		c.Index.UUID = uuid.NewString()
+		c.Index.UUID = IndexUUID()
 		cmd.CreateIndex = &c
 	case cmd.AllocateCopy != nil && cmd.AllocateCopy.Copy.AllocationID == "":
 		c := *cmd.AllocateCopy
@@ -218,4 +219,12 @@ func hasCopy(st *State, indexUUID string, shard int, allocationID string) bool {
 	}
 	_, ok = ix.Shards[shard].Copy(allocationID)
 	return ok
+}
+
+// IndexUUID returns a new index UUID in Elasticsearch's form: 16 random
+// bytes, base64url without padding (22 characters), which clients and
+// _cat/indices parsers expect.
+func IndexUUID() string {
+	u := uuid.New()
+	return base64.RawURLEncoding.EncodeToString(u[:])
 }

@@ -51,6 +51,10 @@ type Settings struct {
 	// ExcludeNames is cluster.routing.allocation.exclude._name: nodes (by
 	// name) that copies are moved off and never allocated to (drain).
 	ExcludeNames []string `json:"exclude_names,omitempty"`
+	// Values are the other cluster settings the API stores, by flat key
+	// ("search.default_allow_partial_results"), as strings; their meaning
+	// is the API's.
+	Values map[string]string `json:"values,omitempty"`
 	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec: the
 	// throttle of recovery file streams on every node (0: none); nil
 	// leaves each node's own --recovery-max-bytes-per-sec.
@@ -83,8 +87,41 @@ type Index struct {
 	// SettingsVersion counts changes of the settings above.
 	SettingsVersion uint64 `json:"settings_version"`
 	CreationDateMS  int64  `json:"creation_date_ms"`
+	// Aliases are the index's aliases by alias name. An alias name is
+	// never also an index name, and at most one index is an alias's write
+	// index (IsWriteIndex true).
+	Aliases map[string]Alias `json:"aliases,omitempty"`
+	// Closed: the index refuses reads and writes until it is opened again;
+	// its shard table stays as it is (copies are kept and replicated).
+	Closed bool `json:"closed,omitempty"`
 	// Shards is the shard table, one entry per shard number.
 	Shards []Shard `json:"shards"`
+}
+
+// Alias is one alias of an index: another name under which it is searched
+// (and, if it is the alias's only index or its write index, written), as
+// Elasticsearch's alias metadata. Filter is a query object, opaque here.
+type Alias struct {
+	Filter        json.RawMessage `json:"filter,omitempty"`
+	IndexRouting  string          `json:"index_routing,omitempty"`
+	SearchRouting string          `json:"search_routing,omitempty"`
+	// IsWriteIndex: nil when not given; true on at most one index of the
+	// alias.
+	IsWriteIndex *bool `json:"is_write_index,omitempty"`
+	IsHidden     bool  `json:"is_hidden,omitempty"`
+}
+
+// AliasIndices returns the names of the indices that carry the alias,
+// sorted.
+func (s *State) AliasIndices(alias string) []string {
+	var out []string
+	for name, ix := range s.Indices {
+		if _, ok := ix.Aliases[alias]; ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Shard is one shard's entry in the shard table.

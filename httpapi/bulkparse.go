@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/weftsearch/weft/shard"
 )
 
 // Bulk action names as they appear in an action/metadata line.
@@ -35,6 +39,14 @@ type bulkAction struct {
 	// IfSeqNo and IfPrimaryTerm make the write conditional (optimistic
 	// concurrency control), as if_seq_no and if_primary_term do.
 	IfSeqNo, IfPrimaryTerm *uint64
+	// RequireAlias is the action's require_alias, nil when it has none
+	// (the URL's applies).
+	RequireAlias *bool
+	// Version and VersionType are an externally versioned write's.
+	Version     int64
+	VersionType shard.VersionType
+	// NoDetectNoop is an update's detect_noop false.
+	NoDetectNoop bool
 	// SourceFilter is an update body's "_source" (the document to return
 	// after the update), nil when none.
 	SourceFilter json.RawMessage
@@ -70,10 +82,6 @@ type bulkMeta struct {
 // document in order, so there is no conflict to retry.
 func (m *bulkMeta) unsupported() string {
 	switch {
-	case m.Version != nil:
-		return "version"
-	case m.VersionType != nil:
-		return "version_type"
 	case m.Pipeline != nil:
 		return "pipeline"
 	case m.Source != nil:
@@ -161,6 +169,9 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 	if err := json.Unmarshal(line, &outer); err != nil {
 		return a, false, badRequest("x_content_parse_exception", "malformed action/metadata line [%d]: %v", lineNo, err)
 	}
+	if len(outer) == 0 {
+		return a, false, illegalArgument("Malformed action/metadata line [%d], expected FIELD_NAME but found [END_OBJECT]", lineNo)
+	}
 	if len(outer) != 1 {
 		return a, false, illegalArgument("malformed action/metadata line [%d], expected exactly one action (index, create, update or delete) but found %d keys", lineNo, len(outer))
 	}
@@ -227,13 +238,11 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 		}
 	}
 	if meta.RequireAlias != nil && a.Err == nil {
-		// Accepted: Weft has no aliases yet, so every name is an index
-		// name and require_alias true cannot be honoured; false is what
-		// every write does.
 		var b bool
 		if err := json.Unmarshal(meta.RequireAlias, &b); err != nil {
 			a.Err = illegalArgument("require_alias must be true or false")
 		}
+		a.RequireAlias = &b
 	}
 	for _, c := range []struct {
 		name string
@@ -249,6 +258,16 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 			continue
 		}
 		*c.dst = &n
+	}
+	if (meta.Version != nil || meta.VersionType != nil) && a.Err == nil {
+		var version, vt string
+		if meta.Version != nil {
+			version = strings.Trim(string(meta.Version), `"`)
+		}
+		if meta.VersionType != nil {
+			vt = strings.Trim(string(meta.VersionType), `"`)
+		}
+		a.Version, a.VersionType, a.Err = parseVersion(version, meta.Version != nil, vt, a.Action)
 	}
 	if opt := meta.unsupported(); opt != "" && a.Err == nil {
 		a.Err = illegalArgument("bulk action option [%s] is not supported by Weft; remove it from the action on line %d", opt, lineNo)
@@ -292,7 +311,52 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 	}
 	a.Doc, a.Upsert, a.SourceFilter = u.Doc, u.Upsert, u.Source
 	a.DocAsUpsert = u.DocAsUpsert != nil && *u.DocAsUpsert
+	a.NoDetectNoop = u.DetectNoop != nil && !*u.DetectNoop
 	return nil
+}
+
+// parseVersion reads a write's version and version_type (given: whether
+// version was sent at all). Elasticsearch 8 takes a version only with
+// version_type external or external_gte (internal versioning is if_seq_no's
+// job now), and never on create or update.
+func parseVersion(version string, given bool, versionType, action string) (int64, shard.VersionType, *apiError) {
+	var vt shard.VersionType
+	switch versionType {
+	case "", "internal":
+		vt = shard.VersionInternal
+	case "external":
+		vt = shard.VersionExternal
+	case "external_gte":
+		vt = shard.VersionExternalGTE
+	case "force":
+		return 0, 0, illegalArgument("version type [force] may no longer be used")
+	default:
+		return 0, 0, illegalArgument("No version type match [%s]; use external or external_gte", versionType)
+	}
+	if !given {
+		if vt != shard.VersionInternal {
+			return 0, 0, validationErr("an external version type needs a version")
+		}
+		return 0, vt, nil
+	}
+	n, err := strconv.ParseInt(version, 10, 64)
+	switch {
+	case err != nil:
+		return 0, 0, illegalArgument("[version] must be a number, got [%s]", version)
+	case vt == shard.VersionInternal:
+		return 0, 0, validationErr("internal versioning can not be used for optimistic concurrency control. Please use `if_seq_no` and `if_primary_term` instead")
+	case n < 0:
+		return 0, 0, validationErr("illegal version value [" + version + "] for version type [" + versionType + "]")
+	case action == actionCreate:
+		return 0, 0, validationErr("create operations only support internal versioning. use index instead")
+	case action == actionUpdate:
+		return 0, 0, validationErr("can't provide version in update requests; use if_seq_no and if_primary_term")
+	}
+	return n, vt, nil
+}
+
+func validationErr(reason string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: " + reason + ";"}
 }
 
 // checkObject reports whether b is exactly one valid JSON object.

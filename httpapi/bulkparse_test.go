@@ -73,9 +73,9 @@ func TestParseBulk(t *testing.T) {
 		},
 		{
 			name: "unsupported option fails only its item",
-			body: "{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"version_type\":\"external\"}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"1\"}}\n",
+			body: "{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"pipeline\":\"p\"}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"1\"}}\n",
 			check: func(t *testing.T, as []bulkAction) {
-				require.Contains(t, as[0].Err.Reason, "version_type")
+				require.Contains(t, as[0].Err.Reason, "pipeline")
 				require.Nil(t, as[1].Err)
 			},
 		},

@@ -18,30 +18,70 @@ import (
 )
 
 // health is the cluster's (or some indexes') shard allocation summary,
-// computed from the committed shard table as Elasticsearch computes it.
+// computed from the committed shard table as Elasticsearch computes it;
+// with level=indices (or shards) per index (and per shard) too.
 type health struct {
-	ClusterName                 string  `json:"cluster_name"`
-	Status                      string  `json:"status"`
-	TimedOut                    bool    `json:"timed_out"`
-	NumberOfNodes               int     `json:"number_of_nodes"`
-	NumberOfDataNodes           int     `json:"number_of_data_nodes"`
-	ActivePrimaryShards         int     `json:"active_primary_shards"`
-	ActiveShards                int     `json:"active_shards"`
-	RelocatingShards            int     `json:"relocating_shards"`
-	InitializingShards          int     `json:"initializing_shards"`
-	UnassignedShards            int     `json:"unassigned_shards"`
-	UnassignedPrimaryShards     int     `json:"unassigned_primary_shards"`
-	DelayedUnassignedShards     int     `json:"delayed_unassigned_shards"`
-	NumberOfPendingTasks        int     `json:"number_of_pending_tasks"`
-	NumberOfInFlightFetch       int     `json:"number_of_in_flight_fetch"`
-	TaskMaxWaitingInQueueMillis int     `json:"task_max_waiting_in_queue_millis"`
-	ActiveShardsPercentAsNumber float64 `json:"active_shards_percent_as_number"`
+	ClusterName       string `json:"cluster_name"`
+	Status            string `json:"status"`
+	TimedOut          bool   `json:"timed_out"`
+	NumberOfNodes     int    `json:"number_of_nodes"`
+	NumberOfDataNodes int    `json:"number_of_data_nodes"`
+	shardCounts
+	DelayedUnassignedShards     int                     `json:"delayed_unassigned_shards"`
+	NumberOfPendingTasks        int                     `json:"number_of_pending_tasks"`
+	NumberOfInFlightFetch       int                     `json:"number_of_in_flight_fetch"`
+	TaskMaxWaitingInQueueMillis int                     `json:"task_max_waiting_in_queue_millis"`
+	ActiveShardsPercentAsNumber float64                 `json:"active_shards_percent_as_number"`
+	Indices                     map[string]*indexHealth `json:"indices,omitempty"`
+}
+
+// shardCounts are the copy counts health reports at every level.
+type shardCounts struct {
+	ActivePrimaryShards     int `json:"active_primary_shards"`
+	ActiveShards            int `json:"active_shards"`
+	RelocatingShards        int `json:"relocating_shards"`
+	InitializingShards      int `json:"initializing_shards"`
+	UnassignedShards        int `json:"unassigned_shards"`
+	UnassignedPrimaryShards int `json:"unassigned_primary_shards"`
+}
+
+func (c *shardCounts) add(o shardCounts) {
+	c.ActivePrimaryShards += o.ActivePrimaryShards
+	c.ActiveShards += o.ActiveShards
+	c.RelocatingShards += o.RelocatingShards
+	c.InitializingShards += o.InitializingShards
+	c.UnassignedShards += o.UnassignedShards
+	c.UnassignedPrimaryShards += o.UnassignedPrimaryShards
+}
+
+// indexHealth is one index's section of level=indices.
+type indexHealth struct {
+	Status           string `json:"status"`
+	NumberOfShards   int    `json:"number_of_shards"`
+	NumberOfReplicas int    `json:"number_of_replicas"`
+	shardCounts
+	Shards map[string]*shardHealth `json:"shards,omitempty"`
+}
+
+// shardHealth is one shard's section of level=shards.
+type shardHealth struct {
+	Status        string `json:"status"`
+	PrimaryActive bool   `json:"primary_active"`
+	shardCounts
 }
 
 var statusRank = map[string]int{"red": 0, "yellow": 1, "green": 2}
 
-// health summarises the indexes expr names (all when empty).
-func (s *Server) health(expr string) (health, error) {
+func worse(a, b string) string {
+	if statusRank[b] < statusRank[a] {
+		return b
+	}
+	return a
+}
+
+// health summarises the indexes expr names (all when empty) at level
+// ("cluster", "indices" or "shards").
+func (s *Server) health(expr, level string) (health, error) {
 	v, err := s.eng.ClusterView()
 	if err != nil {
 		return health{}, err
@@ -50,12 +90,12 @@ func (s *Server) health(expr string) (health, error) {
 	if err != nil {
 		return health{}, err
 	}
-	return healthOf(v, s.cfg.ClusterName, names), nil
+	return healthOf(v, s.cfg.ClusterName, names, level), nil
 }
 
 // healthOf counts the copies of the named indexes: a shard is red without
 // an active primary, yellow with fewer active replicas than it should have.
-func healthOf(v *shard.View, cluster string, names []string) health {
+func healthOf(v *shard.View, cluster string, names []string, level string) health {
 	h := health{ClusterName: cluster, Status: "green"}
 	for _, n := range v.Nodes {
 		if n.Live {
@@ -63,58 +103,30 @@ func healthOf(v *shard.View, cluster string, names []string) health {
 			h.NumberOfDataNodes++
 		}
 	}
-	worsen := func(to string) {
-		if statusRank[to] < statusRank[h.Status] {
-			h.Status = to
-		}
+	if level == "indices" || level == "shards" {
+		h.Indices = map[string]*indexHealth{}
 	}
 	for _, name := range names {
 		ix, ok := v.Indices[name]
 		if !ok {
 			continue
 		}
+		ih := &indexHealth{Status: "green", NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas}
+		if level == "shards" {
+			ih.Shards = map[string]*shardHealth{}
+		}
 		for k := range ix.Shards {
-			sh := &ix.Shards[k]
-			replicas, activeReplicas := 0, 0
-			primaryActive := false
-			for _, c := range sh.Copies {
-				switch {
-				case c.RelocatingFrom != "":
-					h.InitializingShards++
-					continue
-				case v.Active(c):
-					h.ActiveShards++
-					if c.RelocatingTo != "" {
-						h.RelocatingShards++
-					}
-				case v.Nodes[c.NodeID].Live:
-					h.InitializingShards++
-				default:
-					h.UnassignedShards++
-				}
-				if c.Primary {
-					primaryActive = v.Active(c)
-					if primaryActive {
-						h.ActivePrimaryShards++
-					}
-					continue
-				}
-				replicas++
-				if v.Active(c) {
-					activeReplicas++
-				}
+			sh := shardHealthOf(v, ix, &ix.Shards[k])
+			ih.add(sh.shardCounts)
+			ih.Status = worse(ih.Status, sh.Status)
+			if ih.Shards != nil {
+				ih.Shards[strconv.Itoa(k)] = sh
 			}
-			if _, ok := sh.Primary(); !ok {
-				h.UnassignedShards++
-			}
-			if !primaryActive {
-				h.UnassignedPrimaryShards++
-				worsen("red")
-			}
-			h.UnassignedShards += max(0, ix.NumberOfReplicas-replicas)
-			if activeReplicas < ix.NumberOfReplicas {
-				worsen("yellow")
-			}
+		}
+		h.add(ih.shardCounts)
+		h.Status = worse(h.Status, ih.Status)
+		if h.Indices != nil {
+			h.Indices[name] = ih
 		}
 	}
 	total := h.ActiveShards + h.InitializingShards + h.UnassignedShards
@@ -123,6 +135,52 @@ func healthOf(v *shard.View, cluster string, names []string) health {
 		h.ActiveShardsPercentAsNumber = 100 * float64(h.ActiveShards) / float64(total)
 	}
 	return h
+}
+
+// shardHealthOf counts one shard's copies.
+func shardHealthOf(v *shard.View, ix *shard.IndexView, sh *shard.ShardView) *shardHealth {
+	out := &shardHealth{Status: "green"}
+	c := &out.shardCounts
+	replicas, activeReplicas := 0, 0
+	for _, cp := range sh.Copies {
+		switch {
+		case cp.RelocatingFrom != "":
+			c.InitializingShards++
+			continue
+		case v.Active(cp):
+			c.ActiveShards++
+			if cp.RelocatingTo != "" {
+				c.RelocatingShards++
+			}
+		case v.Nodes[cp.NodeID].Live:
+			c.InitializingShards++
+		default:
+			c.UnassignedShards++
+		}
+		if cp.Primary {
+			out.PrimaryActive = v.Active(cp)
+			if out.PrimaryActive {
+				c.ActivePrimaryShards++
+			}
+			continue
+		}
+		replicas++
+		if v.Active(cp) {
+			activeReplicas++
+		}
+	}
+	if _, ok := sh.Primary(); !ok {
+		c.UnassignedShards++
+	}
+	if !out.PrimaryActive {
+		c.UnassignedPrimaryShards++
+		out.Status = "red"
+	}
+	c.UnassignedShards += max(0, ix.NumberOfReplicas-replicas)
+	if activeReplicas < ix.NumberOfReplicas {
+		out.Status = worse(out.Status, "yellow")
+	}
+	return out
 }
 
 // healthWaitStep is how often a health request that waits looks again.
@@ -144,11 +202,11 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	switch lvl := q.Get("level"); lvl {
+	level := q.Get("level")
+	switch level {
 	case "", "cluster", "indices", "shards":
-		// Accepted; the per-index and per-shard sections are not reported.
 	default:
-		return illegalArgument("level must be one of [cluster, indices, shards], got [%s]", lvl)
+		return illegalArgument("level must be one of [cluster, indices, shards], got [%s]", level)
 	}
 	shardsOK, err := healthShardWaits(r)
 	if err != nil {
@@ -164,7 +222,7 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 	waits := want != "" || q.Get("wait_for_nodes") != "" || q.Has("wait_for_active_shards") ||
 		q.Has("wait_for_no_relocating_shards") || q.Has("wait_for_no_initializing_shards")
 	for {
-		h, err := s.health(r.PathValue("index"))
+		h, err := s.health(r.PathValue("index"), level)
 		blocked := err != nil && waits && errors.Is(err, shard.ErrClusterBlocked) && time.Now().Before(deadline)
 		if err != nil && !blocked {
 			return err
@@ -440,7 +498,7 @@ func byteSize(n int64, unit string) (string, error) {
 }
 
 func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -470,7 +528,11 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 		if wantHealth != "" && healthStr != wantHealth {
 			continue
 		}
-		t.rows = append(t.rows, []string{healthStr, "open", info.Name, info.UUID,
+		status := "open"
+		if info.Closed {
+			status = "close"
+		}
+		t.rows = append(t.rows, []string{healthStr, status, info.Name, info.UUID,
 			strconv.Itoa(info.Settings.NumberOfShards), strconv.Itoa(info.Settings.NumberOfReplicas),
 			strconv.FormatUint(info.DocsCount, 10), "0", size, size, size,
 			strconv.FormatInt(info.CreationDate.UnixMilli(), 10), info.CreationDate.UTC().Format("2006-01-02T15:04:05.000Z")})
@@ -501,7 +563,7 @@ func (s *Server) handleCatCount(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.health("")
+	h, err := s.health("", "cluster")
 	if err != nil {
 		return err
 	}

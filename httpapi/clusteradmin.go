@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,12 +53,14 @@ type ClusterSettings struct {
 	// ExcludeNames is cluster.routing.allocation.exclude._name: the nodes
 	// every copy is moved off (drain).
 	ExcludeNames []string
+	// Values are the other settings of clusterSettings, by key.
+	Values map[string]string
 	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec (0: no
 	// throttle); nil leaves each node's --recovery-max-bytes-per-sec.
 	RecoveryMaxBytesPerSec *int64
 }
 
-// The cluster settings Weft has.
+// The cluster settings Weft has besides those of clusterSettings.
 const (
 	excludeNameSetting  = "cluster.routing.allocation.exclude._name"
 	recoveryRateSetting = "indices.recovery.max_bytes_per_sec"
@@ -72,13 +76,33 @@ func (c ClusterSettings) persistent() map[string]any {
 	if c.RecoveryMaxBytesPerSec != nil {
 		out[recoveryRateSetting] = fmt.Sprintf("%db", *c.RecoveryMaxBytesPerSec)
 	}
+	for k, v := range c.Values {
+		out[k] = v
+	}
 	return out
 }
 
 // set applies one setting of a PUT _cluster/settings body (raw is its JSON
-// value; null resets it) and returns the value to echo.
+// value; null resets it) and returns the value to echo. c.Values must not
+// be shared with the committed settings. Transient settings are kept like
+// persistent ones (Elasticsearch 8 deprecates the difference).
 func (c *ClusterSettings) set(key string, raw json.RawMessage) (any, error) {
 	reset := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	if _, ok := clusterSettings[key]; ok {
+		if reset {
+			delete(c.Values, key)
+			return nil, nil
+		}
+		v, err := boolValue(raw, key)
+		if err != nil {
+			return nil, err
+		}
+		if c.Values == nil {
+			c.Values = map[string]string{}
+		}
+		c.Values[key] = strconv.FormatBool(v)
+		return v, nil
+	}
 	var str string
 	if !reset {
 		if err := json.Unmarshal(raw, &str); err != nil {
@@ -107,12 +131,40 @@ func (c *ClusterSettings) set(key string, raw json.RawMessage) (any, error) {
 			c.RecoveryMaxBytesPerSec = &n
 		}
 	default:
-		return nil, illegalArgument("persistent setting [%s], not recognized; Weft supports [%s] and [%s]", key, excludeNameSetting, recoveryRateSetting)
+		known := append(slices.Sorted(maps.Keys(clusterSettings)), excludeNameSetting, recoveryRateSetting)
+		return nil, illegalArgument("persistent setting [%s], not recognized; Weft supports %v", key, known)
 	}
 	if reset {
 		return nil, nil
 	}
 	return str, nil
+}
+
+// clusterSettings are the cluster settings besides excludeNameSetting, with
+// their defaults. Each is honoured:
+//   - search.default_allow_partial_results: false makes a search that
+//     lost a shard fail instead of answering with partial results (the
+//     default of a search's allow_partial_search_results);
+//   - action.destructive_requires_name: false lets DELETE /{index} take
+//     wildcards and _all.
+var clusterSettings = map[string]string{
+	"search.default_allow_partial_results": "true",
+	"action.destructive_requires_name":     "true",
+}
+
+// clusterSetting returns a setting of clusterSettings: the committed value,
+// else the default (also when the node has no cluster administration).
+func (s *Server) clusterSetting(key string) string {
+	if s.cfg.Cluster != nil {
+		if v, ok := s.cfg.Cluster.Settings().Values[key]; ok {
+			return v
+		}
+	}
+	return clusterSettings[key]
+}
+
+func (s *Server) destructiveRequiresName() bool {
+	return s.clusterSetting("action.destructive_requires_name") != "false"
 }
 
 // errNoCluster answers the cluster admin endpoints on an API built without
@@ -470,7 +522,15 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 	if s.cfg.Cluster == nil {
 		return errNoCluster
 	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{"persistent": s.cfg.Cluster.Settings().persistent(), "transient": map[string]any{}})
+	out := map[string]any{"persistent": s.cfg.Cluster.Settings().persistent(), "transient": map[string]any{}}
+	if flagParam(r, "include_defaults") {
+		defaults := map[string]any{}
+		for k, v := range clusterSettings {
+			defaults[k] = v
+		}
+		out["defaults"] = defaults
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
 }
 
@@ -494,20 +554,21 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 		return badRequest("x_content_parse_exception", "failed to parse the cluster settings body: %v", err)
 	}
 	cur := s.cfg.Cluster.Settings()
-	changed := map[string]any{}
-	for _, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
+	cur.Values = maps.Clone(cur.Values)
+	changed := []map[string]any{{}, {}}
+	for i, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
 		for k, raw := range flattenSettings(part) {
 			v, err := cur.set(k, raw)
 			if err != nil {
 				return err
 			}
-			changed[k] = v
+			changed[i][k] = v
 		}
 	}
 	if err := s.cfg.Cluster.PutSettings(r.Context(), cur); err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "persistent": changed, "transient": map[string]any{}})
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true, "persistent": changed[0], "transient": changed[1]})
 	return nil
 }
 

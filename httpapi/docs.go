@@ -3,11 +3,13 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -115,6 +117,16 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, a
 	if op.IfPrimaryTerm, err = uintParam(r, "if_primary_term"); err != nil {
 		return err
 	}
+	if op.RequireAlias, err = boolParam(r, "require_alias", false); err != nil {
+		return err
+	}
+	if q := r.URL.Query(); q.Has("version") || q.Has("version_type") {
+		action := map[shard.OpType]string{shard.OpIndex: actionIndex, shard.OpCreate: actionCreate, shard.OpUpdate: actionUpdate, shard.OpDelete: actionDelete}[op.Type]
+		var aerr *apiError
+		if op.Version, op.VersionType, aerr = parseVersion(q.Get("version"), q.Has("version"), q.Get("version_type"), action); aerr != nil {
+			return aerr
+		}
+	}
 	results, err := s.eng.Bulk(r.Context(), []shard.Op{op}, opts)
 	if err != nil {
 		return err
@@ -185,18 +197,88 @@ func (s *Server) handleIndexDoc(w http.ResponseWriter, r *http.Request) error {
 
 // getResult is the reply of GET /{index}/_doc/{id}.
 type getResult struct {
-	Index       string          `json:"_index"`
-	ID          string          `json:"_id"`
-	Version     int64           `json:"_version,omitempty"`
-	SeqNo       *uint64         `json:"_seq_no,omitempty"`
-	PrimaryTerm uint64          `json:"_primary_term,omitempty"`
-	Found       bool            `json:"found"`
-	Source      json.RawMessage `json:"_source,omitempty"`
+	Index       string           `json:"_index"`
+	ID          string           `json:"_id"`
+	Version     int64            `json:"_version,omitempty"`
+	SeqNo       *uint64          `json:"_seq_no,omitempty"`
+	PrimaryTerm uint64           `json:"_primary_term,omitempty"`
+	Found       bool             `json:"found"`
+	Source      json.RawMessage  `json:"_source,omitempty"`
+	Fields      map[string][]any `json:"fields,omitempty"`
+}
+
+// sourceDisabled reports whether the index (or alias) named has _source
+// disabled in its mapping: partial updates, which merge into the stored
+// source, are refused there as Elasticsearch refuses them.
+func (s *Server) sourceDisabled(expr string) bool {
+	name, _, err := s.singleIndex(expr, "", false)
+	if err != nil {
+		return false
+	}
+	ft := s.eng.Fields([]string{name})
+	if len(ft) != 1 {
+		return false
+	}
+	enabled, _, _ := ft[0].SourceFilter()
+	return !enabled
+}
+
+func errSourceMissing(index, id string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "document_source_missing_exception", Index: index,
+		Reason: fmt.Sprintf("[%s]: document source missing: the index's mapping has _source disabled", id)}
+}
+
+// singleIndex resolves the target of a single-document request: an index,
+// or an alias with one index (a read) or a write index (write true), with
+// the routing the request and the alias give.
+func (s *Server) singleIndex(name, routing string, write bool) (string, string, error) {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return "", "", err
+	}
+	ix, routing, err := v.SingleIndex(name, routing, write)
+	if err != nil {
+		return "", "", err
+	}
+	return ix.Name, routing, nil
+}
+
+// getDoc reads a document (realtime) through an index or an alias, its
+// source as stored (see presentSource for replies). With
+// ?version (and version_type other than force) a document at another
+// version is a 409, as Elasticsearch's versioned reads are.
+func (s *Server) getDoc(r *http.Request, expr, id, routing string) (string, index.Doc, error) {
+	q := r.URL.Query()
+	var want *int64
+	if q.Has("version") {
+		v, err := strconv.ParseInt(q.Get("version"), 10, 64)
+		if err != nil {
+			return expr, index.Doc{}, illegalArgument("[version] must be an integer, got [%s]", q.Get("version"))
+		}
+		want = &v
+	}
+	switch vt := q.Get("version_type"); vt {
+	case "", "internal", "external", "external_gte":
+	case "force":
+		want = nil
+	default:
+		return expr, index.Doc{}, illegalArgument("No version type match [%s]; use internal, external, external_gte or force", vt)
+	}
+	name, routing, err := s.singleIndex(expr, routing, false)
+	if err != nil {
+		return expr, index.Doc{}, err
+	}
+	doc, err := s.eng.Get(r.Context(), name, id, routing)
+	if err == nil && want != nil && doc.Version != *want {
+		return name, doc, &apiError{Status: http.StatusConflict, Type: "version_conflict_engine_exception", Index: name,
+			Reason: fmt.Sprintf("[%s]: version conflict, current version [%d] is different than the one provided [%d]", id, doc.Version, *want)}
+	}
+	return name, doc, err
 }
 
 func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
-	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
+	name, doc, err := s.getDoc(r, name, id, r.URL.Query().Get("routing"))
 	if errors.Is(err, shard.ErrDocumentNotFound) {
 		s.writeJSON(w, r, http.StatusNotFound, getResult{Index: name, ID: id})
 		return nil
@@ -206,7 +288,15 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	}
 	seq := doc.SeqNo
 	out := getResult{Index: name, ID: doc.ID, Version: doc.Version, SeqNo: &seq, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
-	if out.Source, err = esdsl.FilterSource(doc.Source, nil, r.URL.Query()); err != nil {
+	q := r.URL.Query()
+	fields := s.fieldsOf([]string{name})
+	if q.Has("stored_fields") {
+		out.Fields = esdsl.StoredFieldValues(fields, doc.Source, splitComma(q.Get("stored_fields")))
+		if !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
+			q.Set("_source", "false") // stored_fields alone shows no _source, as in Elasticsearch
+		}
+	}
+	if out.Source, err = esdsl.FilterSource(esdsl.PresentSource(fields, name, doc.Source), nil, q); err != nil {
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
@@ -215,12 +305,16 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
-	doc, err := s.eng.Get(r.Context(), name, id, r.URL.Query().Get("routing"))
+	name, doc, err := s.getDoc(r, name, id, r.URL.Query().Get("routing"))
 	if errors.Is(err, shard.ErrDocumentNotFound) {
 		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Document not found [" + name + "]/[" + id + "]"}
 	}
 	if err != nil {
 		return err
+	}
+	doc.Source = esdsl.PresentSource(s.fieldsOf([]string{name}), name, doc.Source)
+	if len(doc.Source) == 0 {
+		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Source not found [" + name + "]/[" + id + "]: the index's mapping has _source disabled"}
 	}
 	if doc.Source, err = esdsl.FilterSource(doc.Source, nil, r.URL.Query()); err != nil {
 		return err
@@ -235,7 +329,7 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) handleDeleteDoc(w http.ResponseWriter, r *http.Request) error {
 	op := shard.Op{Type: shard.OpDelete, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
-	if _, err := s.eng.Index(op.Index); err != nil {
+	if _, _, err := s.singleIndex(op.Index, op.Routing, true); err != nil {
 		return err // deleting from a missing index is 404 index_not_found, not an auto-create
 	}
 	return s.writeOne(w, r, op, nil)
@@ -250,8 +344,11 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 	if aerr := a.setSource(body); aerr != nil {
 		return aerr
 	}
+	if s.sourceDisabled(a.Index) {
+		return errSourceMissing(a.Index, a.ID)
+	}
 	op := shard.Op{Type: shard.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
-		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}}
+		Update: &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}}
 	q := r.URL.Query()
 	if a.SourceFilter == nil && !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
 		return s.writeOne(w, r, op, nil)
@@ -261,7 +358,11 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.writeOne(w, r, op, func(out *writeResult) error {
-		doc, err := s.eng.Get(r.Context(), op.Index, op.ID, op.Routing)
+		_, routing, err := s.singleIndex(op.Index, op.Routing, true)
+		if err != nil {
+			return err
+		}
+		doc, err := s.eng.Get(r.Context(), out.Index, op.ID, routing)
 		if err != nil {
 			return err
 		}
@@ -299,23 +400,35 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	requireAlias, err := boolParam(r, "require_alias", false)
+	if err != nil {
+		return err
+	}
 	ops := make([]shard.Op, 0, len(actions))
 	for i, a := range actions {
 		if a.Err != nil {
 			continue
 		}
-		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm}
+		op := shard.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm, RequireAlias: requireAlias,
+			Version: a.Version, VersionType: a.VersionType}
+		if a.RequireAlias != nil {
+			op.RequireAlias = *a.RequireAlias
+		}
 		switch a.Action {
 		case actionIndex:
 			op.Type, op.Source = shard.OpIndex, a.Source
 		case actionCreate:
 			op.Type, op.Source = shard.OpCreate, a.Source
 		case actionUpdate:
+			if s.sourceDisabled(a.Index) {
+				actions[i].Err = errSourceMissing(a.Index, a.ID)
+				continue
+			}
 			if a.SourceFilter != nil {
 				actions[i].Err = illegalArgument("update option [_source] is not supported in _bulk; use the _update endpoint to get the updated document back")
 				continue
 			}
-			op.Type, op.Update = shard.OpUpdate, &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert}
+			op.Type, op.Update = shard.OpUpdate, &shard.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}
 		case actionDelete:
 			op.Type = shard.OpDelete
 		}

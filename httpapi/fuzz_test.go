@@ -35,9 +35,19 @@ func FuzzAPI(f *testing.F) {
 		{"PUT", "/f/_mapping", `{"properties":{"x":{"type":"keyword"}}}`},
 		{"PUT", "/f/_settings", `{"number_of_replicas":"2"}`},
 		{"GET", "/_cat/indices?v&s=index:desc&h=index,docs.count", ""},
-		{"GET", "/_cluster/health/f?wait_for_status=green", ""},
+		{"GET", "/_cluster/health/f?wait_for_status=green&timeout=10ms", ""},
 		{"DELETE", "/f", ""},
 		{"GET", "/_nodes/stats", ""},
+		{"PUT", "/_cluster/settings", `{"persistent":{"search.default_allow_partial_results":false,"indices.recovery.max_bytes_per_sec":"10mb"},"transient":{"action":{"destructive_requires_name":null}}}`},
+		{"PUT", "/g", `{"mappings":{"properties":{"n":{"type":"keyword"},"r":{"type":"long_range"}}},"aliases":{"ga":{"filter":{"term":{"n":"1"}}}}}`},
+		{"POST", "/f,g/_search", `{"aggs":{"n":{"terms":{"field":"n","value_type":"long","include":{"partition":0,"num_partitions":2}}},"h":{"histogram":{"field":"r","interval":5}}}}`},
+		{"POST", "/_aliases", `{"actions":[{"add":{"index":"f","alias":"fa","is_write_index":true}},{"remove":{"index":"g","alias":"ga"}}]}`},
+		{"POST", "/_mget", `{"docs":[{"_index":"f","_id":"1","_source":["t"]},{"_index":"nope","_id":"2"}]}`},
+		{"POST", "/f/_delete_by_query?conflicts=proceed", `{"query":{"query_string":{"query":"hello world","minimum_should_match":2}},"max_docs":1}`},
+		{"POST", "/_reindex", `{"source":{"index":"f","query":{"match_all":{}}},"dest":{"index":"h","version_type":"external"}}`},
+		{"POST", "/f/_pit?keep_alive=1m", ""},
+		{"PUT", "/f/_doc/3?version=5&version_type=external_gte", `{"n":3}`},
+		{"POST", "/f/_close", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body)
@@ -45,13 +55,19 @@ func FuzzAPI(f *testing.F) {
 	// The fuzz target may not log through f; failures carry the reply instead.
 	logger := slog.New(slog.DiscardHandler)
 	eng := openEngine(f, logger)
-	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())
+	api, err := httpapi.New(apiConfigWithCluster(f), eng, logger, prometheus.NewRegistry())
 	require.NoError(f, err)
 
 	methods := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true}
 	f.Fuzz(func(t *testing.T, method, path, body string) {
 		u, err := url.ParseRequestURI(path)
 		if err != nil || !methods[method] || u.Host != "" || !strings.HasPrefix(path, "/") {
+			return
+		}
+		if strings.Contains(u.RawQuery, "wait_for") && !strings.Contains(u.RawQuery, "refresh=wait_for") {
+			// wait_for_status and the like wait, as they should, up to their
+			// timeout (30 s by default), past the fuzzer's hang limit; their
+			// parsing is TestClusterEndpoints'.
 			return
 		}
 		req := &http.Request{Method: method, URL: u, RequestURI: path, Header: http.Header{}, Body: http.NoBody, Host: "localhost", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}

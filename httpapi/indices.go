@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -52,62 +49,11 @@ type createIndexBody struct {
 	Aliases  map[string]json.RawMessage `json:"aliases"`
 }
 
-// parseSettings reads index settings in any of Elasticsearch's three forms
-// ({"number_of_shards":1}, {"index":{"number_of_shards":1}},
-// {"index.number_of_shards":1}), numbers given as numbers or strings. It
-// returns which of the two known settings were present; any other setting
-// is a 400 naming it.
-func parseSettings(raw map[string]json.RawMessage) (shards, replicas *int, err error) {
-	flat := map[string]json.RawMessage{}
-	for k, v := range raw {
-		if k == "index" {
-			var inner map[string]json.RawMessage
-			if err := json.Unmarshal(v, &inner); err != nil {
-				return nil, nil, badRequest("settings_exception", "settings.index must be an object: %v", err)
-			}
-			for ik, iv := range inner {
-				flat["index."+ik] = iv
-			}
-			continue
-		}
-		if !strings.HasPrefix(k, "index.") {
-			k = "index." + k
-		}
-		flat[k] = v
-	}
-	for k, v := range flat {
-		var dst **int
-		switch k {
-		case "index.number_of_shards":
-			dst = &shards
-		case "index.number_of_replicas":
-			dst = &replicas
-		default:
-			return nil, nil, illegalArgument("unknown setting [%s]; Weft supports index.number_of_shards and index.number_of_replicas", k)
-		}
-		n, perr := intSetting(v)
-		if perr != nil || n < 0 {
-			return nil, nil, illegalArgument("failed to parse value [%s] for setting [%s]; expected a non-negative integer", string(v), k)
-		}
-		*dst = &n
-	}
-	return shards, replicas, nil
-}
-
-func intSetting(v json.RawMessage) (int, error) {
-	var n int
-	if err := json.Unmarshal(v, &n); err == nil {
-		return n, nil
-	}
-	var str string
-	if err := json.Unmarshal(v, &str); err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(str)
-}
-
 func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("index")
+	name, err := esdsl.ResolveDateMathName(r.PathValue("index"), s.now())
+	if err != nil {
+		return err
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
@@ -118,22 +64,31 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 			return badRequest("x_content_parse_exception", "failed to parse the create index body: %v", err)
 		}
 	}
-	if len(req.Aliases) > 0 {
-		return illegalArgument("aliases are not supported by Weft; create the index without \"aliases\"")
-	}
 	settings := shard.IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}
-	shards, replicas, err := parseSettings(req.Settings)
+	ps, err := parseSettings(req.Settings)
 	if err != nil {
 		return err
 	}
-	if shards != nil {
-		if *shards < 1 {
-			return illegalArgument("Failed to parse value [%d] for setting [index.number_of_shards] must be >= 1", *shards)
+	if ps.shards != nil {
+		if *ps.shards < 1 {
+			return illegalArgument("Failed to parse value [%d] for setting [index.number_of_shards] must be >= 1", *ps.shards)
 		}
-		settings.NumberOfShards = *shards
+		settings.NumberOfShards = *ps.shards
 	}
-	if replicas != nil {
-		settings.NumberOfReplicas = *replicas
+	if ps.replicas != nil {
+		settings.NumberOfReplicas = *ps.replicas
+	}
+	for k, v := range ps.other {
+		if isNull(v) {
+			delete(ps.other, k) // a reset at creation is the default
+		}
+	}
+	if rs := intSettingOf(ps.other, "index.number_of_routing_shards", 0); rs > 0 && (rs < settings.NumberOfShards || rs%settings.NumberOfShards != 0) {
+		return illegalArgument("the number of routing shards [%d] must be a multiple of the number of shards [%d]", rs, settings.NumberOfShards)
+	}
+	settings.Other = ps.other
+	if settings.Aliases, err = s.parseAliases(req.Aliases, name); err != nil {
+		return err
 	}
 	mp := index.NewDynamicMapping()
 	if len(req.Mappings) > 0 && string(req.Mappings) != "null" {
@@ -163,59 +118,51 @@ func (s *Server) resolve(expr string) ([]string, error) {
 	return s.eng.ResolveIndices(expr)
 }
 
-// resolveOpts expands an index expression as resolve does, under
-// Elasticsearch's index options: ignore_unavailable (skip missing concrete
-// names), allow_no_indices (false: an expression that matches nothing is
-// an index_not_found_exception) and expand_wildcards (which indices a
-// wildcard matches: open, all and hidden match every index, closed and none
-// match none, since Weft has no closed indices).
+// resolveReq expands an index expression under the request's indices
+// options, on top of base: ignore_unavailable (skip missing and closed
+// concrete names), allow_no_indices (false: an expression that matches
+// nothing is an index_not_found_exception) and expand_wildcards (which
+// indices wildcards match: open, closed, all, hidden, none).
+func (s *Server) resolveReq(expr string, q url.Values, base shard.ResolveOptions) (shard.Resolved, error) {
+	o := base
+	var err error
+	if o.IgnoreUnavailable, err = queryBool(q, "ignore_unavailable", base.IgnoreUnavailable); err != nil {
+		return shard.Resolved{}, err
+	}
+	if o.AllowNoIndices, err = queryBool(q, "allow_no_indices", base.AllowNoIndices); err != nil {
+		return shard.Resolved{}, err
+	}
+	if q.Has("expand_wildcards") {
+		o.ExpandOpen, o.ExpandClosed = false, false
+		for _, v := range splitComma(q.Get("expand_wildcards")) {
+			switch v {
+			case "open", "hidden":
+				o.ExpandOpen = true
+			case "closed":
+				o.ExpandClosed = true
+			case "all":
+				o.ExpandOpen, o.ExpandClosed = true, true
+			case "none":
+			default:
+				return shard.Resolved{}, illegalArgument("No enum constant org.elasticsearch.action.support.IndicesOptions.WildcardStates.%s; expand_wildcards takes open, closed, hidden, none or all", strings.ToUpper(v))
+			}
+		}
+	}
+	parts := splitComma(expr)
+	for k, p := range parts {
+		if parts[k], err = esdsl.ResolveDateMathName(p, s.now()); err != nil {
+			return shard.Resolved{}, err
+		}
+	}
+	return s.eng.Resolve(strings.Join(parts, ","), o)
+}
+
+// resolveOpts expands the index expression of a read (search, count,
+// field caps) under the request's indices options: closed indices are
+// refused, wildcards match open ones by default.
 func (s *Server) resolveOpts(expr string, q url.Values) ([]string, error) {
-	ignore, err := queryBool(q, "ignore_unavailable", false)
-	if err != nil {
-		return nil, err
-	}
-	allowNone, err := queryBool(q, "allow_no_indices", true)
-	if err != nil {
-		return nil, err
-	}
-	wild := !q.Has("expand_wildcards")
-	for _, v := range splitComma(q.Get("expand_wildcards")) {
-		switch v {
-		case "open", "all", "hidden":
-			wild = true
-		case "closed", "none":
-		default:
-			return nil, illegalArgument("No enum constant org.elasticsearch.action.support.IndicesOptions.WildcardStates.%s; expand_wildcards takes open, closed, hidden, none or all", strings.ToUpper(v))
-		}
-	}
-	if expr == "" {
-		expr = "_all"
-	}
-	seen := map[string]bool{}
-	out := []string{}
-	for _, part := range splitComma(expr) {
-		if isWildcard(part) && !wild {
-			continue
-		}
-		names, err := s.eng.ResolveIndices(part)
-		if err != nil {
-			if ignore && errors.Is(err, shard.ErrIndexNotFound) {
-				continue
-			}
-			return nil, err
-		}
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, n)
-			}
-		}
-	}
-	if len(out) == 0 && !allowNone {
-		return nil, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, expr)
-	}
-	sort.Strings(out)
-	return out, nil
+	res, err := s.resolveReq(expr, q, shard.DefaultResolve)
+	return res.Indices, err
 }
 
 func isWildcard(part string) bool {
@@ -232,11 +179,15 @@ func splitComma(v string) []string {
 	return out
 }
 
-func (s *Server) infos(expr string) ([]shard.IndexInfo, error) {
-	names, err := s.resolve(expr)
+// infos describes the indices an administrative read (GET /{index},
+// _mapping, _settings, _cat/indices) names, open or closed, under the
+// request's indices options.
+func (s *Server) infos(expr string, q url.Values) ([]shard.IndexInfo, error) {
+	res, err := s.resolveReq(expr, q, shard.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
 	if err != nil {
 		return nil, err
 	}
+	names := res.Indices
 	out := make([]shard.IndexInfo, 0, len(names))
 	for _, n := range names {
 		info, err := s.eng.Index(n)
@@ -248,18 +199,6 @@ func (s *Server) infos(expr string) ([]shard.IndexInfo, error) {
 	return out, nil
 }
 
-// indexSettingsJSON is the "settings" object of GET /{index} and _settings.
-func indexSettingsJSON(info shard.IndexInfo) map[string]any {
-	return map[string]any{"index": map[string]any{
-		"number_of_shards":   strconv.Itoa(info.Settings.NumberOfShards),
-		"number_of_replicas": strconv.Itoa(info.Settings.NumberOfReplicas),
-		"uuid":               info.UUID,
-		"provided_name":      info.Name,
-		"creation_date":      strconv.FormatInt(info.CreationDate.UnixMilli(), 10),
-		"version":            map[string]any{"created": "8521000"},
-	}}
-}
-
 func mappingJSON(info shard.IndexInfo) (json.RawMessage, error) {
 	if info.Mapping == nil {
 		return json.RawMessage(`{}`), nil
@@ -268,7 +207,7 @@ func mappingJSON(info shard.IndexInfo) (json.RawMessage, error) {
 }
 
 func (s *Server) handleGetIndex(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -282,20 +221,29 @@ func (s *Server) handleGetIndex(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out[info.Name] = map[string]any{"aliases": map[string]any{}, "mappings": m, "settings": indexSettingsJSON(info)}
+		aliases := map[string]any{}
+		for a, spec := range info.Settings.Aliases {
+			aliases[a] = aliasJSON(spec)
+		}
+		out[info.Name] = map[string]any{"aliases": aliases, "mappings": m, "settings": settingsJSON(info, flagParam(r, "flat_settings"))}
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
 }
 
+// handleDeleteIndex serves DELETE /{index}: concrete names (an alias is
+// refused, as in Elasticsearch), and wildcards unless the cluster setting
+// action.destructive_requires_name (default true) forbids them.
 func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error {
 	expr := r.PathValue("index")
-	for _, part := range strings.Split(expr, ",") {
-		if part == "_all" || part == "*" || strings.ContainsAny(part, "*?") {
-			return illegalArgument("Wildcard expressions or all indices are not allowed when deleting [%s]; name each index to delete", expr)
+	if s.destructiveRequiresName() {
+		for _, part := range strings.Split(expr, ",") {
+			if part == "_all" || part == "*" || strings.ContainsAny(part, "*?") {
+				return illegalArgument("Wildcard expressions or all indices are not allowed when deleting [%s]; name each index to delete, or set the cluster setting action.destructive_requires_name to false", expr)
+			}
 		}
 	}
-	names, err := s.resolve(expr)
+	res, err := s.resolveReq(expr, r.URL.Query(), shard.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, NoAliases: true})
 	if err != nil {
 		return err
 	}
@@ -304,7 +252,7 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	defer cancel()
-	for _, n := range names {
+	for _, n := range res.Indices {
 		if err := s.eng.DeleteIndex(ctx, n); err != nil {
 			return err
 		}
@@ -314,7 +262,7 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) handleGetMapping(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -343,6 +291,10 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error 
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
 			Reason: "Validation Failed: 1: mapping source is missing; send {\"properties\":{...}};"}
 	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) == nil && len(top) == 1 && top["_doc"] != nil {
+		return illegalArgument("Types cannot be provided in put mapping requests")
+	}
 	mp, err := index.ParseMapping(body)
 	if err != nil {
 		return err
@@ -362,22 +314,23 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"))
+	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
 	out := make(map[string]any, len(infos))
 	for _, info := range infos {
-		out[info.Name] = map[string]any{"settings": indexSettingsJSON(info)}
+		out[info.Name] = map[string]any{"settings": settingsJSON(info, flagParam(r, "flat_settings"))}
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
 }
 
-// handlePutSettings changes number_of_replicas, the one dynamic setting
-// Weft has; number_of_shards is fixed at creation, as in Elasticsearch.
+// handlePutSettings changes an index's dynamic settings: number_of_replicas
+// and the stored ones (see settings.go); static settings only while the
+// index is closed, number_of_shards never, as in Elasticsearch.
 func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request) error {
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolveAdmin(r.PathValue("index"), r)
 	if err != nil {
 		return err
 	}
@@ -395,15 +348,18 @@ func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request) error
 			return badRequest("x_content_parse_exception", "settings must be an object: %v", err)
 		}
 	}
-	shards, replicas, err := parseSettings(raw)
+	ps, err := parseSettings(raw)
 	if err != nil {
 		return err
 	}
-	if shards != nil {
+	if ps.shards != nil {
 		return illegalArgument("can't change the non-dynamic setting [index.number_of_shards] of an existing index; reindex into a new index instead")
 	}
-	if replicas == nil {
+	if ps.replicas == nil && len(ps.other) == 0 {
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: no settings to update;"}
+	}
+	if _, ok := ps.other["index.number_of_routing_shards"]; ok {
+		return illegalArgument("can't change the non-dynamic setting [index.number_of_routing_shards] of an existing index")
 	}
 	ctx, cancel, err := metadataContext(r)
 	if err != nil {
@@ -411,7 +367,14 @@ func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request) error
 	}
 	defer cancel()
 	for _, n := range names {
-		if err := s.eng.UpdateSettings(ctx, n, *replicas); err != nil {
+		info, err := s.eng.Index(n)
+		if err != nil {
+			return err
+		}
+		if err := checkStaticSettings(ps.other, n, info.Closed); err != nil {
+			return err
+		}
+		if err := s.eng.UpdateSettings(ctx, n, shard.SettingsUpdate{NumberOfReplicas: ps.replicas, Other: ps.other}); err != nil {
 			return err
 		}
 	}

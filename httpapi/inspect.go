@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -62,8 +63,6 @@ func (s *Server) handleAnalyze(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case b.Tokenizer != nil || b.Filter != nil || b.CharFilter != nil || b.Normalizer != nil:
 		return illegalArgument("custom analysis chains (tokenizer, filter, char_filter, normalizer) are not supported; name an analyzer or a field")
-	case b.Explain:
-		return illegalArgument("[explain] is not supported by _analyze on this node; drop it")
 	}
 	var texts []string
 	if err := json.Unmarshal(b.Text, &texts); err != nil {
@@ -77,12 +76,18 @@ func (s *Server) handleAnalyze(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: text is missing;"}
 	}
 	m := index.NewDynamicMapping() // no index: the analyzer by name, or standard
+	maxTokens := maxAnalyzeTokens
 	if expr := r.PathValue("index"); expr != "" {
-		info, err := s.eng.Index(expr)
+		name, _, err := s.singleIndex(expr, "", false)
+		if err != nil {
+			return err
+		}
+		info, err := s.eng.Index(name)
 		if err != nil {
 			return err
 		}
 		m = info.Mapping
+		maxTokens = intSettingOf(info.Settings.Other, "index.analyze.max_token_count", maxAnalyzeTokens)
 	}
 	if b.Field != "" && b.Analyzer != "" {
 		b.Field = "" // a named analyzer wins, as in Elasticsearch
@@ -99,15 +104,42 @@ func (s *Server) handleAnalyze(w http.ResponseWriter, r *http.Request) error {
 			tokens = append(tokens, analyzeToken{Token: t.Term, StartOffset: base + utf8.RuneCountInString(text[:t.Start]),
 				EndOffset: base + utf8.RuneCountInString(text[:t.End]), Type: t.Type, Position: pos + t.Position})
 			last = max(last, t.Position)
-			if len(tokens) > maxAnalyzeTokens {
-				return illegalArgument("The number of tokens produced by calling _analyze has exceeded the allowed maximum of [%d]. This limit can be set by changing the [index.analyze.max_token_count] index level setting.", maxAnalyzeTokens)
+			if len(tokens) > maxTokens {
+				return illegalArgument("The number of tokens produced by calling _analyze has exceeded the allowed maximum of [%d]. This limit can be set by changing the [index.analyze.max_token_count] index level setting.", maxTokens)
 			}
 		}
 		base += utf8.RuneCountInString(text) + 1
 		pos += last + 1 + 100 // position_increment_gap between values
 	}
+	if b.Explain {
+		// The analyzer's output with its details, as Elasticsearch's
+		// explain shows a whole analyzer (Weft does not break it down into
+		// its tokenizer and filters).
+		name := b.Analyzer
+		if name == "" {
+			name = m.AnalyzerName(b.Field, "")
+		}
+		detailed := make([]map[string]any, len(tokens))
+		for i, t := range tokens {
+			detailed[i] = map[string]any{"token": t.Token, "start_offset": t.StartOffset, "end_offset": t.EndOffset, "type": t.Type,
+				"position": t.Position, "bytes": hexBytes(t.Token), "positionLength": 1, "termFrequency": 1}
+		}
+		s.writeJSON(w, r, http.StatusOK, map[string]any{"detail": map[string]any{"custom_analyzer": false,
+			"analyzer": map[string]any{"name": name, "tokens": detailed}}})
+		return nil
+	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{"tokens": tokens})
 	return nil
+}
+
+// hexBytes renders a token's UTF-8 bytes as Elasticsearch's explain does:
+// "[74 68 65]".
+func hexBytes(s string) string {
+	parts := make([]string, len(s))
+	for i := 0; i < len(s); i++ {
+		parts[i] = strconv.FormatUint(uint64(s[i]), 16)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // fieldCap is one (field, type) entry of _field_caps.
@@ -303,7 +335,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	names, err := s.resolveOpts(r.PathValue("index"), q)
+	names, sc, err := s.scoped(r.PathValue("index"), q)
 	if err != nil {
 		return err
 	}
@@ -311,7 +343,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) err
 	for _, k := range []string{"explain", "rewrite", "all_shards"} {
 		params.Del(k)
 	}
-	srch, err := esdsl.ParseValidate(body, params, s.eng.Fields(names))
+	srch, err := sc.ParseValidate(body, params, s.eng.Fields(names))
 	out := map[string]any{"_shards": shardsHeader{Total: 1, Successful: 1}, "valid": err == nil}
 	if err != nil {
 		ae := translate(err)
@@ -353,12 +385,16 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name, id := r.PathValue("index"), r.PathValue("id")
-	routing := r.URL.Query().Get("routing")
-	if _, err := s.eng.Index(name); err != nil {
+	expr, id := r.PathValue("index"), r.PathValue("id")
+	name, routing, err := s.singleIndex(expr, r.URL.Query().Get("routing"), false)
+	if err != nil {
 		return err
 	}
-	srch, err := esdsl.ParseExplain(body, r.URL.Query(), id, routing, s.eng.Fields([]string{name}))
+	_, sc, err := s.scoped(expr, url.Values{})
+	if err != nil {
+		return err
+	}
+	srch, err := sc.ParseExplain(body, r.URL.Query(), id, routing, s.eng.Fields([]string{name}))
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -27,24 +30,114 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// search runs one search request over the index expression expr.
+// search runs one search request over the index expression expr, or over
+// the point in time its body names.
 func (s *Server) search(r *http.Request, expr string, body []byte, params url.Values) (*esdsl.SearchResponse, error) {
 	start := time.Now()
-	names, err := s.resolveOpts(expr, params)
+	if pit, ok := pitOf(body); ok {
+		if expr != "" {
+			return nil, validationErr("[indices] cannot be used with point in time; the point in time names them")
+		}
+		p, err := shard.DecodePIT(pit)
+		if err != nil {
+			return nil, err
+		}
+		names := p.Indices()
+		srch, err := esdsl.ParseSearch(body, params, s.fieldsOf(names))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.runSearch(r, names, srch, start, nil)
+		if err == nil {
+			resp.PitID = pit
+		}
+		return resp, err
+	}
+	names, sc, err := s.scoped(expr, params)
 	if err != nil {
 		return nil, err
 	}
-	srch, err := esdsl.ParseSearch(body, params, s.eng.Fields(names))
+	srch, names, unfit, err := s.parseOverIndices(sc, body, params, names)
 	if err != nil {
 		return nil, err
 	}
-	return s.runSearch(r, names, srch, start)
+	return s.runSearch(r, names, srch, start, unfit)
 }
 
-func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time) (*esdsl.SearchResponse, error) {
+// indexFields is the mapping of the indices a search reads, with each
+// index's _source mapping parameter (esdsl.SourcePolicy) for the replies.
+type indexFields struct {
+	shard.FieldTypes
+	byIndex map[string]*index.Mapping
+}
+
+func (f indexFields) SourcePolicy(name string) (bool, []string, []string) {
+	if m, ok := f.byIndex[name]; ok {
+		return m.SourceFilter()
+	}
+	return true, nil, nil
+}
+
+// fieldsOf is the mapping a reply's translation uses for the indices.
+func (s *Server) fieldsOf(names []string) indexFields {
+	f := indexFields{FieldTypes: s.eng.Fields(names), byIndex: make(map[string]*index.Mapping, len(names))}
+	for _, n := range names {
+		if ft := s.eng.Fields([]string{n}); len(ft) == 1 {
+			f.byIndex[n] = ft[0]
+		}
+	}
+	return f
+}
+
+// scoped resolves the index expression of a read (search, count,
+// validate) under the request's indices options, and returns the indices
+// with what their aliases and settings add to the request (an alias
+// filter, search routing set in params, limits).
+func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, error) {
+	res, err := s.resolveReq(expr, params, shard.DefaultResolve)
+	if err != nil {
+		return nil, esdsl.Scope{}, err
+	}
+	sc, err := s.scopeOf(res, params)
+	return res.Indices, sc, err
+}
+
+// runSearch runs a translated search and shapes its reply. The first page
+// of a scroll opens the scroll's point in time first and stores where the
+// page ended with it. The shards of unfit's indices count as failed (see
+// parseOverIndices).
+func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time, unfit map[string]error) (*esdsl.SearchResponse, error) {
+	var pit *shard.PIT // a scroll's
+	opened := false
+	if srch.Scroll > 0 {
+		id, _ := srch.PointInTime()
+		p, err := shard.DecodePIT(id)
+		if id == "" {
+			p, err = s.eng.OpenPIT(r.Context(), names, srch.Scroll)
+			opened = true
+		}
+		if err != nil {
+			return nil, err
+		}
+		pit = &p
+		srch.SetPointInTime(p.Encode(), srch.Scroll)
+	}
 	res, err := s.eng.Search(r.Context(), names, srch)
 	if err != nil {
+		if opened {
+			_, _ = s.eng.ClosePIT(r.Context(), *pit)
+		}
 		return nil, err
+	}
+	s.addUnfit(res, unfit)
+	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shard.ErrContextMissing) {
+		return nil, res.Failures[0].Err // the point in time is gone: 404, as Elasticsearch answers
+	}
+	if len(res.Failures) > 0 && !srch.AllowPartial(s.clusterSetting("search.default_allow_partial_results") != "false") {
+		f := res.Failures[0]
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "search_phase_execution_exception",
+			Reason:   fmt.Sprintf("Partial shards failure: %d of %d shards failed (first: [%s][%d]) and allow_partial_search_results is false", len(res.Failures), res.Status.Total, f.Index, f.Shard),
+			CausedBy: translate(f.Err)}
 	}
 	resp := srch.Response(res.SearchResult, time.Since(start))
 	if resp.Aggregations, err = srch.RenderAggs(res.Aggs); err != nil {
@@ -52,12 +145,31 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 	}
 	resp.TimedOut = res.TimedOut
 	resp.Shards.Failures = shardFailures(res.Failures)
-	id, err := srch.ScrollID(names, res.SearchResult, s.now())
-	if err != nil {
-		return nil, err
+	if pit != nil {
+		page, after := srch.ScrollCursor(res.SearchResult)
+		if err := s.eng.CommitScroll(r.Context(), *pit, shard.ScrollCursor{Page: page, After: after}); err != nil {
+			return nil, err
+		}
+		if opened {
+			if resp.ScrollID, err = srch.ScrollID(pit.Encode(), names); err != nil {
+				return nil, err
+			}
+		}
 	}
-	resp.ScrollID = id
 	return resp, nil
+}
+
+// pitOf reads the point in time id of a search body ("pit": {"id": ...}).
+func pitOf(body []byte) (string, bool) {
+	var b struct {
+		PIT *struct {
+			ID string `json:"id"`
+		} `json:"pit"`
+	}
+	if len(bytes.TrimSpace(body)) == 0 || json.Unmarshal(body, &b) != nil || b.PIT == nil || b.PIT.ID == "" {
+		return "", false
+	}
+	return b.PIT.ID, true
 }
 
 func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
@@ -65,11 +177,23 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.resolveOpts(r.PathValue("index"), r.URL.Query())
+	params := r.URL.Query()
+	if v := params.Get("terminate_after"); v != "" {
+		// Checked before the indices are, as Elasticsearch does.
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 0:
+			return illegalArgument("terminateAfter must be > 0")
+		case n > 0:
+			return illegalArgument("[terminate_after] is not supported: a count always counts every match; drop it")
+		}
+		params.Del("terminate_after")
+	}
+	names, sc, err := s.scoped(r.PathValue("index"), params)
 	if err != nil {
 		return err
 	}
-	srch, err := esdsl.ParseCount(body, r.URL.Query(), s.eng.Fields(names))
+	srch, err := sc.ParseCount(body, params, s.eng.Fields(names))
 	if err != nil {
 		return err
 	}
@@ -100,6 +224,9 @@ func (s *Server) handleMsearch(w http.ResponseWriter, r *http.Request) error {
 	}
 	items, err := esdsl.ParseMsearch(body)
 	if err != nil {
+		return err
+	}
+	if err := esdsl.ApplyMsearchDefaults(items, r.URL.Query()); err != nil {
 		return err
 	}
 	replies := make([]msearchItemReply, len(items))
@@ -133,8 +260,8 @@ type scrollBody struct {
 	ScrollID json.RawMessage `json:"scroll_id"`
 }
 
-// scrollIDs reads scroll ids from the path, ?scroll_id= and the body, which
-// may hold one id or (for clearing) a list.
+// scrollIDs reads scroll ids from the path, ?scroll_id= or the body (which
+// wins, and may hold one id or, for clearing, a list).
 func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, err error) {
 	keepAlive = r.URL.Query().Get("scroll")
 	if id := r.PathValue("scroll_id"); id != "" {
@@ -152,13 +279,15 @@ func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, er
 			keepAlive = b.Scroll
 		}
 		if len(b.ScrollID) > 0 {
+			// The body's ids override the path's and the query's, as in
+			// Elasticsearch.
 			var one string
 			var many []string
 			switch {
 			case json.Unmarshal(b.ScrollID, &one) == nil:
-				ids = append(ids, one)
+				ids = []string{one}
 			case json.Unmarshal(b.ScrollID, &many) == nil:
-				ids = append(ids, many...)
+				ids = many
 			default:
 				return nil, "", badRequest("x_content_parse_exception", "scroll_id must be a string or a list of strings")
 			}
@@ -167,8 +296,9 @@ func scrollIDs(r *http.Request, body []byte) (ids []string, keepAlive string, er
 	return ids, keepAlive, nil
 }
 
-// handleScroll continues a scroll. Scroll ids are stateless (they carry the
-// request and where the last page ended), so nothing on the node expires.
+// handleScroll continues a scroll: the page after the one its cursor
+// (kept with its point in time) ended at, whichever node sent the last
+// page; the same id never serves a page twice.
 func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	body, err := s.readBody(w, r)
@@ -182,31 +312,40 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if len(ids) != 1 {
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: scrollId is missing; send exactly one scroll_id;"}
 	}
-	all, err := s.resolve("_all")
+	sc, err := esdsl.ParseScroll(ids[0], keepAlive)
 	if err != nil {
 		return err
 	}
-	names, srch, err := esdsl.ParseScroll(ids[0], keepAlive, s.eng.Fields(all), s.now())
+	pit, err := shard.DecodePIT(sc.PIT)
 	if err != nil {
 		return err
 	}
-	asInt, err := boolParam(r, "rest_total_hits_as_int", false)
+	cur, err := s.eng.ClaimScroll(r.Context(), pit)
 	if err != nil {
 		return err
 	}
-	srch.SetTotalAsInt(asInt)
-	resp, err := s.runSearch(r, names, srch, start)
+	srch, err := sc.Page(s.fieldsOf(sc.Indices), cur.Page, cur.After)
+	var resp *esdsl.SearchResponse
+	if err == nil {
+		var asInt bool
+		if asInt, err = boolParam(r, "rest_total_hits_as_int", false); err == nil {
+			srch.SetTotalAsInt(asInt)
+			resp, err = s.runSearch(r, sc.Indices, srch, start, nil)
+		}
+	}
 	if err != nil {
+		_ = s.eng.CommitScroll(r.Context(), pit, cur) // give the page up
 		return err
 	}
+	resp.ScrollID = ids[0]
 	s.writeJSON(w, r, http.StatusOK, resp)
 	return nil
 }
 
-// handleClearScroll acknowledges clearing scrolls. Nothing is held for a
-// scroll on the node, so clearing frees nothing; ids that do not parse are
-// not counted, and a request whose ids are all invalid gets 404 as in
-// Elasticsearch.
+// handleClearScroll releases scrolls' points in time (every scroll of this
+// API has one; _all is refused: scrolls are not listed anywhere). Ids that
+// do not parse, or whose contexts are gone, free nothing; a request that
+// frees nothing is a 404, as in Elasticsearch.
 func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -216,23 +355,29 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	all, err := s.resolve("_all")
-	if err != nil {
-		return err
-	}
 	freed := 0
 	for _, id := range ids {
 		if id == "_all" {
-			freed++
+			return illegalArgument("clearing [_all] scrolls is not supported: Weft keeps no list of them; send the scroll ids")
+		}
+		sc, err := esdsl.ParseScroll(id, "")
+		if err != nil {
+			var de *esdsl.Error
+			if errors.As(err, &de) {
+				continue
+			}
+			return err
+		}
+		pit, err := shard.DecodePIT(sc.PIT)
+		if err != nil {
 			continue
 		}
-		_, _, perr := esdsl.ParseScroll(id, "", s.eng.Fields(all), s.now())
-		var de *esdsl.Error
-		switch {
-		case perr == nil:
+		n, err := s.eng.ClosePIT(r.Context(), pit)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
 			freed++
-		case !errors.As(perr, &de):
-			return perr
 		}
 	}
 	status := http.StatusOK

@@ -259,3 +259,34 @@ func TestMetrics(t *testing.T) {
 	require.Contains(t, text, `weft_bulk_docs_total{outcome="ok"} 12`)
 	require.Contains(t, text, `weft_index_docs{index="books-a"} 8`)
 }
+
+// TestSearchFailsOnlyTheIndicesItDoesNotFit: each index parses a search
+// against its own mapping, as Elasticsearch's shards do; an index the
+// request does not fit fails its shards and the others answer (a 400 only
+// when none fits, a 503 when partial results are not allowed).
+func TestSearchFailsOnlyTheIndicesItDoesNotFit(t *testing.T) {
+	a := newTestAPI(t, apiConfig())
+	a.must(200, "PUT", "/as_keyword", `{"settings":{"number_of_shards":2},"mappings":{"properties":{"ip":{"type":"keyword"}}}}`)
+	a.must(200, "PUT", "/as_ip", `{"mappings":{"properties":{"ip":{"type":"ip"}}}}`)
+	a.must(200, "POST", "/_bulk?refresh=true", `{"index":{"_index":"as_keyword"}}
+{"ip":"192.168.7.1"}
+{"index":{"_index":"as_ip"}}
+{"ip":"127.0.0.1"}
+{"index":{"_index":"as_ip"}}
+{"ip":"192.168.0.1"}
+`)
+	body := `{"size":0,"aggs":{"t":{"terms":{"field":"ip","value_type":"ip"}}}}`
+	r := a.must(200, "POST", "/as_keyword,as_ip/_search", body)
+	require.EqualValues(t, 3, path(t, r, "_shards", "total"))
+	require.EqualValues(t, 2, path(t, r, "_shards", "failed"))
+	require.Equal(t, "as_keyword", path(t, r, "_shards", "failures", 0, "index"))
+	require.Equal(t, "illegal_argument_exception", path(t, r, "_shards", "failures", 0, "reason", "type"))
+	require.Len(t, path(t, r, "aggregations", "t", "buckets"), 2)
+	require.Equal(t, "127.0.0.1", path(t, r, "aggregations", "t", "buckets", 0, "key"))
+
+	require.Equal(t, 503, a.do("POST", "/as_keyword,as_ip/_search?allow_partial_search_results=false", body).Status)
+	rr := a.do("POST", "/as_keyword/_search", body)
+	require.Equal(t, 400, rr.Status, "%s", rr.Body)
+	rr = a.do("POST", "/as_keyword,as_ip/_search", `{"query":{"nonsense":{}}}`)
+	require.Equal(t, 400, rr.Status, "a request that fits no index is a 400: %s", rr.Body)
+}

@@ -37,17 +37,37 @@ type Engine interface {
 	Index(name string) (shard.IndexInfo, error)
 	Indices() []shard.IndexInfo
 	ResolveIndices(expr string) ([]string, error)
+	// Resolve expands an index expression (names, aliases, wildcards)
+	// under a request's indices options.
+	Resolve(expr string, o shard.ResolveOptions) (shard.Resolved, error)
 	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
-	UpdateSettings(ctx context.Context, name string, replicas int) error
+	UpdateSettings(ctx context.Context, name string, u shard.SettingsUpdate) error
+	// UpdateAliases applies alias actions atomically.
+	UpdateAliases(ctx context.Context, actions []shard.AliasAction) error
+	// SetClosed closes indices or opens them again.
+	SetClosed(ctx context.Context, names []string, closed bool) error
 	Bulk(ctx context.Context, ops []shard.Op, opts shard.WriteOptions) ([]shard.OpResult, error)
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
+	// IndexStats gathers the named indices' statistics from the nodes
+	// that answer before ctx ends.
+	IndexStats(ctx context.Context, names []string) map[string]shard.IndexStats
+	// OpenPIT pins one copy of every shard of the indices for keepAlive;
+	// ClosePIT releases them (reporting how many were open).
+	OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (shard.PIT, error)
+	ClosePIT(ctx context.Context, pit shard.PIT) (int, error)
+	// ClaimScroll takes a scroll's cursor for its next page; CommitScroll
+	// stores the cursor that page ended at (or gives the page up).
+	ClaimScroll(ctx context.Context, pit shard.PIT) (shard.ScrollCursor, error)
+	CommitScroll(ctx context.Context, pit shard.PIT, cur shard.ScrollCursor) error
+	// Mget reads many documents (realtime), grouped by shard.
+	Mget(ctx context.Context, items []shard.MgetItem) ([]shard.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shard.FieldTypes
 	Search(ctx context.Context, names []string, srch *esdsl.Search) (*shard.SearchResult, error)
 	Stats() shard.NodeStats
 	// ClusterView is the committed cluster metadata as this node sees it
-	// (nodes, indices, shard copies); ErrClusterBlocked while the node
-	// has not joined a cluster.
+	// (nodes, indices, shard copies), the last while it knows no leader;
+	// ErrClusterBlocked while the node has not joined a cluster.
 	ClusterView() (*shard.View, error)
 	// CopyStats counts the documents and bytes of every copy that answers,
 	// by allocation ID (asking the nodes that hold them until ctx ends).
@@ -446,29 +466,56 @@ func (s *Server) routes() {
 	s.handle("GET /_weft/fabric/conns", s.handleFabricConns, noParams...)
 
 	s.handle("PUT /{index}", s.handleCreateIndex, "wait_for_active_shards", "timeout", "master_timeout")
-	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout")
-	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout")
+	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "features")
+	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 
-	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout")
-	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout")
+	openParams := []string{"timeout", "master_timeout", "wait_for_active_shards", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("POST /{index}/_close", s.handleCloseIndex, openParams...)
+	s.handle("POST /{index}/_open", s.handleOpenIndex, openParams...)
+
+	aliasParams := []string{"timeout", "master_timeout"}
+	for _, seg := range []string{"_alias", "_aliases"} {
+		s.handle("PUT /{index}/"+seg+"/{name}", s.handlePutAlias, aliasParams...)
+		s.handle("POST /{index}/"+seg+"/{name}", s.handlePutAlias, aliasParams...)
+		s.handle("DELETE /{index}/"+seg+"/{name}", s.handleDeleteAlias, aliasParams...)
+	}
+	s.handle("GET /_alias", s.handleGetAlias, aliasReadParams...)
+	s.handle("GET /{index}/_alias", s.handleGetAlias, aliasReadParams...)
+	// GET /_alias/{name} would conflict with every GET /{index}/_x
+	// pattern in net/http's mux: handleNoRoute serves it.
+	s.handle("GET /{index}/_alias/{name}", s.handleGetAlias, aliasReadParams...)
+	s.handle("POST /_aliases", s.handleUpdateAliases, aliasParams...)
+
+	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
 	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
-	s.handle("GET /_settings", s.handleGetSettings, "local", "master_timeout")
-	s.handle("GET /{index}/_settings", s.handleGetSettings, "local", "master_timeout")
-	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout")
+	getSettingsParams := []string{"local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("GET /_settings", s.handleGetSettings, getSettingsParams...)
+	s.handle("GET /{index}/_settings", s.handleGetSettings, getSettingsParams...)
+	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing", "reopen", "flat_settings", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 
-	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term"}
+	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc", s.handleIndexDoc, docParams...)
 	s.handle("PUT /{index}/_create/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_create/{id}", s.handleIndexDoc, docParams...)
-	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
+	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes", "version", "version_type"}
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
-	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term")
+	mgetParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
+	for _, m := range []string{"GET", "POST"} {
+		s.handle(m+" /_mget", s.handleMget, mgetParams...)
+		s.handle(m+" /{index}/_mget", s.handleMget, mgetParams...)
+	}
+	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type")
 	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term",
 		"_source", "_source_includes", "_source_excludes")
+
+	s.handle("POST /{index}/_delete_by_query", s.handleDeleteByQuery, byQueryParams...)
+	s.handle("POST /{index}/_update_by_query", s.handleUpdateByQuery, byQueryParams...)
+	s.handle("POST /_reindex", s.handleReindex, "refresh", "timeout", "wait_for_active_shards", "wait_for_completion", "requests_per_second", "scroll", "slices", "max_docs", "require_alias")
 
 	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
@@ -492,7 +539,8 @@ func (s *Server) routes() {
 	s.handle("POST /_count", s.handleCount)
 	s.handle("GET /{index}/_count", s.handleCount)
 	s.handle("POST /{index}/_count", s.handleCount)
-	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips", "rest_total_hits_as_int", "typed_keys", "max_concurrent_shard_requests", "pre_filter_shard_size"}
+	msearchParams := []string{"max_concurrent_searches", "search_type", "ccs_minimize_roundtrips", "rest_total_hits_as_int", "typed_keys", "max_concurrent_shard_requests", "pre_filter_shard_size",
+		"ignore_unavailable", "allow_no_indices", "expand_wildcards", "ignore_throttled", "include_named_queries_score", "allow_partial_search_results", "routing"}
 	s.handle("GET /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("POST /_msearch", s.handleMsearch, msearchParams...)
 	s.handle("GET /{index}/_msearch", s.handleMsearch, msearchParams...)
@@ -502,6 +550,8 @@ func (s *Server) routes() {
 	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
 	s.handle("POST /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
+	s.handle("POST /{index}/_pit", s.handleOpenPIT, "keep_alive", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "preference", "routing", "allow_partial_search_results")
+	s.handle("DELETE /_pit", s.handleClosePIT, noParams...)
 	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
 	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
 
@@ -509,10 +559,12 @@ func (s *Server) routes() {
 	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
 	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
 	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}
-	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health")...)
-	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health")...)
+	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
+	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
 	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
 	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
+	s.handle("GET /_cat/aliases", s.handleCatAliases, append(catParams, "expand_wildcards")...)
+	s.handle("GET /_cat/aliases/{name}", s.handleCatAliases, append(catParams, "expand_wildcards")...)
 	for _, m := range []string{"GET", "POST"} {
 		s.handle(m+" /_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
 		s.handle(m+" /{index}/_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
@@ -525,6 +577,11 @@ func (s *Server) routes() {
 		s.handle(m+" /{index}/_explain/{id}", s.handleExplain, "routing", "preference", "stored_fields", "_source", "lenient", "q", "df", "analyzer", "analyze_wildcard", "default_operator")
 	}
 	s.handle("GET /_cat/count/{index}", s.handleCatCount, catParams...)
+	s.handle("GET /_stats", s.handleIndicesStats, statsParams...)
+	s.handle("GET /{index}/_stats", s.handleIndicesStats, statsParams...)
+	s.handle("GET /{index}/_stats/{metric}", s.handleIndicesStats, statsParams...)
+	// GET /_stats/{metric} would conflict with every GET /{index}/_x
+	// pattern in net/http's mux: handleNoRoute serves it.
 	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
 	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
 	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
@@ -553,21 +610,42 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/", s.handleNoRoute)
 }
 
+// serveUnrouted runs h for a path handleNoRoute recognised, checking its
+// parameters as handle does.
+func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, h handlerFunc, params ...string) {
+	allowed := map[string]bool{"pretty": true, "human": true, "error_trace": true, "filter_path": true}
+	for _, p := range params {
+		allowed[p] = true
+	}
+	for p := range r.URL.Query() {
+		if !allowed[p] {
+			s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
+			return
+		}
+	}
+	if err := h(w, r); err != nil {
+		s.fail(w, r, err)
+	}
+}
+
 // handleNoRoute answers paths no endpoint serves (400, as Elasticsearch
 // does) and known paths asked with the wrong method (405 with the methods
 // that would work).
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	if id, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && id != "" && !strings.Contains(id, "/") {
-		for p := range r.URL.Query() {
-			if p != "timeout" && p != "pretty" && p != "human" && p != "error_trace" && p != "filter_path" {
-				s.fail(w, r, illegalArgument("request [%s] contains unrecognized parameter: [%s]", r.URL.Path, p))
-				return
-			}
-		}
 		r.SetPathValue("node_id", id)
-		if err := s.handleNodes(w, r); err != nil {
-			s.fail(w, r, err)
-		}
+		s.serveUnrouted(w, r, s.handleNodes, "timeout")
+		return
+	}
+	if metric, ok := strings.CutPrefix(r.URL.Path, "/_stats/"); ok && r.Method == http.MethodGet && metric != "" && !strings.Contains(metric, "/") {
+		r.SetPathValue("metric", metric)
+		s.serveUnrouted(w, r, s.handleIndicesStats, statsParams...)
+		return
+	}
+	if name, ok := strings.CutPrefix(r.URL.Path, "/_alias/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		name != "" && !strings.Contains(name, "/") {
+		r.SetPathValue("name", name)
+		s.serveUnrouted(w, r, s.handleGetAlias, aliasReadParams...)
 		return
 	}
 	var allowed []string

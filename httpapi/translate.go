@@ -43,9 +43,13 @@ func translate(err error) *apiError {
 		{shard.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
 		{index.ErrInvalidMapping, http.StatusBadRequest, "mapper_parsing_exception"},
 		{index.ErrMappingConflict, http.StatusBadRequest, "illegal_argument_exception"},
+		{index.ErrIllegalArgument, http.StatusBadRequest, "illegal_argument_exception"},
 		{index.ErrStrictDynamic, http.StatusBadRequest, "strict_dynamic_mapping_exception"},
 		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
 		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
+		{shard.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
+		{shard.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
+		{shard.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the
 		// engine ran (esdsl validates queries), so this is the node's side.
@@ -64,7 +68,7 @@ func translate(err error) *apiError {
 				reason = detail
 			}
 			out := &apiError{Status: t.status, Type: t.typ, Reason: reason}
-			if t.sentinel == shard.ErrIndexNotFound {
+			if t.sentinel == shard.ErrIndexNotFound || t.sentinel == shard.ErrIndexClosed {
 				out.Index = notFoundName(reason)
 			}
 			if inner := causeOf(err, t.sentinel); inner != nil {

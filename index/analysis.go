@@ -114,6 +114,27 @@ type Token struct {
 	Type       string
 }
 
+// AnalyzerName is the ES name of the analyzer Analyze runs: analyzer when
+// given, else the search analyzer of the field at path (keyword fields:
+// "keyword"; unmapped fields: "standard").
+func (m *Mapping) AnalyzerName(path, analyzer string) string {
+	if analyzer != "" {
+		return analyzer
+	}
+	f := m.Field(path)
+	switch {
+	case f == nil:
+		return "standard"
+	case f.Type != TypeText:
+		return "keyword"
+	case f.SearchAnalyzer != "":
+		return f.SearchAnalyzer
+	case f.Analyzer != "":
+		return f.Analyzer
+	}
+	return "standard"
+}
+
 // AnalyzeTokens is Analyze with each token's offsets, position and type
 // (the _analyze API).
 func (m *Mapping) AnalyzeTokens(path, analyzer, text string) ([]Token, error) {
@@ -121,24 +142,7 @@ func (m *Mapping) AnalyzeTokens(path, analyzer, text string) ([]Token, error) {
 	if m.anErr != nil {
 		return nil, m.anErr
 	}
-	name := analyzer
-	if name == "" {
-		name = "standard"
-		if f := m.Field(path); f != nil {
-			switch f.Type {
-			case TypeText:
-				name = f.Analyzer
-				if f.SearchAnalyzer != "" {
-					name = f.SearchAnalyzer
-				}
-				if name == "" {
-					name = "standard"
-				}
-			default:
-				name = "keyword"
-			}
-		}
-	}
+	name := m.AnalyzerName(path, analyzer)
 	a, ok := m.an[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: analyzer [%s] is not supported; supported: %s", ErrInvalidMapping, name, strings.Join(analyzerNames(), ", "))

@@ -203,6 +203,9 @@ func (i *Index) newCollectRun(ctx context.Context, r bindex.IndexReader, c Colle
 	var names []string
 	for k, f := range fields {
 		t := i.m.FieldType(f)
+		if t == "" {
+			t = i.m.rangeBoundType(f)
+		}
 		run.kinds[k], run.dates[k] = kindOf(t), t == TypeDate || t == TypeDateNanos
 		if run.kinds[k] == KindNone {
 			continue

@@ -23,6 +23,9 @@ const (
 	SourceField = "_source"
 	// metaField holds seq no, version and primary term (24 bytes, big endian).
 	metaField = "_weft_meta"
+	// MetaField, asked for in a search request's Fields, gives each hit
+	// its seq no, version and primary term (read them with HitMeta).
+	MetaField = metaField
 )
 
 // Text fields are indexed with term vectors (phrase queries, highlighting)
@@ -49,6 +52,7 @@ type docBuilder struct {
 	id   string
 	doc  *document.Document
 	adds []dynAdd
+	det  detector
 }
 
 // parseSource decodes a JSON object, keeping numbers exact.
@@ -79,6 +83,7 @@ func (m *Mapping) buildDocument(id string, src []byte, an analyzerSet) (*documen
 	for range 8 {
 		b := &docBuilder{an: an, id: id, doc: document.NewDocument(id)}
 		m.mu.RLock()
+		b.det.dates, b.det.numbers = m.detection()
 		err := b.object(obj, nil, m.props, m.dynamic, nil)
 		m.mu.RUnlock()
 		if err != nil {
@@ -162,7 +167,7 @@ func (b *docBuilder) value(key string, val any, parent []string, props map[strin
 		case DynamicStrict:
 			return fmt.Errorf("%w: mapping set to strict, dynamic introduction of [%s] within [%s] is not allowed", ErrStrictDynamic, key, parentName(parent))
 		}
-		nf := detect(val)
+		nf := b.det.detect(val)
 		if nf != nil {
 			b.adds = append(b.adds, dynAdd{parent: parent, name: key, field: nf})
 		}
@@ -416,13 +421,26 @@ func looksLikeDate(s string) bool {
 	return ok
 }
 
+// detector is dynamic mapping's choice of types: strings that look like
+// dates become dates (date_detection, on by default), strings that look
+// like numbers become numbers (numeric_detection, off by default).
+type detector struct{ dates, numbers bool }
+
 // detect returns the field ES dynamic mapping would create for a value, or
 // nil for values that create nothing (null, empty arrays).
-func detect(v any) *Field {
+func (det detector) detect(v any) *Field {
 	switch x := v.(type) {
 	case string:
-		if looksLikeDate(x) {
+		if det.dates && looksLikeDate(x) {
 			return &Field{Type: TypeDate}
+		}
+		if det.numbers {
+			if _, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return &Field{Type: TypeLong}
+			}
+			if _, err := strconv.ParseFloat(x, 64); err == nil {
+				return &Field{Type: TypeFloat}
+			}
 		}
 		return &Field{Type: TypeText, Fields: map[string]*Field{
 			"keyword": {Type: TypeKeyword, IgnoreAbove: keywordIgnoreAbove},
@@ -440,7 +458,7 @@ func detect(v any) *Field {
 			if k == "" || strings.Contains(k, ".") {
 				continue // added on the next pass through the normal path
 			}
-			if c := detect(e); c != nil {
+			if c := det.detect(e); c != nil {
 				f.Properties[k] = c
 			}
 		}
@@ -448,7 +466,7 @@ func detect(v any) *Field {
 	case []any:
 		for _, e := range x {
 			if e != nil {
-				return detect(e)
+				return det.detect(e)
 			}
 		}
 	}

@@ -17,6 +17,10 @@ var (
 	// ErrDocParse: a document is not a JSON object, or a value does not fit
 	// its field's type ("abc" into a long). ES: mapper_parsing_exception / document_parsing_exception, 400.
 	ErrDocParse = errors.New("document parse error")
+	// ErrIllegalArgument: a value breaks a rule Elasticsearch reports as
+	// illegal_argument_exception (an empty field name, a mapping parameter
+	// that cannot change). 400.
+	ErrIllegalArgument = errors.New("illegal argument")
 	// ErrClosed: the index has been closed.
 	ErrClosed = errors.New("index closed")
 	// ErrStaleStats: a search under ExpectGeneration found the index's

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,6 +115,8 @@ type Index struct {
 	// reader's contents.
 	writes  atomic.Uint64
 	genSeed maphash.Seed
+
+	pinned *pinnedIndex // a view from Pin: its snapshot
 }
 
 func bleveConfig() map[string]any {
@@ -517,7 +520,35 @@ func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.Se
 		r.Query = &globalQuery{Query: req.Query, stats: st, expect: ExpectedGeneration(ctx), gen: i.generation}
 		req = &r
 	}
-	return i.bl.SearchInContext(ctx, req)
+	res, err := i.bl.SearchInContext(ctx, req)
+	if err == nil && slices.Contains(req.Fields, MetaField) {
+		for _, h := range res.Hits {
+			textMeta(h.Fields)
+		}
+	}
+	return res, err
+}
+
+// textMeta rewrites a hit's binary MetaField value as text
+// ("seq:version:term"), which survives JSON between nodes.
+func textMeta(fields map[string]any) {
+	v, ok := fields[MetaField].(string)
+	if !ok || len(v) != 24 {
+		return
+	}
+	b := []byte(v)
+	fields[MetaField] = fmt.Sprintf("%d:%d:%d", binary.BigEndian.Uint64(b[0:]), int64(binary.BigEndian.Uint64(b[8:])), binary.BigEndian.Uint64(b[16:]))
+}
+
+// HitMeta reads a hit's seq no, version and primary term from its Fields
+// (the search asked for MetaField); false when the hit has none.
+func HitMeta(fields map[string]any) (seq uint64, version int64, term uint64, ok bool) {
+	v, isStr := fields[MetaField].(string)
+	if !isStr {
+		return 0, 0, 0, false
+	}
+	n, err := fmt.Sscanf(v, "%d:%d:%d", &seq, &version, &term)
+	return seq, version, term, err == nil && n == 3
 }
 
 // TermStats returns this index's statistics for q (phase 1 of global
@@ -567,7 +598,8 @@ func (i *Index) TermStats(ctx context.Context, q query.Query) (st *TermStats, ge
 
 // Documents returns the documents ids that exist, in that order, as hits
 // whose Fields hold the stored fields named in fields ("*": all) the way a
-// search's hits do: the fetch phase of a search, without a query.
+// search's hits do (MetaField as text, as Search gives it): the fetch phase
+// of a search, without a query.
 func (i *Index) Documents(ids, fields []string) ([]*search.DocumentMatch, error) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
@@ -584,6 +616,7 @@ func (i *Index) Documents(ids, fields []string) ([]*search.DocumentMatch, error)
 	}
 	defer func() { _ = rd.Close() }()
 	req := &bleve.SearchRequest{Fields: fields}
+	meta := slices.Contains(fields, MetaField)
 	out := make([]*search.DocumentMatch, 0, len(ids))
 	for _, id := range ids {
 		d, err := rd.Document(id)
@@ -596,6 +629,9 @@ func (i *Index) Documents(ids, fields []string) ([]*search.DocumentMatch, error)
 		hit := &search.DocumentMatch{ID: id}
 		if len(fields) > 0 {
 			_, _ = bleve.LoadAndHighlightFields(hit, req, "", loadedDoc{IndexReader: rd, doc: d}, nil)
+			if meta {
+				textMeta(hit.Fields)
+			}
 		}
 		out = append(out, hit)
 	}
@@ -613,10 +649,12 @@ func (l loadedDoc) Document(string) (bindex.Document, error) { return l.doc, nil
 // generation is the Generation of r's contents under the mapping in use:
 // a hash of this Index's seed, the writes r saw and the mapping version, so
 // two readers of one Index with the same generation hold the same documents
-// and statistics. 0 when r was opened while a write changed the contents.
+// and statistics. 0 when r was opened while a write changed the contents,
+// and always for a pinned view: its contents are no generation of the
+// index's, and statistics read from it must never stand for the index's.
 // The caller holds mu (read), which keeps the mapping version still.
 func (i *Index) generation(r *statsReader) uint64 {
-	if r.writes&1 == 1 {
+	if i.pinned != nil || r.writes&1 == 1 {
 		return 0
 	}
 	var b [16]byte
@@ -647,6 +685,9 @@ const closePersistWait = 30 * time.Second
 // closes the bleve index; whatever is not persisted by then is replayed from
 // the shard log on the next open. Idempotent.
 func (i *Index) Close() error {
+	if i.pinned != nil {
+		return i.Release()
+	}
 	i.applyMu.Lock()
 	defer i.applyMu.Unlock()
 	deadline := time.Now().Add(closePersistWait)

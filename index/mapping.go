@@ -58,6 +58,25 @@ func IsRange(t string) bool {
 // their 32-bit value) or, for date_range, dates.
 func RangeBounds(path string) (lo, hi string) { return path + "#lo", path + "#hi" }
 
+// rangeBoundType is the type a bound field of RangeBounds reads as in
+// aggregations: date for date_range, double for the numeric ranges; "" for
+// any other name (ip_range bounds included).
+func (m *Mapping) rangeBoundType(name string) string {
+	path, ok := strings.CutSuffix(name, "#lo")
+	if !ok {
+		if path, ok = strings.CutSuffix(name, "#hi"); !ok {
+			return ""
+		}
+	}
+	switch t := m.FieldType(path); {
+	case t == TypeDateRange:
+		return TypeDate
+	case IsRange(t) && t != TypeIPRange:
+		return TypeDouble
+	}
+	return ""
+}
+
 // IPv4Field names the numeric bleve field that holds an ip field's IPv4
 // addresses as 32-bit values, for CIDR and range queries.
 func IPv4Field(path string) string { return path + "#v4" }
@@ -99,6 +118,7 @@ type Mapping struct {
 	mu      sync.RWMutex
 	dynamic string
 	props   map[string]*Field
+	root    rootOpts
 	version uint64 // incremented on every change
 
 	anOnce sync.Once // analyzers for Analyze, built on first use
@@ -130,9 +150,6 @@ var allowedParams = map[string][]string{
 	"range":        {"index", "store", "doc_values", "coerce", "format"},
 }
 
-var knownParams = map[string]bool{"type": true, "analyzer": true, "search_analyzer": true, "fields": true,
-	"index": true, "ignore_above": true, "format": true, "properties": true, "dynamic": true}
-
 // ParseMapping parses an ES "mappings" object:
 // {"dynamic": true|false|"strict", "properties": {...}}. Errors wrap
 // ErrInvalidMapping and name the field and the offending value.
@@ -161,9 +178,11 @@ func ParseMapping(raw []byte) (*Mapping, error) {
 			}
 			m.dynamic = d
 		case "_source", "date_detection", "numeric_detection", "_meta":
-			// accepted; Weft always keeps _source and detects dates.
+			if err := m.root.set(k, v); err != nil {
+				return nil, err
+			}
 		default:
-			return nil, fmt.Errorf("%w: root mapping definition has unsupported parameter [%s]; supported: properties, dynamic", ErrInvalidMapping, k)
+			return nil, fmt.Errorf("%w: root mapping definition has unsupported parameter [%s]; supported: properties, dynamic, _source, _meta, date_detection, numeric_detection", ErrInvalidMapping, k)
 		}
 	}
 	return m, nil
@@ -198,7 +217,10 @@ func parseProperties(prefix string, raw json.RawMessage) (map[string]*Field, err
 	}
 	out := make(map[string]*Field, len(props))
 	for name, v := range props {
-		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
+		if name == "" {
+			return nil, fmt.Errorf("%w: Failed to parse mapping: %w", ErrInvalidMapping, fmt.Errorf("%w: field name cannot be an empty string", ErrIllegalArgument))
+		}
+		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
 			return nil, fmt.Errorf("%w: field name [%s] under [%s] is empty or has an empty path element", ErrInvalidMapping, name, prefix)
 		}
 		path := joinPath(prefix, name)
@@ -380,6 +402,7 @@ func (m *Mapping) MarshalJSON() ([]byte, error) {
 	if m.dynamic != DynamicTrue {
 		out["dynamic"] = dynamicJSON(m.dynamic)
 	}
+	m.root.toJSON(out)
 	return json.Marshal(out)
 }
 
@@ -458,11 +481,17 @@ func cloneProps(p map[string]*Field) map[string]*Field {
 	return out
 }
 
+// Stored reports whether the field at path is mapped with store: true.
+func (m *Mapping) Stored(path string) bool {
+	f := m.Field(path) // a copy
+	return f != nil && string(bytes.TrimSpace(f.extra["store"])) == "true"
+}
+
 // Clone returns a deep copy that shares nothing with m.
 func (m *Mapping) Clone() *Mapping {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return &Mapping{dynamic: m.dynamic, props: cloneProps(m.props), version: m.version}
+	return &Mapping{dynamic: m.dynamic, props: cloneProps(m.props), root: m.root.clone(), version: m.version}
 }
 
 // Version increases on every change of the mapping (Merge or a dynamic
@@ -495,7 +524,11 @@ func (m *Mapping) Merge(update *Mapping) error {
 	if err := mergeProps("", merged, upd.props); err != nil {
 		return err
 	}
-	m.props = merged
+	root, err := m.root.merge(upd.root)
+	if err != nil {
+		return err
+	}
+	m.props, m.root = merged, root
 	if upd.dynamic != DynamicTrue || m.dynamic == DynamicTrue {
 		m.dynamic = upd.dynamic
 	}
@@ -510,7 +543,7 @@ func (m *Mapping) Reset(to *Mapping) {
 	c := to.Clone()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dynamic, m.props = c.dynamic, c.props
+	m.dynamic, m.props, m.root = c.dynamic, c.props, c.root
 	m.version++
 }
 
@@ -542,6 +575,14 @@ func mergeProps(prefix string, dst, src map[string]*Field) error {
 		}
 		if sf.Dynamic != "" {
 			df.Dynamic = sf.Dynamic
+		}
+		if meta, ok := sf.extra["meta"]; ok {
+			// A field's meta is replaced whole, as in Elasticsearch.
+			df.extra = maps.Clone(df.extra)
+			if df.extra == nil {
+				df.extra = map[string]json.RawMessage{}
+			}
+			df.extra["meta"] = meta
 		}
 		if df.Type == TypeObject {
 			if err := mergeProps(path, df.Properties, sf.Properties); err != nil {

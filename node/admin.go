@@ -43,14 +43,14 @@ func (a clusterAdmin) Raft() httpapi.RaftStatus {
 // Settings returns the committed cluster settings.
 func (a clusterAdmin) Settings() httpapi.ClusterSettings {
 	st := a.c.State().Settings
-	return httpapi.ClusterSettings{ExcludeNames: st.ExcludeNames, RecoveryMaxBytesPerSec: st.RecoveryMaxBytesPerSec}
+	return httpapi.ClusterSettings{ExcludeNames: st.ExcludeNames, Values: st.Values, RecoveryMaxBytesPerSec: st.RecoveryMaxBytesPerSec}
 }
 
 // PutSettings commits new cluster settings; the leader starts draining
 // newly excluded nodes.
 func (a clusterAdmin) PutSettings(ctx context.Context, s httpapi.ClusterSettings) error {
 	_, err := a.c.Propose(ctx, cluster.Command{V: cluster.CommandVersion, Type: cluster.CmdSetSettings,
-		SetSettings: &cluster.SetSettings{Settings: cluster.Settings{ExcludeNames: s.ExcludeNames, RecoveryMaxBytesPerSec: s.RecoveryMaxBytesPerSec}}})
+		SetSettings: &cluster.SetSettings{Settings: cluster.Settings{ExcludeNames: s.ExcludeNames, Values: s.Values, RecoveryMaxBytesPerSec: s.RecoveryMaxBytesPerSec}}})
 	return adminErr(err)
 }
 

@@ -432,6 +432,9 @@ func TestSearchesGoOnWithoutALeader(t *testing.T) {
 	require.Equal(t, 200, code, "%v", res)
 	nc.awaitHealth("n1", "green", 3)
 	docs := loadSample(t, nc.url("n1"), "everywhere")
+	// A loaded machine may fail a replica during the load (it recovers):
+	// every copy must serve again before the cut.
+	nc.awaitHealth("n1", "green", 3)
 
 	heal := nc.faults.Partition([]string{"n3"}, []string{"n1", "n2"})
 	defer heal()

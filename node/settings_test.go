@@ -7,16 +7,18 @@ import (
 )
 
 // TestClusterSettings: PUT _cluster/settings commits the allocation
-// exclusion and the recovery throttle through Raft; GET _cluster/settings
+// exclusion, the recovery throttle and the API's settings (partial results,
+// destructive names) through Raft, in one structure; GET _cluster/settings
 // and _cluster/state show them; null resets one; bad names and values are
 // 400s that change nothing.
 func TestClusterSettings(t *testing.T) {
 	n := startNode(t, testConfig(t.TempDir()))
 	url := n.URL() + "/_cluster/settings"
-	code, res := call(t, "PUT", url, `{"persistent":{"indices.recovery.max_bytes_per_sec":"10mb","cluster.routing.allocation.exclude._name":"gone-a, gone-b"}}`)
+	code, res := call(t, "PUT", url, `{"persistent":{"indices.recovery.max_bytes_per_sec":"10mb","cluster.routing.allocation.exclude._name":"gone-a, gone-b","search.default_allow_partial_results":false},"transient":{"action.destructive_requires_name":"false"}}`)
 	require.Equal(t, 200, code, "%v", res)
 	require.Equal(t, true, res["acknowledged"])
-	want := map[string]any{"indices.recovery.max_bytes_per_sec": "10485760b", "cluster.routing.allocation.exclude._name": "gone-a,gone-b"}
+	want := map[string]any{"indices.recovery.max_bytes_per_sec": "10485760b", "cluster.routing.allocation.exclude._name": "gone-a,gone-b",
+		"search.default_allow_partial_results": "false", "action.destructive_requires_name": "false"}
 	code, res = call(t, "GET", url, "")
 	require.Equal(t, 200, code)
 	require.Equal(t, want, res["persistent"])
@@ -43,5 +45,6 @@ func TestClusterSettings(t *testing.T) {
 	require.Equal(t, 200, code, "%v", res)
 	code, res = call(t, "GET", url, "")
 	require.Equal(t, 200, code)
-	require.Equal(t, map[string]any{"cluster.routing.allocation.exclude._name": "gone-a,gone-b"}, res["persistent"])
+	require.Equal(t, map[string]any{"cluster.routing.allocation.exclude._name": "gone-a,gone-b",
+		"search.default_allow_partial_results": "false", "action.destructive_requires_name": "false"}, res["persistent"])
 }

@@ -54,6 +54,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 		res := &results[k]
 		res.Index, res.ID = op.Index, op.ID
 		ix, err := c.indexForWrite(ctx, op)
+		res.Index = op.Index
 		if err != nil {
 			if errors.Is(err, ErrClusterBlocked) || ctx.Err() != nil {
 				return nil, err
@@ -116,7 +117,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 // shard.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, ErrInvalidIndexName), errors.Is(err, ErrInvalidRequest):
+	case errors.Is(err, ErrInvalidIndexName), errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrIndexClosed):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrIndexNotFound):
 		return http.StatusNotFound
@@ -125,10 +126,20 @@ func statusOf(err error) int {
 }
 
 // indexForWrite returns the op's index, creating it (one shard, one
-// replica, dynamic mapping) if it is missing and writes may create it.
+// replica, dynamic mapping) if it is missing and writes may create it. An
+// op naming an alias is pointed at the alias's write index (op.Index and
+// op.Routing are rewritten); a closed index is ErrIndexClosed.
 func (c *Coordinator) indexForWrite(ctx context.Context, op *Op) (*IndexView, error) {
 	v := c.meta.View()
-	if ix, ok := v.Indices[op.Index]; ok {
+	if op.RequireAlias && !v.IsAlias(op.Index) {
+		return nil, fmt.Errorf("%w: no such index [%s] and [require_alias] request flag is [true] and [%s] is not an alias", ErrIndexNotFound, op.Index, op.Index)
+	}
+	if _, ok := v.Indices[op.Index]; ok || v.IsAlias(op.Index) {
+		ix, routing, err := v.SingleIndex(op.Index, op.Routing, true)
+		if err != nil {
+			return nil, err
+		}
+		op.Index, op.Routing = ix.Name, routing
 		return ix, nil
 	}
 	if err := ValidateIndexName(op.Index); err != nil {
@@ -336,7 +347,12 @@ const (
 	opfIfTerm
 	opfUpdate
 	opfDocAsUpsert
+	opfExternal    // a version follows; VersionExternal
+	opfExternalGTE // a version follows; VersionExternalGTE
+	opfNoDetectNoop
 )
+
+const opfKnown = opfAutoID | opfIfSeqNo | opfIfTerm | opfUpdate | opfDocAsUpsert | opfExternal | opfExternalGTE | opfNoDetectNoop
 
 func encodeBulk(h bulkHeader, items []item) []byte {
 	size := 64 + len(h.cluster) + len(h.index) + len(h.alloc)
@@ -371,6 +387,15 @@ func encodeBulk(h bulkHeader, items []item) []byte {
 			if op.Update.DocAsUpsert {
 				flags |= opfDocAsUpsert
 			}
+			if op.Update.NoDetectNoop {
+				flags |= opfNoDetectNoop
+			}
+		}
+		switch op.VersionType {
+		case VersionExternal:
+			flags |= opfExternal
+		case VersionExternalGTE:
+			flags |= opfExternalGTE
 		}
 		e.u8(byte(op.Type))
 		e.u8(flags)
@@ -380,6 +405,9 @@ func encodeBulk(h bulkHeader, items []item) []byte {
 		}
 		if op.IfPrimaryTerm != nil {
 			e.u64(*op.IfPrimaryTerm)
+		}
+		if op.VersionType != VersionInternal {
+			e.varint(op.Version)
 		}
 		e.bytes(op.Source)
 		if op.Update != nil {
@@ -412,7 +440,7 @@ func decodeBulk(p []byte) (bulkHeader, []item, error) {
 		}
 		op.Type = OpType(t)
 		flags := d.u8()
-		if flags&^(opfAutoID|opfIfSeqNo|opfIfTerm|opfUpdate|opfDocAsUpsert) != 0 {
+		if flags&^opfKnown != 0 || flags&(opfExternal|opfExternalGTE) == opfExternal|opfExternalGTE {
 			d.fail("unknown op flags")
 		}
 		op.ID = d.str()
@@ -424,9 +452,15 @@ func decodeBulk(p []byte) (bulkHeader, []item, error) {
 			v := d.u64()
 			op.IfPrimaryTerm = &v
 		}
+		switch {
+		case flags&opfExternal != 0:
+			op.VersionType, op.Version = VersionExternal, d.varint()
+		case flags&opfExternalGTE != 0:
+			op.VersionType, op.Version = VersionExternalGTE, d.varint()
+		}
 		op.Source = d.bytes()
 		if flags&opfUpdate != 0 {
-			op.Update = &UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0}
+			op.Update = &UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
 		}
 		results[k].ID = op.ID
 		items[k] = item{op: op, res: &results[k], autoID: flags&opfAutoID != 0}

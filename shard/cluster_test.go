@@ -388,19 +388,27 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 			params := map[string][]string{"scroll": {"1m"}}
 			srch, err := esdsl.ParseSearch([]byte(`{"query":{"match":{"subject":"re"}},"size":9}`), params, n.Fields([]string{name}))
 			require.NoError(t, err)
+			pit, err := n.OpenPIT(ctx, []string{name}, time.Minute)
+			require.NoError(t, err)
+			defer func() { _, _ = n.ClosePIT(ctx, pit) }()
+			srch.SetPointInTime(pit.Encode(), time.Minute)
+			id, err := srch.ScrollID(pit.Encode(), []string{name})
+			require.NoError(t, err)
+			sc, err := esdsl.ParseScroll(id, "")
+			require.NoError(t, err)
 			var got []string
 			for {
 				res, err := n.Search(ctx, []string{name}, srch)
 				require.NoError(t, err)
+				require.Empty(t, res.Failures)
 				for _, h := range res.Hits {
 					got = append(got, h.ID)
 				}
 				if len(res.Hits) == 0 {
 					return got
 				}
-				id, err := srch.ScrollID([]string{name}, res.SearchResult, time.Now())
-				require.NoError(t, err)
-				_, srch, err = esdsl.ParseScroll(id, "", n.Fields([]string{name}), time.Now())
+				page, after := srch.ScrollCursor(res.SearchResult)
+				srch, err = sc.Page(n.Fields([]string{name}), page, after)
 				require.NoError(t, err)
 			}
 		}
@@ -636,6 +644,25 @@ func sixAndOne(t *testing.T) *testCluster {
 	return tc
 }
 
+// addQueryTerms writes new documents full of the terms "linux kernel" to
+// "six" (on a shard of n1 and one of n2) and "one", through n3, which
+// changes every score of a search for them, and returns their ids.
+func addQueryTerms(t *testing.T, tc *testCluster) []string {
+	news := idsOnNodes(t, tc, "six", 3, "n1", "n2")
+	var newIDs []string
+	var newSources []json.RawMessage
+	for _, node := range []string{"n1", "n2"} {
+		for _, id := range news[node] {
+			newIDs = append(newIDs, id)
+			newSources = append(newSources, json.RawMessage(`{"subject":"new","body":"linux kernel linux kernel linux"}`))
+		}
+	}
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n3"], name, newIDs, newSources)
+	}
+	return newIDs
+}
+
 // TestClusterKeepsStatisticsUntilAShardChanges: a search repeated while
 // no shard changes skips the statistics phase and ranks exactly like one
 // shard; after writes to a shard on the coordinating node and to one on
@@ -668,26 +695,62 @@ func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
 	require.Zero(t, again.stats, "statistics kept")
 	require.Equal(t, 2, again.query)
 
-	// New documents full of the query's terms, on a shard of n1 and one
-	// of n2, change every score.
-	news := idsOnNodes(t, tc, "six", 3, "n1", "n2")
-	var newIDs []string
-	var newSources []json.RawMessage
-	for _, node := range []string{"n1", "n2"} {
-		for _, id := range news[node] {
-			newIDs = append(newIDs, id)
-			newSources = append(newSources, json.RawMessage(`{"subject":"new","body":"linux kernel linux kernel linux"}`))
-		}
-	}
-	for _, name := range []string{"six", "one"} {
-		bulkIndex(t, tc.nodes["n3"], name, newIDs, newSources)
-	}
+	addQueryTerms(t, tc)
 	changed := search("after writes")
 	require.Zero(t, changed.stats, "the changed copies sent their statistics in the query phase")
 	require.Equal(t, 4, changed.query, "the query phase ran again")
 	settled := search("after writes, repeated")
 	require.Zero(t, settled.stats)
 	require.Equal(t, 2, settled.query, "the fresh statistics were kept")
+}
+
+// TestClusterPointInTimeKeepsNoStatistics: a search of a point in time
+// neither uses the statistics kept for the same request nor keeps its own
+// (a pinned view's contents are no generation of its copy's): after
+// writes it runs its own statistics phase over the pinned views, ranks
+// exactly like one pinned shard, and leaves the cache as it was.
+func TestClusterPointInTimeKeepsNoStatistics(t *testing.T) {
+	tc := sixAndOne(t)
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	peers := tc.peers["n1"]
+	body := `{"query":{"match":{"body":"linux kernel"}},"size":10,"sort":["_score",{"_id":"asc"}]}`
+	tc.search(t, "n1", []string{"six"}, body) // keeps the request's statistics
+	kept := func() (int, int64) {
+		n1.stats.mu.Lock()
+		defer n1.stats.mu.Unlock()
+		return n1.stats.lru.Len(), n1.stats.used
+	}
+	entries, used := kept()
+	require.Positive(t, entries)
+	pits := map[string]PIT{}
+	for _, name := range []string{"six", "one"} {
+		pit, err := n1.OpenPIT(ctx, []string{name}, time.Minute)
+		require.NoError(t, err)
+		pits[name] = pit
+		defer func() { _, _ = n1.ClosePIT(ctx, pit) }()
+	}
+	newIDs := addQueryTerms(t, tc)
+	pitSearch := func(name string) *SearchResult {
+		srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{name}))
+		require.NoError(t, err)
+		srch.SetPointInTime(pits[name].Encode(), time.Minute)
+		res, err := n1.Search(ctx, []string{name}, srch)
+		require.NoError(t, err)
+		require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
+		return res
+	}
+	statsBefore := peers.callsTo("", methodSearchStats)
+	six := pitSearch("six")
+	require.Positive(t, peers.callsTo("", methodSearchStats)-statsBefore, "the point in time ran its own statistics phase")
+	one := pitSearch("one")
+	sameHits(t, one.SearchResult, six.SearchResult, "pinned views")
+	for _, h := range six.Hits {
+		require.NotContains(t, newIDs, h.ID, "a point in time sees no later write")
+	}
+	gotEntries, gotUsed := kept()
+	require.Equal(t, entries, gotEntries, "a point in time keeps no statistics")
+	require.Equal(t, used, gotUsed)
 }
 
 // TestClusterSearchMovesBatchedShardsToAnotherCopy: two shards whose

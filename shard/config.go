@@ -46,6 +46,16 @@ var (
 	// ErrUnavailable: a shard's copy cannot be reached now (no active
 	// primary, its node is down); retryable (503 unavailable_shards_exception).
 	ErrUnavailable = errors.New("shard unavailable")
+	// ErrIndexClosed: the index is closed; open it to read or write it
+	// (400 index_closed_exception).
+	ErrIndexClosed = errors.New("index closed")
+	// ErrContextMissing: a point in time's (or scroll's) reader context is
+	// gone — expired, closed, or its node restarted (404
+	// search_context_missing_exception).
+	ErrContextMissing = errors.New("search context missing")
+	// ErrNotSupported: the node's metadata cannot do what was asked (a
+	// test double without IndexAdmin).
+	ErrNotSupported = errors.New("not supported")
 )
 
 // Config tunes the shard layer (Store and Coordinator).

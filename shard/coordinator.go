@@ -1,13 +1,12 @@
 package shard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +36,8 @@ type Coordinator struct {
 	peers  Peers // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
-	stats  *statsCache // nil: none kept
+	stats  *statsCache     // nil: none kept
+	pits   *readerContexts // this node's pinned views (points in time, scrolls)
 
 	countersMu sync.Mutex
 	counters   map[string]*indexCounters // by index name, this node's requests
@@ -54,10 +54,18 @@ type indexCounters struct {
 	indexTotal, indexNanos, delTotal, srchTotal, srchNanos atomic.Uint64
 }
 
-// IndexSettings are an index's settings. NumberOfShards is fixed at creation.
+// IndexSettings are an index's settings and aliases. NumberOfShards is
+// fixed at creation.
 type IndexSettings struct {
 	NumberOfShards   int `json:"number_of_shards"`
 	NumberOfReplicas int `json:"number_of_replicas"`
+	// Other are every other index setting, by flat key
+	// ("index.refresh_interval"), JSON values as given: stored and
+	// returned; the API honours those Weft has a meaning for.
+	Other map[string]json.RawMessage `json:"-"`
+	// Aliases are the index's aliases (given at creation; changed with
+	// UpdateAliases).
+	Aliases map[string]AliasSpec `json:"-"`
 }
 
 // IndexInfo describes one index.
@@ -67,6 +75,7 @@ type IndexInfo struct {
 	Settings       IndexSettings
 	Mapping        *index.Mapping // a copy; changing it changes nothing
 	CreationDate   time.Time
+	Closed         bool
 	Health         string // green, yellow or red, from the shard table
 	DocsCount      uint64 // documents in the primaries that answered
 	StoreSizeBytes int64  // bytes of every copy that answered
@@ -100,7 +109,7 @@ func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(),
+	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(), pits: newReaderContexts(),
 		stats:    newStatsCache(cfg.SearchStatsCacheBytes),
 		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
@@ -140,6 +149,7 @@ func (c *Coordinator) reconcileLoop() {
 				lastErr = err.Error()
 			}
 		}
+		c.pits.sweep(time.Now(), func(alloc string) bool { _, ok := c.store.copy(alloc); return ok })
 		select {
 		case <-c.stop:
 			return
@@ -161,6 +171,7 @@ func (c *Coordinator) Close() error {
 	if running {
 		<-c.done
 	}
+	c.pits.closeAll()
 	return c.store.Close()
 }
 
@@ -196,9 +207,11 @@ func (c *Coordinator) viewWhen(ok func() error) (*View, error) {
 	return c.meta.View(), nil
 }
 
-// ClusterView returns the committed view of the cluster's metadata;
-// ErrClusterBlocked while this node cannot serve.
-func (c *Coordinator) ClusterView() (*View, error) { return c.view() }
+// ClusterView returns the committed view of the cluster's metadata, the
+// last one while this node knows no leader (for reads: writes check Ready
+// themselves); ErrClusterBlocked until the node has first joined a
+// cluster (Metadata.Serving).
+func (c *Coordinator) ClusterView() (*View, error) { return c.readView() }
 
 // ValidateIndexName applies Elasticsearch's index name rules.
 func ValidateIndexName(name string) error {
@@ -250,7 +263,11 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 	if err != nil {
 		return err
 	}
-	if err := c.meta.CreateIndex(ctx, IndexSpec{Name: name, NumberOfShards: s.NumberOfShards, NumberOfReplicas: s.NumberOfReplicas, Mapping: raw}); err != nil {
+	if err := checkNewNames(c.meta.View(), name, s.Aliases); err != nil {
+		return err
+	}
+	if err := c.meta.CreateIndex(ctx, IndexSpec{Name: name, NumberOfShards: s.NumberOfShards, NumberOfReplicas: s.NumberOfReplicas, Mapping: raw,
+		Settings: s.Other, Aliases: s.Aliases}); err != nil {
 		return err
 	}
 	c.logger.Info("index created", "index", name, "shards", s.NumberOfShards, "replicas", s.NumberOfReplicas)
@@ -328,8 +345,8 @@ func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
 	stats := c.gatherCopyStats(ctx, v)
 	out := make([]IndexInfo, 0, len(ixs))
 	for _, ix := range ixs {
-		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: indexHealth(v, ix),
-			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas}}
+		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: indexHealth(v, ix), Closed: ix.Closed,
+			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas, Other: ix.Settings, Aliases: ix.Aliases}}
 		if nm, ok := c.store.mapping(ix.UUID); ok {
 			// The view may be newer than what the reconcile loop merged:
 			// merge it now, so a PUT _mapping is seen by the next GET.
@@ -379,41 +396,23 @@ func indexHealth(v *View, ix *IndexView) string {
 	return status
 }
 
-// ResolveIndices expands an index expression: comma-separated names and
-// wildcards ("logs-*"); "", "*" and "_all" mean every index. A concrete name
-// that does not exist is ErrIndexNotFound; a wildcard may match nothing.
+// ResolveIndices expands an index expression: comma-separated names,
+// aliases and wildcards ("logs-*"); "", "*" and "_all" mean every index,
+// open or closed. A concrete name that does not exist is
+// ErrIndexNotFound; a wildcard may match nothing.
 func (c *Coordinator) ResolveIndices(expr string) ([]string, error) {
+	r, err := c.Resolve(expr, ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
+	return r.Indices, err
+}
+
+// Resolve expands an index expression under a request's indices options
+// (see View.Resolve). It reads without a Raft leader.
+func (c *Coordinator) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 	v, err := c.readView()
 	if err != nil {
-		return nil, err
+		return Resolved{}, err
 	}
-	set := map[string]bool{}
-	for _, part := range strings.Split(expr, ",") {
-		part = strings.TrimSpace(part)
-		switch {
-		case part == "" || part == "_all" || part == "*":
-			for n := range v.Indices {
-				set[n] = true
-			}
-		case strings.ContainsAny(part, "*?"):
-			for n := range v.Indices {
-				if ok, err := path.Match(part, n); err == nil && ok {
-					set[n] = true
-				}
-			}
-		default:
-			if _, ok := v.Indices[part]; !ok {
-				return nil, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, part)
-			}
-			set[part] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
+	return v.Resolve(expr, o)
 }
 
 // PutMapping merges mp into the index's committed mapping (new fields only;
@@ -466,10 +465,18 @@ func (c *Coordinator) PutMapping(ctx context.Context, name string, mp *index.Map
 	}
 }
 
-// UpdateSettings changes number_of_replicas.
-func (c *Coordinator) UpdateSettings(ctx context.Context, name string, replicas int) error {
-	if replicas < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", ErrInvalidRequest, replicas)
+// SettingsUpdate is a change of an index's dynamic settings: the fields
+// set are changed.
+type SettingsUpdate struct {
+	NumberOfReplicas *int
+	// Other replaces stored settings by flat key; a JSON null removes one.
+	Other map[string]json.RawMessage
+}
+
+// UpdateSettings changes an index's dynamic settings.
+func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u SettingsUpdate) error {
+	if r := u.NumberOfReplicas; r != nil && *r < 0 {
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", ErrInvalidRequest, *r)
 	}
 	v, err := c.view()
 	if err != nil {
@@ -479,12 +486,39 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, replicas 
 	if err != nil {
 		return err
 	}
-	if err := c.meta.UpdateReplicas(ctx, name, ix.UUID, replicas); err != nil {
+	if r := u.NumberOfReplicas; r != nil {
+		if err := c.meta.UpdateReplicas(ctx, name, ix.UUID, *r); err != nil {
+			return err
+		}
+		if _, err := c.meta.AwaitView(ctx, func(v *View) bool {
+			cur, ok := v.Indices[name]
+			return !ok || cur.NumberOfReplicas == *r
+		}); err != nil {
+			return err
+		}
+	}
+	if len(u.Other) == 0 {
+		return nil
+	}
+	admin, err := c.admin()
+	if err != nil {
+		return err
+	}
+	if err := admin.UpdateIndexSettings(ctx, name, ix.UUID, u.Other); err != nil {
 		return err
 	}
 	_, err = c.meta.AwaitView(ctx, func(v *View) bool {
 		cur, ok := v.Indices[name]
-		return !ok || cur.NumberOfReplicas == replicas
+		if !ok || cur.UUID != ix.UUID {
+			return true
+		}
+		for k, val := range u.Other {
+			got, has := cur.Settings[k]
+			if isNull(val) == has || (has && !bytes.Equal(got, val)) {
+				return false
+			}
+		}
+		return true
 	})
 	return err
 }
@@ -506,16 +540,22 @@ func (c *Coordinator) Fields(names []string) FieldTypes {
 	return out
 }
 
+// counterStats are this node's request counters by index name.
+func (c *Coordinator) counterStats() map[string]IndexNodeStats {
+	out := map[string]IndexNodeStats{}
+	c.countersMu.Lock()
+	defer c.countersMu.Unlock()
+	for name, ic := range c.counters {
+		out[name] = IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
+			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
+	}
+	return out
+}
+
 // Stats returns per-index counters of this node: the requests it
 // coordinated and the copies it holds.
 func (c *Coordinator) Stats() NodeStats {
-	out := NodeStats{Indices: map[string]IndexNodeStats{}}
-	c.countersMu.Lock()
-	for name, ic := range c.counters {
-		out.Indices[name] = IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
-			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
-	}
-	c.countersMu.Unlock()
+	out := NodeStats{Indices: c.counterStats()}
 	for _, sc := range c.store.openCopies() {
 		st := out.Indices[sc.meta.Index]
 		is := sc.idx.Stats()

@@ -112,7 +112,8 @@ func TestIndexLifecycle(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.expr)
 	}
 
-	require.NoError(t, m.UpdateSettings(ctx, "other", 2))
+	two := 2
+	require.NoError(t, m.UpdateSettings(ctx, "other", SettingsUpdate{NumberOfReplicas: &two}))
 	inf, err = m.Index("other")
 	require.NoError(t, err)
 	require.Equal(t, "yellow", inf.Health)

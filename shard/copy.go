@@ -265,6 +265,11 @@ func (s *shardCopy) commit(group []*writeReq) error {
 					continue
 				}
 			}
+			if op.VersionType != VersionInternal && cur.exists &&
+				(cur.version > op.Version || (cur.version == op.Version && op.VersionType == VersionExternal)) {
+				fail(res, http.StatusConflict, externalConflict(op, cur.version))
+				continue
+			}
 			var source []byte
 			del := false
 			switch op.Type {
@@ -304,7 +309,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 						fail(res, http.StatusBadRequest, err)
 						continue
 					}
-					if !changed {
+					if !changed && !u.NoDetectNoop {
 						res.Result, res.Status = "noop", http.StatusOK
 						res.Version, res.SeqNo, res.PrimaryTerm = cur.version, cur.seq, cur.term
 						continue
@@ -329,6 +334,9 @@ func (s *shardCopy) commit(group []*writeReq) error {
 			iop.SeqNo = s.nextSeq
 			s.nextSeq++
 			iop.Version = cur.version + 1
+			if op.VersionType != VersionInternal {
+				iop.Version = op.Version
+			}
 			if del {
 				res.Result, res.Status = "deleted", http.StatusOK
 			} else if cur.exists {
@@ -420,6 +428,16 @@ func fail(res *OpResult, status int, err error) {
 	res.Status, res.Err, res.Result = status, err, ""
 }
 
+// externalConflict is the conflict of an externally versioned write with
+// the stored version.
+func externalConflict(op *Op, current int64) error {
+	than := "higher or equal to"
+	if op.VersionType == VersionExternalGTE {
+		than = "higher than"
+	}
+	return fmt.Errorf("%w: [%s]: version conflict, current version [%d] is %s the one provided [%d]", ErrVersionConflict, op.ID, current, than, op.Version)
+}
+
 // mergeSource merges a partial document into a source, recursively for
 // objects (ES partial update). changed is false when nothing differs.
 func mergeSource(src, doc []byte) ([]byte, bool, error) {
@@ -481,5 +499,6 @@ func (s *shardCopy) close() error {
 // (if any) is applied: such writes are searchable when it returns.
 func (s *shardCopy) waitForWrites() {
 	s.leader.Lock()
-	s.leader.Unlock() //nolint:staticcheck // waiting for the group in flight
+	//lint:ignore SA2001 the lock is only a wait for the group in flight
+	s.leader.Unlock()
 }

@@ -69,10 +69,74 @@ func (c *Coordinator) Recoveries(ctx context.Context) []RecoveryInfo {
 }
 
 // nodeReport is what methodCopyStats answers: a node's copies and their
-// recoveries.
+// recoveries, and the requests it coordinated by index name.
 type nodeReport struct {
-	Copies     map[string]CopyStats `json:"copies"`
-	Recoveries []RecoveryInfo       `json:"recoveries"`
+	Copies     map[string]CopyStats      `json:"copies"`
+	Recoveries []RecoveryInfo            `json:"recoveries"`
+	Counters   map[string]IndexNodeStats `json:"counters,omitempty"`
+}
+
+// IndexStats are an index's statistics (_stats): its copies' counts, from
+// the nodes that answered, and the requests for it that the nodes
+// coordinated, summed over the nodes.
+type IndexStats struct {
+	Primaries, Total CopyStats
+	Counters         IndexNodeStats
+	// Copies are the copies assigned; Counted those whose node answered,
+	// CountedPrimaries the primaries among them.
+	Copies, Counted, CountedPrimaries int
+}
+
+// IndexStats gathers the statistics of the named indices from every node
+// that answers before ctx ends.
+func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string]IndexStats {
+	v, err := c.readView()
+	if err != nil {
+		return map[string]IndexStats{}
+	}
+	copies := c.localCopyStats()
+	counters := []map[string]IndexNodeStats{c.counterStats()}
+	for _, rep := range c.askHolders(ctx, v) {
+		for k, st := range rep.Copies {
+			copies[k] = st
+		}
+		counters = append(counters, rep.Counters)
+	}
+	out := make(map[string]IndexStats, len(names))
+	for _, name := range names {
+		ix, ok := v.Indices[name]
+		if !ok {
+			continue
+		}
+		var st IndexStats
+		for k := range ix.Shards {
+			for _, cp := range ix.Shards[k].Copies {
+				st.Copies++
+				cs, ok := copies[cp.AllocationID]
+				if !ok {
+					continue
+				}
+				st.Counted++
+				st.Total.Docs += cs.Docs
+				st.Total.StoreSizeBytes += cs.StoreSizeBytes
+				if cp.Primary {
+					st.CountedPrimaries++
+					st.Primaries.Docs += cs.Docs
+					st.Primaries.StoreSizeBytes += cs.StoreSizeBytes
+				}
+			}
+		}
+		for _, m := range counters {
+			n := m[name]
+			st.Counters.IndexTotal += n.IndexTotal
+			st.Counters.IndexTimeNanos += n.IndexTimeNanos
+			st.Counters.DeleteTotal += n.DeleteTotal
+			st.Counters.SearchTotal += n.SearchTotal
+			st.Counters.SearchNanos += n.SearchNanos
+		}
+		out[name] = st
+	}
+	return out
 }
 
 // askHolders asks every other live node that holds copies for its report.
@@ -118,5 +182,5 @@ func (c *Coordinator) serveCopyStats(_ context.Context, req *fabric.Request) ([]
 	if len(req.Payload) != 1 || req.Payload[0] != wireVersion {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "copy stats: unknown request version")
 	}
-	return jsonReply(nodeReport{Copies: c.localCopyStats(), Recoveries: c.store.Recoveries()})
+	return jsonReply(nodeReport{Copies: c.localCopyStats(), Recoveries: c.store.Recoveries(), Counters: c.counterStats()})
 }

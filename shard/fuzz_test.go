@@ -24,6 +24,9 @@ func FuzzBulkMessages(f *testing.F) {
 		{Type: OpCreate, ID: "b", Source: json.RawMessage(`{}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
 		{Type: OpUpdate, ID: "c", Update: &UpdateSpec{Doc: json.RawMessage(`{"y":2}`), DocAsUpsert: true}},
 		{Type: OpDelete, ID: "d"},
+		{Type: OpIndex, ID: "e", Source: json.RawMessage(`{}`), Version: 42, VersionType: VersionExternal},
+		{Type: OpDelete, ID: "f", Version: 7, VersionType: VersionExternalGTE},
+		{Type: OpUpdate, ID: "g", Update: &UpdateSpec{Doc: json.RawMessage(`{}`), NoDetectNoop: true}},
 	}
 	items := make([]item, len(ops))
 	res := make([]OpResult, len(ops))
@@ -80,14 +83,41 @@ func FuzzShardHandlers(f *testing.F) {
 		methodSearchFetch: encodeFetchRequest(&fetchRequest{searchHeader: h, fields: []string{index.SourceField}, named: true,
 			shards: []fetchShard{{shardRef: ref, ids: []string{"x"}}}}),
 	}
+	pitRef := ref
+	pitRef.ctx = "no-such-context"
+	pitHeader := h
+	pitHeader.keepAlive = time.Minute
+	pitHeader.wire.Scope = esdsl.Scope{Filter: []byte(`{"term":{"a":"y"}}`), MaxResultWindow: 5}
+	f.Add(uint8(methodSearchQuery-methodBulk), encodeQueryRequest(&queryRequest{searchHeader: pitHeader, size: 3,
+		shards: []queryShard{{shardRef: pitRef}}}))
 	for m, seed := range search {
 		f.Add(uint8(m-methodBulk), seed)
 	}
 	items := []item{{op: &Op{Type: OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
 	f.Add(uint8(0), encodeBulk(bulkHeader{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: p.AllocationID, term: 1}, items))
 	f.Add(uint8(3), []byte{wireVersion})
+	mget := enc{}
+	mget.u8(wireVersion)
+	mget.str(v.ClusterUUID)
+	mget.str(ix.UUID)
+	mget.uvarint(0)
+	mget.str(p.AllocationID)
+	mget.uvarint(2)
+	mget.str("a")
+	mget.str("b")
+	f.Add(uint8(methodMget-methodBulk), mget.b)
+	open := enc{}
+	open.u8(wireVersion)
+	open.str(p.AllocationID)
+	open.varint(int64(time.Second))
+	f.Add(uint8(methodContextOpen-methodBulk), open.b)
+	op := enc{}
+	op.u8(wireVersion)
+	op.str("no-such-context")
+	op.bytes([]byte(`{"p":1}`))
+	f.Add(uint8(methodScrollCommit-methodBulk), op.b)
 	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
-		method := methodBulk + fabric.Method(which%uint8(methodRecoveryOps-methodBulk+1))
+		method := methodBulk + fabric.Method(which%uint8(methodScrollCommit-methodBulk+1))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*routingWait)
 		defer cancel()
 		_, _ = mux.ServeFabric(ctx, &fabric.Request{Method: method, Payload: payload})
@@ -99,8 +129,10 @@ func FuzzShardHandlers(f *testing.F) {
 // something that decodes to the same message.
 func FuzzSearchMessages(f *testing.F) {
 	h := searchHeader{cluster: "c", indices: []string{"a", "b"}, wire: esdsl.Wire{Body: []byte(`{"query":{"match_all":{}}}`),
-		Params: map[string][]string{"q": {"x"}, "routing": {"1", "2"}}, Now: -5, ScrollPage: 2, After: [][]byte{[]byte("k"), {}}}}
-	ref := shardRef{index: "u", shard: 3, alloc: "al", mappingVersion: 9}
+		Params: map[string][]string{"q": {"x"}, "routing": {"1", "2"}}, Now: -5, ScrollPage: 2, After: [][]byte{[]byte("k"), {}},
+		Scope: esdsl.Scope{Filter: []byte(`{"term":{"t":"x"}}`), MaxResultWindow: 50, MaxInnerResultWindow: 5, MaxTermsCount: 7}},
+		keepAlive: time.Minute}
+	ref := shardRef{index: "u", shard: 3, alloc: "al", mappingVersion: 9, ctx: "reader-context"}
 	st := &index.TermStats{DocCount: 4, FieldLength: map[string]uint64{"body": 10},
 		DocFreq: map[string]map[string]uint64{"body": {"x": 2, "y": 1}}, Dicts: map[string][]index.DictTerm{"prefix\x00body\x00x": {{Term: "x"}, {Term: "xy", EditDistance: 1}}}}
 	f.Add(uint8(0), encodeStatsRequest(&statsRequest{searchHeader: h, shards: []shardRef{ref, ref}}))

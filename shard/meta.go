@@ -59,6 +59,62 @@ type IndexSpec struct {
 	NumberOfShards   int
 	NumberOfReplicas int
 	Mapping          json.RawMessage
+	// Settings are the other index settings (see IndexSettings.Other).
+	Settings map[string]json.RawMessage
+	// Aliases are the aliases the index is created with.
+	Aliases map[string]AliasSpec
+}
+
+// AliasSpec is one alias of an index, as Elasticsearch defines it: another
+// name the index is searched (and written) under, with an optional filter
+// (a query object every search through the alias is restricted by) and
+// routing values for searches and writes through it.
+type AliasSpec struct {
+	Filter        json.RawMessage `json:"filter,omitempty"`
+	IndexRouting  string          `json:"index_routing,omitempty"`
+	SearchRouting string          `json:"search_routing,omitempty"`
+	// IsWriteIndex: nil when not set; true on at most one index of an
+	// alias (the one writes through the alias go to).
+	IsWriteIndex *bool `json:"is_write_index,omitempty"`
+	IsHidden     bool  `json:"is_hidden,omitempty"`
+}
+
+// AliasAction is one step of an atomic alias update (Elasticsearch's
+// _aliases actions): add or remove an alias of an index, or delete the
+// index.
+type AliasAction struct {
+	Op    AliasOp
+	Index string // a concrete index name
+	Alias string
+	Spec  AliasSpec // for AliasAdd
+	// MustExist: a removal of an alias the index does not have fails.
+	MustExist bool
+}
+
+// AliasOp is what an AliasAction does.
+type AliasOp int
+
+// Alias operations.
+const (
+	AliasAdd AliasOp = iota
+	AliasRemove
+	AliasRemoveIndex
+)
+
+// IndexAdmin is what index administration beyond Metadata needs from the
+// cluster's metadata: aliases, opening and closing, and the index settings
+// Weft stores. It is checked at run time (the node's placement adapter
+// implements it); every method returns once the change is committed.
+type IndexAdmin interface {
+	// UpdateAliases applies the actions atomically (all or none); each
+	// names an index by name, the adapter adds its UUID from view.
+	UpdateAliases(ctx context.Context, view *View, actions []AliasAction) error
+	// SetIndexClosed closes the index (it refuses reads and writes) or
+	// opens it again.
+	SetIndexClosed(ctx context.Context, name, uuid string, closed bool) error
+	// UpdateIndexSettings replaces the given settings (a JSON null removes
+	// one).
+	UpdateIndexSettings(ctx context.Context, name, uuid string, settings map[string]json.RawMessage) error
 }
 
 // View is the shard layer's reading of the committed cluster metadata.
@@ -94,7 +150,14 @@ type IndexView struct {
 	Mapping          json.RawMessage
 	MappingVersion   uint64
 	CreationDate     time.Time
-	Shards           []ShardView
+	// Settings are the index settings besides the shard and replica
+	// counts, by flat key ("index.refresh_interval"), as given.
+	Settings map[string]json.RawMessage
+	// Aliases are the index's aliases, by alias name.
+	Aliases map[string]AliasSpec
+	// Closed: the index refuses reads and writes (ErrIndexClosed).
+	Closed bool
+	Shards []ShardView
 }
 
 // ShardView is one shard's copies.

@@ -33,7 +33,32 @@ type Op struct {
 	// document has exactly this seq no and primary term.
 	IfSeqNo       *uint64
 	IfPrimaryTerm *uint64
+
+	// RequireAlias: Index must be an alias (ES require_alias); a write
+	// to anything else fails rather than creating an index.
+	RequireAlias bool
+
+	// Version and VersionType: with an external version type the write
+	// carries its own version (ES version/version_type=external|
+	// external_gte), which must be above (or, for external_gte, at least)
+	// the stored document's, and becomes the document's version.
+	Version     int64
+	VersionType VersionType
 }
+
+// VersionType is how an Op's Version is checked.
+type VersionType uint8
+
+// Version types (Elasticsearch's, less internal versioning with a given
+// version, which Elasticsearch 8 refuses in favour of if_seq_no).
+const (
+	// VersionInternal: the primary numbers versions itself.
+	VersionInternal VersionType = iota
+	// VersionExternal: Version must be greater than the stored one.
+	VersionExternal
+	// VersionExternalGTE: Version must be at least the stored one.
+	VersionExternalGTE
+)
 
 // UpdateSpec is a partial-document update: Doc is merged into _source
 // (recursively for objects). If the document is missing, DocAsUpsert
@@ -42,6 +67,9 @@ type UpdateSpec struct {
 	Doc         json.RawMessage
 	DocAsUpsert bool
 	Upsert      json.RawMessage
+	// NoDetectNoop (ES detect_noop false): an update that changes nothing
+	// is written anyway (a new version), not answered "noop".
+	NoDetectNoop bool
 }
 
 // RefreshPolicy is the refresh parameter of a write. Writes are searchable
@@ -137,6 +165,15 @@ func (f FieldTypes) DateFormat(p string) string {
 		return m.DateFormat(p)
 	}
 	return ""
+}
+
+// Stored reports whether the first mapping that maps p stores it
+// (store: true).
+func (f FieldTypes) Stored(p string) bool {
+	if m := f.mappingFor(p); m != nil {
+		return m.Stored(p)
+	}
+	return false
 }
 
 // Paths returns every mapped leaf path with its type.

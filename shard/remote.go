@@ -75,6 +75,7 @@ type remoteSearcher struct {
 	num            int
 	uuid           string
 	mappingVersion uint64
+	pitCtx         string // a point-in-time search: the copy's reader context
 
 	mu      sync.Mutex
 	copies  []CopyView // untried or working, best first
@@ -449,7 +450,7 @@ func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs [
 	share := rs[0].rs
 	refs := make([]shardRef, len(rs))
 	for k, r := range rs {
-		refs[k] = shardRef{index: r.uuid, shard: r.num, alloc: args[k].cp.AllocationID, mappingVersion: r.mappingVersion}
+		refs[k] = shardRef{index: r.uuid, shard: r.num, alloc: args[k].cp.AllocationID, mappingVersion: r.mappingVersion, ctx: r.pitCtx}
 	}
 	var payload []byte
 	switch ph {
@@ -515,6 +516,11 @@ func asParts[P part](parts []P, err error) ([]part, error) {
 func (c *Coordinator) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(methodBulk, c.serveBulk)
 	mux.HandleFunc(methodGet, c.serveGet)
+	mux.HandleFunc(methodMget, c.serveMget)
+	mux.HandleFunc(methodContextOpen, c.serveContextOpen)
+	for _, m := range []fabric.Method{methodContextClose, methodScrollClaim, methodScrollCommit} {
+		mux.HandleFunc(m, c.serveContextOp(m))
+	}
 	mux.HandleFunc(methodRefresh, c.serveRefresh)
 	mux.HandleFunc(methodCopyStats, c.serveCopyStats)
 	mux.HandleFunc(methodSearchStats, c.serveSearchStats)

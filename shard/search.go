@@ -121,11 +121,16 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 // local one when there is one, else by adaptive replica selection. Shards
 // with no active copy are failures from the start.
 func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
+	if pit, keep := srch.PointInTime(); pit != "" {
+		p, err := DecodePIT(pit)
+		if err != nil {
+			return nil, []ShardFailure{{Err: err}}
+		}
+		return c.pitSearchers(v, p, keep, srch) // pit.go
+	}
 	var out []ShardSearcher
 	var failures []ShardFailure
-	rs := &remoteSearch{header: searchHeader{cluster: v.ClusterUUID, indices: names, wire: srch.Wire()},
-		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
-		from: srch.Request.From, size: srch.Request.Size}
+	rs := newRemoteSearch(v, names, srch)
 	routing := srch.Routing()
 	for _, n := range names {
 		ix, ok := v.Indices[n]
@@ -154,10 +159,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = &localSearcher{name: name, alloc: cp.AllocationID, idx: sc.idx, aggs: srch.AggCollector(n, num)}
-					if len(srch.Request.Fields) > 0 && !srch.Request.IncludeLocations {
-						local.fields = srch.Request.Fields
-					}
+					local = newLocalSearcher(name, cp.AllocationID, sc.idx, srch, n, num)
 				}
 			}
 			switch {
@@ -222,6 +224,24 @@ type aggSearcher interface {
 	// aggPartials are the shard's partial aggregations, once Search
 	// succeeded (nil when the request has none).
 	aggPartials() esdsl.AggPartials
+}
+
+// newRemoteSearch is what the remote searchers of srch over the indices
+// names share; its caller sets shards once it knows them.
+func newRemoteSearch(v *View, names []string, srch *esdsl.Search) *remoteSearch {
+	return &remoteSearch{header: searchHeader{cluster: v.ClusterUUID, indices: names, wire: srch.Wire()},
+		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
+		from: srch.Request.From, size: srch.Request.Size}
+}
+
+// newLocalSearcher searches idx, shard num of the index name, for srch;
+// alloc names the copy whose statistics may be kept ("": none).
+func newLocalSearcher(name, alloc string, idx *index.Index, srch *esdsl.Search, indexName string, num int) *localSearcher {
+	l := &localSearcher{name: name, alloc: alloc, idx: idx, aggs: srch.AggCollector(indexName, num)}
+	if len(srch.Request.Fields) > 0 && !srch.Request.IncludeLocations {
+		l.fields = srch.Request.Fields
+	}
+	return l
 }
 
 // localSearcher is a copy on this node. When fields is set its query

@@ -19,20 +19,22 @@ import (
 // serves one message holding the parts of several shards, translates the
 // request once and runs the shards' parts concurrently.
 
-// phaseRun is one phase message's shards on this node: their copies (nil
-// where the part failed already), the parts' errors, and the request as
-// translated here.
+// phaseRun is one phase message's shards on this node: the indexes to
+// search (a copy's, or its pinned view for a point in time; nil where the
+// part failed already), the parts' errors, and the request as translated
+// here.
 type phaseRun struct {
-	copies []*shardCopy
-	errs   []error
-	srch   *esdsl.Search // nil when the phase needs no query
+	idxs []*index.Index
+	errs []error
+	srch *esdsl.Search // nil when the phase needs no query
 }
 
-// openPhase checks each shard's routing and finds its copy; when translate
-// is set it waits for the mapping versions the coordinator used and
-// translates the request.
+// openPhase checks each shard's routing and finds its copy (and the
+// copy's reader context, for a point in time, extending its keep-alive);
+// when translate is set it waits for the mapping versions the coordinator
+// used and translates the request.
 func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []shardRef, translate bool) *phaseRun {
-	p := &phaseRun{copies: make([]*shardCopy, len(refs)), errs: make([]error, len(refs))}
+	p := &phaseRun{idxs: make([]*index.Index, len(refs)), errs: make([]error, len(refs))}
 	for k, ref := range refs {
 		if err := c.checkRouting(ctx, h.cluster, ref.index, ref.shard, ref.alloc, false); err != nil {
 			p.errs[k] = err
@@ -43,17 +45,20 @@ func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []sha
 			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, ref.alloc)
 			continue
 		}
-		p.copies[k] = sc
+		p.idxs[k] = sc.idx
+		if ref.ctx != "" {
+			p.idxs[k], p.errs[k] = c.pits.use(ref.ctx, h.keepAlive)
+		}
 	}
 	if !translate {
 		return p
 	}
 	for k, ref := range refs {
-		if p.copies[k] == nil {
+		if p.idxs[k] == nil {
 			continue
 		}
 		if err := c.awaitMapping(ctx, ref.index, ref.mappingVersion); err != nil {
-			p.copies[k], p.errs[k] = nil, err
+			p.idxs[k], p.errs[k] = nil, err
 		}
 	}
 	srch, err := esdsl.FromWire(h.wire, c.Fields(h.indices))
@@ -67,9 +72,9 @@ func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []sha
 
 // fail fails every part still open.
 func (p *phaseRun) fail(err error) {
-	for k, sc := range p.copies {
-		if sc != nil {
-			p.copies[k], p.errs[k] = nil, err
+	for k, idx := range p.idxs {
+		if idx != nil {
+			p.idxs[k], p.errs[k] = nil, err
 		}
 	}
 }
@@ -77,24 +82,24 @@ func (p *phaseRun) fail(err error) {
 // each runs fn for every open part, concurrently (the first on the
 // caller's goroutine, whose stack the fabric has grown), and returns when
 // all have.
-func (p *phaseRun) each(fn func(k int, sc *shardCopy)) {
+func (p *phaseRun) each(fn func(k int, idx *index.Index)) {
 	var wg sync.WaitGroup
 	first := -1
-	for k, sc := range p.copies {
+	for k, idx := range p.idxs {
 		switch {
-		case sc == nil:
+		case idx == nil:
 		case first < 0:
 			first = k
 		default:
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fn(k, sc)
+				fn(k, idx)
 			}()
 		}
 	}
 	if first >= 0 {
-		fn(first, p.copies[first])
+		fn(first, p.idxs[first])
 	}
 	wg.Wait()
 }
@@ -126,8 +131,8 @@ func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request)
 	}
 	run := c.openPhase(ctx, &m.searchHeader, m.shards, true)
 	parts := make([]statsPart, len(m.shards))
-	run.each(func(k int, sc *shardCopy) {
-		st, gen, err := sc.idx.TermStats(ctx, run.srch.Request.Query)
+	run.each(func(k int, idx *index.Index) {
+		st, gen, err := idx.TermStats(ctx, run.srch.Request.Query)
 		parts[k] = statsPart{err: err, stats: st, gen: gen}
 	})
 	for k, err := range run.errs {
@@ -155,7 +160,7 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 	}
 	v := c.meta.View()
 	results := make([]*bleve.SearchResult, len(m.shards))
-	run.each(func(k int, sc *shardCopy) {
+	run.each(func(k int, idx *index.Index) {
 		sh := &m.shards[k]
 		r := *run.srch.Request
 		r.Sort = r.Sort.Copy() // sort fields keep per-search state
@@ -174,9 +179,9 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 		if ac != nil {
 			col = ac
 		}
-		res, err := sc.idx.SearchCollect(qctx, &r, col)
+		res, err := idx.SearchCollect(qctx, &r, col)
 		if errors.Is(err, index.ErrStaleStats) {
-			st, gen, err := sc.idx.TermStats(ctx, run.srch.Request.Query)
+			st, gen, err := idx.TermStats(ctx, run.srch.Request.Query)
 			parts[k] = queryPart{err: err, stale: &statsPart{stats: st, gen: gen}}
 			return
 		}
@@ -221,8 +226,8 @@ func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request)
 	}
 	run := c.openPhase(ctx, &m.searchHeader, refs, m.locations || m.named)
 	parts := make([]fetchPart, len(m.shards))
-	run.each(func(k int, sc *shardCopy) {
-		parts[k].hits, parts[k].err = fetchHits(ctx, sc.idx, m, m.shards[k].ids, run.srch)
+	run.each(func(k int, idx *index.Index) {
+		parts[k].hits, parts[k].err = fetchHits(ctx, idx, m, m.shards[k].ids, run.srch)
 	})
 	for k, err := range run.errs {
 		if err != nil {
@@ -260,11 +265,11 @@ func prefetch(run *phaseRun, m *queryRequest, results []*bleve.SearchResult, par
 	for _, r := range all[:min(m.prefetch, len(all))] {
 		ids[r.part] = append(ids[r.part], r.hit.ID)
 	}
-	run.each(func(k int, sc *shardCopy) {
+	run.each(func(k int, idx *index.Index) {
 		if len(ids[k]) == 0 {
 			return
 		}
-		docs, err := sc.idx.Documents(ids[k], m.fields)
+		docs, err := idx.Documents(ids[k], m.fields)
 		if err != nil {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"sort"
+	"time"
 
 	"github.com/blevesearch/bleve/v2/search"
 
@@ -23,26 +24,33 @@ import (
 // sources travel as they are stored, without JSON escaping.
 
 // searchWireVersion starts every search phase request and reply. Version 1
-// was JSON with one shard per message.
-const searchWireVersion = 2
+// was JSON with one shard per message; 3 adds the request's scope (alias
+// filters, index limits) and points in time (reader contexts and their
+// keep-alive).
+const searchWireVersion = 3
 
 // searchHeader is what every phase request starts with: the request as
-// the client sent it and the names it was translated against, in the
-// coordinator's order.
+// the client sent it (with its scope) and the names it was translated
+// against, in the coordinator's order. keepAlive is what a point-in-time
+// search extends its reader contexts' keep-alive to (0: their own).
 type searchHeader struct {
-	cluster string
-	indices []string
-	wire    esdsl.Wire
+	cluster   string
+	indices   []string
+	wire      esdsl.Wire
+	keepAlive time.Duration
 }
 
 // shardRef addresses one copy in a phase request, with the mapping
 // version of its index the coordinator translated against (the data node
-// waits until it has it).
+// waits until it has it). ctx is the copy's reader context for a
+// point-in-time search ("" for none): the phase runs on that pinned view,
+// not on the copy as it is now.
 type shardRef struct {
 	index          string // uuid
 	shard          int
 	alloc          string
 	mappingVersion uint64
+	ctx            string
 }
 
 type statsRequest struct {
@@ -198,6 +206,11 @@ func (e *enc) header(h *searchHeader) {
 			e.bytes(a)
 		}
 	}
+	e.bytes(w.Scope.Filter)
+	e.uvarint(uint64(w.Scope.MaxResultWindow))
+	e.uvarint(uint64(w.Scope.MaxInnerResultWindow))
+	e.uvarint(uint64(w.Scope.MaxTermsCount))
+	e.varint(int64(h.keepAlive))
 }
 
 func (e *enc) ref(r *shardRef) {
@@ -205,6 +218,7 @@ func (e *enc) ref(r *shardRef) {
 	e.uvarint(uint64(r.shard))
 	e.str(r.alloc)
 	e.uvarint(r.mappingVersion)
+	e.str(r.ctx)
 }
 
 // termStats appends s (nil allowed).
@@ -502,10 +516,17 @@ func (d *dec) header(h *searchHeader) {
 			w.After[k] = append([]byte{}, d.bytes()...)
 		}
 	}
+	if f := d.bytes(); len(f) > 0 {
+		w.Scope.Filter = append(json.RawMessage(nil), f...)
+	}
+	w.Scope.MaxResultWindow = int(d.uvarint() & math.MaxInt32)
+	w.Scope.MaxInnerResultWindow = int(d.uvarint() & math.MaxInt32)
+	w.Scope.MaxTermsCount = int(d.uvarint() & math.MaxInt32)
+	h.keepAlive = time.Duration(d.varint())
 }
 
 func (d *dec) ref() shardRef {
-	return shardRef{index: d.str(), shard: int(d.uvarint() & math.MaxInt32), alloc: d.str(), mappingVersion: d.uvarint()}
+	return shardRef{index: d.str(), shard: int(d.uvarint() & math.MaxInt32), alloc: d.str(), mappingVersion: d.uvarint(), ctx: d.str()}
 }
 
 func (d *dec) termStats() *index.TermStats {

@@ -64,12 +64,15 @@ type statsScope struct {
 
 // scope returns the cache's place for a search of srch over the named
 // indexes (their uuids and mapping versions in v), or nil when there is no
-// cache. The key holds all that the statistics depend on besides the
-// copies' contents: the request as sent (a scroll's pages share the first
-// page's), the indexes and their mappings, and the instant date math
-// resolved against when the request has any.
+// cache or srch searches a point in time (a scroll's pages do): a pinned
+// view's statistics are those of its moment, which no generation of the
+// copy stands for, so such a search neither uses kept statistics nor
+// keeps its own. The key holds all that the statistics depend on besides
+// the copies' contents: the request as sent with its scope (alias
+// filters, index limits), the indexes and their mappings, and the instant
+// date math resolved against when the request has any.
 func (c *statsCache) scope(v *View, names []string, srch *esdsl.Search) *statsScope {
-	if c == nil {
+	if pit, _ := srch.PointInTime(); c == nil || pit != "" {
 		return nil
 	}
 	w := srch.Wire()
@@ -106,6 +109,10 @@ func (c *statsCache) scope(v *View, names []string, srch *esdsl.Search) *statsSc
 	}
 	if w.Count {
 		field([]byte("count"))
+	}
+	field(w.Scope.Filter)
+	for _, n := range []int{w.Scope.MaxResultWindow, w.Scope.MaxInnerResultWindow, w.Scope.MaxTermsCount} {
+		field([]byte(strconv.Itoa(n)))
 	}
 	return &statsScope{cache: c, key: string(h.Sum(nil))}
 }

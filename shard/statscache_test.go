@@ -14,8 +14,9 @@ import (
 
 // TestStatsCacheKeysByWhatStatisticsDependOn: searches share kept
 // statistics only when their requests, indexes and mappings are the same
-// (and the instant their date math resolves against, when they have any);
-// the pages of a scroll share the first page's.
+// (and the instant their date math resolves against, when they have any,
+// and the scope: alias filters, index limits); a point in time's searches
+// (a scroll's pages) have no place in the cache.
 func TestStatsCacheKeysByWhatStatisticsDependOn(t *testing.T) {
 	c := newStatsCache(1 << 20)
 	v := &View{Indices: map[string]*IndexView{
@@ -45,13 +46,18 @@ func TestStatsCacheKeysByWhatStatisticsDependOn(t *testing.T) {
 	v.Indices["a"].MappingVersion = 2
 	require.NotEqual(t, base, key([]string{"a"}, `{"query":{"match":{"x":"y"}}}`, nil, t0), "another mapping")
 
+	scoped := func(sc esdsl.Scope) string {
+		s, err := esdsl.FromWire(esdsl.Wire{Body: []byte(`{"query":{"match":{"x":"y"}}}`), Now: t0.UnixNano(), Scope: sc}, fields)
+		require.NoError(t, err)
+		return c.scope(v, []string{"a"}, s).key
+	}
+	require.NotEqual(t, scoped(esdsl.Scope{}), scoped(esdsl.Scope{Filter: []byte(`{"term":{"x":"z"}}`)}), "an alias filter")
+	require.NotEqual(t, scoped(esdsl.Scope{}), scoped(esdsl.Scope{MaxResultWindow: 50}), "an index limit")
+
 	scroll := parse(`{"query":{"match":{"x":"y"}},"size":2}`, url.Values{"scroll": {"1m"}}, t0)
-	first := c.scope(v, []string{"a"}, scroll).key
-	id, err := scroll.ScrollID([]string{"a"}, nil, t0)
-	require.NoError(t, err)
-	_, next, err := esdsl.ParseScroll(id, "", fields, t0)
-	require.NoError(t, err)
-	require.Equal(t, first, c.scope(v, []string{"a"}, next).key)
+	require.NotNil(t, c.scope(v, []string{"a"}, scroll))
+	scroll.SetPointInTime("some-pit", time.Minute)
+	require.Nil(t, c.scope(v, []string{"a"}, scroll), "a point in time (every scroll page) neither uses nor keeps statistics")
 
 	require.Nil(t, newStatsCache(0).scope(v, []string{"a"}, scroll), "no cache, no scope")
 }

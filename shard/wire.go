@@ -31,9 +31,16 @@ const (
 	methodRecoveryStart                                 // a recovering copy asks its primary how to recover
 	methodRecoveryFiles                                 // the primary streams its index snapshot (also the stream's method)
 	methodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
+	methodMget                                          // realtime gets of several documents of one shard from its primary
+	methodContextOpen                                   // pin a copy in a reader context (point in time, scroll)
+	methodContextClose                                  // release a reader context
+	methodScrollClaim                                   // take a scroll's cursor from its home context for a page
+	methodScrollCommit                                  // store a scroll's cursor after a page
 )
 
-const wireVersion = 2 // 2: bulk replies say how many copies hold each write
+// 2: bulk replies say how many copies hold each write; 3: external
+// versions in bulk ops, mget, reader contexts (point in time, scroll).
+const wireVersion = 3
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request
@@ -62,6 +69,7 @@ var wireErrors = []error{
 	19: errCorruptRecord,
 	20: ErrLogFailed,
 	21: ErrLogCorrupt,
+	22: ErrContextMissing,
 }
 
 // ErrStaleRouting: the request was routed with an older (or newer) view of

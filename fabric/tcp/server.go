@@ -173,6 +173,7 @@ func (s *session) takeOver() {
 		return
 	}
 	gen := v>>stateGen + 1
+	//lint:ignore SA4016 stateReading is the zero kind, named so the state reads whole
 	if !s.state.CompareAndSwap(v, gen<<stateGen|stateReading) {
 		return
 	}
@@ -324,6 +325,7 @@ func (s *session) readLoop(gen uint64) (handedOff bool, err error) {
 					s.watchdog.Reset(watchPeriod)
 				}
 				s.runTask(t, h.method)
+				//lint:ignore SA4016 stateReading is the zero kind, named so the state reads whole
 				if !s.state.CompareAndSwap(inline, gen<<stateGen|stateReading) {
 					return true, nil // another goroutine reads now
 				}

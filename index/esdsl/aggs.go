@@ -86,7 +86,15 @@ type aggSpec struct {
 	ftype      string
 	slot       int
 	filterSlot int
+	// ranged: field is a range field, its lower bounds read at slot and
+	// its upper bounds at hiSlot (see rangeAggregator).
+	ranged bool
+	hiSlot int
 }
+
+// rangeAggregator is an aggregation kind that takes range fields (a
+// document falls in every bucket its range overlaps).
+type rangeAggregator interface{ aggregatesRanges() }
 
 // aggKind is what each kind of aggregation implements.
 type aggKind interface {
@@ -209,7 +217,11 @@ func parseAggs(raw json.RawMessage, t *translator) (*aggTree, error) {
 				}
 				return n
 			}
-			if s.field != "" {
+			switch {
+			case s.ranged:
+				lo, hi := index.RangeBounds(s.field)
+				s.slot, s.hiSlot = slot(lo), slot(hi)
+			case s.field != "":
 				s.slot = slot(s.field)
 			}
 			if m, ok := s.kind.(aggSources); ok {
@@ -339,6 +351,12 @@ func (a *aggSpec) fieldOf(p object, t *translator, required bool) error {
 		return argErr("Fielddata is disabled on [%s]: text fields are not optimised for operations that require per-document field data like aggregations and sorting; aggregate on a keyword field instead ([%s.keyword] if it exists)", f, f)
 	case a.ftype == "object":
 		return argErr("[%s] field [%s] is an object; aggregate on one of its leaf fields", a.where(), f)
+	case index.IsRange(a.ftype) && a.ftype != index.TypeIPRange:
+		if _, ok := a.kind.(rangeAggregator); ok {
+			a.ranged = true
+			return nil
+		}
+		return aggErr("[%s] field [%s] is a range field; only histogram and date_histogram aggregate range fields", a.where(), f)
 	case index.IsRange(a.ftype):
 		return aggErr("[%s] field [%s] is a range field; aggregating range fields is not supported", a.where(), f)
 	}
@@ -569,7 +587,9 @@ func bucketLists(parts []*AggPartial) [][]*AggBucket {
 // aggRenderer carries what rendering needs beyond the partials.
 type aggRenderer struct {
 	typedKeys bool
-	buckets   int // buckets rendered so far, against maxBuckets
+	buckets   int       // buckets rendered so far, against maxBuckets
+	fields    Fields    // the mapping: its SourcePolicy shapes top_hits sources
+	fetch     fetchSpec // the request's fields option, which top_hits return too
 }
 
 // RenderAggs shapes merged partials as Elasticsearch's "aggregations"
@@ -579,7 +599,7 @@ func (s *Search) RenderAggs(p AggPartials) (map[string]any, error) {
 	if s.aggs == nil || s.scrollPage > 0 {
 		return nil, nil
 	}
-	r := &aggRenderer{typedKeys: s.typedKeys}
+	r := &aggRenderer{typedKeys: s.typedKeys, fields: s.fields, fetch: fetchSpec{fields: s.fetch.fields}}
 	return r.all(s.aggs.specs, p)
 }
 

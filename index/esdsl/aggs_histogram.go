@@ -52,10 +52,10 @@ func (h *histogramAgg) parse(a *aggSpec, p object, t *translator) error {
 	if err := a.fieldOf(p, t, true); err != nil {
 		return err
 	}
-	if h.dates && a.ftype != "" && a.ftype != "date" {
+	if h.dates && a.ftype != "" && a.ftype != "date" && a.ftype != index.TypeDateRange {
 		return aggErr("Field [%s] of type [%s] is not supported for aggregation [date_histogram]", a.field, a.ftype)
 	}
-	if !h.dates && a.ftype != "" && !isNumeric(a.ftype) && a.ftype != "date" && a.ftype != "boolean" {
+	if !h.dates && a.ftype != "" && !isNumeric(a.ftype) && a.ftype != "date" && a.ftype != "boolean" && (!a.ranged || a.ftype == index.TypeDateRange) {
 		return aggErr("Field [%s] of type [%s] is not supported for aggregation [histogram]", a.field, a.ftype)
 	}
 	h.orderKey = "_key"
@@ -339,9 +339,42 @@ func (h *histogramAgg) newCollector(a *aggSpec) aggCollector {
 	return &histogramCollector{a: a, h: h, set: newBucketSet(a.subs)}
 }
 
+func (h *histogramAgg) aggregatesRanges() {}
+
+// rangeKeys adds the keys of the buckets the document's range overlaps
+// (clipped to hard_bounds).
+func (hc *histogramCollector) rangeKeys(d *index.MatchedDoc) error {
+	if d.Kind(hc.a.slot) != index.KindNumber {
+		return nil
+	}
+	los, his := d.Numbers(hc.a.slot), d.Numbers(hc.a.hiSlot)
+	if len(los) == 0 || len(his) == 0 {
+		return nil
+	}
+	if len(los) != 1 || len(his) != 1 {
+		// Bounds are kept sorted per document, so the pairs are lost.
+		return aggErr("[%s] a document holds several ranges in [%s]; Weft aggregates documents with one range each", hc.a.where(), hc.a.field)
+	}
+	lo, hi := los[0], his[0]
+	if hc.h.hard != nil {
+		lo, hi = math.Max(lo, hc.h.hard[0]), math.Min(hi, hc.h.hard[1])
+	}
+	for k := hc.h.key(lo); k <= hi; k = hc.h.next(k) {
+		if len(hc.keys) >= maxBuckets {
+			return tooManyBuckets()
+		}
+		hc.keys = append(hc.keys, k)
+	}
+	return nil
+}
+
 func (hc *histogramCollector) collect(d *index.MatchedDoc) error {
 	hc.keys = hc.keys[:0]
-	if hc.a.slot >= 0 && d.Kind(hc.a.slot) == index.KindNumber {
+	if hc.a.ranged {
+		if err := hc.rangeKeys(d); err != nil {
+			return err
+		}
+	} else if hc.a.slot >= 0 && d.Kind(hc.a.slot) == index.KindNumber {
 		for _, v := range d.Numbers(hc.a.slot) {
 			hc.keys = append(hc.keys, hc.h.key(v))
 		}

@@ -182,13 +182,6 @@ type metricAgg struct {
 	sigma float64
 }
 
-func nonEmpty(f string) []string {
-	if f == "" {
-		return nil
-	}
-	return []string{f}
-}
-
 func (m *metricAgg) parse(a *aggSpec, p object, t *translator) error {
 	if err := a.fieldOf(p, t, true); err != nil {
 		return err

@@ -35,14 +35,19 @@ type termsOrder struct {
 	path *aggPath
 }
 
-// termFilter is an include or exclude: exact values or a pattern.
+// termFilter is an include or exclude: exact values, a pattern or (an
+// include only) a partition.
 type termFilter struct {
 	strs map[string]bool
 	nums map[float64]bool
 	re   *regexp.Regexp
+	part *termPartition
 }
 
 func (f *termFilter) match(b *AggBucket, str bool) bool {
+	if f.part != nil {
+		return f.part.holds(b, str)
+	}
 	if f.re != nil {
 		return str && f.re.MatchString(b.Key)
 	}
@@ -152,6 +157,9 @@ func (ta *termsAgg) parse(a *aggSpec, p object, t *translator) error {
 			return err
 		}
 	}
+	if !valueTypeFits(ta.valueType, a.ftype) {
+		return argErr("Field [%s] of type [%s] is incompatible with the specified value_type [%s]", a.field, a.ftype, ta.valueType)
+	}
 	if ta.renderType(a) == "date" && ta.format == nil {
 		dp, err := t.dateParserFor(a.field, "", "")
 		if err != nil {
@@ -248,7 +256,17 @@ func (ta *termsAgg) parseFilter(a *aggSpec, t *translator, raw json.RawMessage, 
 		}
 		return f, nil
 	case 'o':
-		return nil, aggErr("[%s] partitioned [%s] is not supported; list the values or use a pattern", a.where(), what)
+		if what != "include" {
+			return nil, argErr("[%s.%s] cannot be partitioned; partition the include", a.where(), what)
+		}
+		if ta.renderType(a) == "ip" {
+			return nil, aggErr("[%s] a partitioned include on [%s] of type [ip] is not supported; list the values or use a pattern", a.where(), a.field)
+		}
+		p, err := parsePartition(raw, a.where()+"."+what, ta.typedName(a) == "dterms")
+		if err != nil {
+			return nil, err
+		}
+		return &termFilter{part: p}, nil
 	}
 	return nil, argErr("[%s.%s] must be a pattern or an array of values", a.where(), what)
 }
@@ -512,4 +530,24 @@ func (ta *termsAgg) keyFields(a *aggSpec, b *AggBucket) map[string]any {
 		m["key"] = numberKey(rt, b.Num)
 	}
 	return m
+}
+
+// valueTypeFits reports whether a mapped field of type ftype can be read
+// as value_type vt (which is a hint for unmapped fields): a keyword as a
+// string, an ip only as an ip; numbers, dates and booleans as one another.
+// An unset or unknown value_type and an unmapped field always fit.
+func valueTypeFits(vt, ftype string) bool {
+	family := func(t string) string {
+		switch {
+		case t == "string" || t == "keyword":
+			return "string"
+		case t == "ip":
+			return "ip"
+		case t == "number" || t == "numeric" || t == "date" || t == "date_nanos" || t == "boolean" || isNumeric(t):
+			return "number"
+		}
+		return ""
+	}
+	a, b := family(vt), family(ftype)
+	return a == "" || b == "" || a == b
 }

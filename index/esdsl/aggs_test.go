@@ -34,7 +34,13 @@ var aggDocs = []string{
 // aggShards indexes docs round-robin into n shards of one mapping.
 func aggShards(t testing.TB, n int, docs []string) ([]*index.Index, esdsl.Fields) {
 	t.Helper()
-	m, err := index.ParseMapping([]byte(aggMapping))
+	return aggShardsOf(t, n, aggMapping, docs)
+}
+
+// aggShardsOf is aggShards with another mapping.
+func aggShardsOf(t testing.TB, n int, mapping string, docs []string) ([]*index.Index, esdsl.Fields) {
+	t.Helper()
+	m, err := index.ParseMapping([]byte(mapping))
 	require.NoError(t, err)
 	shards := make([]*index.Index, n)
 	ops := make([][]index.Op, n)
@@ -256,4 +262,95 @@ func FuzzAggregations(f *testing.F) {
 			require.Equal(t, 400, e.Status)
 		}
 	})
+}
+
+// TestTermsPartitionsLikeElasticsearch: a partitioned include puts each
+// term in the partition Elasticsearch does (its 20_terms.yml answers:
+// "abc" and 1234 in partition 1 of 2, "bcd" and 5678 in partition 0), and
+// the partitions split the terms without overlap.
+func TestTermsPartitionsLikeElasticsearch(t *testing.T) {
+	shards, fields := aggShards(t, 2, []string{`{"tag":"abc","n":1234,"price":1.5}`, `{"tag":"bcd","n":5678,"price":2.5}`, `{"tag":"abc","n":1234,"price":3.5}`})
+	keys := func(field string, part int) []any {
+		got := aggSearch(t, shards, fields, fmt.Sprintf(`{"size":0,"aggs":{"a":{"terms":{"field":%q,"include":{"partition":%d,"num_partitions":2}}}}}`, field, part))
+		var out []any
+		for _, b := range got["a"].(map[string]any)["buckets"].([]any) {
+			out = append(out, b.(map[string]any)["key"])
+		}
+		return out
+	}
+	require.Equal(t, []any{"bcd"}, keys("tag", 0))
+	require.Equal(t, []any{"abc"}, keys("tag", 1))
+	require.Equal(t, []any{float64(5678)}, keys("n", 0))
+	require.Equal(t, []any{float64(1234)}, keys("n", 1))
+	require.ElementsMatch(t, []any{1.5, 2.5, 3.5}, append(keys("price", 0), keys("price", 1)...))
+
+	for _, bad := range []string{
+		`{"terms":{"field":"tag","include":{"partition":2,"num_partitions":2}}}`,
+		`{"terms":{"field":"tag","include":{"partition":0}}}`,
+		`{"terms":{"field":"tag","include":{"partition":0,"num_partitions":0}}}`,
+		`{"terms":{"field":"tag","include":{"partition":0,"num_partitions":2,"seed":1}}}`,
+		`{"terms":{"field":"tag","exclude":{"partition":0,"num_partitions":2}}}`,
+		`{"terms":{"field":"ip","include":{"partition":0,"num_partitions":2}}}`,
+	} {
+		_, err := esdsl.ParseSearch([]byte(`{"aggs":{"a":`+bad+`}}`), nil, fields)
+		require.Error(t, err, bad)
+	}
+}
+
+// TestHistogramsOfRanges: a document falls in every bucket its range
+// overlaps (Elasticsearch's 10_histogram.yml and 360_date_histogram.yml),
+// clipped by hard_bounds; several ranges in one document are refused
+// rather than counted wrongly; other aggregations refuse range fields.
+func TestHistogramsOfRanges(t *testing.T) {
+	const mapping = `{"properties":{"r":{"type":"long_range"},"d":{"type":"date_range"}}}`
+	shards, fields := aggShardsOf(t, 2, mapping, []string{
+		`{"r":{"lte":10},"d":{"gte":"2016-01-01","lt":"2016-01-02"}}`,
+		`{"r":{"gte":15},"d":{"gte":"2016-01-02","lt":"2016-01-03"}}`,
+		`{"r":{"gte":3,"lt":5},"d":{"gte":"2016-02-01","lt":"2016-03-02"}}`,
+	})
+	counts := func(agg string) map[string]float64 {
+		got := aggSearch(t, shards, fields, `{"size":0,"aggs":{"a":`+agg+`}}`)
+		out := map[string]float64{}
+		for _, b := range got["a"].(map[string]any)["buckets"].([]any) {
+			m := b.(map[string]any)
+			k := fmt.Sprint(m["key"])
+			if s, ok := m["key_as_string"]; ok {
+				k = s.(string)
+			}
+			out[k] = m["doc_count"].(float64)
+		}
+		return out
+	}
+	h := counts(`{"histogram":{"field":"r","interval":5,"hard_bounds":{"min":0,"max":20}}}`)
+	require.Equal(t, map[string]float64{"0": 2, "5": 1, "10": 1, "15": 1, "20": 1}, h)
+	d := counts(`{"date_histogram":{"field":"d","calendar_interval":"month"}}`)
+	require.Equal(t, map[string]float64{"2016-01-01T00:00:00.000Z": 2, "2016-02-01T00:00:00.000Z": 1, "2016-03-01T00:00:00.000Z": 1}, d)
+
+	for _, bad := range []string{`{"terms":{"field":"r"}}`, `{"avg":{"field":"d"}}`} {
+		_, err := esdsl.ParseSearch([]byte(`{"aggs":{"a":`+bad+`}}`), nil, fields)
+		require.Error(t, err, bad)
+	}
+	multi, mfields := aggShardsOf(t, 1, mapping, []string{`{"r":[{"gte":1,"lte":2},{"gte":8,"lte":9}]}`})
+	s, err := esdsl.ParseSearch([]byte(`{"aggs":{"a":{"histogram":{"field":"r","interval":1}}}}`), nil, mfields)
+	require.NoError(t, err)
+	_, err = multi[0].SearchCollect(context.Background(), s.Request, s.AggCollector("idx0", 0))
+	require.ErrorContains(t, err, "several ranges")
+}
+
+// TestTopHitsTiesInIndexingOrder: hits that tie come in the order they
+// were indexed (Elasticsearch's document order), also when one batch
+// indexed them all.
+func TestTopHitsTiesInIndexingOrder(t *testing.T) {
+	var docs, want []string
+	for k := 0; k < 12; k++ {
+		docs = append(docs, `{"tag":"a"}`)
+		want = append(want, fmt.Sprint("d", k))
+	}
+	shards, fields := aggShards(t, 1, docs)
+	got := aggSearch(t, shards, fields, `{"size":0,"aggs":{"a":{"top_hits":{"size":12}}}}`)
+	var ids []string
+	for _, h := range got["a"].(map[string]any)["hits"].(map[string]any)["hits"].([]any) {
+		ids = append(ids, h.(map[string]any)["_id"].(string))
+	}
+	require.Equal(t, want, ids)
 }

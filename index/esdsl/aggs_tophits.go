@@ -3,6 +3,7 @@ package esdsl
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,7 @@ type topHitsAgg struct {
 	size    int
 	sorts   []*topSort // empty: by score
 	source  sourceFilter
+	fetch   fetchSpec
 	version bool
 	seqNo   bool
 	scores  bool // _score is reported (sorted by score, or track_scores)
@@ -96,7 +98,15 @@ func (th *topHitsAgg) parse(a *aggSpec, p object, t *translator) error {
 			th.seqNo, err = asBool(v, a.where()+"."+k)
 		case "track_scores":
 			trackScores, err = asBool(v, a.where()+"."+k)
-		case "explain", "highlight", "stored_fields", "docvalue_fields", "script_fields", "fields":
+		case "stored_fields":
+			th.fetch.stored, err = stringList(v, a.where()+".stored_fields")
+		case "docvalue_fields":
+			if th.fetch.docvalue, err = parseFieldList(v, a.where()+".docvalue_fields"); err == nil {
+				err = checkDocvalue(t.fields, th.fetch.docvalue)
+			}
+		case "fields":
+			th.fetch.fields, err = parseFieldList(v, a.where()+".fields")
+		case "explain", "highlight", "script_fields":
 			err = aggErr("[%s] %s is not supported in top_hits; drop it", a.where(), k)
 		default:
 			err = a.unknownKey(k)
@@ -105,8 +115,8 @@ func (th *topHitsAgg) parse(a *aggSpec, p object, t *translator) error {
 			return err
 		}
 	}
-	if th.from+th.size > maxInnerResultWindow {
-		return argErr("Top hits result window is too large, the top hits aggregator [%s]'s from + size must be less than or equal to: [100] but was [%d].", a.name, th.from+th.size)
+	if max := t.scope.maxInnerResultWindow(); th.from+th.size > max {
+		return argErr("Top hits result window is too large, the top hits aggregator [%s]'s from + size must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [index.max_inner_result_window] index level setting.", a.name, max, th.from+th.size)
 	}
 	th.scores = len(th.sorts) == 0 || trackScores
 	for _, s := range th.sorts {
@@ -203,7 +213,7 @@ func (th *topHitsAgg) keys(d *index.MatchedDoc) []sortVal {
 }
 
 // less reports whether hit x sorts before y; ties go by index and shard
-// (and within a shard stay in document order, the order of its partial).
+// (and within a shard stay in indexing order, the order of its partial).
 func (th *topHitsAgg) less(x, y *aggHit) bool {
 	if c := th.cmp(x, y); c != 0 {
 		return c < 0
@@ -294,6 +304,14 @@ func (tc *topHitsCollector) finish(snap *index.Snapshot) error {
 		}
 		h.ID, h.Source, h.SeqNo, h.Version, h.Term = doc.ID, doc.Source, doc.SeqNo, doc.Version, doc.PrimaryTerm
 	}
+	// Ties go in indexing order (Elasticsearch's: Lucene's document
+	// order), not bleve's, which within one batch is arbitrary.
+	sort.SliceStable(tc.hits, func(i, j int) bool {
+		if c := tc.th.cmp(tc.hits[i], tc.hits[j]); c != 0 {
+			return c < 0
+		}
+		return tc.hits[i].SeqNo < tc.hits[j].SeqNo
+	})
 	return nil
 }
 
@@ -329,8 +347,17 @@ func (th *topHitsAgg) render(a *aggSpec, p *AggPartial, r *aggRenderer) (map[str
 		} else {
 			m["_score"] = nil
 		}
-		if src := th.source.apply(string(h.Source)); src != nil && len(h.Source) > 0 {
+		stored := h.Source
+		if r.fields != nil && len(stored) > 0 {
+			stored = PresentSource(r.fields, h.Index, stored)
+		}
+		if src := th.source.apply(string(stored)); src != nil && len(stored) > 0 {
 			m["_source"] = src
+		}
+		fetch := th.fetch
+		fetch.fields = append(slices.Clip(r.fetch.fields), fetch.fields...)
+		if vals, _ := fetch.values(r.fields, h.Source); len(vals) > 0 {
+			m["fields"] = vals
 		}
 		if len(th.sorts) > 0 {
 			vals := make([]any, len(h.Sort))

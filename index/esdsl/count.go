@@ -22,10 +22,10 @@ var countParams = map[string]bool{
 // most {"query": ...}, and the q/df/default_operator URL parameters) into a
 // Search whose Request returns no hits; its result's Total is the count.
 func ParseCount(body []byte, params url.Values, fields Fields) (*Search, error) {
-	return parseCountAt(body, params, fields, time.Now())
+	return Scope{}.ParseCount(body, params, fields)
 }
 
-func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time) (*Search, error) {
+func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time, sc Scope) (*Search, error) {
 	o, err := parseBody(body)
 	if err != nil {
 		return nil, err
@@ -35,7 +35,7 @@ func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time) 
 			return nil, argErr("request [/_count] contains unrecognized parameter: [%s]", k)
 		}
 	}
-	t := &translator{fields: fields, now: now}
+	t := &translator{fields: fields, now: now, scope: sc}
 	var q query.Query = query.NewMatchAllQuery()
 	for _, k := range o.sortedKeys() {
 		if k != "query" {
@@ -50,6 +50,9 @@ func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time) 
 			return nil, err
 		}
 	}
+	if q, err = t.scoped(q); err != nil {
+		return nil, err
+	}
 	if q, err = withMinScore(q, nil, params); err != nil {
 		return nil, err
 	}
@@ -58,5 +61,5 @@ func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time) 
 		return nil, argErr("invalid count request: %v", err)
 	}
 	_, minScore := q.(*scoring.MinScore)
-	return &Search{Request: req, trackTotal: -1, scoreSorted: true, minScore: minScore, body: body, params: params, now: now, count: true}, nil
+	return &Search{Request: req, trackTotal: -1, scoreSorted: true, minScore: minScore, body: body, params: params, now: now, count: true, scope: sc}, nil
 }

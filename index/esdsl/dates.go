@@ -19,7 +19,7 @@ type dateParser struct {
 	now time.Time
 }
 
-// epochMillis parses a JSON number given for a date whatever the format.
+// epochMillisFormat parses a JSON number given for a date whatever the format.
 var epochMillisFormat, _ = index.ParseDateFormat("epoch_millis")
 
 func newDateParser(format, timeZone string, now time.Time) (*dateParser, error) {
@@ -210,6 +210,3 @@ func truncateUnit(t time.Time, unit byte) time.Time {
 func formatDate(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
-
-// epochMillis returns t in milliseconds since the epoch.
-func epochMillis(t time.Time) int64 { return t.UnixMilli() }

@@ -82,7 +82,7 @@ func (r *SearchResponse) AppendJSON(b []byte) ([]byte, bool) {
 
 // fastEncodable reports whether AppendJSON can encode r.
 func (r *SearchResponse) fastEncodable() bool {
-	if len(r.Aggregations) > 0 || len(r.Shards.Failures) > 0 || !plainString(r.ScrollID) || !plainFloat(r.Hits.MaxScore) {
+	if len(r.Aggregations) > 0 || len(r.Shards.Failures) > 0 || r.PitID != "" || !plainString(r.ScrollID) || !plainFloat(r.Hits.MaxScore) {
 		return false
 	}
 	if t := r.Hits.Total; t != nil && !plainString(t.Relation) {
@@ -90,7 +90,7 @@ func (r *SearchResponse) fastEncodable() bool {
 	}
 	for i := range r.Hits.Hits {
 		h := &r.Hits.Hits[i]
-		if len(h.Highlight) > 0 || len(h.Sort) > 0 || h.Explanation != nil || len(h.MatchedQueries) > 0 || h.ID == "" ||
+		if len(h.Highlight) > 0 || len(h.Fields) > 0 || h.Version != nil || h.SeqNo != nil || len(h.Sort) > 0 || h.Explanation != nil || len(h.MatchedQueries) > 0 || h.ID == "" ||
 			!plainString(h.Index) || !plainString(h.ID) || !plainFloat(h.Score) {
 			return false
 		}

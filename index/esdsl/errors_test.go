@@ -90,7 +90,7 @@ func TestParseSearchErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseSearchAt([]byte(tt.body), tt.params, fields, fixedNow)
+			_, err := parseSearchAt([]byte(tt.body), tt.params, fields, fixedNow, Scope{})
 			var e *Error
 			require.ErrorAs(t, err, &e)
 			require.Equal(t, 400, e.Status)

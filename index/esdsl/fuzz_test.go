@@ -28,6 +28,8 @@ var fuzzSeeds = []string{
 	`{"query":{"ids":{"values":["1","2"]}},"from":1,"size":1,"timeout":"1s","track_scores":true,"sort":["_doc"]}`,
 	`{"query":{"match_phrase":{"body":{"query":"lazy dog","zero_terms_query":"all"}}}}`,
 	`{"query":{"bool":{"should":[{"regexp":{"body":"(?i)f.x"}},{"query_string":{"query":"/qu.*k/ OR body:b?own"}}]}}}`,
+	`{"query":{"query_string":{"query":"lazy (dog OR cat) bread","minimum_should_match":"-1"}},"aggs":{"t":{"terms":{"field":"tags","include":{"partition":1,"num_partitions":3}}}}}`,
+	`{"query":{"simple_query_string":{"query":"lazy dog | bread","minimum_should_match":"67%"}},"aggs":{"v":{"terms":{"field":"views","value_type":"long","include":{"partition":0,"num_partitions":2}}}}}`,
 }
 
 func FuzzParseSearch(f *testing.F) {
@@ -42,7 +44,7 @@ func FuzzParseSearch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		s, err := parseSearchAt([]byte(body), params, ti.fields, fixedNow)
+		s, err := parseSearchAt([]byte(body), params, ti.fields, fixedNow, Scope{})
 		if err != nil {
 			requireClientError(t, err)
 			return
@@ -53,9 +55,12 @@ func FuzzParseSearch(f *testing.F) {
 		resp := s.Response(res, time.Millisecond)
 		require.NotNil(t, resp)
 		if s.Scroll > 0 {
-			id, err := s.ScrollID([]string{"test"}, res, fixedNow)
+			id, err := s.ScrollID("pit", []string{"test"})
 			require.NoError(t, err)
-			_, _, err = ParseScroll(id, "", ti.fields, fixedNow)
+			sc, err := ParseScroll(id, "")
+			require.NoError(t, err)
+			page, after := s.ScrollCursor(res)
+			_, err = sc.Page(ti.fields, page, after)
 			require.NoError(t, err)
 		}
 	})
@@ -85,7 +90,7 @@ func FuzzParseMsearch(f *testing.F) {
 		}
 		require.NotEmpty(t, items)
 		for _, it := range items {
-			if _, err := parseSearchAt(it.Body, it.Params, fields, fixedNow); err != nil {
+			if _, err := parseSearchAt(it.Body, it.Params, fields, fixedNow, Scope{}); err != nil {
 				requireClientError(t, err)
 			}
 		}
@@ -95,22 +100,24 @@ func FuzzParseMsearch(f *testing.F) {
 func FuzzParseScroll(f *testing.F) {
 	fields := &testFields{types: testTypes, m: testMapping(f)}
 	for _, body := range []string{`{"size":2}`, `{"sort":[{"views":"desc"}],"query":{"match":{"body":"fox"}}}`} {
-		s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, fields, fixedNow)
+		s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, fields, fixedNow, Scope{})
 		require.NoError(f, err)
-		id, err := s.ScrollID([]string{"test"}, nil, fixedNow)
+		id, err := s.ScrollID("pit", []string{"test"})
 		require.NoError(f, err)
 		f.Add(id, "30s")
 	}
 	f.Add("", "")
 	f.Add("AAAAAAAAAAAA", "1m")
 	f.Fuzz(func(t *testing.T, id, keepAlive string) {
-		indices, s, err := ParseScroll(id, keepAlive, fields, fixedNow)
+		sc, err := ParseScroll(id, keepAlive)
 		if err != nil {
 			requireClientError(t, err)
 			return
 		}
-		require.NotNil(t, s)
-		require.NotNil(t, indices)
+		require.NotEmpty(t, sc.PIT)
+		if _, err := sc.Page(fields, 1, nil); err != nil {
+			requireClientError(t, err)
+		}
 	})
 }
 

@@ -84,3 +84,36 @@ func ParseMsearch(body []byte) ([]MsearchItem, error) {
 	}
 	return items, nil
 }
+
+// msearchDefaults are the URL parameters of _msearch that apply to every
+// search that does not set its own.
+var msearchDefaults = []string{"rest_total_hits_as_int", "typed_keys", "ignore_unavailable", "allow_no_indices",
+	"expand_wildcards", "ignore_throttled", "search_type", "ccs_minimize_roundtrips", "allow_partial_search_results",
+	"include_named_queries_score", "max_concurrent_shard_requests", "pre_filter_shard_size", "routing"}
+
+// ApplyMsearchDefaults gives each item the URL's parameters it does not
+// set itself, and refuses the whole request, as Elasticsearch does, when
+// rest_total_hits_as_int meets a search whose total is not tracked
+// exactly.
+func ApplyMsearchDefaults(items []MsearchItem, url url.Values) error {
+	for k := range items {
+		for _, p := range msearchDefaults {
+			if url.Has(p) && !items[k].Params.Has(p) {
+				items[k].Params.Set(p, url.Get(p))
+			}
+		}
+		if v, _ := optParamBool(items[k].Params, "rest_total_hits_as_int"); !v {
+			continue
+		}
+		o, err := parseBody(items[k].Body)
+		if err != nil {
+			continue // reported by the item's own translation
+		}
+		if raw, ok := o["track_total_hits"]; ok {
+			if str, err := asScalarString(raw, "track_total_hits"); err == nil && str != "true" {
+				return argErr("[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %s", str)
+			}
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package esdsl
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -19,6 +20,7 @@ import (
 type translator struct {
 	fields Fields
 	now    time.Time
+	scope  Scope
 	depth  int          // nesting of compound queries
 	named  []namedQuery // queries with a _name, in the order met
 }
@@ -118,7 +120,7 @@ func (t *translator) query(raw json.RawMessage, where string) (query.Query, erro
 	}
 	kind := queryKind(name)
 	if kind == nil {
-		return nil, parsingErr("unknown query [%s]; supported: %s", name, queryNames)
+		return nil, parsingErr("unknown query [%s]%s; supported: %s", name, didYouMean(name, strings.Split(queryNames, ", ")), queryNames)
 	}
 	return kind(t, body)
 }

@@ -31,6 +31,9 @@ type qsOptions struct {
 	// Elasticsearch); otherwise the best field's plus tie times the others.
 	sumFields bool
 	tie       float64
+	// msm is minimum_should_match, applied to the top-level optional
+	// clauses as Elasticsearch does ("" for the default).
+	msm string
 }
 
 const (
@@ -119,9 +122,10 @@ func (t *translator) queryString(body json.RawMessage, simple bool) (query.Query
 	ps["enable_position_increments"] = ignoredBool
 	ps["escape"] = ignoredBool
 	ps["max_determinized_states"] = ignoredInt
-	ps["minimum_should_match"] = func(json.RawMessage, string) error {
-		return argErr("[%s] minimum_should_match is not supported; use AND/OR or + in the query text", name)
-	}
+	ps["minimum_should_match"] = checked(scalarParam(&opts.msm), func(string) error {
+		_, err := minimumShouldMatch(opts.msm, 1)
+		return err
+	})
 	if err := ps.readObject(body, name, &c); err != nil {
 		return nil, err
 	}
@@ -228,7 +232,6 @@ type qsParser struct {
 	in     []rune
 	pos    int
 	simple bool
-	depth  int
 }
 
 func (p *qsParser) errf(format string, args ...any) error {
@@ -591,6 +594,8 @@ func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Que
 	if opts.simple {
 		return t.buildSimple(clauses, opts)
 	}
+	msm := opts.msm
+	opts.msm = "" // groups are not top level
 	var must, should, mustNot []query.Query
 	for _, c := range clauses {
 		q, err := t.buildNode(c.node, opts)
@@ -606,15 +611,21 @@ func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Que
 			should = append(should, q)
 		}
 	}
-	if len(must) == 0 && len(mustNot) == 0 && len(should) == 1 {
+	min := 0
+	if len(must) == 0 && len(should) > 0 {
+		min = 1
+	}
+	if msm != "" && len(should) > 0 {
+		var err error
+		if min, err = minimumShouldMatch(msm, len(should)); err != nil {
+			return nil, err
+		}
+	}
+	if len(must) == 0 && len(mustNot) == 0 && len(should) == 1 && min <= 1 {
 		return should[0], nil
 	}
 	if len(should) == 0 && len(mustNot) == 0 && len(must) == 1 {
 		return must[0], nil
-	}
-	min := 0
-	if len(must) == 0 && len(should) > 0 {
-		min = 1
 	}
 	if len(must) == 0 && len(should) == 0 && len(mustNot) > 0 {
 		must = []query.Query{query.NewMatchAllQuery()}
@@ -628,6 +639,8 @@ func (t *translator) buildClauses(clauses []qsClause, opts qsOptions) (query.Que
 // "every document without x" combined like any other clause (so with the
 // default operator OR, "fox -dog" also matches documents without dog).
 func (t *translator) buildSimple(clauses []qsClause, opts qsOptions) (query.Query, error) {
+	msm := opts.msm
+	opts.msm = "" // groups are not top level
 	def := conjOr
 	if opts.match.operatorAnd {
 		def = conjAnd
@@ -669,7 +682,20 @@ func (t *translator) buildSimple(clauses []qsClause, opts qsOptions) (query.Quer
 	if len(members) == 0 {
 		return query.NewMatchNoneQuery(), nil
 	}
-	return combine(members, op), nil
+	q := combine(members, op)
+	if d, ok := q.(*query.DisjunctionQuery); ok && msm != "" {
+		// Only optional clauses take minimum_should_match (Lucene's
+		// BooleanQuery); conjunctions and single terms ignore it.
+		min, err := minimumShouldMatch(msm, len(d.Disjuncts))
+		if err != nil {
+			return nil, err
+		}
+		if min > len(d.Disjuncts) {
+			return query.NewMatchNoneQuery(), nil
+		}
+		d.SetMin(float64(min))
+	}
+	return q, nil
 }
 
 func (t *translator) buildNode(n qsNode, opts qsOptions) (query.Query, error) {

@@ -17,6 +17,7 @@ import (
 // SearchResponse is the body of an Elasticsearch 8 _search response; it is
 // meant for json.Marshal.
 type SearchResponse struct {
+	PitID        string         `json:"pit_id,omitempty"`
 	Took         int64          `json:"took"`
 	TimedOut     bool           `json:"timed_out"`
 	Shards       ShardsInfo     `json:"_shards"`
@@ -74,9 +75,13 @@ var _ json.Marshaler = TotalHits{}
 type Hit struct {
 	Index          string              `json:"_index"`
 	ID             string              `json:"_id,omitempty"`
+	Version        *int64              `json:"_version,omitempty"`
+	SeqNo          *uint64             `json:"_seq_no,omitempty"`
+	PrimaryTerm    *uint64             `json:"_primary_term,omitempty"`
 	Score          *float64            `json:"_score"`
 	MatchedQueries []string            `json:"matched_queries,omitempty"`
 	Source         json.RawMessage     `json:"_source,omitempty"`
+	Fields         map[string][]any    `json:"fields,omitempty"`
 	Highlight      map[string][]string `json:"highlight,omitempty"`
 	Sort           []any               `json:"sort,omitempty"`
 	Explanation    *Explanation        `json:"_explanation,omitempty"`
@@ -136,11 +141,27 @@ func (s *Search) Response(res *bleve.SearchResult, took time.Duration) *SearchRe
 		if m, ok := h.Fields[index.MatchedQueriesField].([]string); ok && len(m) > 0 {
 			hit.MatchedQueries = m
 		}
+		if s.version || s.seqNo {
+			if seq, ver, term, ok := index.HitMeta(h.Fields); ok {
+				if s.version {
+					hit.Version = &ver
+				}
+				if s.seqNo {
+					hit.SeqNo, hit.PrimaryTerm = &seq, &term
+				}
+			}
+		}
 		if showScores {
 			scores[i] = h.Score
 			hit.Score = &scores[i]
 		}
 		src, _ := h.Fields[index.SourceField].(string)
+		if src != "" && !s.fetch.empty() {
+			hit.Fields, _ = s.fetch.values(s.fields, []byte(src))
+		}
+		if src != "" && s.fields != nil {
+			src = string(PresentSource(s.fields, h.Index, []byte(src)))
+		}
 		if src != "" {
 			hit.Source = s.source.apply(src)
 			if s.highlight != nil {

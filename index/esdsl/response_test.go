@@ -189,7 +189,7 @@ func TestScroll(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, body := range []string{`{"size":2}`, `{"size":2,"query":{"match":{"body":"the a"}}}`, `{"size":4,"sort":[{"views":"desc"}]}`} {
 		t.Run(body, func(t *testing.T) {
-			s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, ti.fields, now)
+			s, err := parseSearchAt([]byte(body), url.Values{"scroll": {"1m"}}, ti.fields, now, Scope{})
 			require.NoError(t, err)
 			res, err := ti.idx.Search(s.Request)
 			require.NoError(t, err)
@@ -204,11 +204,14 @@ func TestScroll(t *testing.T) {
 					require.False(t, seen[h.ID], "hit %s returned twice", h.ID)
 					seen[h.ID] = true
 				}
-				id, err := s.ScrollID([]string{"test"}, res, now)
+				id, err := s.ScrollID("pit", []string{"test"})
 				require.NoError(t, err)
-				indices, next, err := ParseScroll(id, "", ti.fields, now.Add(30*time.Second))
+				sc, err := ParseScroll(id, "")
 				require.NoError(t, err)
-				require.Equal(t, []string{"test"}, indices)
+				require.Equal(t, []string{"test"}, sc.Indices)
+				page, after := s.ScrollCursor(res)
+				next, err := sc.Page(ti.fields, page, after)
+				require.NoError(t, err)
 				s = next
 				res, err = ti.idx.Search(s.Request)
 				require.NoError(t, err)
@@ -222,17 +225,23 @@ func TestScroll(t *testing.T) {
 func TestScrollErrors(t *testing.T) {
 	ti := newTestIndex(t)
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, err := parseSearchAt([]byte(`{"size":1,"aggs":{"t":{"terms":{"field":"tags"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now)
+	s, err := parseSearchAt([]byte(`{"size":1,"aggs":{"t":{"terms":{"field":"tags"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now, Scope{})
 	require.NoError(t, err)
 	res, err := ti.idx.Search(s.Request)
 	require.NoError(t, err)
 	require.NotNil(t, s.AggCollector("test", 0))
-	id, err := s.ScrollID([]string{"test"}, res, now)
+	id, err := s.ScrollID("pit", []string{"test"})
 	require.NoError(t, err)
 
-	_, next, err := ParseScroll(id, "5m", ti.fields, now.Add(59*time.Second))
+	sc, err := ParseScroll(id, "5m")
+	require.NoError(t, err)
+	page, after := s.ScrollCursor(res)
+	next, err := sc.Page(ti.fields, page, after)
 	require.NoError(t, err)
 	require.Equal(t, 5*time.Minute, next.Scroll)
+	pit, keep := next.PointInTime()
+	require.Equal(t, "pit", pit)
+	require.Equal(t, 5*time.Minute, keep)
 	require.Nil(t, next.AggCollector("test", 0), "aggregations only on the first page")
 	rendered, err := next.RenderAggs(nil)
 	require.NoError(t, err)
@@ -241,18 +250,16 @@ func TestScrollErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		id     string
-		at     time.Time
 		status int
 		typ    string
 	}{
-		{name: "expired", id: id, at: now.Add(61 * time.Second), status: 404, typ: "search_context_missing_exception"},
-		{name: "garbled", id: id[:len(id)-3] + "AAA", at: now, status: 400, typ: "illegal_argument_exception"},
-		{name: "not base64", id: "!!!", at: now, status: 400, typ: "illegal_argument_exception"},
-		{name: "empty", id: "", at: now, status: 400, typ: "action_request_validation_exception"},
+		{name: "garbled", id: id[:len(id)-3] + "AAA", status: 400, typ: "illegal_argument_exception"},
+		{name: "not base64", id: "!!!", status: 400, typ: "illegal_argument_exception"},
+		{name: "empty", id: "", status: 400, typ: "action_request_validation_exception"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := ParseScroll(tt.id, "", ti.fields, tt.at)
+			_, err := ParseScroll(tt.id, "")
 			var e *Error
 			require.ErrorAs(t, err, &e)
 			require.Equal(t, tt.status, e.Status)
@@ -261,17 +268,19 @@ func TestScrollErrors(t *testing.T) {
 	}
 
 	// Date math keeps the first page's now.
-	dm, err := parseSearchAt([]byte(`{"size":1,"query":{"range":{"published":{"lt":"now-10y"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now)
+	dm, err := parseSearchAt([]byte(`{"size":1,"query":{"range":{"published":{"lt":"now-10y"}}}}`), url.Values{"scroll": {"1m"}}, ti.fields, now, Scope{})
 	require.NoError(t, err)
-	dmID, err := dm.ScrollID([]string{"test"}, nil, now)
+	dmID, err := dm.ScrollID("pit", []string{"test"})
 	require.NoError(t, err)
-	_, dmNext, err := ParseScroll(dmID, "", ti.fields, now.Add(50*time.Second))
+	dmScroll, err := ParseScroll(dmID, "")
+	require.NoError(t, err)
+	dmNext, err := dmScroll.Page(ti.fields, 1, nil)
 	require.NoError(t, err)
 	require.Equal(t, queryJSON(t, dm.Request.Query), queryJSON(t, dmNext.Request.Query))
 
 	plain, err := ParseSearch([]byte(`{}`), nil, ti.fields)
 	require.NoError(t, err)
-	none, err := plain.ScrollID([]string{"test"}, res, now)
+	none, err := plain.ScrollID("pit", []string{"test"})
 	require.NoError(t, err)
 	require.Empty(t, none)
 }

@@ -16,17 +16,17 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 )
 
-// Scroll ids are stateless: each one carries what the next page needs — the
-// indices, the original request, the sort key of the last hit returned
-// (search_after) and the expiry — compressed, checksummed and base64url
-// encoded. Nothing is kept on the node, so a scroll survives a restart and
-// clearing one is a no-op. The checksum rejects garbled ids; it is not a
-// secret, and needs not be: an id only replays a search its holder could send
-// anyway. Unlike Elasticsearch's scroll contexts, pages are not a
-// point-in-time snapshot: documents written between pages may be seen or
-// skipped, as with search_after.
+// A scroll pages through a point in time (the coordinating node opens one
+// for the first page): its id carries the indices, the original request
+// and the point in time's id — compressed, checksummed and base64url
+// encoded — while the cursor (where the last page ended) is kept with the
+// point in time's contexts on the data nodes. Every request with the same
+// id therefore continues where the last one ended, from any node, and the
+// pages see the documents of the moment the scroll began. The checksum
+// rejects garbled ids; it is not a secret, and needs not be: an id only
+// pages a search its holder could send anyway.
 
-const scrollVersion = 1
+const scrollVersion = 2
 
 // maxScrollState bounds the decompressed size of a scroll id's state.
 const maxScrollState = 1 << 22
@@ -36,11 +36,10 @@ type scrollState struct {
 	Indices   []string   `json:"i"`
 	Body      string     `json:"b,omitempty"`
 	Params    url.Values `json:"p,omitempty"`
-	After     [][]byte   `json:"a,omitempty"`
-	Expires   int64      `json:"e"`
 	KeepAlive int64      `json:"k"`
-	Page      int        `json:"n"`
 	Now       int64      `json:"t"` // first page's now, Unix nanoseconds
+	Scope     Scope      `json:"s,omitzero"`
+	PIT       string     `json:"pit"`
 }
 
 // ensureTiebreak makes the sort of a scroll search total: the user's sort
@@ -66,33 +65,16 @@ func (s *Search) allSorts() []sortSpec {
 	return append(append([]sortSpec(nil), s.sorts...), s.hiddenSorts...)
 }
 
-// ScrollID returns the id that continues s after res, or "" when s is not
-// a scroll search. indices are the concrete indices searched; now starts the
-// keep-alive.
-func (s *Search) ScrollID(indices []string, res *bleve.SearchResult, now time.Time) (string, error) {
+// ScrollID returns the id of the scroll s begins over the point in time
+// pit, or "" when s is not a scroll search. indices are the concrete
+// indices searched.
+func (s *Search) ScrollID(pit string, indices []string) (string, error) {
 	if s.Scroll <= 0 {
 		return "", nil
 	}
 	st := scrollState{
 		V: scrollVersion, Indices: indices, Body: string(s.body), Params: s.params,
-		After: s.after, Expires: now.Add(s.Scroll).UnixMilli(), KeepAlive: s.Scroll.Milliseconds(),
-		Page: s.scrollPage + 1, Now: s.now.UnixNano(),
-	}
-	if res != nil && len(res.Hits) > 0 {
-		last := res.Hits[len(res.Hits)-1]
-		st.After = make([][]byte, 0, len(s.Request.Sort))
-		for i, sp := range s.allSorts() {
-			switch {
-			case sp.kind == sortScore:
-				st.After = append(st.After, []byte(strconv.FormatFloat(last.Score, 'g', -1, 64)))
-			case sp.kind == sortID:
-				st.After = append(st.After, []byte(last.ID))
-			case i < len(last.Sort):
-				st.After = append(st.After, []byte(last.Sort[i]))
-			default:
-				st.After = append(st.After, nil)
-			}
-		}
+		KeepAlive: s.Scroll.Milliseconds(), Now: s.now.UnixNano(), Scope: s.scope, PIT: pit,
 	}
 	raw, err := json.Marshal(st)
 	if err != nil {
@@ -114,62 +96,99 @@ func (s *Search) ScrollID(indices []string, res *bleve.SearchResult, now time.Ti
 	return base64.RawURLEncoding.EncodeToString(buf.Bytes()), nil
 }
 
+// ScrollCursor is where the page res of s ended: the page number and the
+// raw sort keys of its last hit (the previous page's when res is empty, so
+// that a scroll past its end stays there).
+func (s *Search) ScrollCursor(res *bleve.SearchResult) (page int, after [][]byte) {
+	after = s.after
+	if res != nil && len(res.Hits) > 0 {
+		last := res.Hits[len(res.Hits)-1]
+		after = make([][]byte, 0, len(s.Request.Sort))
+		for i, sp := range s.allSorts() {
+			switch {
+			case sp.kind == sortScore:
+				after = append(after, []byte(strconv.FormatFloat(last.Score, 'g', -1, 64)))
+			case sp.kind == sortID:
+				after = append(after, []byte(last.ID))
+			case i < len(last.Sort):
+				after = append(after, []byte(last.Sort[i]))
+			default:
+				after = append(after, nil)
+			}
+		}
+	}
+	return s.scrollPage + 1, after
+}
+
 func badScrollID(why string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "illegal_argument_exception",
 		Reason: "Cannot parse scroll id: " + why + "; use the _scroll_id of the previous response unchanged"}
 }
 
-// ParseScroll decodes a scroll id into the indices to search and the
-// Search for the next page. keepAlive (the request's "scroll", may be "")
-// renews the keep-alive; an id past its expiry at now is a 404
-// search_context_missing_exception, a garbled one a 400.
-func ParseScroll(scrollID string, keepAlive string, fields Fields, now time.Time) ([]string, *Search, error) {
+// Scroll is a decoded scroll id: the indices and point in time it pages
+// through, and what rebuilds its search for a page.
+type Scroll struct {
+	Indices []string
+	PIT     string
+	// KeepAlive is the scroll's keep-alive: the id's, or the one the
+	// continuation asked for.
+	KeepAlive time.Duration
+	st        scrollState
+}
+
+// ParseScroll decodes a scroll id; keepAlive (the request's "scroll", may
+// be "") renews the keep-alive. A garbled id is a 400.
+func ParseScroll(scrollID string, keepAlive string) (*Scroll, error) {
 	if scrollID == "" {
-		return nil, nil, &Error{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+		return nil, &Error{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
 			Reason: "Validation Failed: 1: scrollId is missing;"}
 	}
 	data, err := base64.RawURLEncoding.DecodeString(scrollID)
 	if err != nil || len(data) < 9 {
-		return nil, nil, badScrollID("not a scroll id of this node")
+		return nil, badScrollID("not a scroll id of this node")
 	}
 	raw, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(data[8:])), maxScrollState+1))
 	if err != nil || len(raw) > maxScrollState {
-		return nil, nil, badScrollID("corrupt")
+		return nil, badScrollID("corrupt")
 	}
 	sum := sha256.Sum256(raw)
 	if !bytes.Equal(sum[:8], data[:8]) {
-		return nil, nil, badScrollID("checksum mismatch")
+		return nil, badScrollID("checksum mismatch")
 	}
 	var st scrollState
-	if err := json.Unmarshal(raw, &st); err != nil || st.V != scrollVersion {
-		return nil, nil, badScrollID("unknown format")
+	if err := json.Unmarshal(raw, &st); err != nil || st.V != scrollVersion || st.PIT == "" {
+		return nil, badScrollID("unknown format")
 	}
-	if now.UnixMilli() > st.Expires {
-		return nil, nil, &Error{Status: http.StatusNotFound, Type: "search_context_missing_exception",
-			Reason: "No search context found for id [" + scrollID[:min(len(scrollID), 32)] + "...]: the scroll expired; start a new scroll"}
+	sc := &Scroll{Indices: st.Indices, PIT: st.PIT, KeepAlive: time.Duration(st.KeepAlive) * time.Millisecond, st: st}
+	if keepAlive != "" {
+		if sc.KeepAlive, err = parseDuration(keepAlive, "scroll"); err != nil {
+			return nil, err
+		}
+		if sc.KeepAlive <= 0 {
+			return nil, argErr("[scroll] keep-alive must be positive, got [%s]", keepAlive)
+		}
 	}
-	// Date math resolves against the first page's now, so every page runs
-	// the same query.
-	s, err := parseSearchAt([]byte(st.Body), st.Params, fields, time.Unix(0, st.Now).UTC())
+	return sc, nil
+}
+
+// Page rebuilds the scroll's search for the page after the one that ended
+// at cursor (page, after), on the scroll's point in time. Date math
+// resolves against the first page's now, so every page runs the same
+// query.
+func (sc *Scroll) Page(fields Fields, page int, after [][]byte) (*Search, error) {
+	s, err := parseSearchAt([]byte(sc.st.Body), sc.st.Params, fields, time.Unix(0, sc.st.Now).UTC(), sc.st.Scope)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if s.Scroll <= 0 {
-		return nil, nil, badScrollID("not a scroll search")
+		return nil, badScrollID("not a scroll search")
 	}
-	s.Scroll = time.Duration(st.KeepAlive) * time.Millisecond
-	if keepAlive != "" {
-		if s.Scroll, err = parseDuration(keepAlive, "scroll"); err != nil {
-			return nil, nil, err
-		}
-		if s.Scroll <= 0 {
-			return nil, nil, argErr("[scroll] keep-alive must be positive, got [%s]", keepAlive)
-		}
+	s.Scroll = sc.KeepAlive
+	if err := s.continueScroll(page, after); err != nil {
+		return nil, err
 	}
-	if err := s.continueScroll(st.Page, st.After); err != nil {
-		return nil, nil, err
-	}
-	return st.Indices, s, nil
+	s.SetPointInTime(sc.PIT, sc.KeepAlive)
+	return s, nil
 }
 
 // continueScroll makes s the scroll page after the one that ended at the

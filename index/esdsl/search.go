@@ -69,6 +69,20 @@ type Search struct {
 	named []namedQuery
 	// noID: stored_fields "_none_" hides hits' _id.
 	noID bool
+	// scope is what the indices searched added to the request.
+	scope Scope
+	// fields is the mapping the request was translated against (its
+	// SourcePolicy, if any, shapes sources in replies).
+	fields Fields
+	// fetch are the fields hits return values of.
+	fetch fetchSpec
+	// version and seqNo: hits show _version, and _seq_no with
+	// _primary_term.
+	version, seqNo bool
+	// pit is the point in time searched ("" when none), pitKeep the
+	// keep-alive the search extends it to (0: its own).
+	pit     string
+	pitKeep time.Duration
 }
 
 // Routing returns the request's routing values (the routing parameter,
@@ -88,6 +102,22 @@ func (s *Search) ScoresUsed() bool {
 		return true
 	}
 	return s.Request.Size > 0 && (s.scoreSorted || s.trackScores)
+}
+
+// PointInTime returns the id of the point in time the search runs on ("" for
+// none) and the keep-alive it extends it to (0: unchanged).
+func (s *Search) PointInTime() (string, time.Duration) { return s.pit, s.pitKeep }
+
+// SetPointInTime makes s search a point in time (a scroll's pages).
+func (s *Search) SetPointInTime(id string, keep time.Duration) { s.pit, s.pitKeep = id, keep }
+
+// AllowPartial reports whether the request accepts results that miss
+// shards (allow_partial_search_results; def when it does not say).
+func (s *Search) AllowPartial(def bool) bool {
+	if v, err := optParamBool(s.params, "allow_partial_search_results"); err == nil && s.params.Has("allow_partial_search_results") {
+		return v
+	}
+	return def
 }
 
 // NamedQuery is a query of the request given a "_name".
@@ -129,20 +159,20 @@ type sortSpec struct {
 // empty) and URL parameters — into a Search. fields describes the mapping
 // of the indices searched. Every error is an *Error with a 4xx status.
 func ParseSearch(body []byte, params url.Values, fields Fields) (*Search, error) {
-	return parseSearchAt(body, params, fields, time.Now())
+	return Scope{}.ParseSearch(body, params, fields)
 }
 
 var searchBodyKeys = map[string]bool{
 	"query": true, "from": true, "size": true, "sort": true, "_source": true, "highlight": true,
 	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
 	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
-	"stored_fields": true, "min_score": true,
+	"stored_fields": true, "min_score": true, "fields": true, "docvalue_fields": true, "pit": true,
 }
 
 var unsupportedBodyKeys = map[string]string{
 	"post_filter": "", "terminate_after": "", "collapse": "", "rescore": "",
-	"suggest": "", "docvalue_fields": "", "fields": "", "script_fields": "",
-	"indices_boost": "", "pit": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
+	"suggest": "", "script_fields": "",
+	"indices_boost": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
 	"slice": "", "stats": "", "ext": "", "sub_searches": "",
 }
 
@@ -158,9 +188,10 @@ var searchParams = map[string]bool{
 	"allow_partial_search_results": true, "pretty": true, "human": true, "error_trace": true,
 	"filter_path": true, "version": true, "seq_no_primary_term": true, "source": true,
 	"source_content_type": true, "include_named_queries_score": true, "stored_fields": true, "min_score": true,
+	"docvalue_fields": true,
 }
 
-func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time) (*Search, error) {
+func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time, sc Scope) (*Search, error) {
 	o, err := parseBody(body)
 	if err != nil {
 		return nil, err
@@ -178,8 +209,8 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 			return nil, parsingErr("Unknown key [%s] in the search request; supported: query, from, size, sort, _source, highlight, track_total_hits, search_after, explain, aggs, timeout, track_scores", k)
 		}
 	}
-	t := &translator{fields: fields, now: now}
-	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now}
+	t := &translator{fields: fields, now: now, scope: sc}
+	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc, fields: fields}
 
 	// Query: URL q overrides the body's query, as in Elasticsearch.
 	var q query.Query = query.NewMatchAllQuery()
@@ -192,6 +223,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		if q, err = t.urlQueryString(params); err != nil {
 			return nil, err
 		}
+	}
+	if q, err = t.scoped(q); err != nil {
+		return nil, err
 	}
 	s.named = t.named
 	if q, err = withMinScore(q, o["min_score"], params); err != nil {
@@ -229,8 +263,8 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 	if size < 0 {
 		return nil, argErr("[size] parameter cannot be negative, found [%d]", size)
 	}
-	if from+size > MaxResultWindow {
-		return nil, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets.", MaxResultWindow, from+size)
+	if from+size > sc.maxResultWindow() {
+		return nil, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.", sc.maxResultWindow(), from+size)
 	}
 
 	explain := false
@@ -260,11 +294,21 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 				return nil, err
 			}
 		}
-		if v {
+		switch {
+		case k == "version":
+			s.version = v
+		case k == "seq_no_primary_term":
+			s.seqNo = v
+		case v:
 			return nil, argErr("[%s] true is not supported by this node; drop it", k)
 		}
 	}
 
+	if raw, ok := o["pit"]; ok {
+		if err := s.parsePIT(raw); err != nil {
+			return nil, err
+		}
+	}
 	if raw, ok := o["timeout"]; ok {
 		str, err := asString(raw, "timeout")
 		if err != nil {
@@ -280,6 +324,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		}
 	}
 	if params.Has("scroll") {
+		if s.pit != "" {
+			return nil, argErr("using [point in time] is not allowed in a scroll context")
+		}
 		if s.Scroll, err = parseDuration(params.Get("scroll"), "scroll"); err != nil {
 			return nil, err
 		}
@@ -384,9 +431,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 	if s.source, err = parseSourceFilter(o["_source"], params); err != nil {
 		return nil, err
 	}
-	// stored_fields: no field is stored apart from _source, so a list
-	// (even "*") returns no fields; as in Elasticsearch, it turns _source
-	// off unless _source is asked for too, and "_none_" hides _id as well.
+	// stored_fields: the fields mapped with store: true (their values from
+	// _source); as in Elasticsearch, a list turns _source off unless
+	// _source is asked for too, and "_none_" hides _id as well.
 	var stored []string
 	if raw, ok := o["stored_fields"]; ok {
 		if stored, err = stringList(raw, "stored_fields"); err != nil {
@@ -415,7 +462,25 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 				return nil, argErr("[stored_fields] _none_ cannot be used with _source; drop one")
 			}
 			s.source, s.noID = sourceFilter{disabled: true}, true
+		} else {
+			s.fetch.stored = stored
 		}
+	}
+	if raw, ok := o["fields"]; ok {
+		if s.fetch.fields, err = parseFieldList(raw, "fields"); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := o["docvalue_fields"]; ok {
+		if s.fetch.docvalue, err = parseFieldList(raw, "docvalue_fields"); err != nil {
+			return nil, err
+		}
+	}
+	if params.Has("docvalue_fields") {
+		s.fetch.docvalue = splitList(params.Get("docvalue_fields"))
+	}
+	if err := checkDocvalue(fields, s.fetch.docvalue); err != nil {
+		return nil, err
 	}
 	if raw, ok := o["highlight"]; ok {
 		if s.highlight, err = parseHighlight(raw); err != nil {
@@ -423,8 +488,11 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		}
 		req.IncludeLocations = true
 	}
-	if !s.source.disabled || s.highlight != nil {
+	if !s.source.disabled || s.highlight != nil || !s.fetch.empty() {
 		req.Fields = []string{index.SourceField}
+	}
+	if s.version || s.seqNo {
+		req.Fields = append(req.Fields, index.MetaField)
 	}
 
 	aggRaw, hasAggs := o["aggs"]
@@ -444,6 +512,39 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time)
 		return nil, argErr("invalid search request: %v", err)
 	}
 	return s, nil
+}
+
+// parsePIT reads the body's "pit": {"id": ..., "keep_alive": ...}.
+func (s *Search) parsePIT(raw json.RawMessage) error {
+	o, err := asObject(raw, "pit")
+	if err != nil {
+		return err
+	}
+	for _, k := range o.sortedKeys() {
+		switch k {
+		case "id":
+			if s.pit, err = asString(o[k], "pit.id"); err != nil {
+				return err
+			}
+		case "keep_alive":
+			str, err := asString(o[k], "pit.keep_alive")
+			if err != nil {
+				return err
+			}
+			if s.pitKeep, err = parseDuration(str, "pit.keep_alive"); err != nil {
+				return err
+			}
+			if s.pitKeep <= 0 {
+				return argErr("[pit.keep_alive] must be positive, got [%s]", str)
+			}
+		default:
+			return parsingErr("[pit] unknown key [%s]; it holds id and keep_alive", k)
+		}
+	}
+	if s.pit == "" {
+		return argErr("[pit] needs an [id]")
+	}
+	return nil
 }
 
 // withMinScore wraps q so that it matches only documents scoring at least

@@ -56,6 +56,8 @@ func TestQueriesAgainstIndex(t *testing.T) {
 		{name: "bool should optional beside filter", body: `{"query":{"bool":{"filter":{"term":{"tags":"food"}},"should":{"match":{"title":"quick"}}}}}`, want: []string{"3", "5"}},
 		{name: "bool only must_not", body: `{"query":{"bool":{"must_not":{"exists":{"field":"tags"}}}}}`, want: []string{"6"}},
 		{name: "empty bool", body: `{"query":{"bool":{}}}`, want: []string{"1", "2", "3", "4", "5", "6"}},
+		{name: "query_string minimum_should_match", body: `{"query":{"query_string":{"query":"lazy dog bread","default_field":"body","minimum_should_match":2}}}`, want: []string{"1", "2"}},
+		{name: "simple_query_string minimum_should_match", body: `{"query":{"simple_query_string":{"query":"lazy dog bread","fields":["body"],"minimum_should_match":"67%"}}}`, want: []string{"1", "2"}},
 		{name: "query_string AND", body: `{"query":{"query_string":{"query":"quick AND brown","default_field":"body"}}}`, want: []string{"1"}},
 		{name: "query_string OR NOT", body: `{"query":{"query_string":{"query":"(fox OR bread) NOT hound","default_field":"body"}}}`, want: []string{"1", "3"}},
 		{name: "query_string fields and range", body: `{"query":{"query_string":{"query":"tags:animal AND views:[50 TO 100]"}}}`, want: []string{"1", "2"}},

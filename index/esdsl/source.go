@@ -250,3 +250,26 @@ func FilterSource(src []byte, body json.RawMessage, params url.Values) (json.Raw
 	}
 	return f.apply(string(src)), nil
 }
+
+// SourcePolicy is an optional ability of Fields: the _source mapping
+// parameter of an index — enabled false hides every document's source,
+// includes and excludes filter it — which replies apply before the
+// request's own source filtering, as if the source had been stored so.
+type SourcePolicy interface {
+	SourcePolicy(index string) (enabled bool, includes, excludes []string)
+}
+
+// PresentSource applies an index's source policy (from fields, when it has
+// the ability) to a stored source: nil when the index shows no source.
+func PresentSource(fields Fields, index string, src []byte) json.RawMessage {
+	sp, ok := fields.(SourcePolicy)
+	if !ok {
+		return src
+	}
+	enabled, inc, exc := sp.SourcePolicy(index)
+	f := sourceFilter{disabled: !enabled, includes: inc, excludes: exc}
+	if f.passthrough() {
+		return src
+	}
+	return f.apply(string(src))
+}

@@ -29,8 +29,8 @@ func (t *translator) terms(body json.RawMessage) (query.Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(vals) > maxTermsCount {
-		return nil, argErr("[terms] query for field [%s] has %d values, more than the %d allowed", field, len(vals), maxTermsCount)
+	if max := t.scope.maxTermsCount(); len(vals) > max {
+		return nil, argErr("The number of terms [%d] used in the Terms Query request has exceeded the allowed maximum of [%d]. This maximum can be set by changing the [index.max_terms_count] index level setting.", len(vals), max)
 	}
 	if field == "_id" {
 		ids := make([]string, 0, len(vals))

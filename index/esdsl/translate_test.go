@@ -17,7 +17,7 @@ var fixedNow = time.Date(2024, 6, 15, 12, 30, 0, 0, time.UTC)
 
 func translateQuery(t *testing.T, body string) query.Query {
 	t.Helper()
-	s, err := parseSearchAt([]byte(body), nil, &testFields{types: testTypes, m: testMapping(t)}, fixedNow)
+	s, err := parseSearchAt([]byte(body), nil, &testFields{types: testTypes, m: testMapping(t)}, fixedNow, Scope{})
 	require.NoError(t, err)
 	return s.Request.Query
 }
@@ -120,7 +120,7 @@ func TestDateMathRounding(t *testing.T) {
 func TestTranslateRequest(t *testing.T) {
 	fields := &testFields{types: testTypes, m: testMapping(t)}
 	s, err := parseSearchAt([]byte(`{"from":5,"size":7,"sort":[{"price":{"order":"desc","missing":"_first","mode":"max"}},"_score",{"_id":"asc"}],"highlight":{"fields":{"body":{}}},"aggs":{"t":{"terms":{"field":"tags","size":3}}},"timeout":"2s","explain":true}`),
-		url.Values{"typed_keys": {"true"}}, fields, fixedNow)
+		url.Values{"typed_keys": {"true"}}, fields, fixedNow, Scope{})
 	require.NoError(t, err)
 	r := s.Request
 	require.Equal(t, 5, r.From)
@@ -141,7 +141,7 @@ func TestTranslateRequest(t *testing.T) {
 	require.Empty(t, r.Facets, "aggregations are collected from doc values, not bleve facets")
 	require.Equal(t, []string{"tags"}, s.aggs.fields)
 
-	s, err = parseSearchAt([]byte(`{"_source":false}`), nil, fields, fixedNow)
+	s, err = parseSearchAt([]byte(`{"_source":false}`), nil, fields, fixedNow, Scope{})
 	require.NoError(t, err)
 	require.Empty(t, s.Request.Fields, "no stored field is loaded when _source is off")
 	require.Equal(t, 10, s.Request.Size)

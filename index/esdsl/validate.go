@@ -12,10 +12,15 @@ import (
 // {"query": ...}) and its q parameters; the error says why the query is
 // invalid. QueryString shows what it became.
 func ParseValidate(body []byte, params url.Values, fields Fields) (*Search, error) {
+	return Scope{}.ParseValidate(body, params, fields)
+}
+
+// ParseValidate is ParseValidate within the scope.
+func (sc Scope) ParseValidate(body []byte, params url.Values, fields Fields) (*Search, error) {
 	if _, err := queryOnlyBody(body); err != nil {
 		return nil, err
 	}
-	return parseCountAt(body, params, fields, time.Now())
+	return parseCountAt(body, params, fields, time.Now(), sc)
 }
 
 // queryOnlyBody parses a body that may hold only "query".
@@ -50,6 +55,11 @@ func (s *Search) QueryString() string {
 // routing, or by its id): a search of the shard that holds it, for that
 // document only, with explanations. Its body holds at most {"query": ...}.
 func ParseExplain(body []byte, params url.Values, id, routing string, fields Fields) (*Search, error) {
+	return Scope{}.ParseExplain(body, params, id, routing, fields)
+}
+
+// ParseExplain is ParseExplain within the scope.
+func (sc Scope) ParseExplain(body []byte, params url.Values, id, routing string, fields Fields) (*Search, error) {
 	o, err := queryOnlyBody(body)
 	if err != nil {
 		return nil, err
@@ -76,5 +86,5 @@ func ParseExplain(body []byte, params url.Values, id, routing string, fields Fie
 			return nil, argErr("[%s] is not supported by _explain on this node; send the query in the body", k)
 		}
 	}
-	return ParseSearch(search, p, fields)
+	return sc.ParseSearch(search, p, fields)
 }

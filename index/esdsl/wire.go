@@ -23,11 +23,13 @@ type Wire struct {
 	// the last hit of the previous page).
 	ScrollPage int      `json:"n,omitempty"`
 	After      [][]byte `json:"a,omitempty"`
+	// Scope is what the indices searched add to the request.
+	Scope Scope `json:"s,omitzero"`
 }
 
 // Wire returns what FromWire needs to rebuild s elsewhere.
 func (s *Search) Wire() Wire {
-	return Wire{Body: s.body, Params: s.params, Now: s.now.UnixNano(), Count: s.count, ScrollPage: s.scrollPage, After: s.after}
+	return Wire{Body: s.body, Params: s.params, Now: s.now.UnixNano(), Count: s.count, ScrollPage: s.scrollPage, After: s.after, Scope: s.scope}
 }
 
 // FromWire rebuilds the Search that w was taken from, translating the
@@ -36,9 +38,9 @@ func (s *Search) Wire() Wire {
 func FromWire(w Wire, fields Fields) (*Search, error) {
 	now := time.Unix(0, w.Now).UTC()
 	if w.Count {
-		return parseCountAt(w.Body, w.Params, fields, now)
+		return parseCountAt(w.Body, w.Params, fields, now, w.Scope)
 	}
-	s, err := parseSearchAt(w.Body, w.Params, fields, now)
+	s, err := parseSearchAt(w.Body, w.Params, fields, now, w.Scope)
 	if err != nil {
 		return nil, err
 	}

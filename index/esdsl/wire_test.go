@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -50,9 +49,12 @@ func TestWireRebuildsTheSameSearch(t *testing.T) {
 	require.NoError(t, err)
 	first, err := ti.idx.Search(s.Request)
 	require.NoError(t, err)
-	id, err := s.ScrollID([]string{"test"}, first, time.Now())
+	id, err := s.ScrollID("pit", []string{"test"})
 	require.NoError(t, err)
-	_, page2, err := ParseScroll(id, "", ti.fields, time.Now())
+	sc, err := ParseScroll(id, "")
+	require.NoError(t, err)
+	page, after := s.ScrollCursor(first)
+	page2, err := sc.Page(ti.fields, page, after)
 	require.NoError(t, err)
 	got := ti.run(t, rebuild(page2))
 	require.Equal(t, ti.run(t, page2), got)

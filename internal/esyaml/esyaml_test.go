@@ -176,6 +176,7 @@ func TestElasticsearchSuite(t *testing.T) {
 		url = startNode(t)
 	}
 	r := &Runner{BaseURL: url, Version: [3]int{8, 19, 0}, Timeout: 30 * time.Second}
+	require.NoError(t, r.Prepare(context.Background()))
 	var results []Result
 	for _, p := range files {
 		f, err := ParseFile(p)

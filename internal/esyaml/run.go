@@ -51,6 +51,29 @@ var features = map[string]bool{
 	"stash_path_replace": true,
 }
 
+// testClusterSettings are the cluster settings Elasticsearch's own test
+// clusters run its YAML tests with (its test framework's default settings
+// provider): the tests that delete indices by wildcard rely on them.
+var testClusterSettings = map[string]any{"action.destructive_requires_name": false}
+
+// Prepare gives the server the cluster settings Elasticsearch's test
+// clusters have; call it once before running files.
+func (r *Runner) Prepare(ctx context.Context) error {
+	st := &state{r: r, ctx: ctx, stash: map[string]any{}}
+	body, err := json.Marshal(map[string]any{"persistent": testClusterSettings})
+	if err != nil {
+		return err
+	}
+	resp, err := st.send(http.MethodPut, "/_cluster/settings", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return err
+	}
+	if resp.status != http.StatusOK {
+		return fmt.Errorf("setting the test cluster settings: status %d: %s", resp.status, clip(resp.raw))
+	}
+	return nil
+}
+
 // RunFile runs every test of f, each preceded by the setup and followed by
 // the teardown section and a clean-up that deletes every index.
 func (r *Runner) RunFile(ctx context.Context, f *File) []Result {

@@ -33,7 +33,10 @@ type Adapter struct {
 	view     *shard.View
 }
 
-var _ shard.Metadata = (*Adapter)(nil)
+var (
+	_ shard.Metadata   = (*Adapter)(nil)
+	_ shard.IndexAdmin = (*Adapter)(nil)
+)
 
 // New adapts c.
 func New(c *cluster.Cluster) *Adapter { return &Adapter{c: c} }
@@ -118,7 +121,7 @@ func ViewOf(st *cluster.State, local string) *shard.View {
 	for name, ix := range st.Indices {
 		iv := &shard.IndexView{Name: name, UUID: ix.UUID, NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas,
 			Mapping: ix.Mapping, MappingVersion: ix.MappingVersion, CreationDate: time.UnixMilli(ix.CreationDateMS).UTC(),
-			Shards: make([]shard.ShardView, len(ix.Shards))}
+			Settings: ix.Settings, Closed: ix.Closed, Aliases: aliasViews(ix.Aliases), Shards: make([]shard.ShardView, len(ix.Shards))}
 		for k, sh := range ix.Shards {
 			sv := shard.ShardView{PrimaryTerm: sh.PrimaryTerm, InSync: sh.InSync, Started: sh.Started, Copies: make([]shard.CopyView, len(sh.Copies))}
 			for j, c := range sh.Copies {
@@ -130,6 +133,28 @@ func ViewOf(st *cluster.State, local string) *shard.View {
 		v.Indices[name] = iv
 	}
 	return v
+}
+
+func aliasViews(in map[string]cluster.Alias) map[string]shard.AliasSpec {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]shard.AliasSpec, len(in))
+	for name, a := range in {
+		out[name] = shard.AliasSpec(a)
+	}
+	return out
+}
+
+func clusterAliases(in map[string]shard.AliasSpec) map[string]cluster.Alias {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]cluster.Alias, len(in))
+	for name, a := range in {
+		out[name] = cluster.Alias(a)
+	}
+	return out
 }
 
 // propose commits cmd and translates the cluster's errors into the shard
@@ -165,7 +190,8 @@ func shardErr(err error) error {
 // CreateIndex proposes a new index; the leader places its primaries.
 func (a *Adapter) CreateIndex(ctx context.Context, spec shard.IndexSpec) error {
 	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdCreateIndex, CreateIndex: &cluster.CreateIndex{Index: cluster.Index{
-		Name: spec.Name, NumberOfShards: spec.NumberOfShards, NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping}}})
+		Name: spec.Name, NumberOfShards: spec.NumberOfShards, NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping,
+		Settings: spec.Settings, Aliases: clusterAliases(spec.Aliases)}}})
 	return err
 }
 
@@ -203,5 +229,35 @@ func (a *Adapter) CopyStarted(ctx context.Context, indexUUID string, num int, al
 func (a *Adapter) CopyFailed(ctx context.Context, indexUUID string, num int, allocationID string, byTerm uint64, remove bool, reason string) error {
 	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdFailCopy, FailCopy: &cluster.FailCopy{
 		IndexUUID: indexUUID, Shard: num, AllocationID: allocationID, PrimaryTerm: byTerm, Remove: remove, Reason: reason}})
+	return err
+}
+
+// UpdateAliases proposes alias actions, naming each index by the UUID it
+// has in view.
+func (a *Adapter) UpdateAliases(ctx context.Context, view *shard.View, actions []shard.AliasAction) error {
+	ops := map[shard.AliasOp]cluster.AliasActionType{shard.AliasAdd: cluster.AliasAdd, shard.AliasRemove: cluster.AliasRemove, shard.AliasRemoveIndex: cluster.AliasRemoveIndex}
+	cmd := &cluster.UpdateAliases{}
+	for _, act := range actions {
+		ix, err := view.Index(act.Index)
+		if err != nil {
+			return err
+		}
+		cmd.Actions = append(cmd.Actions, cluster.AliasAction{Type: ops[act.Op], Index: ix.Name, UUID: ix.UUID, Alias: act.Alias,
+			Spec: cluster.Alias(act.Spec), MustExist: act.MustExist})
+	}
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdUpdateAliases, UpdateAliases: cmd})
+	return err
+}
+
+// SetIndexClosed proposes closing or opening an index.
+func (a *Adapter) SetIndexClosed(ctx context.Context, name, uuid string, closed bool) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdSetIndexClosed, SetIndexClosed: &cluster.SetIndexClosed{Index: name, UUID: uuid, Closed: closed}})
+	return err
+}
+
+// UpdateIndexSettings proposes new values of stored index settings.
+func (a *Adapter) UpdateIndexSettings(ctx context.Context, name, uuid string, settings map[string]json.RawMessage) error {
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdUpdateIndexSettings, UpdateIndexSettings: &cluster.UpdateIndexSettings{
+		Index: name, UUID: uuid, Settings: settings}})
 	return err
 }

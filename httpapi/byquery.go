@@ -1,0 +1,549 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
+)
+
+// _delete_by_query, _update_by_query and _reindex (local): each runs a
+// search over the source indices — one index at a time, in _id order,
+// batch by batch with search_after — and sends every batch through the
+// engine's Bulk, as Elasticsearch's run a scroll and bulk requests. Deletes
+// and in-place updates carry the seq no and primary term the search saw,
+// so a document changed since is a version conflict (conflicts=abort stops
+// there, conflicts=proceed counts it and goes on).
+//
+// Documents are written with the request's routing parameter: Weft does not
+// store a document's routing, so documents indexed with a custom routing
+// are reached only when the same routing is given (as a GET needs it).
+// Tasks (wait_for_completion=false), slices above one, throttling and
+// scripts are refused.
+
+// byQueryParams are the parameters _delete_by_query and _update_by_query
+// take.
+var byQueryParams = []string{"q", "df", "analyzer", "analyze_wildcard", "default_operator", "lenient", "conflicts", "max_docs",
+	"refresh", "routing", "scroll_size", "scroll", "slices", "wait_for_completion", "wait_for_active_shards", "timeout",
+	"requests_per_second", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "search_timeout", "preference",
+	"search_type", "pipeline", "version", "stats"}
+
+// byQueryOptions are a by-query request's options.
+type byQueryOptions struct {
+	proceed bool  // conflicts=proceed
+	maxDocs int64 // -1: all
+	batch   int   // scroll_size
+	refresh shard.WriteOptions
+}
+
+// scanHit is one document a batch found.
+type scanHit struct {
+	index, id string
+	seq, term uint64
+	version   int64
+	source    json.RawMessage
+}
+
+// byQueryReply is the reply of the three APIs.
+type byQueryReply struct {
+	Took             int64            `json:"took"`
+	TimedOut         bool             `json:"timed_out"`
+	Total            int64            `json:"total"`
+	Updated          int64            `json:"updated"`
+	Created          int64            `json:"created"`
+	Deleted          int64            `json:"deleted"`
+	Batches          int64            `json:"batches"`
+	VersionConflicts int64            `json:"version_conflicts"`
+	Noops            int64            `json:"noops"`
+	Retries          map[string]int64 `json:"retries"`
+	ThrottledMillis  int64            `json:"throttled_millis"`
+	RequestsPerSec   float64          `json:"requests_per_second"`
+	ThrottledUntil   int64            `json:"throttled_until_millis"`
+	Failures         []byQueryFailure `json:"failures"`
+}
+
+// byQueryFailure is one document that failed.
+type byQueryFailure struct {
+	Index  string       `json:"index"`
+	ID     string       `json:"id"`
+	Cause  esErrorCause `json:"cause"`
+	Status int          `json:"status"`
+}
+
+func newByQueryReply() *byQueryReply {
+	return &byQueryReply{Retries: map[string]int64{"bulk": 0, "search": 0}, RequestsPerSec: -1, Failures: []byQueryFailure{}}
+}
+
+// parseByQueryOptions reads the options every by-query request has; body
+// is its JSON (max_docs and conflicts may be given there too).
+func parseByQueryOptions(r *http.Request, body map[string]json.RawMessage) (byQueryOptions, error) {
+	q := r.URL.Query()
+	o := byQueryOptions{maxDocs: -1, batch: 1000}
+	var err error
+	if o.refresh, err = writeOptions(r); err != nil {
+		return o, err
+	}
+	conflicts := q.Get("conflicts")
+	if raw, ok := body["conflicts"]; ok {
+		if err := json.Unmarshal(raw, &conflicts); err != nil {
+			return o, illegalArgument("[conflicts] must be abort or proceed")
+		}
+	}
+	switch conflicts {
+	case "", "abort":
+	case "proceed":
+		o.proceed = true
+	default:
+		return o, illegalArgument("conflicts may only be \"proceed\" or \"abort\" but was [%s]", conflicts)
+	}
+	maxDocs := q.Get("max_docs")
+	if raw, ok := body["max_docs"]; ok {
+		maxDocs = string(raw)
+	}
+	if maxDocs != "" {
+		n, err := strconv.ParseInt(maxDocs, 10, 64)
+		if err != nil || n <= 0 {
+			return o, validationErr("maxDocs should be greater than 0 if the request is limited to some number of documents or -1 if it isn't but it was [" + maxDocs + "]")
+		}
+		o.maxDocs = n
+	}
+	if v := q.Get("scroll_size"); v != "" {
+		if o.batch, err = strconv.Atoi(v); err != nil || o.batch <= 0 {
+			return o, illegalArgument("[scroll_size] must be a positive number, got [%s]", v)
+		}
+	}
+	if v, err := queryBool(q, "wait_for_completion", true); err != nil {
+		return o, err
+	} else if !v {
+		return o, illegalArgument("[wait_for_completion] false (a background task) is not supported; the request runs to completion")
+	}
+	switch v := q.Get("slices"); v {
+	case "", "1", "auto":
+	default:
+		return o, illegalArgument("[slices] %s is not supported; use 1 or auto (one slice)", v)
+	}
+	if v := q.Get("requests_per_second"); v != "" && v != "-1" {
+		return o, illegalArgument("[requests_per_second] %s is not supported: Weft does not throttle; use -1", v)
+	}
+	if q.Has("pipeline") {
+		return o, illegalArgument("[pipeline] is not supported: ingest pipelines are not")
+	}
+	return o, nil
+}
+
+// scan runs query (a query object, nil for all) over the indices res
+// resolved to, in _id order, and hands each batch to fn until fn stops it
+// (false) or maxDocs documents were handed. It returns the total of
+// matching documents.
+func (s *Server) scan(r *http.Request, res shard.Resolved, query json.RawMessage, params url.Values, o byQueryOptions,
+	fn func([]scanHit) (bool, error)) (int64, error) {
+	var total, handed int64
+	for _, name := range res.Indices {
+		sc, err := s.scopeOf(shard.Resolved{Indices: []string{name}, Filters: res.Filters, Routing: res.Routing}, params)
+		if err != nil {
+			return total, err
+		}
+		var after string
+		first := true
+		for {
+			size := o.batch
+			if o.maxDocs >= 0 {
+				size = int(min(int64(size), o.maxDocs-handed))
+			}
+			if size <= 0 {
+				return total, nil
+			}
+			body := map[string]any{"size": size, "sort": []any{map[string]any{"_id": "asc"}}, "seq_no_primary_term": true, "version": true}
+			if query != nil {
+				body["query"] = query
+			}
+			if first {
+				body["track_total_hits"] = true
+			}
+			if after != "" {
+				body["search_after"] = []any{after}
+			}
+			raw, err := json.Marshal(body)
+			if err != nil {
+				return total, err
+			}
+			srch, err := sc.ParseSearch(raw, params, s.fieldsOf([]string{name}))
+			if err != nil {
+				return total, err
+			}
+			resp, err := s.runSearch(r, []string{name}, srch, time.Now(), nil)
+			if err != nil {
+				return total, err
+			}
+			if first && resp.Hits.Total != nil {
+				total += resp.Hits.Total.Value
+			}
+			first = false
+			hits := resp.Hits.Hits
+			if len(hits) == 0 {
+				break
+			}
+			batch := make([]scanHit, len(hits))
+			for k, h := range hits {
+				b := scanHit{index: h.Index, id: h.ID, source: h.Source}
+				if h.SeqNo != nil && h.PrimaryTerm != nil && h.Version != nil {
+					b.seq, b.term, b.version = *h.SeqNo, *h.PrimaryTerm, *h.Version
+				}
+				batch[k] = b
+			}
+			handed += int64(len(batch))
+			more, err := fn(batch)
+			if err != nil || !more {
+				return total, err
+			}
+			after = hits[len(hits)-1].ID
+		}
+	}
+	return total, nil
+}
+
+// tally counts a batch's results into rep; it reports false when a
+// failure must stop the request (a conflict under conflicts=abort, or any
+// other failure).
+func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed bool) bool {
+	ok := true
+	for k, res := range results {
+		switch {
+		case res.Err == nil && res.Result == "deleted":
+			rep.Deleted++
+		case res.Err == nil && res.Result == "created":
+			rep.Created++
+		case res.Err == nil && res.Result == "updated":
+			rep.Updated++
+		case res.Err == nil && res.Result == "noop":
+			rep.Noops++
+		case errors.Is(res.Err, shard.ErrVersionConflict):
+			rep.VersionConflicts++
+			if !proceed {
+				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
+				ok = false
+			}
+		case res.Result == "not_found":
+			// Deleted since the search saw it: a conflict, as in Elasticsearch.
+			rep.VersionConflicts++
+			if !proceed {
+				res.Err, res.Status = fmt.Errorf("%w: [%s]: version conflict, document already deleted", shard.ErrVersionConflict, ops[k].ID), http.StatusConflict
+				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
+				ok = false
+			}
+		default:
+			rep.Failures = append(rep.Failures, failureOf(ops[k], res))
+			ok = false
+		}
+	}
+	return ok
+}
+
+func failureOf(op shard.Op, res shard.OpResult) byQueryFailure {
+	ae := translate(res.Err)
+	status := res.Status
+	if status == 0 {
+		status = ae.Status
+	}
+	return byQueryFailure{Index: res.Index, ID: op.ID, Cause: ae.cause(), Status: status}
+}
+
+// runByQuery scans and writes: ops builds a batch's writes.
+func (s *Server) runByQuery(w http.ResponseWriter, r *http.Request, res shard.Resolved, query json.RawMessage, params url.Values,
+	o byQueryOptions, ops func([]scanHit) ([]shard.Op, error)) error {
+	start := time.Now()
+	rep := newByQueryReply()
+	total, err := s.scan(r, res, query, params, o, func(batch []scanHit) (bool, error) {
+		writes, err := ops(batch)
+		if err != nil {
+			return false, err
+		}
+		rep.Batches++
+		if len(writes) == 0 {
+			return true, nil
+		}
+		results, err := s.eng.Bulk(r.Context(), writes, o.refresh)
+		if err != nil {
+			return false, err
+		}
+		return tally(rep, writes, results, o.proceed), nil
+	})
+	if err != nil {
+		return err
+	}
+	rep.Total = total
+	if o.maxDocs >= 0 {
+		rep.Total = min(total, o.maxDocs)
+	}
+	rep.Took = time.Since(start).Milliseconds()
+	status := http.StatusOK
+	for _, f := range rep.Failures {
+		status = max(status, f.Status) // a conflict that aborted: 409, as Elasticsearch answers
+	}
+	s.writeJSON(w, r, status, rep)
+	return nil
+}
+
+// readByQueryBody reads the body's keys: query (and max_docs, conflicts),
+// refusing script, slice and anything unknown.
+func readByQueryBody(body []byte, allowed ...string) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return out, nil
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, badRequest("x_content_parse_exception", "failed to parse the request body: %v", err)
+	}
+	for k := range out {
+		switch {
+		case k == "script":
+			return nil, illegalArgument("scripts are not supported by Weft; send a query, and use _update with a partial document for changes")
+		case k == "slice":
+			return nil, illegalArgument("[slice] is not supported; Weft runs one slice")
+		case k == "query" || k == "max_docs" || k == "conflicts" || slices.Contains(allowed, k):
+		default:
+			return nil, parsingErr("unknown key [%s] in the request body", k)
+		}
+	}
+	return out, nil
+}
+
+func parsingErr(format string, args ...any) *apiError {
+	return badRequest("parsing_exception", format, args...)
+}
+
+// byQuerySearchParams are the URL parameters that shape the search of a
+// by-query request (the rest are the request's own).
+func byQuerySearchParams(q url.Values) url.Values {
+	out := url.Values{}
+	for _, k := range []string{"q", "df", "analyzer", "analyze_wildcard", "default_operator", "lenient", "routing", "preference", "search_type"} {
+		if q.Has(k) {
+			out.Set(k, q.Get(k))
+		}
+	}
+	if v := q.Get("search_timeout"); v != "" {
+		out.Set("timeout", v)
+	}
+	return out
+}
+
+// readByQuery reads what _delete_by_query and _update_by_query share: the
+// body (with a query, or q=, when needQuery), its options and the indices
+// of the path.
+func (s *Server) readByQuery(w http.ResponseWriter, r *http.Request, needQuery bool) (map[string]json.RawMessage, byQueryOptions, shard.Resolved, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, byQueryOptions{}, shard.Resolved{}, err
+	}
+	b, err := readByQueryBody(body)
+	if err != nil {
+		return nil, byQueryOptions{}, shard.Resolved{}, err
+	}
+	if _, ok := b["query"]; needQuery && !ok && !r.URL.Query().Has("q") {
+		return nil, byQueryOptions{}, shard.Resolved{}, validationErr("query is missing")
+	}
+	o, err := parseByQueryOptions(r, b)
+	if err != nil {
+		return nil, byQueryOptions{}, shard.Resolved{}, err
+	}
+	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), shard.DefaultResolve)
+	return b, o, res, err
+}
+
+// handleDeleteByQuery serves POST /{index}/_delete_by_query.
+func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) error {
+	b, o, res, err := s.readByQuery(w, r, true)
+	if err != nil {
+		return err
+	}
+	routing := r.URL.Query().Get("routing")
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shard.Op, error) {
+		ops := make([]shard.Op, len(batch))
+		for k, h := range batch {
+			seq, term := h.seq, h.term
+			ops[k] = shard.Op{Type: shard.OpDelete, Index: h.index, ID: h.id, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
+		}
+		return ops, nil
+	})
+}
+
+// handleUpdateByQuery serves POST /{index}/_update_by_query: every
+// matching document is indexed again as it is (picking up mapping changes),
+// conditional on the seq no the search saw. Without a script nothing else
+// changes.
+func (s *Server) handleUpdateByQuery(w http.ResponseWriter, r *http.Request) error {
+	b, o, res, err := s.readByQuery(w, r, false)
+	if err != nil {
+		return err
+	}
+	for _, n := range res.Indices {
+		if s.sourceDisabled(n) {
+			return illegalArgument("[%s] has _source disabled: _update_by_query needs the documents' source", n)
+		}
+	}
+	routing := r.URL.Query().Get("routing")
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shard.Op, error) {
+		ops := make([]shard.Op, len(batch))
+		for k, h := range batch {
+			seq, term := h.seq, h.term
+			ops[k] = shard.Op{Type: shard.OpIndex, Index: h.index, ID: h.id, Routing: routing, Source: h.source, IfSeqNo: &seq, IfPrimaryTerm: &term}
+		}
+		return ops, nil
+	})
+}
+
+// reindexBody is _reindex's body.
+type reindexBody struct {
+	Source struct {
+		Index        json.RawMessage `json:"index"`
+		Query        json.RawMessage `json:"query"`
+		Size         int             `json:"size"`
+		Source       json.RawMessage `json:"_source"`
+		Remote       json.RawMessage `json:"remote"`
+		Slice        json.RawMessage `json:"slice"`
+		Sort         json.RawMessage `json:"sort"`
+		RuntimeMaps  json.RawMessage `json:"runtime_mappings"`
+		MaxDocsInSrc json.RawMessage `json:"max_docs"`
+	} `json:"source"`
+	Dest struct {
+		Index       string `json:"index"`
+		OpType      string `json:"op_type"`
+		VersionType string `json:"version_type"`
+		Routing     string `json:"routing"`
+		Pipeline    string `json:"pipeline"`
+	} `json:"dest"`
+	Conflicts string          `json:"conflicts"`
+	MaxDocs   json.RawMessage `json:"max_docs"`
+	Script    json.RawMessage `json:"script"`
+	Size      json.RawMessage `json:"size"`
+}
+
+// handleReindex serves POST /_reindex within this cluster: the source
+// documents (optionally a query's, a _source filter of them) are indexed
+// into dest (op_type index or create; version_type internal, or external
+// to keep the source versions). Remote sources, scripts, pipelines and
+// slices are refused.
+func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var b reindexBody
+	if err := decodeStrict(body, &b); err != nil {
+		return badRequest("x_content_parse_exception", "failed to parse the _reindex body: %v", err)
+	}
+	switch {
+	case b.Source.Remote != nil:
+		return illegalArgument("reindex from [remote] is not supported: Weft reindexes within its own cluster")
+	case b.Script != nil:
+		return illegalArgument("scripts are not supported by Weft; reindex without [script]")
+	case b.Source.Slice != nil:
+		return illegalArgument("[slice] is not supported; Weft runs one slice")
+	case b.Source.Sort != nil || b.Size != nil:
+		return illegalArgument("[sort] and [size] of _reindex were removed in Elasticsearch 8; use max_docs")
+	case b.Source.RuntimeMaps != nil:
+		return illegalArgument("[runtime_mappings] are not supported")
+	case b.Dest.Pipeline != "":
+		return illegalArgument("[pipeline] is not supported: ingest pipelines are not")
+	case b.Dest.Index == "":
+		return validationErr("index is missing")
+	case len(b.Source.Index) == 0:
+		return validationErr("use _all if you really want to copy from all existing indexes")
+	}
+	var srcNames []string
+	if err := json.Unmarshal(b.Source.Index, &srcNames); err != nil {
+		var one string
+		if err := json.Unmarshal(b.Source.Index, &one); err != nil {
+			return illegalArgument("[source.index] must be a string or a list of strings")
+		}
+		srcNames = []string{one}
+	}
+	extra := map[string]json.RawMessage{}
+	if b.Conflicts != "" {
+		extra["conflicts"], _ = json.Marshal(b.Conflicts)
+	}
+	if b.MaxDocs != nil {
+		extra["max_docs"] = b.MaxDocs
+	}
+	o, err := parseByQueryOptions(r, extra)
+	if err != nil {
+		return err
+	}
+	if b.Source.Size > 0 {
+		o.batch = b.Source.Size
+	}
+	opType := shard.OpIndex
+	switch b.Dest.OpType {
+	case "", "index":
+	case "create":
+		opType = shard.OpCreate
+	default:
+		return illegalArgument("opType must be 'create' or 'index', found: [%s]", b.Dest.OpType)
+	}
+	var vt shard.VersionType
+	switch b.Dest.VersionType {
+	case "", "internal":
+	case "external":
+		vt = shard.VersionExternal
+	case "external_gte":
+		vt = shard.VersionExternalGTE
+	default:
+		return illegalArgument("[dest.version_type] %s is not supported; use internal, external or external_gte", b.Dest.VersionType)
+	}
+	if vt != shard.VersionInternal && opType == shard.OpCreate {
+		return validationErr("create operations only support internal versioning. use index instead")
+	}
+	res, err := s.resolveReq(strings.Join(srcNames, ","), url.Values{}, shard.DefaultResolve)
+	if err != nil {
+		return err
+	}
+	for _, n := range res.Indices {
+		if n == b.Dest.Index {
+			return validationErr("reindex cannot write into an index its reading from [" + n + "]")
+		}
+		if s.sourceDisabled(n) {
+			return illegalArgument("[%s] has _source disabled: _reindex needs the documents' source", n)
+		}
+	}
+	var filter json.RawMessage
+	if b.Source.Source != nil {
+		filter = b.Source.Source
+	}
+	// dest.routing: keep (the source documents' routing, which Weft does
+	// not store: none), discard (none) or =value.
+	destRouting := ""
+	switch rt := b.Dest.Routing; {
+	case rt == "" || rt == "keep" || rt == "discard":
+	case strings.HasPrefix(rt, "="):
+		destRouting = rt[1:]
+	default:
+		return illegalArgument("[dest.routing] must be keep, discard or =value, got [%s]", rt)
+	}
+	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []scanHit) ([]shard.Op, error) {
+		ops := make([]shard.Op, len(batch))
+		for k, h := range batch {
+			src := h.source
+			if filter != nil {
+				var err error
+				if src, err = esdsl.FilterSource(src, filter, nil); err != nil {
+					return nil, err
+				}
+			}
+			op := shard.Op{Type: opType, Index: b.Dest.Index, ID: h.id, Source: src, Routing: destRouting}
+			if vt != shard.VersionInternal {
+				op.Version, op.VersionType = h.version, vt
+			}
+			ops[k] = op
+		}
+		return ops, nil
+	})
+}

@@ -1,0 +1,404 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
+)
+
+// Index settings: the ones Elasticsearch clients set are accepted, checked
+// for their type, stored in the cluster's metadata and returned by GET
+// _settings; those Weft has a meaning for are honoured (the limits below,
+// analysis). Settings Elasticsearch does not know are refused by name, as
+// Elasticsearch refuses them, and so are the few whose meaning Weft cannot
+// give (they are listed in refusedSettings with the reason).
+
+// settingKind is the type a setting's value must have.
+type settingKind int
+
+const (
+	kindInt settingKind = iota
+	kindBool
+	kindTime   // a time value: "1s", "500ms", "-1"
+	kindString // any scalar, kept as a string
+)
+
+// settingSpec describes one index setting.
+type settingSpec struct {
+	kind settingKind
+	// static settings are fixed at creation (or changed only while the
+	// index is closed, as Elasticsearch allows).
+	static bool
+	// min is the smallest value of an int setting.
+	min int
+}
+
+// knownSettings are the index settings accepted besides number_of_shards
+// and number_of_replicas, by flat key. Prefixes ending in "." accept every
+// key below them (see settingSpecFor).
+var knownSettings = map[string]settingSpec{
+	// Honoured: see scopeOf and handleAnalyze.
+	"index.max_result_window":        {kind: kindInt, min: 1},
+	"index.max_inner_result_window":  {kind: kindInt, min: 1},
+	"index.max_terms_count":          {kind: kindInt, min: 1},
+	"index.analyze.max_token_count":  {kind: kindInt, min: 1},
+	"index.number_of_routing_shards": {kind: kindInt, static: true, min: 1},
+	"index.analysis.":                {kind: kindString, static: true},
+	// Accepted and returned; Weft has nothing they would change: writes
+	// are searchable when acknowledged (no refresh cycle), segments are
+	// bleve's, there is no translog apart from the shard log.
+	"index.refresh_interval":                     {kind: kindTime},
+	"index.hidden":                               {kind: kindBool},
+	"index.codec":                                {kind: kindString, static: true},
+	"index.auto_expand_replicas":                 {kind: kindString},
+	"index.priority":                             {kind: kindInt},
+	"index.query.default_field":                  {kind: kindString},
+	"index.max_ngram_diff":                       {kind: kindInt},
+	"index.max_shingle_diff":                     {kind: kindInt},
+	"index.max_docvalue_fields_search":           {kind: kindInt},
+	"index.max_script_fields":                    {kind: kindInt},
+	"index.max_refresh_listeners":                {kind: kindInt},
+	"index.max_regex_length":                     {kind: kindInt},
+	"index.max_rescore_window":                   {kind: kindInt},
+	"index.max_slices_per_scroll":                {kind: kindInt},
+	"index.highlight.max_analyzed_offset":        {kind: kindInt},
+	"index.mapping.total_fields.limit":           {kind: kindInt},
+	"index.mapping.depth.limit":                  {kind: kindInt},
+	"index.mapping.nested_fields.limit":          {kind: kindInt},
+	"index.mapping.nested_objects.limit":         {kind: kindInt},
+	"index.mapping.field_name_length.limit":      {kind: kindInt},
+	"index.mapping.ignore_malformed":             {kind: kindBool},
+	"index.mapping.coerce":                       {kind: kindBool},
+	"index.gc_deletes":                           {kind: kindTime},
+	"index.shard.check_on_startup":               {kind: kindString, static: true},
+	"index.load_fixed_bitset_filters_eagerly":    {kind: kindBool},
+	"index.queries.cache.enabled":                {kind: kindBool, static: true},
+	"index.requests.cache.enable":                {kind: kindBool},
+	"index.write.wait_for_active_shards":         {kind: kindString},
+	"index.unassigned.node_left.delayed_timeout": {kind: kindTime},
+	"index.soft_deletes.retention_lease.period":  {kind: kindTime},
+	"index.translog.":                            {kind: kindString},
+	"index.merge.":                               {kind: kindString},
+	"index.routing.":                             {kind: kindString},
+	"index.search.":                              {kind: kindString},
+	"index.indexing.":                            {kind: kindString},
+	"index.lifecycle.":                           {kind: kindString},
+	"index.blocks.":                              {kind: kindBool},
+	"index.store.":                               {kind: kindString, static: true},
+}
+
+// refusedSettings are Elasticsearch settings Weft refuses, with why.
+var refusedSettings = map[string]string{
+	"index.soft_deletes.enabled": "soft deletes are always on (Elasticsearch 8 refuses false too)",
+	"index.sort.":                "index sorting is not supported: bleve segments keep documents in insertion order",
+	"index.default_pipeline":     "ingest pipelines are not supported",
+	"index.final_pipeline":       "ingest pipelines are not supported",
+	"index.mode":                 "only the standard index mode is supported",
+	"index.similarity.":          "custom similarities are not supported: Weft scores with BM25 (k1 1.2, b 0.75)",
+	"index.version.":             "index.version is private to the node",
+}
+
+// settingSpecFor finds the spec of a flat key.
+func settingSpecFor(key string) (settingSpec, bool) {
+	if sp, ok := knownSettings[key]; ok {
+		return sp, true
+	}
+	for prefix, sp := range knownSettings {
+		if strings.HasSuffix(prefix, ".") && strings.HasPrefix(key, prefix) {
+			return sp, true
+		}
+	}
+	return settingSpec{}, false
+}
+
+// parsedSettings are a settings body: the shard and replica counts when
+// given, and every other setting by flat key with its value normalised as
+// Elasticsearch returns it (a JSON string), or JSON null (a reset).
+type parsedSettings struct {
+	shards, replicas *int
+	other            map[string]json.RawMessage
+}
+
+// parseSettings reads index settings in any of Elasticsearch's forms
+// ({"number_of_shards":1}, {"index":{"number_of_shards":1}},
+// {"index.number_of_shards":1}, nested objects at any depth), values given
+// as numbers, booleans or strings. A setting Elasticsearch does not know,
+// or one Weft refuses, is a 400 naming it; so is a value of the wrong type.
+func parseSettings(raw map[string]json.RawMessage) (parsedSettings, error) {
+	var out parsedSettings
+	for k, v := range flattenSettings(raw) {
+		if !strings.HasPrefix(k, "index.") {
+			k = "index." + k
+		}
+		switch k {
+		case "index.number_of_shards", "index.number_of_replicas":
+			n, err := intSetting(v)
+			if err != nil || n < 0 {
+				return out, illegalArgument("failed to parse value [%s] for setting [%s]; expected a non-negative integer", string(v), k)
+			}
+			if k == "index.number_of_shards" {
+				out.shards = &n
+			} else {
+				out.replicas = &n
+			}
+			continue
+		}
+		if why := refusal(k, v); why != "" {
+			return out, illegalArgument("setting [%s] is not supported: %s", k, why)
+		}
+		sp, ok := settingSpecFor(k)
+		if !ok {
+			return out, illegalArgument("unknown setting [%s] please check that any required plugins are installed, or check the breaking changes documentation for removed settings", k)
+		}
+		norm, err := normalizeSetting(k, v, sp)
+		if err != nil {
+			return out, err
+		}
+		if out.other == nil {
+			out.other = map[string]json.RawMessage{}
+		}
+		out.other[k] = norm
+	}
+	return out, nil
+}
+
+// refusal says why Weft refuses the setting, "" when it does not.
+func refusal(key string, v json.RawMessage) string {
+	if key == "index.soft_deletes.enabled" && strings.Trim(string(v), `"`) == "true" {
+		return ""
+	}
+	for prefix, why := range refusedSettings {
+		if key == prefix || (strings.HasSuffix(prefix, ".") && strings.HasPrefix(key, prefix)) {
+			return why
+		}
+	}
+	return ""
+}
+
+// isNull reports whether a JSON value is null.
+func isNull(v json.RawMessage) bool { return strings.TrimSpace(string(v)) == "null" }
+
+// normalizeSetting checks a value against its kind and returns it as the
+// JSON string Elasticsearch stores (null stays null: a reset). Arrays are
+// kept as arrays of strings (analysis filter lists).
+func normalizeSetting(key string, v json.RawMessage, sp settingSpec) (json.RawMessage, error) {
+	if isNull(v) {
+		return json.RawMessage(`null`), nil
+	}
+	if len(v) > 0 && v[0] == '[' {
+		var list []any
+		if err := json.Unmarshal(v, &list); err != nil || sp.kind != kindString {
+			return nil, illegalArgument("failed to parse value [%s] for setting [%s]", string(v), key)
+		}
+		strs := make([]string, len(list))
+		for i, e := range list {
+			strs[i] = fmt.Sprint(e)
+		}
+		return mustJSON(strs), nil
+	}
+	var val any
+	if err := json.Unmarshal(v, &val); err != nil {
+		return nil, illegalArgument("failed to parse value [%s] for setting [%s]", string(v), key)
+	}
+	var str string
+	switch x := val.(type) {
+	case string:
+		str = x
+	case float64:
+		str = strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		str = strconv.FormatBool(x)
+	default:
+		return nil, illegalArgument("failed to parse value [%s] for setting [%s]; expected a single value", string(v), key)
+	}
+	switch sp.kind {
+	case kindInt:
+		n, err := strconv.Atoi(str)
+		if err != nil {
+			return nil, illegalArgument("Failed to parse value [%s] for setting [%s]; expected an integer", str, key)
+		}
+		if n < sp.min {
+			return nil, illegalArgument("Failed to parse value [%d] for setting [%s] must be >= %d", n, key, sp.min)
+		}
+	case kindBool:
+		if str != "true" && str != "false" {
+			return nil, illegalArgument("Failed to parse value [%s] as only [true] or [false] are allowed for setting [%s]", str, key)
+		}
+	case kindTime:
+		if str != "-1" {
+			if _, err := parseTimeValue(str); err != nil {
+				return nil, illegalArgument("failed to parse setting [%s] with value [%s] as a time value: unit is missing or unrecognized", key, str)
+			}
+		}
+	}
+	return mustJSON(str), nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // strings and string lists always encode
+	}
+	return b
+}
+
+// checkStaticSettings refuses to change static settings of an open index.
+func checkStaticSettings(other map[string]json.RawMessage, name string, closed bool) error {
+	var static []string
+	for k := range other {
+		if sp, ok := settingSpecFor(k); ok && sp.static {
+			static = append(static, k)
+		}
+	}
+	if len(static) > 0 && !closed {
+		slices.Sort(static)
+		return illegalArgument("Can't update non dynamic settings [%v] for open indices [[%s]]; close the index first", static, name)
+	}
+	return nil
+}
+
+// intSettingOf reads an int setting of an index (def when unset).
+func intSettingOf(settings map[string]json.RawMessage, key string, def int) int {
+	raw, ok := settings[key]
+	if !ok {
+		return def
+	}
+	n, err := intSetting(raw)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+func intSetting(v json.RawMessage) (int, error) {
+	var n int
+	if err := json.Unmarshal(v, &n); err == nil {
+		return n, nil
+	}
+	var str string
+	if err := json.Unmarshal(v, &str); err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(str)
+}
+
+// settingsJSON is the "settings" object of GET /{index} and _settings:
+// nested under "index" like Elasticsearch's, or flat keys with
+// flat_settings.
+func settingsJSON(info shard.IndexInfo, flat bool) map[string]any {
+	all := map[string]any{
+		"index.number_of_shards":   strconv.Itoa(info.Settings.NumberOfShards),
+		"index.number_of_replicas": strconv.Itoa(info.Settings.NumberOfReplicas),
+		"index.uuid":               info.UUID,
+		"index.provided_name":      info.Name,
+		"index.creation_date":      strconv.FormatInt(info.CreationDate.UnixMilli(), 10),
+		"index.version.created":    "8521000",
+	}
+	if info.Closed {
+		all["index.verified_before_close"] = "true"
+	}
+	for k, v := range info.Settings.Other {
+		var val any
+		if json.Unmarshal(v, &val) == nil {
+			all[k] = val
+		}
+	}
+	if flat {
+		return all
+	}
+	nested := map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		m := nested
+		parts := strings.Split(k, ".")
+		for _, p := range parts[:len(parts)-1] {
+			inner, ok := m[p].(map[string]any)
+			if !ok {
+				inner = map[string]any{}
+				m[p] = inner
+			}
+			m = inner
+		}
+		m[parts[len(parts)-1]] = all[k]
+	}
+	return nested
+}
+
+// scopeOf is what the indices a request resolved to add to it: the alias
+// filter and search routing it is restricted by, and the limits their
+// settings set (the smallest over the indices). A request reaching indices
+// through aliases with different filters or routing at once is refused:
+// one request carries one filter.
+func (s *Server) scopeOf(res shard.Resolved, params map[string][]string) (esdsl.Scope, error) {
+	var sc esdsl.Scope
+	var filters []json.RawMessage
+	var routing []string
+	for k, name := range res.Indices {
+		f, r := res.Filters[name], res.Routing[name]
+		if k > 0 && (!sameRaws(f, filters) || !slices.Equal(r, routing)) {
+			return sc, illegalArgument("indices [%s] are reached through aliases with different filters or routing; Weft runs one filter per request, so search them separately", strings.Join(res.Indices, ","))
+		}
+		filters, routing = f, r
+	}
+	sc.Filter = esdsl.AliasFilter(filters)
+	if len(routing) > 0 {
+		if err := restrictRouting(params, routing); err != nil {
+			return sc, err
+		}
+	}
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return sc, err
+	}
+	for _, name := range res.Indices {
+		ix, ok := v.Indices[name]
+		if !ok {
+			continue
+		}
+		sc.MaxResultWindow = minLimit(sc.MaxResultWindow, intSettingOf(ix.Settings, "index.max_result_window", 0))
+		sc.MaxInnerResultWindow = minLimit(sc.MaxInnerResultWindow, intSettingOf(ix.Settings, "index.max_inner_result_window", 0))
+		sc.MaxTermsCount = minLimit(sc.MaxTermsCount, intSettingOf(ix.Settings, "index.max_terms_count", 0))
+	}
+	return sc, nil
+}
+
+// minLimit is the smaller of two limits, 0 meaning none.
+func minLimit(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+func sameRaws(a, b []json.RawMessage) bool {
+	return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return string(x) == string(y) })
+}
+
+// restrictRouting sets the request's routing to the aliases' search
+// routing, or to the values both name when the request has its own.
+func restrictRouting(params map[string][]string, alias []string) error {
+	own := splitComma(strings.Join(params["routing"], ","))
+	if len(own) == 0 {
+		params["routing"] = []string{strings.Join(alias, ",")}
+		return nil
+	}
+	var both []string
+	for _, r := range own {
+		if slices.Contains(alias, r) {
+			both = append(both, r)
+		}
+	}
+	if len(both) == 0 {
+		return illegalArgument("routing [%s] and the alias's search routing [%s] have no value in common, so no shard would be searched", strings.Join(own, ","), strings.Join(alias, ","))
+	}
+	params["routing"] = []string{strings.Join(both, ",")}
+	return nil
+}

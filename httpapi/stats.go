@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weftsearch/weft/shard"
+)
+
+// GET /_stats and /{index}/_stats[/{metric}]: each index's statistics,
+// gathered from the copies of every node that answers (documents and bytes
+// per copy) and the request counters of every node (the indexing and search
+// requests it coordinated). Sections Weft has no counterpart for report
+// what is true of Weft: it has no field data, query cache or request
+// cache, so their sizes and hits are zero. Other metrics are refused by
+// name.
+
+// statsParams are the parameters _stats takes.
+var statsParams = []string{"level", "fields", "completion_fields", "fielddata_fields", "groups", "include_segment_file_sizes", "include_unloaded_segments",
+	"forbid_closed_indices", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+
+// statsMetrics are the metrics _stats reports.
+var statsMetrics = []string{"docs", "store", "indexing", "search", "fielddata", "query_cache", "request_cache", "shard_stats"}
+
+// statsWaitHTTP bounds how long _stats waits for other nodes.
+const statsWaitHTTP = 5 * time.Second
+
+func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) error {
+	metrics := statsMetrics
+	if m := r.PathValue("metric"); m != "" && m != "_all" {
+		metrics = nil
+		for _, name := range splitComma(m) {
+			if !slices.Contains(statsMetrics, name) {
+				return illegalArgument("request [%s] contains unrecognized metric: [%s]; Weft reports %s", r.URL.Path, name, strings.Join(statsMetrics, ", "))
+			}
+			metrics = append(metrics, name)
+		}
+	}
+	switch lvl := r.URL.Query().Get("level"); lvl {
+	case "", "indices", "cluster":
+	default:
+		return illegalArgument("level parameter must be one of [cluster] or [indices] but was [%s]; Weft does not report shards", lvl)
+	}
+	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), shard.DefaultResolve)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), statsWaitHTTP)
+	defer cancel()
+	stats := s.eng.IndexStats(ctx, res.Indices)
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return err
+	}
+	var all shard.IndexStats
+	indices := map[string]any{}
+	for _, name := range res.Indices {
+		st, ok := stats[name]
+		if !ok {
+			continue
+		}
+		all.Primaries.Docs += st.Primaries.Docs
+		all.Primaries.StoreSizeBytes += st.Primaries.StoreSizeBytes
+		all.Total.Docs += st.Total.Docs
+		all.Total.StoreSizeBytes += st.Total.StoreSizeBytes
+		all.Counters.IndexTotal += st.Counters.IndexTotal
+		all.Counters.IndexTimeNanos += st.Counters.IndexTimeNanos
+		all.Counters.DeleteTotal += st.Counters.DeleteTotal
+		all.Counters.SearchTotal += st.Counters.SearchTotal
+		all.Counters.SearchNanos += st.Counters.SearchNanos
+		all.Copies += st.Copies
+		all.Counted += st.Counted
+		all.CountedPrimaries += st.CountedPrimaries
+		entry := map[string]any{"primaries": statsSection(st, true, metrics), "total": statsSection(st, false, metrics)}
+		if ix, ok := v.Indices[name]; ok {
+			entry["uuid"] = ix.UUID
+			entry["status"] = "open"
+			entry["health"] = healthOf(v, "", []string{name}, "cluster").Status
+		}
+		indices[name] = entry
+	}
+	out := map[string]any{
+		"_shards": shardsHeader{Total: all.Copies, Successful: all.Counted, Failed: all.Copies - all.Counted},
+		"_all":    map[string]any{"primaries": statsSection(all, true, metrics), "total": statsSection(all, false, metrics)},
+	}
+	if r.URL.Query().Get("level") != "cluster" {
+		out["indices"] = indices
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
+// statsSection is the "primaries" or "total" object of one index (or of
+// all): the copy counts of primaries or of every copy; the request
+// counters are the same in both, since they count requests, not copies.
+func statsSection(st shard.IndexStats, primaries bool, metrics []string) map[string]any {
+	cs := st.Total
+	if primaries {
+		cs = st.Primaries
+	}
+	c := st.Counters
+	out := map[string]any{}
+	for _, m := range metrics {
+		switch m {
+		case "docs":
+			out[m] = map[string]any{"count": cs.Docs, "deleted": 0}
+		case "store":
+			out[m] = map[string]any{"size_in_bytes": cs.StoreSizeBytes, "total_data_set_size_in_bytes": cs.StoreSizeBytes, "reserved_in_bytes": 0}
+		case "indexing":
+			out[m] = map[string]any{"index_total": c.IndexTotal, "index_time_in_millis": c.IndexTimeNanos / 1e6, "delete_total": c.DeleteTotal,
+				"is_throttled": false}
+		case "search":
+			out[m] = map[string]any{"query_total": c.SearchTotal, "query_time_in_millis": c.SearchNanos / 1e6}
+		case "fielddata":
+			out[m] = map[string]any{"memory_size_in_bytes": 0, "evictions": 0, "global_ordinals": map[string]any{"build_time_in_millis": 0}}
+		case "query_cache":
+			out[m] = map[string]any{"memory_size_in_bytes": 0, "total_count": 0, "hit_count": 0, "miss_count": 0, "cache_size": 0, "cache_count": 0, "evictions": 0}
+		case "request_cache":
+			out[m] = map[string]any{"memory_size_in_bytes": 0, "evictions": 0, "hit_count": 0, "miss_count": 0}
+		case "shard_stats":
+			n := st.Counted
+			if primaries {
+				n = st.CountedPrimaries
+			}
+			out[m] = map[string]any{"total_count": n}
+		}
+	}
+	return out
+}

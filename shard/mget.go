@@ -1,0 +1,205 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/index"
+)
+
+// Multi-get: the documents are grouped by shard, and each shard's primary
+// is asked for its whole group at once — in place on this node, or in one
+// fabric call to the primary's node — so that a primary confirms its role
+// with its replication group once per group rather than once per document.
+// Groups run in parallel; a group that fails fails only its documents.
+
+// MgetItem names one document of a multi-get by concrete index name.
+type MgetItem struct {
+	Index, ID, Routing string
+}
+
+// MgetResult is one document's outcome: found or not, or the error that
+// kept it from being read.
+type MgetResult struct {
+	Doc   index.Doc
+	Found bool
+	Err   error
+}
+
+// Mget reads the documents (realtime, from their primaries) and returns one
+// result per item, in item order. The error is for whole-request failures
+// (ctx ended, the node not in a cluster).
+func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult, error) {
+	v, err := c.readView()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MgetResult, len(items))
+	type key struct {
+		uuid string
+		num  int
+	}
+	groups := map[key][]int{}
+	var order []key
+	for k, it := range items {
+		ix, err := v.Index(it.Index)
+		if err == nil && ix.Closed {
+			err = closedErr(it.Index)
+		}
+		if err != nil {
+			out[k].Err = err
+			continue
+		}
+		kk := key{ix.UUID, ShardFor(it.ID, it.Routing, ix.NumberOfShards)}
+		if groups[kk] == nil {
+			order = append(order, kk)
+		}
+		groups[kk] = append(groups[kk], k)
+	}
+	var wg sync.WaitGroup
+	for _, kk := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots := groups[kk]
+			ids := make([]string, len(slots))
+			for j, k := range slots {
+				ids[j] = items[k].ID
+			}
+			var docs []index.Doc
+			var found []bool
+			err := c.onPrimary(ctx, kk.uuid, kk.num, func(v *View, p CopyView) error {
+				var err error
+				if p.NodeID == v.LocalNode {
+					docs, found, err = c.getLocalMany(p.AllocationID, ids)
+				} else {
+					docs, found, err = c.getRemoteMany(ctx, v, kk.uuid, kk.num, p, ids)
+				}
+				return err
+			})
+			for j, k := range slots {
+				if err != nil {
+					out[k].Err = err
+					continue
+				}
+				out[k].Doc, out[k].Found = docs[j], found[j]
+			}
+		}()
+	}
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+// getLocalMany reads documents from the local primary copy under one hold
+// of its write lock (between write groups, as getLocal does), then confirms
+// once that the copy is still the primary.
+func (c *Coordinator) getLocalMany(allocationID string, ids []string) ([]index.Doc, []bool, error) {
+	sc, ok := c.store.copy(allocationID)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: copy %s is not open on this node yet", ErrUnavailable, allocationID)
+	}
+	docs, found := make([]index.Doc, len(ids)), make([]bool, len(ids))
+	sc.leader.Lock()
+	if !sc.primary.Load() {
+		sc.leader.Unlock()
+		return nil, nil, fmt.Errorf("%w: copy %s is not serving as primary", ErrUnavailable, allocationID)
+	}
+	term, last := sc.term.Load(), sc.lastSeq()
+	var err error
+	for k, id := range ids {
+		if docs[k], found[k], err = sc.idx.Get(id); err != nil {
+			break
+		}
+	}
+	sc.leader.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.store.confirmPrimary(sc, term, last); err != nil {
+		return nil, nil, err
+	}
+	return docs, found, nil
+}
+
+func (c *Coordinator) getRemoteMany(ctx context.Context, v *View, uuid string, num int, p CopyView, ids []string) ([]index.Doc, []bool, error) {
+	e := enc{}
+	e.u8(wireVersion)
+	e.str(v.ClusterUUID)
+	e.str(uuid)
+	e.uvarint(uint64(num))
+	e.str(p.AllocationID)
+	e.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		e.str(id)
+	}
+	reply, err := c.peers.Call(ctx, p.NodeID, methodMget, e.b)
+	if err != nil {
+		return nil, nil, fromRemote(err)
+	}
+	return decodeMgetReply(reply, ids)
+}
+
+func decodeMgetReply(reply []byte, ids []string) ([]index.Doc, []bool, error) {
+	d := dec{b: reply}
+	d.version()
+	if n := d.count(1); d.err == nil && n != len(ids) {
+		d.fail("a reply for another number of documents")
+	}
+	docs, found := make([]index.Doc, len(ids)), make([]bool, len(ids))
+	for k := 0; k < len(ids) && d.err == nil; k++ {
+		docs[k].ID = ids[k]
+		if found[k] = d.u8() == 1; found[k] {
+			docs[k].Source = d.bytes()
+			docs[k].SeqNo, docs[k].Version, docs[k].PrimaryTerm = d.u64(), d.varint(), d.u64()
+		}
+	}
+	return docs, found, d.end()
+}
+
+func (c *Coordinator) serveMget(ctx context.Context, req *fabric.Request) ([]byte, error) {
+	d := dec{b: req.Payload}
+	d.version()
+	cluster, uuid := d.str(), d.str()
+	num := int(d.uvarint() & 0x7fffffff)
+	alloc := d.str()
+	n := d.count(1)
+	ids := make([]string, 0, n)
+	for k := 0; k < n && d.err == nil; k++ {
+		ids = append(ids, d.str())
+	}
+	if err := d.end(); err != nil {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
+	}
+	if err := c.checkRouting(ctx, cluster, uuid, num, alloc, true); err != nil {
+		return nil, remoteErr(err)
+	}
+	docs, found, err := c.getLocalMany(alloc, ids)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return encodeMgetReply(docs, found), nil
+}
+
+func encodeMgetReply(docs []index.Doc, found []bool) []byte {
+	size := 8
+	for _, d := range docs {
+		size += 32 + len(d.Source)
+	}
+	e := enc{b: make([]byte, 0, size)}
+	e.u8(wireVersion)
+	e.uvarint(uint64(len(docs)))
+	for k, doc := range docs {
+		if !found[k] {
+			e.u8(0)
+			continue
+		}
+		e.u8(1)
+		e.bytes(doc.Source)
+		e.u64(doc.SeqNo)
+		e.varint(doc.Version)
+		e.u64(doc.PrimaryTerm)
+	}
+	return e.b
+}
