@@ -23,4 +23,8 @@ var (
 	ErrIllegalArgument = errors.New("illegal argument")
 	// ErrClosed: the index has been closed.
 	ErrClosed = errors.New("index closed")
+	// ErrStaleStats: a search under ExpectGeneration found the index's
+	// contents changed since the statistics it was given were read; nothing
+	// was searched.
+	ErrStaleStats = errors.New("statistics are stale")
 )

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -108,6 +109,13 @@ type Index struct {
 	persistedSeq atomic.Uint64
 	gcp          atomic.Uint64 // see SetGlobalCheckpoint
 
+	// writes counts Apply calls as a sequence lock: odd while one is
+	// changing the searchable contents, even otherwise. With genSeed (this
+	// Index's own) and the mapping version it makes the Generation of a
+	// reader's contents.
+	writes  atomic.Uint64
+	genSeed maphash.Seed
+
 	pinned *pinnedIndex // a view from Pin: its snapshot
 }
 
@@ -157,7 +165,7 @@ func newIndex(dir string, m *Mapping, bl bleve.Index, replaying bool) (*Index, e
 		_ = bl.Close()
 		return nil, fmt.Errorf("index: %s: unexpected bleve mapping type %T", dir, bl.Mapping())
 	}
-	i := &Index{dir: dir, m: m, an: an, bl: bl, im: im, lens: map[string]uint64{}}
+	i := &Index{dir: dir, m: m, an: an, bl: bl, im: im, lens: map[string]uint64{}, genSeed: maphash.MakeSeed()}
 	if replaying {
 		i.replayed = map[string]struct{}{}
 	}
@@ -172,6 +180,7 @@ func newIndex(dir string, m *Mapping, bl bleve.Index, replaying bool) (*Index, e
 		return nil, fmt.Errorf("index: %s is a %T index, not %s; it was not created by Weft", dir, adv, IndexType)
 	}
 	ws.fieldLength = i.fieldLength
+	ws.writes = &i.writes
 	if err := i.syncMapping(); err != nil {
 		_ = bl.Close()
 		return nil, err
@@ -324,6 +333,10 @@ func (i *Index) Apply(ctx context.Context, ops []Op) error {
 		return err
 	}
 
+	// From here until the field lengths are counted the contents change:
+	// readers opened meanwhile have no Generation.
+	i.writes.Add(1)
+	defer i.writes.Add(1)
 	delta := map[string]int64{}
 	final := make(map[string]*document.Document, len(ops))
 	b := i.bl.NewBatch()
@@ -470,7 +483,9 @@ func (i *Index) Bleve() bleve.Index { return i.bl }
 
 // Search runs req on this index. Under a context from WithGlobalStats it
 // scores with those statistics; without, with this index's own, computed the
-// same way (so a lone shard needs no statistics phase).
+// same way (so a lone shard needs no statistics phase). Under a context from
+// ExpectGeneration too, it fails with ErrStaleStats unless the contents it
+// would search are still of that generation.
 func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	if err := i.syncMapping(); err != nil {
 		return nil, err
@@ -482,7 +497,7 @@ func (i *Index) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.Se
 	}
 	if st, ok := ctx.Value(statsCtxKey).(*TermStats); ok && req.Query != nil {
 		r := *req
-		r.Query = &globalQuery{Query: req.Query, stats: st}
+		r.Query = &globalQuery{Query: req.Query, stats: st, expect: ExpectedGeneration(ctx), gen: i.generation}
 		req = &r
 	}
 	res, err := i.bl.SearchInContext(ctx, req)
@@ -517,45 +532,115 @@ func HitMeta(fields map[string]any) (seq uint64, version int64, term uint64, ok 
 }
 
 // TermStats returns this index's statistics for q (phase 1 of global
-// scoring, see WithGlobalStats): its searchers are built, never run.
-func (i *Index) TermStats(ctx context.Context, q query.Query) (*TermStats, error) {
+// scoring, see WithGlobalStats): its searchers are built, never run. gen is
+// the Generation of the contents they were read from (0 when a write was
+// changing them: such statistics are right for no generation to come).
+func (i *Index) TermStats(ctx context.Context, q query.Query) (st *TermStats, gen uint64, err error) {
 	if err := i.syncMapping(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	if i.closed {
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	adv, err := i.bl.Advanced()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r, err := adv.Reader()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer func() { _ = r.Close() }()
 	rec := &recorder{df: map[string]map[string]uint64{}, dicts: map[string][]DictTerm{}}
 	if sr, ok := r.(*statsReader); ok {
 		sr.rec = rec
+		gen = i.generation(sr)
 	}
 	sctx := context.WithValue(ctx, statsCtxKey, rec)
 	s, err := q.Searcher(sctx, r, i.im, search.SearcherOptions{Score: "none"})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if s != nil {
 		_ = s.Close()
 	}
 	n, err := r.DocCount()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	i.lensMu.RLock()
 	lens := cloneLens(i.lens)
 	i.lensMu.RUnlock()
-	return &TermStats{DocCount: n, FieldLength: lens, DocFreq: rec.df, Dicts: rec.dicts}, nil
+	return &TermStats{DocCount: n, FieldLength: lens, DocFreq: rec.df, Dicts: rec.dicts}, gen, nil
+}
+
+// Documents returns the documents ids that exist, in that order, as hits
+// whose Fields hold the stored fields named in fields ("*": all) the way a
+// search's hits do (MetaField as text, as Search gives it): the fetch phase
+// of a search, without a query.
+func (i *Index) Documents(ids, fields []string) ([]*search.DocumentMatch, error) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if i.closed {
+		return nil, ErrClosed
+	}
+	r, err := i.bl.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	rd, err := r.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rd.Close() }()
+	req := &bleve.SearchRequest{Fields: fields}
+	meta := slices.Contains(fields, MetaField)
+	out := make([]*search.DocumentMatch, 0, len(ids))
+	for _, id := range ids {
+		d, err := rd.Document(id)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			continue
+		}
+		hit := &search.DocumentMatch{ID: id}
+		if len(fields) > 0 {
+			_, _ = bleve.LoadAndHighlightFields(hit, req, "", loadedDoc{IndexReader: rd, doc: d}, nil)
+			if meta {
+				textMeta(hit.Fields)
+			}
+		}
+		out = append(out, hit)
+	}
+	return out, nil
+}
+
+// loadedDoc is a reader whose Document is the one already loaded.
+type loadedDoc struct {
+	bindex.IndexReader
+	doc bindex.Document
+}
+
+func (l loadedDoc) Document(string) (bindex.Document, error) { return l.doc, nil }
+
+// generation is the Generation of r's contents under the mapping in use:
+// a hash of this Index's seed, the writes r saw and the mapping version, so
+// two readers of one Index with the same generation hold the same documents
+// and statistics. 0 when r was opened while a write changed the contents,
+// and always for a pinned view: its contents are no generation of the
+// index's, and statistics read from it must never stand for the index's.
+// The caller holds mu (read), which keeps the mapping version still.
+func (i *Index) generation(r *statsReader) uint64 {
+	if i.pinned != nil || r.writes&1 == 1 {
+		return 0
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], r.writes)
+	binary.BigEndian.PutUint64(b[8:], i.imVer)
+	return max(maphash.Bytes(i.genSeed, b[:]), 1)
 }
 
 // Stats reports doc count, size on disk and sequence numbers.

@@ -61,7 +61,7 @@ func TestIndexApplyGetSearchReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), res.Total)
 
-	st, err := idx.TermStats(context.Background(), q)
+	st, _, err := idx.TermStats(context.Background(), q)
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), st.DocCount)
 	require.Equal(t, uint64(1), st.DocFreq["title"]["the"])
@@ -122,7 +122,7 @@ func TestFieldLengthsFollowUpdatesAndDeletes(t *testing.T) {
 	q := bleve.NewMatchQuery("a")
 	q.SetField("t")
 	lens := func() uint64 {
-		st, err := idx.TermStats(ctx, q)
+		st, _, err := idx.TermStats(ctx, q)
 		require.NoError(t, err)
 		return st.FieldLength["t"]
 	}

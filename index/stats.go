@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/blevesearch/bleve/v2/document"
@@ -71,12 +72,18 @@ func registerIndexType() {
 // weftScorch is scorch with readers that apply global term statistics.
 type weftScorch struct {
 	*scorch.Scorch
-	// fieldLength reports the tokens indexed in a field (set by Index
-	// before the first search, read-only afterwards).
+	// fieldLength reports the tokens indexed in a field, and writes is
+	// the Index's write sequence lock (both set by Index before the first
+	// search, read-only afterwards).
 	fieldLength func(field string) uint64
+	writes      *atomic.Uint64
 }
 
 func (w *weftScorch) Reader() (bindex.IndexReader, error) {
+	var before uint64
+	if w.writes != nil {
+		before = w.writes.Load()
+	}
 	r, err := w.Scorch.Reader()
 	if err != nil {
 		return nil, err
@@ -85,7 +92,13 @@ func (w *weftScorch) Reader() (bindex.IndexReader, error) {
 	if !ok {
 		return r, nil
 	}
-	return &statsReader{IndexSnapshot: snap, fieldLength: w.fieldLength}, nil
+	sr := &statsReader{IndexSnapshot: snap, fieldLength: w.fieldLength, writes: before | 1}
+	if w.writes != nil && w.writes.Load() == before {
+		// No write began or ended while the snapshot was taken: it holds
+		// exactly the contents after the writes counted in before.
+		sr.writes = before
+	}
+	return sr, nil
 }
 
 // statsReader is one search's view of a shard. In phase 1 rec is set and
@@ -99,6 +112,9 @@ type statsReader struct {
 	rec         *recorder
 	global      *TermStats
 	fieldLength func(string) uint64
+	// writes is the Index's write sequence lock as the snapshot saw it:
+	// even when no write was changing the contents, odd when unknown.
+	writes uint64
 
 	hitsMu sync.Mutex
 	hits   map[string]uint64 // external id → doc number, from ExternalID
@@ -353,7 +369,10 @@ func (t sharedText) Text() string {
 
 type ctxKey int
 
-const statsCtxKey ctxKey = 1
+const (
+	statsCtxKey ctxKey = 1
+	genCtxKey   ctxKey = 2
+)
 
 func (r *statsReader) TermFieldReader(ctx context.Context, term []byte, field string, includeFreq, includeNorm, includeTermVectors bool) (bindex.TermFieldReader, error) {
 	tfr, err := r.IndexSnapshot.TermFieldReader(ctx, term, field, includeFreq, includeNorm, includeTermVectors)
@@ -531,14 +550,21 @@ func mergeDictTerms(a, b []DictTerm) []DictTerm {
 }
 
 // globalQuery puts the global statistics on the reader of the search that
-// builds its searcher (bleve creates one reader per search).
+// builds its searcher (bleve creates one reader per search), after checking
+// that the reader's contents are of the generation expected, if one is.
 type globalQuery struct {
 	query.Query
-	stats *TermStats
+	stats  *TermStats
+	expect uint64                    // 0: any generation
+	gen    func(*statsReader) uint64 // the Index's generation of a reader
 }
 
 func (g *globalQuery) Searcher(ctx context.Context, r bindex.IndexReader, m mapping.IndexMapping, o search.SearcherOptions) (search.Searcher, error) {
-	if sr, ok := r.(*statsReader); ok {
+	sr, ok := r.(*statsReader)
+	if g.expect != 0 && (!ok || g.gen(sr) != g.expect) {
+		return nil, ErrStaleStats
+	}
+	if ok {
 		sr.global = g.stats
 	}
 	return g.Query.Searcher(ctx, r, m, o)
@@ -652,6 +678,22 @@ func WithGlobalStats(ctx context.Context, s *TermStats) context.Context {
 		DocCount:         float64(s.DocCount),
 		FieldCardinality: card,
 	})
+}
+
+// ExpectGeneration returns a context under which a search with global
+// statistics (WithGlobalStats) runs only if the index's contents are still
+// of generation gen, as TermStats returned it, and fails with ErrStaleStats
+// otherwise: so statistics read earlier (and kept) score exactly as fresh
+// ones would. gen 0 expects nothing.
+func ExpectGeneration(ctx context.Context, gen uint64) context.Context {
+	return context.WithValue(ctx, genCtxKey, gen)
+}
+
+// ExpectedGeneration returns the generation ExpectGeneration put in ctx, or
+// 0 (a shard reached over the network gets it passed explicitly).
+func ExpectedGeneration(ctx context.Context) uint64 {
+	g, _ := ctx.Value(genCtxKey).(uint64)
+	return g
 }
 
 func cloneLens(m map[string]uint64) map[string]uint64 { return maps.Clone(m) }

@@ -2,21 +2,28 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
+
+	"github.com/weftsearch/weft/index"
 )
 
 // aliasChild presents a ShardSearcher as the bleve.Index that IndexAlias
 // fans out to. Only searching is supported: the alias is built per search
 // and never written through. Hits of a searcher that fetches separately
 // are remembered in pending, for the fetch phase, and so is every searcher
-// that answered (its aggregations count).
+// that answered (its aggregations count) or found its statistics stale.
 type aliasChild struct {
 	s       ShardSearcher
 	pending *fetchSet
+	expect  uint64 // the generation the statistics assume of the copy; 0: any
+	// after, when set, is awaited before searching (a copy on this node
+	// waits until the other nodes' messages are on their way).
+	after *dispatch
 }
 
 var _ bleve.Index = aliasChild{}
@@ -26,10 +33,19 @@ func errReadOnly(op string) error {
 }
 
 func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	if a.expect != 0 {
+		ctx = index.ExpectGeneration(ctx, a.expect)
+	}
+	a.after.wait(ctx)
 	res, err := a.s.Search(ctx, req)
-	if err == nil && a.pending != nil {
+	var stale *staleStats
+	switch {
+	case a.pending == nil:
+	case err == nil:
 		a.pending.searched(a.s)
 		a.pending.add(a.s, res.Hits)
+	case errors.As(err, &stale):
+		a.pending.markStale(a.s, stale.ShardStats)
 	}
 	return res, err
 }

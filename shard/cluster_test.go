@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,10 +29,33 @@ type memPeers struct {
 	tr    fabric.Transport
 	mu    sync.Mutex
 	conns map[string]fabric.Conn
+	calls map[peerCall]int // calls made, by node and method
+}
+
+type peerCall struct {
+	node   string
+	method fabric.Method
+}
+
+// callsTo counts the calls of method m made to node ("": to any node).
+func (p *memPeers) callsTo(node string, m fabric.Method) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c, k := range p.calls {
+		if c.method == m && (node == "" || c.node == node) {
+			n += k
+		}
+	}
+	return n
 }
 
 func (p *memPeers) Call(ctx context.Context, id string, m fabric.Method, payload []byte) ([]byte, error) {
 	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[peerCall]int{}
+	}
+	p.calls[peerCall{id, m}]++
 	c := p.conns[id]
 	p.mu.Unlock()
 	if c == nil {
@@ -70,6 +94,7 @@ type testCluster struct {
 	net   *fabrictest.Network
 	mc    *memCluster
 	nodes map[string]*testNode
+	peers map[string]*memPeers // each node's outbound calls
 	dirs  map[string]string
 	stops map[string]func()
 	cfg   func(id string) Config // each node's configuration
@@ -83,7 +108,7 @@ func newTestCluster(t *testing.T, ids ...string) *testCluster {
 // gives it.
 func newTestClusterWith(t *testing.T, cfg func(id string) Config, ids ...string) *testCluster {
 	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
-		nodes: map[string]*testNode{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
+		nodes: map[string]*testNode{}, peers: map[string]*memPeers{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
 	for _, id := range ids {
 		tc.dirs[id] = t.TempDir()
 		tc.start(id)
@@ -106,6 +131,7 @@ func (tc *testCluster) start(id string) *testNode {
 	ln, err := tr.Listen(context.Background(), id, mux)
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
+	tc.peers[id] = peers
 	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
@@ -212,6 +238,18 @@ func sameHits(t *testing.T, want, got *bleve.SearchResult, what string) {
 		require.Equal(t, want.Hits[k].ID, got.Hits[k].ID, "%s: hit %d", what, k)
 		a, b := want.Hits[k].Score, got.Hits[k].Score
 		require.LessOrEqual(t, math.Abs(a-b), 1e-9*math.Max(math.Abs(a), math.Abs(b)), "%s: hit %d (%s): %v vs %v", what, k, want.Hits[k].ID, a, b)
+	}
+}
+
+// sameSorted requires two results of a search sorted by fields (whose
+// response shows no scores) to hold the same hits with the same sort keys.
+func sameSorted(t *testing.T, want, got *bleve.SearchResult, what string) {
+	t.Helper()
+	require.Equal(t, want.Total, got.Total, what)
+	require.Len(t, got.Hits, len(want.Hits), what)
+	for k := range want.Hits {
+		require.Equal(t, want.Hits[k].ID, got.Hits[k].ID, "%s: hit %d", what, k)
+		require.Equal(t, want.Hits[k].Sort, got.Hits[k].Sort, "%s: hit %d", what, k)
 	}
 }
 
@@ -328,7 +366,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		for page := 0; page < 5; page++ {
 			body := `{"query":{"match":{"body":"the"}},"size":7,"sort":[{"date":"desc"},{"_id":"asc"}]` + after + `}`
 			one, six := tc.search(t, "n2", []string{"one"}, body), tc.search(t, "n2", []string{"six"}, body)
-			sameHits(t, one.SearchResult, six.SearchResult, body)
+			sameSorted(t, one.SearchResult, six.SearchResult, body)
 			for k := range one.Hits {
 				oneIDs, sixIDs = append(oneIDs, one.Hits[k].ID), append(sixIDs, six.Hits[k].ID)
 			}
@@ -562,6 +600,331 @@ func TestOlderViewDeletesNoCopy(t *testing.T) {
 	newer := &View{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
 	require.NoError(t, n.store.Reconcile(context.Background(), newer))
 	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
+}
+
+// idsOnNodes returns, for each node, n new document ids that route to
+// shards of name whose primary is on that node.
+func idsOnNodes(t *testing.T, tc *testCluster, name string, n int, nodes ...string) map[string][]string {
+	t.Helper()
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for k := 0; len(out) < len(nodes) || func() bool {
+		for _, node := range nodes {
+			if len(out[node]) < n {
+				return true
+			}
+		}
+		return false
+	}(); k++ {
+		id := fmt.Sprint("new-", k)
+		p, _ := ix.Shards[ShardFor(id, "", ix.NumberOfShards)].Primary()
+		if slices.Contains(nodes, p.NodeID) && len(out[p.NodeID]) < n {
+			out[p.NodeID] = append(out[p.NodeID], id)
+		}
+	}
+	return out
+}
+
+// sixAndOne starts nodes n1, n2 and n3 with the sample documents in the
+// index "six" (6 shards) and in "one" (1 shard), loaded through n2.
+func sixAndOne(t *testing.T) *testCluster {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	for name, shards := range map[string]int{"six": 6, "one": 1} {
+		require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, name, IndexSettings{NumberOfShards: shards}, sampleMapping(t)))
+	}
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n2"], name, ids, sources)
+	}
+	return tc
+}
+
+// addQueryTerms writes new documents full of the terms "linux kernel" to
+// "six" (on a shard of n1 and one of n2) and "one", through n3, which
+// changes every score of a search for them, and returns their ids.
+func addQueryTerms(t *testing.T, tc *testCluster) []string {
+	news := idsOnNodes(t, tc, "six", 3, "n1", "n2")
+	var newIDs []string
+	var newSources []json.RawMessage
+	for _, node := range []string{"n1", "n2"} {
+		for _, id := range news[node] {
+			newIDs = append(newIDs, id)
+			newSources = append(newSources, json.RawMessage(`{"subject":"new","body":"linux kernel linux kernel linux"}`))
+		}
+	}
+	for _, name := range []string{"six", "one"} {
+		bulkIndex(t, tc.nodes["n3"], name, newIDs, newSources)
+	}
+	return newIDs
+}
+
+// TestClusterKeepsStatisticsUntilAShardChanges: a search repeated while
+// no shard changes skips the statistics phase and ranks exactly like one
+// shard; after writes to a shard on the coordinating node and to one on
+// another node it still does, without a statistics phase: the changed
+// copies answer the query phase stale, with their fresh statistics, and
+// the query phase runs again. Each phase sends one message per node.
+func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
+	tc := sixAndOne(t)
+	peers := tc.peers["n1"]
+	type counts struct{ stats, query, fetch int }
+	calls := func() counts {
+		return counts{peers.callsTo("", methodSearchStats), peers.callsTo("", methodSearchQuery), peers.callsTo("", methodSearchFetch)}
+	}
+	body := `{"query":{"match":{"body":"linux kernel"}},"size":10,"sort":["_score",{"_id":"asc"}]}`
+	search := func(what string) counts {
+		before := calls()
+		six := tc.search(t, "n1", []string{"six"}, body)
+		after := calls()
+		one := tc.search(t, "n1", []string{"one"}, body)
+		require.Zero(t, six.Status.Failed, "%s: %v", what, six.Status.Errors)
+		require.Positive(t, one.Total)
+		sameHits(t, one.SearchResult, six.SearchResult, what)
+		return counts{after.stats - before.stats, after.query - before.query, after.fetch - before.fetch}
+	}
+	first := search("first search")
+	require.Equal(t, 2, first.stats, "one statistics message to each other node")
+	require.Equal(t, 2, first.query, "one query message to each other node")
+	require.LessOrEqual(t, first.fetch, 2, "at most one fetch message to each other node")
+	again := search("repeated")
+	require.Zero(t, again.stats, "statistics kept")
+	require.Equal(t, 2, again.query)
+
+	addQueryTerms(t, tc)
+	changed := search("after writes")
+	require.Zero(t, changed.stats, "the changed copies sent their statistics in the query phase")
+	require.Equal(t, 4, changed.query, "the query phase ran again")
+	settled := search("after writes, repeated")
+	require.Zero(t, settled.stats)
+	require.Equal(t, 2, settled.query, "the fresh statistics were kept")
+}
+
+// TestClusterPointInTimeKeepsNoStatistics: a search of a point in time
+// neither uses the statistics kept for the same request nor keeps its own
+// (a pinned view's contents are no generation of its copy's): after
+// writes it runs its own statistics phase over the pinned views, ranks
+// exactly like one pinned shard, and leaves the cache as it was.
+func TestClusterPointInTimeKeepsNoStatistics(t *testing.T) {
+	tc := sixAndOne(t)
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	peers := tc.peers["n1"]
+	body := `{"query":{"match":{"body":"linux kernel"}},"size":10,"sort":["_score",{"_id":"asc"}]}`
+	tc.search(t, "n1", []string{"six"}, body) // keeps the request's statistics
+	kept := func() (int, int64) {
+		n1.stats.mu.Lock()
+		defer n1.stats.mu.Unlock()
+		return n1.stats.lru.Len(), n1.stats.used
+	}
+	entries, used := kept()
+	require.Positive(t, entries)
+	pits := map[string]PIT{}
+	for _, name := range []string{"six", "one"} {
+		pit, err := n1.OpenPIT(ctx, []string{name}, time.Minute)
+		require.NoError(t, err)
+		pits[name] = pit
+		defer func() { _, _ = n1.ClosePIT(ctx, pit) }()
+	}
+	newIDs := addQueryTerms(t, tc)
+	pitSearch := func(name string) *SearchResult {
+		srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{name}))
+		require.NoError(t, err)
+		srch.SetPointInTime(pits[name].Encode(), time.Minute)
+		res, err := n1.Search(ctx, []string{name}, srch)
+		require.NoError(t, err)
+		require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
+		return res
+	}
+	statsBefore := peers.callsTo("", methodSearchStats)
+	six := pitSearch("six")
+	require.Positive(t, peers.callsTo("", methodSearchStats)-statsBefore, "the point in time ran its own statistics phase")
+	one := pitSearch("one")
+	sameHits(t, one.SearchResult, six.SearchResult, "pinned views")
+	for _, h := range six.Hits {
+		require.NotContains(t, newIDs, h.ID, "a point in time sees no later write")
+	}
+	gotEntries, gotUsed := kept()
+	require.Equal(t, entries, gotEntries, "a point in time keeps no statistics")
+	require.Equal(t, used, gotUsed)
+}
+
+// TestClusterSearchMovesBatchedShardsToAnotherCopy: two shards whose
+// preferred copies are on one node share each phase's message; when that
+// node dies (before the cluster notices), both move to their other
+// copies and the search loses nothing.
+func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3"}
+	tc := newTestCluster(t, nodes...)
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "m", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ix, err := n1.meta.View().Index("m")
+	require.NoError(t, err)
+	var onN2 []int
+	for num, sh := range ix.Shards {
+		if p, _ := sh.Primary(); p.NodeID == "n2" {
+			tc.mc.addReplica(t, "m", num, "n3")
+			onN2 = append(onN2, num)
+		}
+	}
+	require.Len(t, onN2, 2)
+	awaitInSync(t, tc, "m", 1)
+	require.Eventually(t, func() bool {
+		ix, _ := tc.mc.node("x").View().Index("m")
+		for _, num := range onN2 {
+			active := 0
+			for _, c := range ix.Shards[num].Copies {
+				if c.Started && slices.Contains(ix.Shards[num].InSync, c.AllocationID) {
+					active++
+				}
+			}
+			if active < 2 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond)
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n1, "m", ids, sources)
+
+	tc.net.Kill("n2")
+	peers := tc.peers["n1"]
+	res := tc.search(t, "n1", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20,"timeout":"10s"}`)
+	require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
+	require.Equal(t, 6, res.Status.Total)
+	all := tc.search(t, "n3", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20}`)
+	sameHits(t, all.SearchResult, res.SearchResult, "after n2 died")
+	require.Equal(t, 1, peers.callsTo("n2", methodSearchStats), "both shards of n2 were in one message")
+	require.Zero(t, peers.callsTo("n2", methodSearchQuery), "the shards moved to n3 for good")
+	for _, h := range res.Hits {
+		require.NotEmpty(t, h.Fields[index.SourceField])
+	}
+}
+
+// TestClusterQueryPhasePrefetchesTheLikelyPage: each other node loads the
+// sources of its best hits for its share of the first page (with a
+// margin: 5 of a top 10 over two of six shards) in the query phase; a page
+// that takes no more than those from it needs no fetch message, one that
+// takes more asks for the rest only.
+func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "p", IndexSettings{NumberOfShards: 6}, nil))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	on := idsOnNodes(t, tc, "p", 12, "n1", "n2", "n3")
+	var ops []Op
+	add := func(k string, ids []string) {
+		for _, id := range ids {
+			ops = append(ops, Op{Type: OpIndex, Index: "p", ID: id, Source: json.RawMessage(`{"k":"` + k + `","id":"` + id + `"}`)})
+		}
+	}
+	// Page a: 3 + 4 + 3 documents on n1, n2, n3; page b: 1 + 8 + 1.
+	add("a", on["n1"][:3])
+	add("a", on["n2"][:4])
+	add("a", on["n3"][:3])
+	add("b", on["n1"][3:4])
+	add("b", on["n2"][4:12])
+	add("b", on["n3"][3:4])
+	res, err := n1.Bulk(ctx, ops, WriteOptions{Refresh: RefreshTrue})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	peers := tc.peers["n1"]
+	page := func(k string) (fetchesN2, fetchesN3 int) {
+		f2, f3 := peers.callsTo("n2", methodSearchFetch), peers.callsTo("n3", methodSearchFetch)
+		out := tc.search(t, "n1", []string{"p"}, `{"query":{"term":{"k":"`+k+`"}},"size":10,"sort":[{"_id":"asc"}]}`)
+		require.Zero(t, out.Status.Failed, "%v", out.Status.Errors)
+		require.Len(t, out.Hits, 10)
+		for _, h := range out.Hits {
+			require.JSONEq(t, `{"k":"`+k+`","id":"`+h.ID+`"}`, h.Fields[index.SourceField].(string))
+		}
+		return peers.callsTo("n2", methodSearchFetch) - f2, peers.callsTo("n3", methodSearchFetch) - f3
+	}
+	f2, f3 := page("a")
+	require.Zero(t, f2, "n2's 4 hits came with its query phase")
+	require.Zero(t, f3)
+	f2, f3 = page("b")
+	require.Equal(t, 1, f2, "n2's 8 hits: 5 came with the query phase, the rest in a fetch")
+	require.Zero(t, f3)
+}
+
+// TestClusterUnscoredSearchHasNoStatisticsPhase: a search sorted by a
+// field, or with aggregations only, sends no statistics message, and gives
+// the hits and aggregations one shard gives.
+func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
+	tc := sixAndOne(t)
+	n1 := tc.nodes["n1"]
+	peers := tc.peers["n1"]
+	stats := func(body string) int {
+		before := peers.callsTo("", methodSearchStats)
+		one := tc.search(t, "n1", []string{"one"}, body)
+		six := tc.search(t, "n1", []string{"six"}, body)
+		require.Zero(t, six.Status.Failed, "%v", six.Status.Errors)
+		sameSorted(t, one.SearchResult, six.SearchResult, body)
+		srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{"one"}))
+		require.NoError(t, err)
+		a, err := srch.RenderAggs(one.Aggs)
+		require.NoError(t, err)
+		b, err := srch.RenderAggs(six.Aggs)
+		require.NoError(t, err)
+		require.Equal(t, a, b, body)
+		return peers.callsTo("", methodSearchStats) - before
+	}
+	require.Zero(t, stats(`{"query":{"match":{"body":"linux kernel"}},"size":15,"sort":[{"date":"desc"},{"_id":"asc"}]}`))
+	require.Zero(t, stats(`{"query":{"match":{"body":"linux"}},"size":0,"aggs":{"l":{"terms":{"field":"label"}}}}`))
+	require.Equal(t, 2, stats(`{"query":{"match":{"body":"linux kernel"}},"size":15,"sort":["_score",{"_id":"asc"}]}`), "scored: one message to each other node")
+}
+
+// TestClusterSearchTimeoutLeavesASlowNodeOut: a node that does not answer
+// within the search's timeout has its shards (sharing one message) counted
+// as failed, and the search answers with the others' hits, their sources
+// fetched, and timed out.
+func TestClusterSearchTimeoutLeavesASlowNodeOut(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	n1 := tc.nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "s", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, n1, "s", ids, sources)
+	body := `{"query":{"match":{"body":"the"}},"size":10,"sort":[{"date":"desc"}],"timeout":"300ms"}`
+	all := tc.search(t, "n1", []string{"s"}, body)
+	require.False(t, all.TimedOut)
+
+	remove := tc.net.SetDelay("n1", "n3", 10*time.Second)
+	defer remove()
+	// Sorted by a field (no statistics phase), then scored (the slow
+	// node's statistics do not come either).
+	for _, body := range []string{body, `{"query":{"match":{"body":"the"}},"size":10,"timeout":"300ms"}`} {
+		res := tc.search(t, "n1", []string{"s"}, body)
+		require.True(t, res.TimedOut, body)
+		require.Equal(t, 6, res.Status.Total)
+		require.Equal(t, 2, res.Status.Failed, "n3's two shards: %v", res.Status.Errors)
+		require.Len(t, res.Failures, 2)
+		for _, f := range res.Failures {
+			require.Equal(t, "n3", f.Node)
+		}
+		require.Positive(t, res.Total)
+		require.Less(t, res.Total, all.Total)
+		require.Len(t, res.Hits, 10)
+		for _, h := range res.Hits {
+			require.NotEmpty(t, h.Fields[index.SourceField], "the page's hits were fetched after the timeout")
+		}
+	}
 }
 
 // TestRecoveryRateFollowsTheCluster: the recovery throttle is the

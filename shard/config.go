@@ -72,6 +72,11 @@ type Config struct {
 	// recovering copies, all its recoveries together (Elasticsearch's
 	// indices.recovery.max_bytes_per_sec); 0 means no limit.
 	RecoveryMaxBytesPerSec int64
+	// SearchStatsCacheBytes bounds the term statistics a coordinating
+	// node keeps between searches (an estimate of their bytes), so that a
+	// repeated search skips the statistics phase while no shard changes;
+	// 0 keeps none.
+	SearchStatsCacheBytes int64
 	// ReplicationTimeout bounds how long a primary waits for a replica to
 	// answer a replication message, and then for the cluster to fail a
 	// replica that did not: a write to a primary cut off from its replicas
@@ -93,7 +98,7 @@ func (c Config) logFS() vfs.FS {
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
 	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20,
-		ReplicationTimeout: 30 * time.Second}
+		SearchStatsCacheBytes: 32 << 20, ReplicationTimeout: 30 * time.Second}
 }
 
 // Validate names the first field out of bounds.
@@ -109,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)
+	}
+	if c.SearchStatsCacheBytes < 0 {
+		return fmt.Errorf("shard: Config.SearchStatsCacheBytes %d must be 0 (none kept) or positive", c.SearchStatsCacheBytes)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type Coordinator struct {
 	peers  Peers // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
+	stats  *statsCache     // nil: none kept
 	pits   *readerContexts // this node's pinned views (points in time, scrolls)
 
 	countersMu sync.Mutex
@@ -109,6 +110,7 @@ func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(), pits: newReaderContexts(),
+		stats:    newStatsCache(cfg.SearchStatsCacheBytes),
 		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 

@@ -320,8 +320,8 @@ func mustMapping(t *testing.T, raw string) *index.Mapping {
 type failingSearcher struct{ name string }
 
 func (f failingSearcher) Name() string { return f.name }
-func (f failingSearcher) TermStats(context.Context, query.Query) (*index.TermStats, error) {
-	return nil, errors.New("shard unreachable")
+func (f failingSearcher) TermStats(context.Context, query.Query) (ShardStats, error) {
+	return ShardStats{}, errors.New("shard unreachable")
 }
 func (f failingSearcher) Search(context.Context, *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	return nil, errors.New("shard unreachable")

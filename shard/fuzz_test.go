@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/index/esdsl"
 )
 
 // FuzzBulkMessages feeds arbitrary bytes to the decoders of the write
@@ -71,11 +74,24 @@ func FuzzShardHandlers(f *testing.F) {
 	f.Cleanup(func() { _ = streams.Close() })
 	mux.Handle(fabric.MethodStream, streams)
 	m.Register(mux, streams)
-	target := searchTarget{Cluster: v.ClusterUUID, Index: ix.UUID, Shard: 0, Alloc: p.AllocationID, Indices: []string{"f"}, MappingVersion: ix.MappingVersion}
-	for _, seed := range []any{statsRequest{target}, queryRequest{searchTarget: target, Size: 3}, fetchRequest{searchTarget: target, IDs: []string{"x"}}} {
-		raw, err := json.Marshal(seed)
-		require.NoError(f, err)
-		f.Add(uint8(0), append([]byte{wireVersion}, raw...))
+	h := searchHeader{cluster: v.ClusterUUID, indices: []string{"f"}, wire: esdsl.Wire{Body: []byte(`{"query":{"match":{"a":"x"}}}`)}}
+	ref := shardRef{index: ix.UUID, alloc: p.AllocationID, mappingVersion: ix.MappingVersion}
+	search := map[fabric.Method][]byte{
+		methodSearchStats: encodeStatsRequest(&statsRequest{searchHeader: h, shards: []shardRef{ref, ref}}),
+		methodSearchQuery: encodeQueryRequest(&queryRequest{searchHeader: h, size: 3, stats: &index.TermStats{DocCount: 1},
+			shards: []queryShard{{shardRef: ref, expect: 7}}}),
+		methodSearchFetch: encodeFetchRequest(&fetchRequest{searchHeader: h, fields: []string{index.SourceField}, named: true,
+			shards: []fetchShard{{shardRef: ref, ids: []string{"x"}}}}),
+	}
+	pitRef := ref
+	pitRef.ctx = "no-such-context"
+	pitHeader := h
+	pitHeader.keepAlive = time.Minute
+	pitHeader.wire.Scope = esdsl.Scope{Filter: []byte(`{"term":{"a":"y"}}`), MaxResultWindow: 5}
+	f.Add(uint8(methodSearchQuery-methodBulk), encodeQueryRequest(&queryRequest{searchHeader: pitHeader, size: 3,
+		shards: []queryShard{{shardRef: pitRef}}}))
+	for m, seed := range search {
+		f.Add(uint8(m-methodBulk), seed)
 	}
 	items := []item{{op: &Op{Type: OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
 	f.Add(uint8(0), encodeBulk(bulkHeader{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: p.AllocationID, term: 1}, items))
@@ -106,4 +122,66 @@ func FuzzShardHandlers(f *testing.F) {
 		defer cancel()
 		_, _ = mux.ServeFabric(ctx, &fabric.Request{Method: method, Payload: payload})
 	})
+}
+
+// FuzzSearchMessages feeds arbitrary bytes to the decoders of the search
+// phases' messages: they never panic, and what decodes encodes to
+// something that decodes to the same message.
+func FuzzSearchMessages(f *testing.F) {
+	h := searchHeader{cluster: "c", indices: []string{"a", "b"}, wire: esdsl.Wire{Body: []byte(`{"query":{"match_all":{}}}`),
+		Params: map[string][]string{"q": {"x"}, "routing": {"1", "2"}}, Now: -5, ScrollPage: 2, After: [][]byte{[]byte("k"), {}},
+		Scope: esdsl.Scope{Filter: []byte(`{"term":{"t":"x"}}`), MaxResultWindow: 50, MaxInnerResultWindow: 5, MaxTermsCount: 7}},
+		keepAlive: time.Minute}
+	ref := shardRef{index: "u", shard: 3, alloc: "al", mappingVersion: 9, ctx: "reader-context"}
+	st := &index.TermStats{DocCount: 4, FieldLength: map[string]uint64{"body": 10},
+		DocFreq: map[string]map[string]uint64{"body": {"x": 2, "y": 1}}, Dicts: map[string][]index.DictTerm{"prefix\x00body\x00x": {{Term: "x"}, {Term: "xy", EditDistance: 1}}}}
+	f.Add(uint8(0), encodeStatsRequest(&statsRequest{searchHeader: h, shards: []shardRef{ref, ref}}))
+	f.Add(uint8(1), encodeStatsReply([]statsPart{{stats: st, gen: 5}, {err: ErrUnavailable}}))
+	f.Add(uint8(2), encodeQueryRequest(&queryRequest{searchHeader: h, stats: st, from: 1, size: 2, prefetch: 3, fields: []string{"_source"},
+		shards: []queryShard{{shardRef: ref, expect: 3}}}))
+	qr, err := encodeQueryReply([]queryPart{
+		{res: queryResult{total: 3, gte: true, maxScore: 1.5, hits: []wireHit{{id: "a", score: 1.5, sort: []string{"s"}, num: 4}},
+			aggs: esdsl.AggPartials{"n": {Count: 2}}, fetched: []fetchedHit{{id: "a", fields: map[string]any{"_source": `{}`}}}}},
+		{stale: &statsPart{stats: st, gen: 8}}, {err: ErrStaleRouting}})
+	require.NoError(f, err)
+	f.Add(uint8(3), qr)
+	f.Add(uint8(4), encodeFetchRequest(&fetchRequest{searchHeader: h, fields: []string{"_source"}, locations: true,
+		shards: []fetchShard{{shardRef: ref, ids: []string{"a", "b"}}}}))
+	fr, err := encodeFetchReply([]fetchPart{{hits: []fetchedHit{{id: "a", fields: map[string]any{"_source": `{"x":1}`, "n": 2.0},
+		locations: search.FieldTermLocationMap{"body": {"x": {{Pos: 1, Start: 0, End: 1, ArrayPositions: []uint64{2}}}}},
+		matched:   []string{"q"}}}}, {err: ErrUnavailable}})
+	require.NoError(f, err)
+	f.Add(uint8(5), fr)
+	const parts = 2
+	f.Fuzz(func(t *testing.T, which uint8, p []byte) {
+		switch which % 6 {
+		case 0:
+			roundTrip(t, p, decodeStatsRequest, func(m *statsRequest) ([]byte, error) { return encodeStatsRequest(m), nil })
+		case 1:
+			roundTrip(t, p, func(b []byte) ([]statsPart, error) { return decodeStatsReply(b, parts) },
+				func(ps []statsPart) ([]byte, error) { return encodeStatsReply(ps), nil })
+		case 2:
+			roundTrip(t, p, decodeQueryRequest, func(m *queryRequest) ([]byte, error) { return encodeQueryRequest(m), nil })
+		case 3:
+			roundTrip(t, p, func(b []byte) ([]queryPart, error) { return decodeQueryReply(b, parts) }, encodeQueryReply)
+		case 4:
+			roundTrip(t, p, decodeFetchRequest, func(m *fetchRequest) ([]byte, error) { return encodeFetchRequest(m), nil })
+		case 5:
+			roundTrip(t, p, func(b []byte) ([]fetchPart, error) { return decodeFetchReply(b, parts) }, encodeFetchReply)
+		}
+	})
+}
+
+// roundTrip: when p decodes, what it decodes to encodes to something that
+// decodes to the same message.
+func roundTrip[M any](t *testing.T, p []byte, decode func([]byte) (M, error), encode func(M) ([]byte, error)) {
+	m, err := decode(p)
+	if err != nil {
+		return
+	}
+	raw, err := encode(m)
+	require.NoError(t, err)
+	again, err := decode(raw)
+	require.NoError(t, err)
+	require.Equal(t, m, again)
 }

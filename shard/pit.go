@@ -430,12 +430,14 @@ func (c *Coordinator) serveContextOp(method fabric.Method) fabric.HandlerFunc {
 
 // pitSearchers searches the point in time's contexts: a pinned view of
 // this node's copy in place, another node's through its context. A shard
-// whose index is gone from the view fails.
+// whose index is gone from the view fails. Their statistics are never
+// kept (statsCache): a pinned view's contents are no generation of its
+// copy's.
 func (c *Coordinator) pitSearchers(v *View, pit PIT, keep time.Duration, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
 	var out []ShardSearcher
 	var failures []ShardFailure
-	wire := srch.Wire()
-	names := pit.Indices()
+	rs := newRemoteSearch(v, pit.Indices(), srch)
+	rs.header.keepAlive = keep
 	for _, s := range pit.Shards {
 		name := fmt.Sprintf("%s/%d", s.Index, s.Shard)
 		ix, ok := v.IndexByUUID(s.UUID)
@@ -449,7 +451,7 @@ func (c *Coordinator) pitSearchers(v *View, pit PIT, keep time.Duration, srch *e
 				failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: err})
 				continue
 			}
-			out = append(out, &localSearcher{name: name, idx: view, aggs: srch.AggCollector(s.Index, s.Shard)})
+			out = append(out, newLocalSearcher(name, "", view, srch, s.Index, s.Shard))
 			continue
 		}
 		if c.peers == nil {
@@ -457,9 +459,10 @@ func (c *Coordinator) pitSearchers(v *View, pit PIT, keep time.Duration, srch *e
 				Err: fmt.Errorf("%w: the context is on node %s, and this node has no fabric", ErrUnavailable, s.Node)})
 			continue
 		}
-		out = append(out, &remoteSearcher{c: c, name: name, index: s.Index, num: s.Shard, uuid: s.UUID, cluster: v.ClusterUUID,
-			mappingVersion: ix.MappingVersion, wire: wire, indices: names, pitCtx: s.Ctx, pitKeep: keep,
+		out = append(out, &remoteSearcher{c: c, rs: rs, name: name, index: s.Index, num: s.Shard, uuid: s.UUID,
+			mappingVersion: ix.MappingVersion, pitCtx: s.Ctx,
 			copies: []CopyView{{AllocationID: s.Alloc, NodeID: s.Node, Started: true}}})
 	}
+	rs.shards = len(out)
 	return out, failures
 }

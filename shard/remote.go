@@ -2,10 +2,11 @@ package shard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -17,72 +18,42 @@ import (
 	"github.com/weftsearch/weft/index/esdsl"
 )
 
-// The search phases of a shard copy on another node: the coordinator sends
-// the search request itself (esdsl.Wire), the indices it was translated
-// against and their mapping version; the data node translates it again
-// with the same mappings and runs the phase on its copy.
+// The search phases of shard copies on other nodes, coordinator side: the
+// coordinator sends the search request itself (esdsl.Wire), the indices it
+// was translated against and their mapping versions; the data node
+// translates it again with the same mappings and runs the phase on its
+// copies. The shards whose chosen copies share a node share each phase's
+// message (nodeBatch); a shard whose node fails moves on to its next copy
+// alone.
 
-// searchTarget addresses one copy in a search phase request.
-type searchTarget struct {
-	Cluster string `json:"cluster"`
-	Index   string `json:"index_uuid"`
-	Shard   int    `json:"shard"`
-	Alloc   string `json:"allocation_id"`
-	// Indices are the names the coordinator translated the request
-	// against, in its order; MappingVersion is this shard's index's
-	// mapping version it used (the data node waits until it has it).
-	Indices        []string   `json:"indices"`
-	MappingVersion uint64     `json:"mapping_version"`
-	Wire           esdsl.Wire `json:"wire"`
-	// Ctx is the reader context of a point-in-time search (the copy's
-	// pinned view is searched, its keep-alive extended to KeepAlive).
-	Ctx       string        `json:"ctx,omitempty"`
-	KeepAlive time.Duration `json:"keep_alive,omitempty"`
+// remoteSearch is what the remote searchers of one search share.
+type remoteSearch struct {
+	header searchHeader
+	// The fetch phase's needs: the stored fields to load, and whether the
+	// data node must run the query (term locations, named queries).
+	fields    []string
+	locations bool
+	named     bool
+	// The page asked for, and how many shards the search has.
+	from, size, shards int
 }
 
-type statsRequest struct {
-	searchTarget
-}
+// prefetchMargin is how many times its expected share of the final page
+// a node's query phase loads the stored fields of (see prefetchHits).
+const prefetchMargin = 1.5
 
-type queryRequest struct {
-	searchTarget
-	Stats *index.TermStats `json:"stats,omitempty"`
-	From  int              `json:"from"`
-	Size  int              `json:"size"`
-}
-
-type queryReply struct {
-	Total    uint64            `json:"total"`
-	Gte      bool              `json:"gte,omitempty"`
-	MaxScore float64           `json:"max_score"`
-	Hits     []wireHit         `json:"hits"`
-	Aggs     esdsl.AggPartials `json:"aggs,omitempty"`
-}
-
-// wireHit is a hit of the query phase: what merging and paging need.
-type wireHit struct {
-	ID    string              `json:"id"`
-	Score float64             `json:"score"`
-	Sort  []string            `json:"sort,omitempty"`
-	Num   uint64              `json:"n"` // bleve's HitNumber, its tiebreak
-	Expl  *search.Explanation `json:"expl,omitempty"`
-}
-
-// fetchRequest asks for the sources (and term locations) of hits. It runs
-// the query again restricted to their ids, unscored: no statistics needed.
-type fetchRequest struct {
-	searchTarget
-	IDs []string `json:"ids"`
-}
-
-type fetchReply struct {
-	Hits map[string]fetchedHit `json:"hits"`
-}
-
-type fetchedHit struct {
-	Fields    map[string]any              `json:"fields,omitempty"`
-	Locations search.FieldTermLocationMap `json:"locations,omitempty"`
-	Matched   []string                    `json:"matched,omitempty"` // named queries
+// prefetchHits is how many of their best hits the shards of one query
+// message (n of them) load the stored fields of in the query phase, so
+// that the search needs no fetch phase there when the final page takes no
+// more than those from them: the node's share of the first page with a
+// margin, which keeps the sources that cross the fabric for nothing to a
+// fraction of the page's. 0 (no prefetch) when the page is not the first
+// or needs the query again (term locations, named queries).
+func (rs *remoteSearch) prefetchHits(n int) int {
+	if len(rs.fields) == 0 || rs.locations || rs.named || rs.from > 0 || rs.shards == 0 {
+		return 0
+	}
+	return min(rs.size, int(math.Ceil(prefetchMargin*float64(rs.size*n)/float64(rs.shards))))
 }
 
 // remoteFailure is a phase that failed on a node.
@@ -96,27 +67,77 @@ func (e *remoteFailure) Unwrap() error { return e.err }
 
 // remoteSearcher is one shard searched on other nodes: its copies in
 // order of preference; a phase that fails for a reason of the copy's node
-// (not of the request) moves on to the next copy.
+// (not of the request) moves on to the next copy. It serves one search.
 type remoteSearcher struct {
 	c              *Coordinator
+	rs             *remoteSearch
 	name, index    string
 	num            int
-	uuid, cluster  string
+	uuid           string
 	mappingVersion uint64
-	wire           esdsl.Wire
-	indices        []string
-	pitCtx         string        // a point-in-time search: the copy's reader context
-	pitKeep        time.Duration // and the keep-alive it is extended to
+	pitCtx         string // a point-in-time search: the copy's reader context
 
-	mu     sync.Mutex
-	copies []CopyView // untried or working, best first
-	aggs   esdsl.AggPartials
+	mu      sync.Mutex
+	copies  []CopyView // untried or working, best first
+	aggs    esdsl.AggPartials
+	batches [numPhases]*nodeBatch // the next call of each phase goes with these
+	sent    *dispatch             // told when the query phase's message leaves
+	told    atomic.Bool           // sent was told
+	// prefetched are the hits whose stored fields came with the query
+	// phase, by id.
+	prefetched map[string]*fetchedHit
+}
+
+// dispatch counts the remote searchers of a query phase whose messages have
+// not left yet. The copies on this node wait for it before searching, so
+// that the other nodes start as early as possible instead of after a
+// local search took the processors.
+type dispatch struct {
+	left atomic.Int32
+	done chan struct{}
+}
+
+// newDispatch returns the dispatch of the remote searchers among ss (nil:
+// none) and gives it to them.
+func newDispatch(ss []ShardSearcher) *dispatch {
+	d := &dispatch{done: make(chan struct{})}
+	for _, s := range ss {
+		if r, ok := s.(*remoteSearcher); ok {
+			d.left.Add(1)
+			r.sent = d
+			r.told.Store(false)
+		}
+	}
+	if d.left.Load() == 0 {
+		return nil
+	}
+	return d
+}
+
+// wait returns once every message has left, or ctx ends.
+func (d *dispatch) wait(ctx context.Context) {
+	if d == nil {
+		return
+	}
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+	}
+}
+
+// dispatched tells r's dispatch that its message left (or never will);
+// only the first call counts.
+func (r *remoteSearcher) dispatched() {
+	if d := r.sent; d != nil && r.told.CompareAndSwap(false, true) && d.left.Add(-1) == 0 {
+		close(d.done)
+	}
 }
 
 var (
 	_ ShardSearcher = (*remoteSearcher)(nil)
 	_ fetcher       = (*remoteSearcher)(nil)
 	_ aggSearcher   = (*remoteSearcher)(nil)
+	_ cachedCopy    = (*remoteSearcher)(nil)
 )
 
 func (r *remoteSearcher) aggPartials() esdsl.AggPartials {
@@ -127,36 +148,92 @@ func (r *remoteSearcher) aggPartials() esdsl.AggPartials {
 
 func (r *remoteSearcher) Name() string { return r.name }
 
-func (r *remoteSearcher) target(alloc string) searchTarget {
-	return searchTarget{Cluster: r.cluster, Index: r.uuid, Shard: r.num, Alloc: alloc, Indices: r.indices,
-		MappingVersion: r.mappingVersion, Wire: r.wire, Ctx: r.pitCtx, KeepAlive: r.pitKeep}
+// copyID is the copy the next phase goes to first.
+func (r *remoteSearcher) copyID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.copies) == 0 {
+		return ""
+	}
+	return r.copies[0].AllocationID
 }
 
-// call sends one phase to the best copy, moving to the next copy when a
-// node fails. build makes the request for a copy.
-func (r *remoteSearcher) call(ctx context.Context, method fabric.Method, build func(alloc string) any, reply any) error {
+type phase int
+
+const (
+	phaseStats phase = iota
+	phaseQuery
+	phaseFetch
+	numPhases
+)
+
+var phaseMethods = [numPhases]fabric.Method{methodSearchStats, methodSearchQuery, methodSearchFetch}
+
+// partArgs is one shard's part of a phase request.
+type partArgs struct {
+	cp CopyView
+	// Query phase: the global statistics (the same for every shard),
+	// the page, and the generation they assume of this copy.
+	stats      *index.TermStats
+	from, size int
+	expect     uint64
+	// Fetch phase: the hits' ids.
+	ids []string
+}
+
+// A part is one shard's answer in a phase reply: a statsPart, queryPart or
+// fetchPart.
+type part interface{ failure() error }
+
+func (p statsPart) failure() error { return p.err }
+func (p queryPart) failure() error { return p.err }
+func (p fetchPart) failure() error { return p.err }
+
+// call runs one phase for this shard on its best copy, moving to the next
+// copy when a node fails.
+func (r *remoteSearcher) call(ctx context.Context, ph phase, a partArgs) (part, error) {
 	var last error
 	for {
 		r.mu.Lock()
+		b := r.batches[ph]
+		r.batches[ph] = nil
 		if len(r.copies) == 0 {
 			r.mu.Unlock()
-			if last != nil {
-				return last
+			if b != nil {
+				b.leave(ctx)
 			}
-			return fmt.Errorf("%w: no copy of [%s][%d] answered", ErrUnavailable, r.index, r.num)
+			if last != nil {
+				return nil, last
+			}
+			return nil, fmt.Errorf("%w: no copy of [%s][%d] answered", ErrUnavailable, r.index, r.num)
 		}
-		cp := r.copies[0]
+		a.cp = r.copies[0]
 		r.mu.Unlock()
-		err := r.callCopy(ctx, cp, method, build(cp.AllocationID), reply)
+		var p part
+		var err error
+		if b != nil && b.node == a.cp.NodeID {
+			p, err = b.join(ctx, r, a)
+		} else {
+			if b != nil {
+				b.leave(ctx)
+			}
+			var parts []part
+			if parts, err = r.c.sendPhase(ctx, a.cp.NodeID, ph, []*remoteSearcher{r}, []partArgs{a}); err == nil {
+				p = parts[0]
+			}
+		}
+		if err == nil {
+			err = p.failure()
+		}
 		if err != nil {
-			err = &remoteFailure{node: cp.NodeID, err: err}
+			err = &remoteFailure{node: a.cp.NodeID, err: err}
 		}
 		if err == nil || ctx.Err() != nil || !copyFault(err) {
-			return err
+			return p, err
 		}
 		last = err
 		r.mu.Lock()
-		if len(r.copies) > 0 && r.copies[0].AllocationID == cp.AllocationID {
+		if len(r.copies) > 0 && r.copies[0].AllocationID == a.cp.AllocationID {
 			r.copies = r.copies[1:]
 		}
 		r.mu.Unlock()
@@ -168,225 +245,267 @@ func (r *remoteSearcher) call(ctx context.Context, method fabric.Method, build f
 func copyFault(err error) bool {
 	var re *fabric.RemoteError
 	if errors.As(err, &re) {
-		return errors.Is(err, ErrStaleRouting) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClosed) ||
-			re.Code == fabric.CodeUnavailable || re.Code == fabric.CodeInternal
+		return re.Code == fabric.CodeUnavailable || re.Code == fabric.CodeInternal
 	}
-	return true // transport errors: the node or the path to it failed
+	return !errors.Is(err, ErrInvalidRequest) // sentinels of the copy's state, transport errors
 }
 
-func (r *remoteSearcher) callCopy(ctx context.Context, cp CopyView, method fabric.Method, req, reply any) error {
-	body, err := json.Marshal(req)
+func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardStats, error) {
+	p, err := r.call(ctx, phaseStats, partArgs{})
 	if err != nil {
-		return err
+		return ShardStats{}, err
 	}
-	done := r.c.ars.begin(cp.NodeID)
-	start := time.Now()
-	raw, err := r.c.peers.Call(ctx, cp.NodeID, method, append([]byte{wireVersion}, body...))
-	done(time.Since(start), err != nil)
-	if err != nil {
-		return fromRemote(err)
+	sp := p.(statsPart)
+	if sp.stats == nil {
+		return ShardStats{}, fmt.Errorf("%w: statistics of [%s][%d] missing from the reply", errBadMessage, r.index, r.num)
 	}
-	if len(raw) < 1 || raw[0] != wireVersion {
-		return fmt.Errorf("%w: reply version", errBadMessage)
-	}
-	return json.Unmarshal(raw[1:], reply)
-}
-
-func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (*index.TermStats, error) {
-	var st index.TermStats
-	err := r.call(ctx, methodSearchStats, func(alloc string) any { return statsRequest{r.target(alloc)} }, &st)
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return ShardStats{Stats: sp.stats, Generation: sp.gen}, nil
 }
 
 // Search runs the query phase: hits carry ids, scores and sort keys only.
 func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	defer r.dispatched()
 	stats := index.GlobalStatsFrom(ctx)
-	var rep queryReply
-	err := r.call(ctx, methodSearchQuery, func(alloc string) any {
-		return queryRequest{searchTarget: r.target(alloc), Stats: stats, From: req.From, Size: req.Size}
-	}, &rep)
+	a := partArgs{stats: stats, from: req.From, size: req.Size}
+	if stats != nil {
+		a.expect = index.ExpectedGeneration(ctx)
+	}
+	p, err := r.call(ctx, phaseQuery, a)
 	if err != nil {
 		return nil, err
 	}
+	qp := p.(queryPart)
+	if qp.stale != nil {
+		if qp.stale.stats == nil {
+			return nil, fmt.Errorf("%w: statistics of [%s][%d] missing from a stale reply", errBadMessage, r.index, r.num)
+		}
+		return nil, &staleStats{ShardStats{Stats: qp.stale.stats, Generation: qp.stale.gen}}
+	}
+	rep := &qp.res
 	r.mu.Lock()
-	r.aggs = rep.Aggs
+	r.aggs = rep.aggs
+	r.prefetched = make(map[string]*fetchedHit, len(rep.fetched))
+	for k := range rep.fetched {
+		r.prefetched[rep.fetched[k].id] = &rep.fetched[k]
+	}
 	r.mu.Unlock()
-	res := &bleve.SearchResult{Request: req, Total: rep.Total, MaxScore: rep.MaxScore,
-		Status: &bleve.SearchStatus{Total: 1, Successful: 1}, Hits: make(search.DocumentMatchCollection, len(rep.Hits))}
-	if rep.Gte {
+	res := &bleve.SearchResult{Request: req, Total: rep.total, MaxScore: rep.maxScore,
+		Status: &bleve.SearchStatus{Total: 1, Successful: 1}, Hits: make(search.DocumentMatchCollection, len(rep.hits))}
+	if rep.gte {
 		res.TotalRelation = bleve.TotalRelationGte
 	}
-	for k, h := range rep.Hits {
-		res.Hits[k] = &search.DocumentMatch{Index: r.index, ID: h.ID, Score: h.Score, Sort: h.Sort, HitNumber: h.Num, Expl: h.Expl}
+	for k, h := range rep.hits {
+		res.Hits[k] = &search.DocumentMatch{Index: r.index, ID: h.id, Score: h.score, Sort: h.sort, HitNumber: h.num, Expl: h.expl}
 	}
 	return res, nil
 }
 
-// fetch runs the fetch phase for hits this shard returned.
+func (r *remoteSearcher) fetches() bool { return true }
+
+// fetch runs the fetch phase for hits this shard returned, asking for
+// those whose stored fields did not come with the query phase.
 func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch) error {
-	ids := make([]string, len(hits))
-	for k, h := range hits {
-		ids[k] = h.ID
+	r.mu.Lock()
+	byID := r.prefetched
+	r.mu.Unlock()
+	var ids []string
+	for _, h := range hits {
+		if _, ok := byID[h.ID]; !ok {
+			ids = append(ids, h.ID)
+		}
 	}
-	var rep fetchReply
-	if err := r.call(ctx, methodSearchFetch, func(alloc string) any {
-		return fetchRequest{searchTarget: r.target(alloc), IDs: ids}
-	}, &rep); err != nil {
-		return err
+	if len(ids) == 0 {
+		r.skip(ctx, phaseFetch)
+	} else {
+		p, err := r.call(ctx, phaseFetch, partArgs{ids: ids})
+		if err != nil {
+			return err
+		}
+		got := p.(fetchPart).hits
+		all := make(map[string]*fetchedHit, len(byID)+len(got))
+		for id, f := range byID {
+			all[id] = f
+		}
+		for k := range got {
+			all[got[k].id] = &got[k]
+		}
+		byID = all
 	}
 	for _, h := range hits {
-		f, ok := rep.Hits[h.ID]
+		f, ok := byID[h.ID]
 		if !ok {
 			return fmt.Errorf("fetch of [%s][%d]: document [%s] is gone", r.index, r.num, h.ID)
 		}
-		h.Fields, h.Locations = f.Fields, f.Locations
-		setMatched(h, f.Matched)
+		h.Fields, h.Locations = f.fields, f.locations
+		setMatched(h, f.matched)
 	}
 	return nil
 }
 
-// readPhase decodes a phase request and rebuilds the search on this
-// node's copy: it checks the copy is here, waits for the mapping version
-// the coordinator used, and translates the request again. It returns the
-// index to search: the copy's, or its pinned view for a point in time.
-func (c *Coordinator) readPhase(ctx context.Context, req *fabric.Request, into any, t func() *searchTarget) (*index.Index, *esdsl.Search, error) {
-	if len(req.Payload) < 1 || req.Payload[0] != wireVersion {
-		return nil, nil, fabric.Errorf(fabric.CodeBadRequest, "search phase: unknown request version")
+// skip takes r out of the batch it was given for phase ph: it has nothing
+// to send.
+func (r *remoteSearcher) skip(ctx context.Context, ph phase) {
+	r.mu.Lock()
+	b := r.batches[ph]
+	r.batches[ph] = nil
+	r.mu.Unlock()
+	if b != nil {
+		b.leave(ctx)
 	}
-	if err := json.Unmarshal(req.Payload[1:], into); err != nil {
-		return nil, nil, fabric.Errorf(fabric.CodeBadRequest, "search phase: %v", err)
-	}
-	tg := t()
-	if err := c.checkRouting(ctx, tg.Cluster, tg.Index, tg.Shard, tg.Alloc, false); err != nil {
-		return nil, nil, remoteErr(err)
-	}
-	sc, ok := c.store.copy(tg.Alloc)
-	if !ok {
-		return nil, nil, remoteErr(fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, tg.Alloc))
-	}
-	fields, err := c.fieldsAt(ctx, tg.Index, tg.MappingVersion, tg.Indices)
-	if err != nil {
-		return nil, nil, remoteErr(err)
-	}
-	srch, err := esdsl.FromWire(tg.Wire, fields)
-	if err != nil {
-		return nil, nil, remoteErr(fmt.Errorf("%w: %v", ErrInvalidRequest, err))
-	}
-	if tg.Ctx != "" {
-		view, err := c.pits.use(tg.Ctx, tg.KeepAlive)
-		if err != nil {
-			return nil, nil, remoteErr(err)
+}
+
+// nodeBatch gathers one phase's parts of the shards whose chosen copies
+// are on one node, and sends them as one message once every one of them
+// has joined (or left: a shard whose copy changed). Each of the batch's
+// searchers calls join or leave exactly once.
+type nodeBatch struct {
+	node string
+	ph   phase
+
+	mu      sync.Mutex
+	left    int // members still to join or leave
+	members []*remoteSearcher
+	args    []partArgs
+	done    chan struct{}
+	parts   []part // after done: one per member
+	err     error  // after done: the whole call's
+}
+
+// coalesce gives the remote searchers among ss whose best copies share a
+// node one nodeBatch for phase ph. Call it before the phase runs on
+// exactly the searchers ss.
+func coalesce(ph phase, ss []ShardSearcher) {
+	byNode := map[string][]*remoteSearcher{}
+	for _, s := range ss {
+		r, ok := s.(*remoteSearcher)
+		if !ok {
+			continue
 		}
-		return view, srch, nil
+		r.mu.Lock()
+		if len(r.copies) > 0 {
+			n := r.copies[0].NodeID
+			byNode[n] = append(byNode[n], r)
+		}
+		r.mu.Unlock()
 	}
-	return sc.idx, srch, nil
+	for node, rs := range byNode {
+		if len(rs) < 2 {
+			continue
+		}
+		b := &nodeBatch{node: node, ph: ph, left: len(rs), done: make(chan struct{})}
+		for _, r := range rs {
+			r.mu.Lock()
+			r.batches[ph] = b
+			r.mu.Unlock()
+		}
+	}
 }
 
-// fieldsAt returns the mappings of names, once this node's mapping of the
-// index uuid is at least at version mv.
-func (c *Coordinator) fieldsAt(ctx context.Context, uuid string, mv uint64, names []string) (FieldTypes, error) {
-	wctx, cancel := context.WithTimeout(ctx, routingWait)
-	defer cancel()
-	v, err := c.meta.AwaitView(wctx, func(v *View) bool {
-		ix, ok := v.IndexByUUID(uuid)
-		return ok && ix.MappingVersion >= mv
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: mapping version %d of index %s has not reached this node", ErrUnavailable, mv, uuid)
+// join adds r's part and waits for the batch's reply; the last member to
+// arrive sends the message.
+func (b *nodeBatch) join(ctx context.Context, r *remoteSearcher, a partArgs) (part, error) {
+	b.mu.Lock()
+	k := len(b.members)
+	b.members = append(b.members, r)
+	b.args = append(b.args, a)
+	b.left--
+	last := b.left == 0
+	b.mu.Unlock()
+	if last {
+		b.send(ctx)
 	}
-	ix, _ := v.IndexByUUID(uuid)
-	nm, ok := c.store.mapping(uuid)
-	if !ok {
-		return nil, fmt.Errorf("%w: index %s has no mapping on this node yet", ErrUnavailable, uuid)
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	if err := nm.merge(ix); err != nil {
-		return nil, err
+	if b.err != nil {
+		return nil, b.err
 	}
-	return c.Fields(names), nil
+	return b.parts[k], nil
 }
 
-func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	var m statsRequest
-	idx, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
-	if err != nil {
-		return nil, err
+// leave takes a member out that will not join.
+func (b *nodeBatch) leave(ctx context.Context) {
+	b.mu.Lock()
+	b.left--
+	last := b.left == 0
+	b.mu.Unlock()
+	if last {
+		b.send(ctx)
 	}
-	st, err := idx.TermStats(ctx, srch.Request.Query)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	return jsonReply(st)
 }
 
-func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	var m queryRequest
-	idx, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
-	if err != nil {
-		return nil, err
+func (b *nodeBatch) send(ctx context.Context) {
+	if len(b.members) > 0 {
+		b.parts, b.err = b.members[0].c.sendPhase(ctx, b.node, b.ph, b.members, b.args)
 	}
-	r := *srch.Request
-	r.From, r.Size = m.From, m.Size
-	r.Fields, r.IncludeLocations, r.Highlight = nil, false, nil
-	if m.Stats != nil {
-		ctx = index.WithGlobalStats(ctx, m.Stats)
-	}
-	name := ""
-	if ix, ok := c.meta.View().IndexByUUID(m.Index); ok {
-		name = ix.Name
-	}
-	ac := srch.AggCollector(name, m.Shard)
-	var col index.Collector
-	if ac != nil {
-		col = ac
-	}
-	res, err := idx.SearchCollect(ctx, &r, col)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	rep := queryReply{Total: res.Total, Gte: res.TotalRelation == bleve.TotalRelationGte, MaxScore: res.MaxScore,
-		Hits: make([]wireHit, len(res.Hits))}
-	if ac != nil {
-		rep.Aggs = ac.Partials()
-	}
-	for k, h := range res.Hits {
-		rep.Hits[k] = wireHit{ID: h.ID, Score: h.Score, Sort: h.Sort, Num: h.HitNumber, Expl: h.Expl}
-	}
-	return jsonReply(rep)
+	close(b.done)
 }
 
-func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	var m fetchRequest
-	idx, srch, err := c.readPhase(ctx, req, &m, func() *searchTarget { return &m.searchTarget })
+// sendPhase sends phase ph of the given searchers' shards (args[k] is
+// rs[k]'s part, every args[k].cp on node) in one message and returns one
+// part per shard. An error is the whole call's.
+func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs []*remoteSearcher, args []partArgs) ([]part, error) {
+	share := rs[0].rs
+	refs := make([]shardRef, len(rs))
+	for k, r := range rs {
+		refs[k] = shardRef{index: r.uuid, shard: r.num, alloc: args[k].cp.AllocationID, mappingVersion: r.mappingVersion, ctx: r.pitCtx}
+	}
+	var payload []byte
+	switch ph {
+	case phaseStats:
+		payload = encodeStatsRequest(&statsRequest{searchHeader: share.header, shards: refs})
+	case phaseQuery:
+		m := &queryRequest{searchHeader: share.header, stats: args[0].stats, from: args[0].from, size: args[0].size,
+			prefetch: share.prefetchHits(len(rs)), shards: make([]queryShard, len(rs))}
+		if m.prefetch > 0 {
+			m.fields = share.fields
+		}
+		for k := range rs {
+			m.shards[k] = queryShard{shardRef: refs[k], expect: args[k].expect}
+		}
+		payload = encodeQueryRequest(m)
+	case phaseFetch:
+		m := &fetchRequest{searchHeader: share.header, fields: share.fields, locations: share.locations, named: share.named,
+			shards: make([]fetchShard, len(rs))}
+		for k := range rs {
+			m.shards[k] = fetchShard{shardRef: refs[k], ids: args[k].ids}
+		}
+		payload = encodeFetchRequest(m)
+	}
+	if ph == phaseQuery {
+		for _, r := range rs {
+			r.dispatched()
+		}
+	}
+	done := c.ars.begin(node)
+	start := time.Now()
+	raw, err := c.peers.Call(ctx, node, phaseMethods[ph], payload)
+	done(time.Since(start), err != nil)
 	if err != nil {
-		return nil, err
+		return nil, fromRemote(err)
 	}
-	base := srch.Request
-	r := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(base.Query, bleve.NewDocIDQuery(m.IDs)), len(m.IDs), 0, false)
-	r.Fields, r.IncludeLocations, r.Score = base.Fields, base.IncludeLocations, "none"
-	res, err := idx.Search(ctx, r)
-	if err != nil {
-		return nil, remoteErr(err)
+	switch ph {
+	case phaseStats:
+		return asParts(decodeStatsReply(raw, len(rs)))
+	case phaseQuery:
+		return asParts(decodeQueryReply(raw, len(rs)))
+	default:
+		return asParts(decodeFetchReply(raw, len(rs)))
 	}
-	matched, err := matchedQueries(ctx, idx, srch.NamedQueries(), m.IDs)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	rep := fetchReply{Hits: make(map[string]fetchedHit, len(res.Hits))}
-	for _, h := range res.Hits {
-		rep.Hits[h.ID] = fetchedHit{Fields: h.Fields, Locations: h.Locations, Matched: matched[h.ID]}
-	}
-	return jsonReply(rep)
 }
 
-func jsonReply(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
+// asParts is a decoder's parts (or its error) as parts.
+func asParts[P part](parts []P, err error) ([]part, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte{wireVersion}, raw...), nil
+	out := make([]part, len(parts))
+	for k := range parts {
+		out[k] = parts[k]
+	}
+	return out, nil
 }
 
 // Register serves this node's side of the shard layer's methods on mux —

@@ -21,17 +21,22 @@ import (
 // shard, coordinated by whichever node got the request:
 //
 //  1. statistics: every shard's term statistics for the query, summed, so
-//     that BM25 scores like one index holding every document;
+//     that BM25 scores like one index holding every document (kept between
+//     searches, statsCache: a repeated search skips this phase unless a
+//     shard changed);
 //  2. query: every shard returns only ids, scores and sort keys of its
 //     top from+size hits (and its facet counts) under the global
 //     statistics; bleve's IndexAlias merges them, sorts and cuts the page;
 //  3. fetch: the shards that hold the final page's hits return their
 //     sources and term locations (for highlighting).
 //
-// A copy on this node is searched in place in one pass (phases 2 and 3 at
-// once: nothing crosses a network). A copy on another node gets the search
+// A copy on this node is searched in place: nothing crosses a network, and
+// its fetch phase reads the final page's stored fields straight from the
+// copy (with term locations for highlighting, phases 2 and 3 run in one
+// pass instead, every hit loading them). A copy on another node gets the search
 // request itself (esdsl.Wire) and translates it with its own copy of the
-// mapping, never bleve objects. A shard that fails or does not answer
+// mapping, never bleve objects; each phase sends one message per node for
+// all the shards it serves. A shard that fails or does not answer
 // within the request's timeout is left out (partial results, counted in
 // _shards.failed), never waited for without end.
 
@@ -82,7 +87,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	searchers, failures := c.searchers(v, names, srch)
-	res, err := searchShards(sctx, searchers, srch.Request, srch)
+	res, err := searchShards(sctx, searchers, srch.Request, srch, c.stats.scope(v, names, srch))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -93,7 +98,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 		return nil, err
 	}
 	out := &SearchResult{SearchResult: res.SearchResult, Aggs: res.aggs, Failures: append(failures, res.failures...)}
-	out.TimedOut = srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil
+	out.TimedOut = res.timedOut || (srch.Timeout > 0 && sctx.Err() != nil && ctx.Err() == nil)
 	st := out.Status
 	st.Total += len(failures)
 	st.Failed += len(failures)
@@ -125,7 +130,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 	}
 	var out []ShardSearcher
 	var failures []ShardFailure
-	wire := srch.Wire()
+	rs := newRemoteSearch(v, names, srch)
 	routing := srch.Routing()
 	for _, n := range names {
 		ix, ok := v.Indices[n]
@@ -149,26 +154,27 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 			}
 			name := fmt.Sprintf("%s/%d", n, num)
 			var remote []CopyView
-			var local ShardSearcher
+			var local *localSearcher
 			for _, cp := range active {
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = &localSearcher{name: name, idx: sc.idx, aggs: srch.AggCollector(n, num)}
+					local = newLocalSearcher(name, cp.AllocationID, sc.idx, srch, n, num)
 				}
 			}
 			switch {
 			case local != nil:
 				out = append(out, local)
 			case len(remote) > 0 && c.peers != nil:
-				out = append(out, &remoteSearcher{c: c, name: name, index: n, num: num, uuid: ix.UUID,
-					cluster: v.ClusterUUID, mappingVersion: ix.MappingVersion, wire: wire, indices: names, copies: c.ars.order(remote)})
+				out = append(out, &remoteSearcher{c: c, rs: rs, name: name, index: n, num: num, uuid: ix.UUID,
+					mappingVersion: ix.MappingVersion, copies: c.ars.order(remote)})
 			default:
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
 					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", ErrUnavailable, n, num)})
 			}
 		}
 	}
+	rs.shards = len(out)
 	return out, failures
 }
 
@@ -193,13 +199,20 @@ func routedTo(routing []string, num, n int) bool {
 type ShardSearcher interface {
 	// Name identifies the shard, unique within one search ("logs/3").
 	Name() string
-	TermStats(ctx context.Context, q query.Query) (*index.TermStats, error)
+	// TermStats returns the copy's statistics for q and the generation
+	// of its contents they were read from.
+	TermStats(ctx context.Context, q query.Query) (ShardStats, error)
+	// Search runs phase 2. Under index.ExpectGeneration in ctx, a copy
+	// whose contents are no longer of that generation searches nothing
+	// and fails with a *staleStats holding its fresh statistics.
 	Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error)
 }
 
-// fetcher is a searcher whose query phase returns hits without their
+// fetcher is a searcher whose query phase may return hits without their
 // sources and locations; fetch gets them for the hits of the final page.
 type fetcher interface {
+	// fetches reports whether this search's hits need fetch.
+	fetches() bool
 	fetch(ctx context.Context, hits []*search.DocumentMatch) error
 }
 
@@ -213,23 +226,95 @@ type aggSearcher interface {
 	aggPartials() esdsl.AggPartials
 }
 
-type localSearcher struct {
-	name string
-	idx  *index.Index
-	aggs esdsl.AggCollector // nil: no aggregations
+// newRemoteSearch is what the remote searchers of srch over the indices
+// names share; its caller sets shards once it knows them.
+func newRemoteSearch(v *View, names []string, srch *esdsl.Search) *remoteSearch {
+	return &remoteSearch{header: searchHeader{cluster: v.ClusterUUID, indices: names, wire: srch.Wire()},
+		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
+		from: srch.Request.From, size: srch.Request.Size}
 }
 
-var _ aggSearcher = (*localSearcher)(nil)
+// newLocalSearcher searches idx, shard num of the index name, for srch;
+// alloc names the copy whose statistics may be kept ("": none).
+func newLocalSearcher(name, alloc string, idx *index.Index, srch *esdsl.Search, indexName string, num int) *localSearcher {
+	l := &localSearcher{name: name, alloc: alloc, idx: idx, aggs: srch.AggCollector(indexName, num)}
+	if len(srch.Request.Fields) > 0 && !srch.Request.IncludeLocations {
+		l.fields = srch.Request.Fields
+	}
+	return l
+}
 
-func (l *localSearcher) Name() string { return l.name }
-func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (*index.TermStats, error) {
-	return l.idx.TermStats(ctx, q)
+// localSearcher is a copy on this node. When fields is set its query
+// phase loads no stored fields and fetch loads them for the final page's
+// hits only; else the query phase loads them for every hit it returns.
+type localSearcher struct {
+	name   string
+	alloc  string // "": its statistics are not kept
+	idx    *index.Index
+	aggs   esdsl.AggCollector // nil: no aggregations
+	fields []string
+}
+
+var (
+	_ aggSearcher = (*localSearcher)(nil)
+	_ cachedCopy  = (*localSearcher)(nil)
+	_ fetcher     = (*localSearcher)(nil)
+)
+
+func (l *localSearcher) Name() string   { return l.name }
+func (l *localSearcher) copyID() string { return l.alloc }
+func (l *localSearcher) TermStats(ctx context.Context, q query.Query) (ShardStats, error) {
+	st, gen, err := l.idx.TermStats(ctx, q)
+	return ShardStats{Stats: st, Generation: gen}, err
 }
 func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	if l.aggs == nil {
-		return l.idx.Search(ctx, req)
+	if l.fields != nil {
+		r := *req
+		r.Fields = nil
+		req = &r
 	}
-	return l.idx.SearchCollect(ctx, req, l.aggs)
+	res, err := l.idx.SearchCollect(ctx, req, l.collector())
+	if errors.Is(err, index.ErrStaleStats) {
+		st, serr := l.TermStats(ctx, req.Query)
+		if serr != nil {
+			return nil, serr
+		}
+		return nil, &staleStats{st}
+	}
+	return res, err
+}
+
+func (l *localSearcher) fetches() bool { return l.fields != nil }
+
+func (l *localSearcher) fetch(_ context.Context, hits []*search.DocumentMatch) error {
+	ids := make([]string, len(hits))
+	for k, h := range hits {
+		ids[k] = h.ID
+	}
+	docs, err := l.idx.Documents(ids, l.fields)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]*search.DocumentMatch, len(docs))
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	for _, h := range hits {
+		d, ok := byID[h.ID]
+		if !ok {
+			return fmt.Errorf("fetch of %s: document [%s] is gone", l.name, h.ID)
+		}
+		h.Fields = d.Fields
+	}
+	return nil
+}
+
+// collector is the aggregations' collector, nil when there are none.
+func (l *localSearcher) collector() index.Collector {
+	if l.aggs == nil {
+		return nil
+	}
+	return l.aggs
 }
 func (l *localSearcher) aggPartials() esdsl.AggPartials {
 	if l.aggs == nil {
@@ -244,6 +329,9 @@ type shardsResult struct {
 	*bleve.SearchResult
 	aggs     esdsl.AggPartials
 	failures []ShardFailure
+	// timedOut: the statistics phase's share of the timeout passed
+	// before every shard answered it.
+	timedOut bool
 }
 
 // SearchShards searches the given shards with global statistics (see
@@ -253,7 +341,7 @@ type shardsResult struct {
 // ErrAllShardsFailed and the first shard's error (a malformed query fails
 // this way).
 func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest) (*bleve.SearchResult, error) {
-	res, err := searchShards(ctx, searchers, req, nil)
+	res, err := searchShards(ctx, searchers, req, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +349,24 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 }
 
 // searchShards runs the phases over searchers; srch (nil for a bare bleve
-// request) reduces the shards' aggregations.
-func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search) (*shardsResult, error) {
+// request) reduces the shards' aggregations, and scope (nil: none) keeps
+// statistics between searches.
+//
+// A search whose response does not depend on scores (esdsl's ScoresUsed:
+// sorted by fields, aggregations only, counts) has no statistics phase:
+// each shard's own statistics select the same hits.
+//
+// Statistics kept from an earlier search are used only as far as their
+// copies confirm, in the query phase, that their contents are still of
+// the generation they were read from. A copy that answers stale sends its
+// fresh statistics instead of hits; the query phase then runs once more on
+// every shard with the corrected sums, checking nothing, as after a
+// statistics phase of the search's own (the copies may change between the
+// phases: exact ranking holds for shards that do not change meanwhile).
+// Under steady writes to some shards a search whose statistics were kept
+// thus runs the query phase twice where it would have run the statistics
+// phase and the query phase.
+func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search, scope *statsScope) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
 		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
 	}
@@ -273,11 +377,16 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		}
 		return out, nil
 	}
-	var total *index.TermStats
+	var gs *globalStats
 	live := searchers
 	failed := map[string]error{}
-	if len(searchers) > 1 {
-		total, live, failed = gatherStats(ctx, searchers, req.Query)
+	statsTimedOut := false
+	if len(searchers) > 1 && (srch == nil || srch.ScoresUsed()) {
+		sctx, cancel := statsContext(ctx, srch)
+		gs, failed = gatherStats(sctx, searchers, req.Query, scope)
+		statsTimedOut = len(failed) > 0 && sctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		live = gs.live
 		if len(live) == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -285,33 +394,18 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, searchers[0].Name(), failed[searchers[0].Name()])
 		}
 	}
-	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: srch != nil && len(srch.NamedQueries()) > 0}
-	children := make([]bleve.Index, len(live))
-	for k, s := range live {
-		children[k] = aliasChild{s: s, pending: pending}
+	named := srch != nil && len(srch.NamedQueries()) > 0
+	res, pending, err := queryPhase(ctx, live, req, gs, true, named)
+	if err == nil && len(pending.stale) > 0 {
+		gs.refresh(pending.stale, scope)
+		res, pending, err = queryPhase(ctx, live, req, gs, false, named)
 	}
-	qctx := ctx
-	if total != nil {
-		qctx = index.WithGlobalStats(ctx, total)
-	}
-	res, err := bleve.NewIndexAlias(children...).SearchInContext(qctx, req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, live[0].Name(), err)
+		return nil, err
 	}
-	if res == nil {
-		res = &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{}}
-	}
-	if res.Status == nil {
-		res.Status = &bleve.SearchStatus{}
-	}
-	if res.Status.Total == 0 && res.Status.Failed == 0 {
-		// A lone child's result comes back as it is, without a status.
-		res.Status.Total, res.Status.Successful = len(live), len(live)
-	}
-	pending.fetch(ctx, req, res)
+	fctx, cancel := fetchContext(ctx, srch)
+	defer cancel()
+	pending.fetch(fctx, req, res)
 	if srch != nil {
 		pending.matchNamed(ctx, srch, res)
 	}
@@ -325,7 +419,7 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 			res.Status.Total++
 		}
 	}
-	out := &shardsResult{SearchResult: res}
+	out := &shardsResult{SearchResult: res, timedOut: statsTimedOut}
 	if srch != nil {
 		out.aggs = srch.ReduceAggs(pending.aggPartials())
 	}
@@ -337,6 +431,71 @@ func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 		return fa.Index < fb.Index || (fa.Index == fb.Index && fa.Shard < fb.Shard)
 	})
 	return out, nil
+}
+
+// statsContext bounds the statistics phase of a search with a timeout to
+// half of it, so that a node that does not answer leaves the query phase
+// of the others time to run.
+func statsContext(ctx context.Context, srch *esdsl.Search) (context.Context, context.CancelFunc) {
+	if srch == nil || srch.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, srch.Timeout/2)
+}
+
+// fetchContext is the fetch phase's context: a search with a timeout
+// fetches the final page's hits within a timeout of their own, even when
+// the query phase took all of the search's (Elasticsearch's timeout bounds
+// the query phase); others fetch under ctx.
+func fetchContext(ctx context.Context, srch *esdsl.Search) (context.Context, context.CancelFunc) {
+	if srch == nil || srch.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), srch.Timeout)
+}
+
+// queryPhase runs phase 2 over live, under gs's statistics (nil: each
+// shard its own) and, if strict, checking the generations the kept ones
+// were read from;
+// bleve's IndexAlias merges, sorts and pages. The fetchSet returned knows
+// each hit's searcher and which searchers answered stale.
+func queryPhase(ctx context.Context, live []ShardSearcher, req *bleve.SearchRequest, gs *globalStats, strict, named bool) (*bleve.SearchResult, *fetchSet, error) {
+	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: named}
+	sent := newDispatch(live)
+	children := make([]bleve.Index, len(live))
+	for k, s := range live {
+		ch := aliasChild{s: s, pending: pending}
+		if gs != nil && strict && gs.kept[k] {
+			ch.expect = gs.per[k].Generation
+		}
+		if _, remote := s.(*remoteSearcher); !remote {
+			ch.after = sent
+		}
+		children[k] = ch
+	}
+	qctx := ctx
+	if gs != nil {
+		qctx = index.WithGlobalStats(ctx, gs.total)
+	}
+	coalesce(phaseQuery, live)
+	res, err := bleve.NewIndexAlias(children...).SearchInContext(qctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("%w: shard %s: %w", ErrAllShardsFailed, live[0].Name(), err)
+	}
+	if res == nil {
+		res = &bleve.SearchResult{Request: req, Hits: search.DocumentMatchCollection{}}
+	}
+	if res.Status == nil {
+		res.Status = &bleve.SearchStatus{}
+	}
+	if res.Status.Total == 0 && res.Status.Failed == 0 {
+		// A lone child's result comes back as it is, without a status.
+		res.Status.Total, res.Status.Successful = len(live), len(live)
+	}
+	return res, pending, nil
 }
 
 // matchNamed sets the named queries that each hit of a local copy matches
@@ -407,41 +566,108 @@ func failureOf(name string, err error) ShardFailure {
 	return f
 }
 
-// gatherStats runs phase 1 on every searcher and sums what answered.
-func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query) (*index.TermStats, []ShardSearcher, map[string]error) {
-	stats := make([]*index.TermStats, len(searchers))
-	errs := make([]error, len(searchers))
-	var wg sync.WaitGroup
+// globalStats are a search's statistics: each live searcher's (per[k] is
+// live[k]'s) and their sum.
+type globalStats struct {
+	live  []ShardSearcher
+	ids   []string // the copies of live (see copyIDs)
+	per   []ShardStats
+	total *index.TermStats
+	// kept[k]: per[k] was kept from an earlier search, and the query
+	// phase checks that live[k]'s copy is still of its generation.
+	kept []bool
+}
+
+// gatherStats takes each searcher's statistics from scope or else runs
+// phase 1 on it, and sums what answered; failed are the searchers that did
+// not.
+func gatherStats(ctx context.Context, searchers []ShardSearcher, q query.Query, scope *statsScope) (*globalStats, map[string]error) {
+	ids := copyIDs(searchers)
+	per := scope.get(ids)
+	kept := make([]bool, len(searchers))
+	var missing []ShardSearcher
 	for k, s := range searchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stats[k], errs[k] = s.TermStats(ctx, q)
-		}()
+		kept[k] = per[k].Stats != nil
+		if !kept[k] {
+			missing = append(missing, s)
+		}
 	}
-	wg.Wait()
-	total := &index.TermStats{}
-	var live []ShardSearcher
+	errs := make(map[ShardSearcher]error, len(missing))
+	if len(missing) > 0 {
+		fresh := make([]ShardStats, len(missing))
+		ferrs := make([]error, len(missing))
+		coalesce(phaseStats, missing)
+		var wg sync.WaitGroup
+		for k, s := range missing {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fresh[k], ferrs[k] = s.TermStats(ctx, q)
+			}()
+		}
+		wg.Wait()
+		ids = copyIDs(searchers) // a shard that failed over answered from another copy
+		j := 0
+		for k, s := range searchers {
+			if per[k].Stats != nil {
+				continue
+			}
+			per[k] = fresh[j]
+			if ferrs[j] != nil {
+				errs[s] = ferrs[j]
+			}
+			j++
+		}
+		scope.put(ids, per)
+	}
+	gs := &globalStats{}
 	failed := map[string]error{}
 	for k, s := range searchers {
-		if errs[k] != nil {
-			failed[s.Name()] = errs[k]
+		if err := errs[s]; err != nil {
+			failed[s.Name()] = err
 			continue
 		}
-		total.Add(stats[k])
-		live = append(live, s)
+		gs.live, gs.ids, gs.per = append(gs.live, s), append(gs.ids, ids[k]), append(gs.per, per[k])
+		gs.kept = append(gs.kept, kept[k])
 	}
-	return total, live, failed
+	gs.total = scope.sum(gs.ids, gs.per)
+	return gs, failed
+}
+
+// refresh replaces the statistics of the searchers that answered stale
+// with the fresh ones they sent, keeps those, and sums again.
+func (gs *globalStats) refresh(stale map[ShardSearcher]ShardStats, scope *statsScope) {
+	gs.ids = copyIDs(gs.live)
+	for k, s := range gs.live {
+		if st, ok := stale[s]; ok {
+			gs.per[k] = st
+		}
+	}
+	scope.put(gs.ids, gs.per)
+	gs.total = scope.sum(gs.ids, gs.per)
 }
 
 // fetchSet remembers which searcher returned each hit (for the fetch phase
-// of remote copies and the named queries of local ones), and which
-// searchers answered the query phase.
+// of remote copies and the named queries of local ones), which searchers
+// answered the query phase, and which answered that their statistics were
+// stale.
 type fetchSet struct {
 	mu       sync.Mutex
 	byHit    map[*search.DocumentMatch]ShardSearcher
 	answered []ShardSearcher
+	stale    map[ShardSearcher]ShardStats
 	named    bool // the request has named queries: every page needs fetching
+}
+
+// markStale records that s's contents changed since the statistics its
+// query phase assumed, and its fresh ones.
+func (f *fetchSet) markStale(s ShardSearcher, st ShardStats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stale == nil {
+		f.stale = map[ShardSearcher]ShardStats{}
+	}
+	f.stale[s] = st
 }
 
 func (f *fetchSet) add(s ShardSearcher, hits search.DocumentMatchCollection) {
@@ -480,11 +706,16 @@ func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *ble
 		return
 	}
 	groups := map[fetcher][]*search.DocumentMatch{}
+	var fetchers []ShardSearcher
 	for _, h := range res.Hits {
-		if s, ok := f.byHit[h].(fetcher); ok {
+		if s, ok := f.byHit[h].(fetcher); ok && s.fetches() {
+			if _, seen := groups[s]; !seen {
+				fetchers = append(fetchers, f.byHit[h])
+			}
 			groups[s] = append(groups[s], h)
 		}
 	}
+	coalesce(phaseFetch, fetchers)
 	type outcome struct {
 		s   fetcher
 		err error

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,7 +16,7 @@ import (
 // reply start with wireVersion; a node refuses a version it does not know
 // with CodeBadRequest. Writes and gets use a compact binary encoding
 // (documents travel as they came, without JSON escaping); search phases
-// use JSON, since their bodies are JSON already.
+// have their own version and encoding (searchwire.go).
 //
 // Methods (offsets from fabric.MethodShardBase; part of the wire format):
 const (
@@ -242,4 +243,14 @@ func (d *dec) version() {
 	if v := d.u8(); d.err == nil && v != wireVersion {
 		d.err = fmt.Errorf("%w: version %d, this node speaks %d", errBadMessage, v, wireVersion)
 	}
+}
+
+// jsonReply encodes a JSON reply (copy statistics, recovery) with its
+// version.
+func jsonReply(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{wireVersion}, raw...), nil
 }

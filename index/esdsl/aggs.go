@@ -140,6 +140,27 @@ type aggTree struct {
 	filters []query.Query
 }
 
+// usesScores reports whether an aggregation of the tree sorts by or shows
+// the documents' scores (top_hits; nil: no aggregations).
+func (t *aggTree) usesScores() bool {
+	if t == nil {
+		return false
+	}
+	var walk func(specs []*aggSpec) bool
+	walk = func(specs []*aggSpec) bool {
+		for _, a := range specs {
+			if th, ok := a.kind.(*topHitsAgg); ok && th.scores {
+				return true
+			}
+			if walk(a.subs) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(t.specs)
+}
+
 // maxBuckets is Elasticsearch's search.max_buckets default: a response with
 // more buckets is refused.
 const maxBuckets = 65536

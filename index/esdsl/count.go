@@ -6,6 +6,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index/scoring"
 )
 
 var countParams = map[string]bool{
@@ -58,5 +60,6 @@ func parseCountAt(body []byte, params url.Values, fields Fields, now time.Time, 
 	if err := req.Validate(); err != nil {
 		return nil, argErr("invalid count request: %v", err)
 	}
-	return &Search{Request: req, trackTotal: -1, scoreSorted: true, body: body, params: params, now: now, count: true, scope: sc}, nil
+	_, minScore := q.(*scoring.MinScore)
+	return &Search{Request: req, trackTotal: -1, scoreSorted: true, minScore: minScore, body: body, params: params, now: now, count: true, scope: sc}, nil
 }

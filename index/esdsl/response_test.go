@@ -344,3 +344,40 @@ func TestSearchAfterPagesThroughEverything(t *testing.T) {
 		})
 	}
 }
+
+// TestScoresUsed: a search depends on scores when it shows or sorts by
+// them, filters or explains by them, or a top_hits aggregation does; a
+// search sorted by fields, an aggregation-only search and a count do not.
+func TestScoresUsed(t *testing.T) {
+	ti := newTestIndex(t)
+	tests := []struct {
+		name   string
+		body   string
+		params url.Values
+		used   bool
+	}{
+		{"default sort", `{"query":{"match":{"body":"fox"}}}`, nil, true},
+		{"sorted by a field", `{"query":{"match":{"body":"fox"}},"sort":[{"views":"desc"}]}`, nil, false},
+		{"field then _score", `{"query":{"match":{"body":"fox"}},"sort":[{"views":"desc"},"_score"]}`, nil, true},
+		{"track_scores", `{"query":{"match":{"body":"fox"}},"sort":[{"views":"desc"}],"track_scores":true}`, nil, true},
+		{"min_score", `{"query":{"match":{"body":"fox"}},"sort":[{"views":"desc"}],"min_score":0.5}`, nil, true},
+		{"explain", `{"query":{"match":{"body":"fox"}},"sort":[{"views":"desc"}],"explain":true}`, nil, true},
+		{"size 0", `{"size":0,"query":{"match":{"body":"fox"}},"aggs":{"t":{"terms":{"field":"tags"}}}}`, nil, false},
+		{"top_hits by score", `{"size":0,"query":{"match":{"body":"fox"}},"aggs":{"t":{"terms":{"field":"tags"},"aggs":{"h":{"top_hits":{}}}}}}`, nil, true},
+		{"top_hits by field", `{"size":0,"query":{"match":{"body":"fox"}},"aggs":{"t":{"terms":{"field":"tags"},"aggs":{"h":{"top_hits":{"sort":[{"views":"asc"}]}}}}}}`, nil, false},
+		{"q sorted", ``, url.Values{"q": {"body:fox"}, "sort": {"views:desc"}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSearch([]byte(tc.body), tc.params, ti.fields)
+			require.NoError(t, err)
+			require.Equal(t, tc.used, s.ScoresUsed())
+		})
+	}
+	c, err := ParseCount([]byte(`{"query":{"match":{"body":"fox"}}}`), nil, ti.fields)
+	require.NoError(t, err)
+	require.False(t, c.ScoresUsed(), "a count")
+	c, err = ParseCount(nil, url.Values{"q": {"body:fox"}, "min_score": {"1"}}, ti.fields)
+	require.NoError(t, err)
+	require.True(t, c.ScoresUsed(), "a count with min_score")
+}

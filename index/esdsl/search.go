@@ -46,6 +46,7 @@ type Search struct {
 	sorts       []sortSpec
 	scoreSorted bool // hits are ordered by _score (or unsorted)
 	trackScores bool
+	minScore    bool // min_score filters the hits by score
 	aggs        *aggTree
 	typedKeys   bool
 	totalAsInt  bool
@@ -89,6 +90,18 @@ type Search struct {
 // to. Nil when there are none.
 func (s *Search) Routing() []string {
 	return splitList(s.params.Get("routing"))
+}
+
+// ScoresUsed reports whether the response depends on the hits' scores:
+// hits are sorted by or show _score, min_score filters by it, explain
+// explains it, or a top_hits aggregation sorts by or shows it. When it does
+// not, a search over several shards needs no global statistics: each
+// shard's own select and order the same hits, totals and aggregations.
+func (s *Search) ScoresUsed() bool {
+	if s.minScore || s.Request.Explain || s.aggs.usesScores() {
+		return true
+	}
+	return s.Request.Size > 0 && (s.scoreSorted || s.trackScores)
 }
 
 // PointInTime returns the id of the point in time the search runs on ("" for
@@ -218,6 +231,7 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 	if q, err = withMinScore(q, o["min_score"], params); err != nil {
 		return nil, err
 	}
+	_, s.minScore = q.(*scoring.MinScore)
 	if v, _ := optParamBool(params, "include_named_queries_score"); v {
 		return nil, argErr("[include_named_queries_score] is not supported by this node; matched_queries lists the names only")
 	}
