@@ -81,25 +81,11 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 // confirms with the replication group that no other copy has been
 // promoted since (one that may have acknowledged newer writes).
 func (c *Coordinator) getLocal(allocationID, id string) (index.Doc, bool, error) {
-	sc, ok := c.store.copy(allocationID)
-	if !ok {
-		return index.Doc{}, false, fmt.Errorf("%w: copy %s is not open on this node yet", ErrUnavailable, allocationID)
-	}
-	sc.leader.Lock()
-	if !sc.primary.Load() {
-		sc.leader.Unlock()
-		return index.Doc{}, false, fmt.Errorf("%w: copy %s is not serving as primary", ErrUnavailable, allocationID)
-	}
-	term, last := sc.term.Load(), sc.lastSeq()
-	doc, found, err := sc.idx.Get(id)
-	sc.leader.Unlock()
+	docs, found, err := c.getLocalMany(allocationID, []string{id})
 	if err != nil {
 		return index.Doc{}, false, err
 	}
-	if err := c.store.confirmPrimary(sc, term, last); err != nil {
-		return index.Doc{}, false, err
-	}
-	return doc, found, nil
+	return docs[0], found[0], nil
 }
 
 func (c *Coordinator) getRemote(ctx context.Context, v *View, uuid string, num int, p CopyView, id string) (index.Doc, bool, error) {
