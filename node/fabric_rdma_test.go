@@ -136,10 +136,11 @@ func dialedQP(t *testing.T, n *node.Node) rdma.ConnInfo {
 // path healthy again on a new queue pair, and calls cross that queue pair:
 // the node does not stay on TCP for good.
 //
-// The node serves no fabric methods yet, so the calls name one it does not
-// serve: each comes back from b's handler as CodeUnknownMethod after a full
-// envelope round trip on the path the adaptive connection picks, learning
-// and exploring both paths (pings would stay on the probes' choice).
+// The calls name a method no package of the node serves (the first number
+// past every range of fabric/methods.go): each comes back from b's handler
+// as CodeUnknownMethod after a full envelope round trip on the path the
+// adaptive connection picks, learning and exploring both paths (pings would
+// stay on the probes' choice), and changes nothing on b.
 func TestFabricRDMAPathComesBackAfterDeviceLoss(t *testing.T) {
 	if os.Getenv("WEFT_RDMA_GUEST") == "" {
 		t.Skip("deletes the RDMA device: runs only in the Soft-RoCE guest (WEFT_RDMA_GUEST=1)")
@@ -173,7 +174,7 @@ func TestFabricRDMAPathComesBackAfterDeviceLoss(t *testing.T) {
 				return
 			default:
 			}
-			_, err := conn.Call(ctx, fabric.MethodUserBase, make([]byte, sizes[i%len(sizes)]))
+			_, err := conn.Call(ctx, fabric.MethodShardEnd, make([]byte, sizes[i%len(sizes)]))
 			if !errors.Is(err, &fabric.RemoteError{Code: fabric.CodeUnknownMethod}) {
 				callErr <- fmt.Errorf("call %d: want b's CodeUnknownMethod, got %v", i, err)
 				return
