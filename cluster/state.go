@@ -225,33 +225,3 @@ func (s *State) Active(c Copy) bool {
 	n, ok := s.Nodes[c.NodeID]
 	return ok && n.Live && c.State == CopyStarted
 }
-
-// Health is green when every copy of every shard is active, yellow when
-// every primary is active but some replica is not, red when some primary is
-// not, as Elasticsearch computes it over the named indices (all when names
-// is empty).
-func (s *State) Health(names ...string) string {
-	status := "green"
-	for name, ix := range s.Indices {
-		if len(names) > 0 && !slices.Contains(names, name) {
-			continue
-		}
-		for k := range ix.Shards {
-			sh := &ix.Shards[k]
-			p, ok := sh.Primary()
-			if !ok || !s.Active(p) {
-				return "red"
-			}
-			active := 0
-			for _, c := range sh.Copies {
-				if !c.Primary && s.Active(c) {
-					active++
-				}
-			}
-			if active < ix.NumberOfReplicas {
-				status = "yellow"
-			}
-		}
-	}
-	return status
-}

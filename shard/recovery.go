@@ -477,36 +477,36 @@ func (c *Coordinator) serveRecoveryOps(ctx context.Context, req *fabric.Request)
 		return nil
 	}
 	from := m.From
-	// Bulk of the operations without the lock: writes go on meanwhile.
-	for {
-		recs, err := sc.readLog(from, recoveryChunkBytes)
-		if err != nil {
-			return nil, err
+	// sendLogged sends the log from seq from to its end, chunk by chunk;
+	// after each chunk, sent(from) with the next seq to send.
+	sendLogged := func(sent func(from uint64)) error {
+		for {
+			recs, err := sc.readLog(from, recoveryChunkBytes)
+			if err != nil {
+				return err
+			}
+			if len(recs) == 0 {
+				return nil
+			}
+			if err := send(recs, sc.term.Load()); err != nil {
+				return fmt.Errorf("sending operations from seq %d: %w", from, err)
+			}
+			from = recs[len(recs)-1].Seq + 1
+			sent(from)
 		}
-		if len(recs) == 0 {
-			break
-		}
-		if err := send(recs, sc.term.Load()); err != nil {
-			return nil, fmt.Errorf("sending operations from seq %d: %w", from, err)
-		}
-		from = recs[len(recs)-1].Seq + 1
+	}
+	// Bulk of the operations without the lock: writes go on meanwhile, and
+	// the lease keeps the log from being trimmed below what is not sent yet.
+	if err := sendLogged(func(from uint64) {
 		c.store.setLease(m.ID, lease{primary: sr.start.Primary, target: sr.start.Target, keepAfter: from - 1})
+	}); err != nil {
+		return nil, err
 	}
 	// The rest under the write lock, then the target joins the group.
 	sc.leader.Lock()
 	defer sc.leader.Unlock()
-	for {
-		recs, err := sc.readLog(from, recoveryChunkBytes)
-		if err != nil {
-			return nil, err
-		}
-		if len(recs) == 0 {
-			break
-		}
-		if err := send(recs, sc.term.Load()); err != nil {
-			return nil, fmt.Errorf("sending operations from seq %d: %w", from, err)
-		}
-		from = recs[len(recs)-1].Seq + 1
+	if err := sendLogged(func(uint64) {}); err != nil {
+		return nil, err
 	}
 	if from != sc.nextSeq {
 		return nil, fmt.Errorf("%w: the primary's log ends at seq %d but it has written up to %d", ErrSeqGap, from-1, sc.nextSeq-1)
