@@ -359,15 +359,15 @@ func (s *shardCopy) commit(group []*writeReq) error {
 			okItems = append(okItems, it)
 		}
 	}
-	logged := make(map[*OpResult]bool, len(okItems))
-	for _, it := range okItems {
-		logged[it.res] = true
-	}
+	// okItems is a subsequence of evaluated: what is left was answered.
 	var answered []item
+	logged := 0
 	for _, it := range evaluated {
-		if !logged[it.res] {
-			answered = append(answered, it)
+		if logged < len(okItems) && okItems[logged].res == it.res {
+			logged++
+			continue
 		}
+		answered = append(answered, it)
 	}
 	fault := func(status int, err error) error {
 		for _, it := range okItems {
