@@ -110,6 +110,15 @@ func (nc *nodeCluster) stop(name string) {
 
 func (nc *nodeCluster) url(name string) string { return nc.nodes[name].URL() }
 
+// createIndex creates index name with the given shards and replicas
+// through node n1 and waits for the cluster, every node up, to be green.
+func (nc *nodeCluster) createIndex(name string, shards, replicas int) {
+	nc.t.Helper()
+	code, res := call(nc.t, "PUT", nc.url("n1")+"/"+name, fmt.Sprintf(`{"settings":{"number_of_shards":%d,"number_of_replicas":%d}}`, shards, replicas))
+	require.Equal(nc.t, 200, code, "%v", res)
+	nc.awaitHealth("n1", "green", len(nc.cfgs))
+}
+
 // awaitHealth waits for status with n nodes, as seen through node name.
 func (nc *nodeCluster) awaitHealth(name, status string, n int) {
 	nc.t.Helper()
@@ -328,15 +337,13 @@ func callNDJSON(t *testing.T, url, body string) (int, map[string]any) {
 // no replica (the shard is red meanwhile), with all their documents.
 func TestRestartedNodeKeepsItsOnlyCopies(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/solo", `{"settings":{"number_of_shards":6,"number_of_replicas":0}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
+	nc.createIndex("solo", 6, 0)
 	docs := loadSample(t, nc.url("n1"), "solo")
 	nc.stop("n3")
 	nc.awaitHealth("n1", "red", 2)
 	nc.start("n3")
 	nc.awaitHealth("n1", "green", 3)
-	res = searchJSON(t, nc.url("n1"), "solo", `{"size":0,"track_total_hits":true}`)
+	res := searchJSON(t, nc.url("n1"), "solo", `{"size":0,"track_total_hits":true}`)
 	total, _ := hitsOf(res)
 	require.EqualValues(t, docs, total, "documents of the restarted node's copies: %v", res["_shards"])
 }
@@ -350,9 +357,7 @@ func TestRestartedNodeKeepsItsOnlyCopies(t *testing.T) {
 // acknowledged survives.
 func TestPartitionedPrimaryAcknowledgesNothing(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/part", `{"settings":{"number_of_shards":1,"number_of_replicas":1}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
+	nc.createIndex("part", 1, 1)
 	put := func(url, id string) int {
 		code, _ := call(t, "PUT", url+"/part/_doc/"+id, `{"v":1}`)
 		return code
@@ -428,9 +433,7 @@ func TestPartitionedPrimaryAcknowledgesNothing(t *testing.T) {
 // cluster, as Elasticsearch's default no_master_block: write does.
 func TestSearchesGoOnWithoutALeader(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/everywhere", `{"settings":{"number_of_shards":2,"number_of_replicas":2}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
+	nc.createIndex("everywhere", 2, 2)
 	docs := loadSample(t, nc.url("n1"), "everywhere")
 	// A loaded machine may fail a replica during the load (it recovers):
 	// every copy must serve again before the cut.
@@ -442,7 +445,7 @@ func TestSearchesGoOnWithoutALeader(t *testing.T) {
 		code, res := call(t, "GET", nc.url("n3")+"/_weft/raft", "")
 		return code == 200 && res["leader_id"] == ""
 	}, 30*time.Second, 50*time.Millisecond, "the cut-off node still knows a leader")
-	code, res = call(t, "PUT", nc.url("n3")+"/everywhere/_doc/new?timeout=1s", `{"v":1}`)
+	code, res := call(t, "PUT", nc.url("n3")+"/everywhere/_doc/new?timeout=1s", `{"v":1}`)
 	require.Equal(t, 503, code, "%v", res)
 	require.Equal(t, "cluster_block_exception", res["error"].(map[string]any)["type"])
 	// Once its gossip sees the others gone, its searches stop waiting on
@@ -465,9 +468,7 @@ func TestSearchesGoOnWithoutALeader(t *testing.T) {
 // dry_run and malformed commands are 400s that move nothing.
 func TestRerouteMovesAShard(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/moving", `{"settings":{"number_of_shards":1,"number_of_replicas":0}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
+	nc.createIndex("moving", 1, 0)
 	docs := loadSample(t, nc.url("n1"), "moving")
 	where := func() string {
 		var rows []map[string]string
@@ -499,7 +500,7 @@ func TestRerouteMovesAShard(t *testing.T) {
 	}
 	require.Equal(t, from, where(), "a refused reroute moved the shard")
 
-	code, res = call(t, "POST", nc.url("n2")+"/_cluster/reroute", move)
+	code, res := call(t, "POST", nc.url("n2")+"/_cluster/reroute", move)
 	require.Equal(t, 200, code, "%v", res)
 	require.Eventually(t, func() bool { return where() == to }, 60*time.Second, 100*time.Millisecond, "the shard did not move to %s", to)
 	res = searchJSON(t, nc.url("n3"), "moving", `{"size":0,"track_total_hits":true}`)
@@ -512,9 +513,7 @@ func TestRerouteMovesAShard(t *testing.T) {
 // index's (no replicas), none of them holding it all.
 func TestNodesStatsCountTheNodesOwnCopies(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/spread", `{"settings":{"number_of_shards":6,"number_of_replicas":0}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
+	nc.createIndex("spread", 6, 0)
 	docs := loadSample(t, nc.url("n1"), "spread")
 	sum := 0.0
 	for _, n := range []string{"n1", "n2", "n3"} {
@@ -534,10 +533,8 @@ func TestNodesStatsCountTheNodesOwnCopies(t *testing.T) {
 // copies that hold it: the primary and its acknowledging replicas.
 func TestWriteRepliesCountTheCopies(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/copies", `{"settings":{"number_of_shards":1,"number_of_replicas":2}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
-	code, res = call(t, "PUT", nc.url("n2")+"/copies/_doc/1", `{"v":1}`)
+	nc.createIndex("copies", 1, 2)
+	code, res := call(t, "PUT", nc.url("n2")+"/copies/_doc/1", `{"v":1}`)
 	require.Equal(t, 201, code, "%v", res)
 	require.Equal(t, map[string]any{"total": 3.0, "successful": 3.0, "failed": 0.0}, res["_shards"])
 	code, res = callNDJSON(t, nc.url("n3")+"/_bulk", "{\"index\":{\"_index\":\"copies\",\"_id\":\"2\"}}\n{\"v\":2}\n")

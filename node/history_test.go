@@ -198,9 +198,7 @@ func (c *historyClient) do(url string, in histInput) {
 // then stopped) and restarts; porcupine checks each document's history.
 func TestVersionedWritesAndReadsAreLinearizable(t *testing.T) {
 	nc := newNodeCluster(t, 3)
-	code, res := call(t, "PUT", nc.url("n1")+"/h", `{"settings":{"number_of_shards":2,"number_of_replicas":1}}`)
-	require.Equal(t, 200, code, "%v", res)
-	nc.awaitHealth("n1", "green", 3)
+	nc.createIndex("h", 2, 1)
 	keys := []string{"a", "b", "c"}
 
 	var mu sync.Mutex

@@ -72,23 +72,15 @@ func startNode(t *testing.T, cfg node.Config) *node.Node {
 	return n
 }
 
+// call sends a request and decodes a JSON object reply (nil otherwise).
 func call(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	code, b := callRaw(t, method, url, body)
 	var v map[string]any
 	if len(b) > 0 && b[0] == '{' {
 		require.NoError(t, json.Unmarshal(b, &v), "%s", b)
 	}
-	return resp.StatusCode, v
+	return code, v
 }
 
 func TestConfigValidate(t *testing.T) {
