@@ -82,6 +82,10 @@ type Config struct {
 	// replica that did not: a write to a primary cut off from its replicas
 	// and from the cluster's leader fails after at most twice this.
 	ReplicationTimeout time.Duration
+	// ReplicaIndexDelay bounds how long a replica's logged, acknowledged
+	// operations wait to be indexed while nothing reads the copy
+	// (behind.go); a read, a refresh or a promotion indexes them at once.
+	ReplicaIndexDelay time.Duration
 	// LogFS is the file system the shard logs are written through; nil is
 	// the operating system's (tests inject faults: a full disk).
 	LogFS vfs.FS
@@ -98,7 +102,7 @@ func (c Config) logFS() vfs.FS {
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
 	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20,
-		SearchStatsCacheBytes: 32 << 20, ReplicationTimeout: 30 * time.Second}
+		SearchStatsCacheBytes: 32 << 20, ReplicationTimeout: 30 * time.Second, ReplicaIndexDelay: 5 * time.Second}
 }
 
 // Validate names the first field out of bounds.
@@ -111,6 +115,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReplicationTimeout <= 0 {
 		return fmt.Errorf("shard: Config.ReplicationTimeout %v must be positive", c.ReplicationTimeout)
+	}
+	if c.ReplicaIndexDelay <= 0 {
+		return fmt.Errorf("shard: Config.ReplicaIndexDelay %v must be positive", c.ReplicaIndexDelay)
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)

@@ -49,6 +49,10 @@ type shardCopy struct {
 
 	leader  sync.Mutex // held by the goroutine committing a group
 	nextSeq uint64     // guarded by leader
+
+	// behind holds what a replica has logged and acknowledged but not
+	// indexed yet (behind.go).
+	behind behind
 }
 
 // copyMeta identifies a copy; it is kept in the copy's directory as
@@ -511,6 +515,7 @@ func mergeMaps(dst, src map[string]any) {
 func (s *shardCopy) close() error {
 	s.leader.Lock()
 	defer s.leader.Unlock()
+	s.closeBehind()
 	err := s.idx.Close()
 	if p := s.idx.PersistedSeq(); p > 0 {
 		_ = s.log.Trim(p)

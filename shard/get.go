@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 )
 
-// Realtime gets and refreshes go to the shard's primary, which holds every
-// acknowledged write (applied before the write was acknowledged).
+// Realtime gets go to the shard's primary, which holds every acknowledged
+// write (applied before the write was acknowledged).
 
 // Get returns a document from its shard's primary (realtime).
 func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (index.Doc, error) {
@@ -142,41 +143,65 @@ func (c *Coordinator) serveGet(ctx context.Context, req *fabric.Request) ([]byte
 }
 
 // Refresh returns once the writes to the named indexes that were in flight
-// on their primaries when it was called are searchable (writes are applied
-// before they are acknowledged, so this only waits for those in flight).
+// on their primaries when it was called are searchable, and every active
+// copy has indexed what it acknowledged (a replica indexes behind its
+// acknowledgement, behind.go). Copies are refreshed concurrently.
 func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 	v, err := c.readView()
 	if err != nil {
 		return err
 	}
+	type target struct {
+		index string
+		num   int
+		cp    CopyView
+	}
+	var targets []target
 	for _, n := range names {
 		ix, err := v.Index(n)
 		if err != nil {
 			return err
 		}
 		for num := range ix.Shards {
-			p, ok := ix.Shards[num].Primary()
-			if !ok || !v.Active(p) {
-				continue // nothing in flight on a primary that does not serve
-			}
-			if p.NodeID == v.LocalNode {
-				if sc, ok := c.store.copy(p.AllocationID); ok {
-					sc.waitForWrites()
+			for _, cp := range ix.Shards[num].Copies {
+				if v.Active(cp) && (cp.NodeID == v.LocalNode || c.peers != nil) {
+					targets = append(targets, target{n, num, cp})
 				}
-				continue
-			}
-			if c.peers == nil {
-				continue
-			}
-			e := enc{}
-			e.u8(wireVersion)
-			e.str(p.AllocationID)
-			if _, err := c.peers.Call(ctx, p.NodeID, methodRefresh, e.b); err != nil {
-				return fmt.Errorf("shard: refresh [%s][%d] on node %s: %w", n, num, p.NodeID, fromRemote(err))
 			}
 		}
 	}
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for k, t := range targets {
+		wg.Go(func() {
+			if t.cp.NodeID == v.LocalNode {
+				errs[k] = c.refreshLocal(t.cp.AllocationID)
+				return
+			}
+			e := enc{}
+			e.u8(wireVersion)
+			e.str(t.cp.AllocationID)
+			if _, err := c.peers.Call(ctx, t.cp.NodeID, methodRefresh, e.b); err != nil {
+				errs[k] = fmt.Errorf("shard: refresh [%s][%d] copy %s on node %s: %w", t.index, t.num, t.cp.AllocationID, t.cp.NodeID, fromRemote(err))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	return ctx.Err()
+}
+
+// refreshLocal waits for the group a local copy is committing, if any,
+// and indexes what it has behind. A copy not open here has nothing to do.
+func (c *Coordinator) refreshLocal(alloc string) error {
+	sc, ok := c.store.copy(alloc)
+	if !ok {
+		return nil
+	}
+	sc.waitForWrites()
+	return sc.catchUp()
 }
 
 func (c *Coordinator) serveRefresh(_ context.Context, req *fabric.Request) ([]byte, error) {
@@ -186,8 +211,8 @@ func (c *Coordinator) serveRefresh(_ context.Context, req *fabric.Request) ([]by
 	if err := d.end(); err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
 	}
-	if sc, ok := c.store.copy(alloc); ok {
-		sc.waitForWrites()
+	if err := c.refreshLocal(alloc); err != nil {
+		return nil, remoteErr(err)
 	}
 	return []byte{wireVersion}, nil
 }

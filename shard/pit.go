@@ -286,7 +286,11 @@ func (c *Coordinator) openLocalContext(alloc string, keep time.Duration) (string
 	if !ok {
 		return "", fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, alloc)
 	}
-	view, err := sc.idx.Pin()
+	idx, err := sc.readable()
+	if err != nil {
+		return "", err
+	}
+	view, err := idx.Pin()
 	if err != nil {
 		return "", err
 	}

@@ -270,6 +270,9 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 		return fmt.Errorf("replaying the primary's operations from seq %d: %w", from, err)
 	}
 	r.update(func(i *RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
+	if err := sc.catchUp(); err != nil {
+		return err
+	}
 	sc.idx.EndReplay()
 	return s.meta.CopyStarted(ctx, ix.UUID, num, c.AllocationID)
 }

@@ -343,8 +343,9 @@ func (s *Store) sendReplicate(ctx context.Context, node string, msg []byte) (uin
 	return cp, d.end()
 }
 
-// serveReplicate runs on a replica: it logs and indexes the operations of
-// one replication message, in order, and answers with its checkpoint.
+// serveReplicate runs on a replica: it logs the operations of one
+// replication message, in order, and answers with its checkpoint; they are
+// indexed behind the answer (behind.go).
 func (c *Coordinator) serveReplicate(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	m, err := decodeReplicate(req.Payload)
 	if err != nil {
@@ -371,8 +372,9 @@ var ErrSeqGap = errors.New("sequence number gap")
 // that the new primary does not have; the copy must recover from files.
 var ErrDiverged = errors.New("copy diverged from the primary")
 
-// applyReplicated logs and indexes replicated operations on the local
-// copy m.alloc and returns its checkpoint (its highest sequence number).
+// applyReplicated logs replicated operations on the local copy m.alloc,
+// queues them to be indexed, and returns its checkpoint (its highest
+// sequence number logged).
 func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, error) {
 	sc, ok := s.copy(m.alloc)
 	if !ok {
@@ -413,16 +415,16 @@ func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, er
 		}
 		return 0, fmt.Errorf("%w: copy %s has seq %d already (expects %d)", ErrSeqGap, m.alloc, fresh[0].Seq, sc.nextSeq)
 	}
-	if err := sc.appendAndApply(fresh); err != nil {
+	if err := sc.appendAndDefer(fresh); err != nil {
 		return 0, err
 	}
 	sc.idx.SetGlobalCheckpoint(min(m.gcp, sc.nextSeq-1))
 	return sc.nextSeq - 1, nil
 }
 
-// appendAndApply logs records (in order, contiguous from nextSeq) and
-// indexes them; it runs under the leader lock.
-func (sc *shardCopy) appendAndApply(recs []LogRecord) error {
+// appendAndDefer logs records (in order, contiguous from nextSeq) and
+// queues them to be indexed; it runs under the leader lock.
+func (sc *shardCopy) appendAndDefer(recs []LogRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -443,10 +445,7 @@ func (sc *shardCopy) appendAndApply(recs []LogRecord) error {
 		return fmt.Errorf("shard %s: %w", sc.name, err)
 	}
 	sc.nextSeq = recs[len(recs)-1].Seq + 1
-	if err := sc.idx.Apply(context.Background(), ops); err != nil {
-		return fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", sc.name, err)
-	}
-	return nil
+	return sc.deferApply(ops)
 }
 
 // checkResync compares a promoted primary's operations above the global
@@ -553,6 +552,9 @@ func (s *Store) promote(ctx context.Context, sc *shardCopy, term uint64) error {
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if err := sc.catchUp(); err != nil {
+		return err
 	}
 	sc.primary.Store(true)
 	s.logger.Info("shard copy serves as primary", "shard", sc.name, "allocation_id", sc.meta.AllocationID, "term", term, "resynced_ops", len(recs))

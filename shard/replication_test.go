@@ -80,7 +80,9 @@ func copyDocs(t *testing.T, tc *testCluster, name string, num int) map[string]ma
 			continue
 		}
 		docs := map[string]string{}
-		res, err := sc.idx.Search(context.Background(), func() *bleve.SearchRequest {
+		idx, err := sc.readable()
+		require.NoError(t, err)
+		res, err := idx.Search(context.Background(), func() *bleve.SearchRequest {
 			r := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10000, 0, false)
 			r.Fields = []string{index.SourceField}
 			return r

@@ -159,7 +159,11 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
 				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					local = newLocalSearcher(name, cp.AllocationID, sc.idx, srch, n, num)
+					// A local copy that cannot index what it acknowledged
+					// (it is being failed) leaves the shard to the others.
+					if idx, err := sc.readable(); err == nil {
+						local = newLocalSearcher(name, cp.AllocationID, idx, srch, n, num)
+					}
 				}
 			}
 			switch {

@@ -45,7 +45,7 @@ func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []sha
 			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, ref.alloc)
 			continue
 		}
-		p.idxs[k] = sc.idx
+		p.idxs[k], p.errs[k] = sc.readable()
 		if ref.ctx != "" {
 			p.idxs[k], p.errs[k] = c.pits.use(ref.ctx, h.keepAlive)
 		}

@@ -1,0 +1,102 @@
+package shard
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// behindCluster starts nodes whose replicas index nothing on their own
+// (ReplicaIndexDelay of an hour), with index name of one shard and one
+// replica, and returns the replica's copy and node.
+func behindCluster(t *testing.T, name string, nodes ...string) (*testCluster, *shardCopy, string) {
+	t.Helper()
+	tc := newTestClusterWith(t, func(string) Config {
+		c := testConfig()
+		c.ReplicaIndexDelay = time.Hour
+		return c
+	}, nodes...)
+	withReplicas(t, tc, name, 1, nodes)
+	ix, err := tc.mc.node("x").View().Index(name)
+	require.NoError(t, err)
+	for _, c := range ix.Shards[0].Copies {
+		if !c.Primary {
+			sc, ok := tc.nodes[c.NodeID].store.copy(c.AllocationID)
+			require.True(t, ok)
+			return tc, sc, c.NodeID
+		}
+	}
+	t.Fatal("the shard has no replica")
+	return nil, nil, ""
+}
+
+// behindBy is how many operations sc has logged and not indexed.
+func behindBy(sc *shardCopy) uint64 {
+	sc.leader.Lock()
+	defer sc.leader.Unlock()
+	return sc.lastSeq() - sc.idx.AppliedSeq()
+}
+
+// TestReplicaIndexesBehindItsAcknowledgement: a replica acknowledges what
+// it has logged and indexes it later, but a search it serves and a refresh
+// both find every acknowledged write.
+func TestReplicaIndexesBehindItsAcknowledgement(t *testing.T) {
+	tc, replica, node := behindCluster(t, "b", "n1", "n2")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n1"], "b", ids[:100], sources[:100])
+	require.EqualValues(t, 100, behindBy(replica), "the replica indexed its writes before they were read")
+
+	// A search coordinated by the replica's node is served by its local copy.
+	r := tc.search(t, node, []string{"b"}, `{"query":{"match_all":{}},"size":0}`)
+	require.EqualValues(t, 100, r.Total)
+	require.Zero(t, behindBy(replica))
+
+	bulkIndex(t, tc.nodes["n1"], "b", ids[100:150], sources[100:150])
+	require.EqualValues(t, 50, behindBy(replica))
+	require.NoError(t, tc.nodes["n1"].Refresh(context.Background(), []string{"b"}))
+	require.Zero(t, behindBy(replica), "a refresh returned before the replica indexed what it acknowledged")
+	same(t, copyDocs(t, tc, "b", 0))
+}
+
+// TestPromotedReplicaIndexesWhatWasBehind: a replica promoted with
+// operations logged but not yet indexed indexes them before it serves as
+// primary, so realtime gets and later writes see every acknowledged write.
+func TestPromotedReplicaIndexesWhatWasBehind(t *testing.T) {
+	tc, replica, node := behindCluster(t, "p", "n1", "n2")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n1"], "p", ids[:100], sources[:100])
+	require.EqualValues(t, 100, behindBy(replica))
+	_, _, other := deposePrimary(t, tc, "p")
+	require.Same(t, tc.nodes[node], other)
+	require.Eventually(t, replica.primary.Load, 30*time.Second, 10*time.Millisecond, "the replica was not promoted")
+	for k, id := range ids[:100] {
+		d, err := other.Get(context.Background(), "p", id, "")
+		require.NoError(t, err, "acknowledged write %s is missing on the promoted copy", id)
+		require.JSONEq(t, string(sources[k]), string(d.Source))
+	}
+	bulkIndex(t, other, "p", ids[100:110], sources[100:110])
+	r := tc.search(t, node, []string{"p"}, `{"query":{"match_all":{}},"size":0}`)
+	require.EqualValues(t, 110, r.Total)
+}
+
+// TestReplicaThatCannotIndexIsFailed: a replica whose indexing of what was
+// behind fails is failed through the cluster, and its primary goes on
+// acknowledging writes without it.
+func TestReplicaThatCannotIndexIsFailed(t *testing.T) {
+	tc, replica, _ := behindCluster(t, "f", "n1", "n2")
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n1"], "f", ids[:10], sources[:10])
+	require.NoError(t, replica.idx.Close()) // every later Apply fails
+	require.Error(t, tc.nodes["n1"].Refresh(context.Background(), []string{"f"}), "the replica could not index, yet the refresh succeeded")
+	require.Eventually(t, func() bool {
+		ix, err := tc.mc.node("x").View().Index("f")
+		require.NoError(t, err)
+		return !slices.Contains(ix.Shards[0].InSync, replica.meta.AllocationID)
+	}, 30*time.Second, 10*time.Millisecond, "the replica was not failed")
+	res, err := tc.nodes["n1"].Bulk(context.Background(), []Op{{Type: OpIndex, Index: "f", ID: ids[10], Source: sources[10]}}, WriteOptions{Refresh: RefreshFalse})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+}
