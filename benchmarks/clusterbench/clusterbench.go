@@ -241,7 +241,7 @@ func (f FanOutFigure) PerQuery() (fabric, source, remote float64) {
 }
 
 // ReplicaFigure compares bulk loads of the corpus into Shards shards with
-// 0 and with 1 replica on a three-node cluster, batches alternating.
+// 0 and with 1 replica on a three-node cluster, whole loads in turns (runReplicas).
 type ReplicaFigure struct {
 	Transport    string  `json:"transport"`
 	Docs         int     `json:"docs"`
