@@ -19,17 +19,20 @@ import (
 // replica's index first indexes what is behind (readable), and a refresh
 // does too, so reads still see every acknowledged write. Unread, what is
 // behind waits at most Config.ReplicaIndexDelay, and at most
-// applyBehindOps operations or applyBehindBytes of source.
+// applyBehindOps operations or applyBehindBytes of source on a copy, and
+// applyBehindNodeBytes on the node.
 //
 // A primary never has operations behind: it indexes each group before
 // acknowledging it, and a replica indexes what is behind before it is
 // promoted.
 
-// With this many operations or source bytes waiting on a replica, they
-// are indexed at once.
+// With this many operations or source bytes waiting on a replica, or this
+// many source bytes on all the node's replicas together, a replica indexes
+// what it has waiting at once.
 const (
-	applyBehindOps   = 4096
-	applyBehindBytes = 8 << 20
+	applyBehindOps       = 4096
+	applyBehindBytes     = 8 << 20
+	applyBehindNodeBytes = 64 << 20
 )
 
 // behind is a replica's queue of operations that are logged (in sequence
@@ -63,11 +66,14 @@ func (sc *shardCopy) deferApply(ops []index.Op) error {
 		return ErrClosed
 	}
 	b.ops = append(b.ops, ops...)
+	added := 0
 	for k := range ops {
-		b.bytes += len(ops[k].Source)
+		added += len(ops[k].Source)
 	}
+	b.bytes += added
+	node := sc.store.behindBytes.Add(int64(added))
 	switch {
-	case len(b.ops) >= applyBehindOps || b.bytes >= applyBehindBytes:
+	case len(b.ops) >= applyBehindOps || b.bytes >= applyBehindBytes || node >= applyBehindNodeBytes:
 		if !b.kicked {
 			b.kicked = true
 			go func() { _ = sc.catchUp() }()
@@ -88,6 +94,7 @@ func (sc *shardCopy) catchUp() error {
 	defer b.apply.Unlock()
 	b.mu.Lock()
 	ops, err, closed := b.ops, b.err, b.closed
+	sc.store.behindBytes.Add(-int64(b.bytes))
 	b.ops, b.bytes, b.kicked = nil, 0, false
 	if b.timer != nil {
 		b.timer.Stop()
@@ -127,6 +134,7 @@ func (sc *shardCopy) closeBehind() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
+	sc.store.behindBytes.Add(-int64(b.bytes))
 	b.ops, b.bytes = nil, 0
 	if b.timer != nil {
 		b.timer.Stop()

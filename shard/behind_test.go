@@ -56,8 +56,10 @@ func TestReplicaIndexesBehindItsAcknowledgement(t *testing.T) {
 
 	bulkIndex(t, tc.nodes["n1"], "b", ids[100:150], sources[100:150])
 	require.EqualValues(t, 50, behindBy(replica))
+	require.Positive(t, replica.store.behindBytes.Load(), "the node counts the source bytes waiting")
 	require.NoError(t, tc.nodes["n1"].Refresh(context.Background(), []string{"b"}))
 	require.Zero(t, behindBy(replica), "a refresh returned before the replica indexed what it acknowledged")
+	require.Zero(t, replica.store.behindBytes.Load())
 	same(t, copyDocs(t, tc, "b", 0))
 }
 

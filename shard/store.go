@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftsearch/weft/index"
@@ -43,6 +44,10 @@ type Store struct {
 	writes     sync.WaitGroup // writes in flight on local copies
 	background sync.WaitGroup // recoveries and failure reports
 	stop       chan struct{}  // closed by Close: background work ends
+
+	// behindBytes is the source bytes the node's replicas have logged and
+	// not yet indexed, all together (behind.go).
+	behindBytes atomic.Int64
 }
 
 // nodeMapping is the node's mapping of one index: shared by the index's
