@@ -76,10 +76,13 @@ type conn struct {
 	drainAt     uint64
 
 	// Requests are handed to disp in arrival order; a rendezvous request
-	// holds back those behind it until its payload is in.
+	// holds back those behind it until its payload is in. rzIn has a lock
+	// of its own: disp gives a payload back (releaseRequest) from inside
+	// Dispatch when it drops a request, while rxMu is held.
 	disp   *dispatch.Dispatcher
 	rxMu   sync.Mutex
 	rxq    []*rxReq
+	rzMu   sync.Mutex
 	rzIn   map[*[]byte]*region // request payloads held in rendezvous regions
 	window chan struct{}       // one token per call or one-way message in flight
 
@@ -709,10 +712,9 @@ func (c *conn) onDone(h header) {
 		}()
 		return
 	}
+	bp := c.holdIn(p.reg, n)
 	c.rxMu.Lock()
-	b := p.reg.mem[:n]
-	p.r.buf = &b
-	c.rzIn[p.r.buf] = p.reg
+	p.r.buf = bp
 	p.r.ready = true
 	c.drainRxLocked()
 	c.rxMu.Unlock()
@@ -874,14 +876,12 @@ func (c *conn) onRTS(h header) {
 			}
 			return // on error the conn has failed and its callers know
 		}
-		c.rxMu.Lock()
-		if err != nil {
-			r.failed = true
-		} else {
-			b := reg.mem[:h.length]
-			r.buf = &b
-			c.rzIn[r.buf] = reg
+		var bp *[]byte
+		if err == nil {
+			bp = c.holdIn(reg, int(h.length))
 		}
+		c.rxMu.Lock()
+		r.buf, r.failed = bp, err != nil
 		r.ready = true
 		c.drainRxLocked()
 		c.rxMu.Unlock()
@@ -897,6 +897,10 @@ func (c *conn) arrive(r *rxReq) {
 	c.rxMu.Unlock()
 }
 
+// drainRxLocked dispatches the ready requests at the head of the queue.
+// Caller holds rxMu. Dispatch may give a payload back (releaseRequest)
+// before it returns, so releaseRequest must never take rxMu: on the poller
+// that would stop every connection's completions for good.
 func (c *conn) drainRxLocked() {
 	for len(c.rxq) > 0 && c.rxq[0].ready {
 		r := c.rxq[0]
@@ -924,12 +928,23 @@ func (c *conn) cancelRequest(id uint64) {
 	c.disp.Cancel(id)
 }
 
-// releaseRequest takes back a request payload once it has been answered.
+// holdIn records that the first n bytes of rendezvous region reg are a
+// request payload, until releaseRequest gets it back, and returns it.
+func (c *conn) holdIn(reg *region, n int) *[]byte {
+	b := reg.mem[:n]
+	c.rzMu.Lock()
+	c.rzIn[&b] = reg
+	c.rzMu.Unlock()
+	return &b
+}
+
+// releaseRequest takes back a request payload once it has been answered or
+// dropped; the dispatcher may call it with rxMu held (drainRxLocked).
 func (c *conn) releaseRequest(bp *[]byte) {
-	c.rxMu.Lock()
+	c.rzMu.Lock()
 	reg, ok := c.rzIn[bp]
 	delete(c.rzIn, bp)
-	c.rxMu.Unlock()
+	c.rzMu.Unlock()
 	if ok {
 		c.in.put(reg)
 		return
