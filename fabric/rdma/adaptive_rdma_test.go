@@ -139,9 +139,9 @@ func lentRegions(t *Transport) int {
 	defer t.mu.RUnlock()
 	n := 0
 	for _, c := range t.byID {
-		c.rxMu.Lock()
+		c.rzMu.Lock()
 		n += len(c.rzIn)
-		c.rxMu.Unlock()
+		c.rzMu.Unlock()
 	}
 	return n
 }

@@ -76,10 +76,13 @@ type conn struct {
 	drainAt     uint64
 
 	// Requests are handed to disp in arrival order; a rendezvous request
-	// holds back those behind it until its payload is in.
+	// holds back those behind it until its payload is in. rzIn has a lock
+	// of its own: disp gives a payload back (releaseRequest) from inside
+	// Dispatch when it drops a request, while rxMu is held.
 	disp   *dispatch.Dispatcher
 	rxMu   sync.Mutex
 	rxq    []*rxReq
+	rzMu   sync.Mutex
 	rzIn   map[*[]byte]*region // request payloads held in rendezvous regions
 	window chan struct{}       // one token per call or one-way message in flight
 
@@ -152,17 +155,17 @@ func (t *Transport) newConn(ctl net.Conn, dialed bool, peer string, h fabric.Han
 	// regions are registered with the remote right they need.
 	readMode := t.cfg.RendezvousMode == "read"
 	if t.keyScope == KeyScopeWindow {
-		c.out = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes}
+		c.out = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes, t: t}
 		if readMode {
 			c.out.access, c.out.windows = accessMWBind, true
 		}
-		c.in = rzCache{pd: t.pd, access: accessMWBind, windows: true, limit: t.cfg.RendezvousCacheBytes}
+		c.in = rzCache{pd: t.pd, access: accessMWBind, windows: true, limit: t.cfg.RendezvousCacheBytes, t: t}
 	} else {
-		c.out = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes}
+		c.out = rzCache{pd: t.pd, access: accessLocal, limit: t.cfg.RendezvousCacheBytes, t: t}
 		if readMode {
 			c.out.access = accessRemoteRead
 		}
-		c.in = rzCache{pd: t.pd, access: accessRemoteWrite, limit: t.cfg.RendezvousCacheBytes}
+		c.in = rzCache{pd: t.pd, access: accessRemoteWrite, limit: t.cfg.RendezvousCacheBytes, t: t}
 	}
 	c.out.breakRegistration, c.in.breakRegistration = &t.breakOut, &t.breakIn
 	var gotInline, gotSQ C.uint32_t
@@ -709,10 +712,9 @@ func (c *conn) onDone(h header) {
 		}()
 		return
 	}
+	bp := c.holdIn(p.reg, n)
 	c.rxMu.Lock()
-	b := p.reg.mem[:n]
-	p.r.buf = &b
-	c.rzIn[p.r.buf] = p.reg
+	p.r.buf = bp
 	p.r.ready = true
 	c.drainRxLocked()
 	c.rxMu.Unlock()
@@ -874,14 +876,12 @@ func (c *conn) onRTS(h header) {
 			}
 			return // on error the conn has failed and its callers know
 		}
-		c.rxMu.Lock()
-		if err != nil {
-			r.failed = true
-		} else {
-			b := reg.mem[:h.length]
-			r.buf = &b
-			c.rzIn[r.buf] = reg
+		var bp *[]byte
+		if err == nil {
+			bp = c.holdIn(reg, int(h.length))
 		}
+		c.rxMu.Lock()
+		r.buf, r.failed = bp, err != nil
 		r.ready = true
 		c.drainRxLocked()
 		c.rxMu.Unlock()
@@ -897,6 +897,10 @@ func (c *conn) arrive(r *rxReq) {
 	c.rxMu.Unlock()
 }
 
+// drainRxLocked dispatches the ready requests at the head of the queue.
+// Caller holds rxMu. Dispatch may give a payload back (releaseRequest)
+// before it returns, so releaseRequest must never take rxMu: on the poller
+// that would stop every connection's completions for good.
 func (c *conn) drainRxLocked() {
 	for len(c.rxq) > 0 && c.rxq[0].ready {
 		r := c.rxq[0]
@@ -924,12 +928,23 @@ func (c *conn) cancelRequest(id uint64) {
 	c.disp.Cancel(id)
 }
 
-// releaseRequest takes back a request payload once it has been answered.
+// holdIn records that the first n bytes of rendezvous region reg are a
+// request payload, until releaseRequest gets it back, and returns it.
+func (c *conn) holdIn(reg *region, n int) *[]byte {
+	b := reg.mem[:n]
+	c.rzMu.Lock()
+	c.rzIn[&b] = reg
+	c.rzMu.Unlock()
+	return &b
+}
+
+// releaseRequest takes back a request payload once it has been answered or
+// dropped; the dispatcher may call it with rxMu held (drainRxLocked).
 func (c *conn) releaseRequest(bp *[]byte) {
-	c.rxMu.Lock()
+	c.rzMu.Lock()
 	reg, ok := c.rzIn[bp]
 	delete(c.rzIn, bp)
-	c.rxMu.Unlock()
+	c.rzMu.Unlock()
 	if ok {
 		c.in.put(reg)
 		return
@@ -1212,13 +1227,25 @@ func (c *conn) drain() {
 		c.drainAt = c.sqHead
 		m := []wr{{wr_id: C.uint64_t(sendID(c.id, seq)), laddr: C.uint64_t(c.ring.addr), len: 0, lkey: C.uint32_t(c.ring.lkey()), opcode: opSend, flags: flagSignal}}
 		var bad C.int
-		C.wf_post_send(c.qp, &m[0], 1, &bad)
+		if rc := C.wf_post_send(c.qp, &m[0], 1, &bad); rc != 0 {
+			c.t.log.Debug("rdma: posting the drain marker failed; waiting for the work posted before it", "qpn", c.qpn, "err", errnoErr(rc))
+			c.sqHead--
+			c.drainAt = c.sqHead
+			if c.sqDone >= c.drainAt {
+				close(done)
+				c.drained = nil
+			}
+		}
 	}
 	c.mu.Unlock()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
-		c.t.log.Warn("rdma: QP did not flush within 2s; destroying it anyway", "qpn", c.qpn)
+		c.mu.Lock()
+		head, doneSeq := c.sqHead, c.sqDone
+		c.mu.Unlock()
+		c.t.log.Warn("rdma: QP did not flush within 2s; destroying it anyway", "qpn", c.qpn,
+			"state", qpStateNames[int(C.wf_qp_state(c.qp))], "posted", head, "completed", doneSeq)
 	}
 }
 
@@ -1240,12 +1267,12 @@ func (c *conn) destroy() {
 	// Regions first: deallocating a window still bound to the QP drops its
 	// hold on the QP, which the provider may wait for when destroying it.
 	for rz, reg := range c.rzOut {
-		reg.free()
+		c.out.release(reg)
 		delete(c.rzOut, rz)
 	}
 	for rz, p := range c.rzW { // targets offered, transfer not done
 		if p.reg != nil {
-			p.reg.free()
+			c.in.release(p.reg)
 		}
 		delete(c.rzW, rz)
 	}
@@ -1258,7 +1285,7 @@ func (c *conn) destroy() {
 	case qp != nil:
 		c.t.releaseQP(c, qp, ring, rtr)
 	case ring != nil:
-		ring.free()
+		c.t.freeRegion(ring, "send ring")
 	}
 }
 
@@ -1270,6 +1297,7 @@ type rzCache struct {
 	access  C.int
 	windows bool // each region gets a type-2 memory window
 	limit   int
+	t       *Transport // logs what the device refuses to free
 
 	mu     sync.Mutex
 	free   map[int][]*region
@@ -1311,7 +1339,7 @@ func (z *rzCache) get(n int) (*region, error) {
 	}
 	if z.windows {
 		if err := r.addWindow(z.pd); err != nil {
-			r.free()
+			z.release(r)
 			return nil, err
 		}
 	}
@@ -1338,8 +1366,11 @@ func (z *rzCache) put(r *region) {
 		return
 	}
 	z.mu.Unlock()
-	r.free()
+	z.release(r)
 }
+
+// release frees r, logging what the device refused.
+func (z *rzCache) release(r *region) { z.t.freeRegion(r, "rendezvous region") }
 
 func (z *rzCache) close() {
 	z.mu.Lock()
@@ -1347,7 +1378,7 @@ func (z *rzCache) close() {
 	z.closed = true
 	for _, l := range z.free {
 		for _, r := range l {
-			r.free()
+			z.release(r)
 		}
 	}
 	z.free, z.cached = nil, 0

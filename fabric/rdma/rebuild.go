@@ -170,13 +170,27 @@ func (t *Transport) startPoller() {
 	go t.poll(t.pollerDone)
 }
 
+// While the poller does not stop (it is inside the handling of a
+// completion), the device can be neither released nor, with rxe, removed:
+// stopPoller logs that as an error every 10 s it waits.
 func (t *Transport) stopPoller() {
 	if !t.pollerUp {
 		return
 	}
 	t.pollQuit.Store(true)
 	t.wake()
-	<-t.pollerDone
+	start := time.Now()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-t.pollerDone:
+			waiting = false
+		case <-tick.C:
+			t.log.Error("rdma: the completion poller has not stopped; the device cannot be released until it does",
+				"device", t.devName, "waited", time.Since(start).Round(time.Second))
+		}
+	}
 	t.pollerUp = false
 }
 

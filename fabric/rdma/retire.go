@@ -152,7 +152,16 @@ func (t *Transport) destroyQP(qpn uint32, qp *C.struct_ibv_qp, ring *region) {
 		t.log.Error("rdma: destroying a QP failed; its resources stay allocated", "qpn", qpn, "err", errnoErr(rc))
 	}
 	if ring != nil {
-		ring.free()
+		t.freeRegion(ring, "send ring")
+	}
+}
+
+// freeRegion frees r (what says what it is), logging what the device
+// refused to release: whatever stays allocated keeps the device from
+// being removed until the context is closed.
+func (t *Transport) freeRegion(r *region, what string) {
+	if err := r.free(); err != nil {
+		t.log.Error("rdma: releasing a "+what+" failed; it stays allocated until the device context closes", "err", err)
 	}
 }
 

@@ -359,30 +359,54 @@ func (t *Transport) postRecv(idx []int) error {
 // releaseDevice frees the device resources; only with no QP left (none
 // owned, none retired) and no poller running. Where others may read the
 // fields (Info), the caller holds t.mu.
+//
+// Every object is released even if one before it was refused, and each
+// refusal is logged: a device whose driver cannot detach user contexts
+// (rxe) cannot be removed while this process holds any of its files.
+// Closing the context destroys whatever it still holds in the kernel, but
+// a completion channel is a file of its own, which libibverbs closes only
+// once no CQ refers to it.
 func (t *Transport) releaseDevice() {
+	var errs []error
 	if t.srq != nil {
-		C.ibv_destroy_srq(t.srq)
+		if rc := C.ibv_destroy_srq(t.srq); rc != 0 {
+			errs = append(errs, fmt.Errorf("destroying the shared receive queue: %w", errnoErr(rc)))
+		}
 		t.srq = nil
 	}
 	if t.recv != nil {
-		t.recv.free()
+		if err := t.recv.free(); err != nil {
+			errs = append(errs, fmt.Errorf("receive pool: %w", err))
+		}
 		t.recv = nil
 	}
 	if t.cq != nil {
-		C.ibv_destroy_cq(t.cq)
+		if rc := C.ibv_destroy_cq(t.cq); rc != 0 {
+			errs = append(errs, fmt.Errorf("destroying the completion queue: %w", errnoErr(rc)))
+		}
 		t.cq = nil
 	}
 	if t.ch != nil {
-		C.ibv_destroy_comp_channel(t.ch)
+		if rc := C.ibv_destroy_comp_channel(t.ch); rc != 0 {
+			errs = append(errs, fmt.Errorf("destroying the completion channel (its file keeps the device from being removed): %w", errnoErr(rc)))
+		}
 		t.ch = nil
 	}
 	if t.pd != nil {
-		C.ibv_dealloc_pd(t.pd)
+		if rc := C.ibv_dealloc_pd(t.pd); rc != 0 {
+			errs = append(errs, fmt.Errorf("deallocating the protection domain: %w", errnoErr(rc)))
+		}
 		t.pd = nil
 	}
 	if t.ctx != nil {
-		C.ibv_close_device(t.ctx)
+		if rc := C.ibv_close_device(t.ctx); rc != 0 {
+			errs = append(errs, fmt.Errorf("closing the device context: %w", errnoErr(rc)))
+		}
 		t.ctx = nil
+	}
+	if len(errs) > 0 {
+		t.log.Error("rdma: the device refused to release some of the transport's resources; the context is closed all the same",
+			"device", t.devName, "err", errors.Join(errs...))
 	}
 }
 

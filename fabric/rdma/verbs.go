@@ -145,20 +145,28 @@ func (r *region) addWindow(pd *C.struct_ibv_pd) error {
 
 // free deallocates the region's window (which revokes its key, bound or
 // not), then deregisters and unmaps the region. The caller guarantees that
-// no work request still refers to it.
-func (r *region) free() {
+// no work request still refers to it. It reports what the device refused:
+// a window or registration it could not release stays allocated, and keeps
+// the device from being removed until the context is closed.
+func (r *region) free() error {
+	var errs []error
 	if r.mw != nil {
-		C.wf_dealloc_mw(r.mw)
+		if rc := C.wf_dealloc_mw(r.mw); rc != 0 {
+			errs = append(errs, fmt.Errorf("deallocating the memory window of a %d-byte region: %w", len(r.mem), errnoErr(rc)))
+		}
 		r.mw, r.bound = nil, false
 	}
 	if r.mr != nil {
-		C.ibv_dereg_mr(r.mr)
+		if rc := C.ibv_dereg_mr(r.mr); rc != 0 {
+			errs = append(errs, fmt.Errorf("deregistering a %d-byte region: %w", len(r.mem), errnoErr(rc)))
+		}
 		r.mr = nil
 	}
 	if r.mem != nil {
 		_ = unix.Munmap(r.mem)
 		r.mem = nil
 	}
+	return errors.Join(errs...)
 }
 
 const (

@@ -76,7 +76,10 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 // function given to New gets it back: then the handler is offered to keep
 // payload longer (fabric.Request.Lender). When buf is nil, payload may be
 // reused as soon as the request is answered and no loan is offered.
-// It does not block on the handler. After Close it drops the request.
+// It does not block on the handler. After Close it drops the request,
+// giving buf to release before it returns (as it does after answering a
+// duplicate id itself, through respond): the caller must not hold a lock
+// that release or respond takes.
 func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
 	if t, ok := d.Accept(id, method, payload, oneWay, buf); ok {
 		go t.serve()

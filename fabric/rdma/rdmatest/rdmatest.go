@@ -6,9 +6,12 @@
 package rdmatest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -26,18 +29,82 @@ func rdmaTool() string {
 // command's outcome arrives on the channel. With a driver that cannot
 // detach user contexts (rxe) the deletion waits in the kernel until every
 // process has closed the device, so it completes only once the transports
-// on it let go; it gives up after limit.
+// on it let go. If it has not finished after limit, the channel gets an
+// error saying what still holds the device (Holders), where the command
+// waits in the kernel and where this process's transports are; the command itself is left behind: a task blocked
+// in the kernel cannot be killed, and the device cannot be used again.
 func DeleteLink(dev string, limit time.Duration) <-chan error {
 	done := make(chan error, 1)
+	var out bytes.Buffer
+	cmd := exec.Command(rdmaTool(), "link", "delete", dev)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		done <- fmt.Errorf("rdma link delete %s: %w", dev, err)
+		return done
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	go func() {
-		cmd := exec.Command("timeout", fmt.Sprint(int(limit.Seconds())), rdmaTool(), "link", "delete", dev)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("rdma link delete %s: %w: %s", dev, err, strings.TrimSpace(string(out)))
+		select {
+		case err := <-exited:
+			if err != nil {
+				err = fmt.Errorf("rdma link delete %s: %w: %s", dev, err, strings.TrimSpace(out.String()))
+			}
+			done <- err
+		case <-time.After(limit):
+			done <- fmt.Errorf("rdma link delete %s did not finish within %v; it waits in the kernel at:\n%s\nthis process still holds: %s\nits goroutines in fabric/rdma:\n%s",
+				dev, limit, kernelStack(cmd.Process.Pid), Holders(), rdmaGoroutines())
 		}
-		done <- err
 	}()
 	return done
+}
+
+// Holders lists this process's open files on RDMA devices (uverbs command
+// files, and the anonymous event files of completion channels and
+// asynchronous events), each of which keeps a device from being removed.
+func Holders() string {
+	fds, err := filepath.Glob("/proc/self/fd/*")
+	if err != nil {
+		return err.Error()
+	}
+	var held []string
+	for _, fd := range fds {
+		target, err := os.Readlink(fd)
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(target, "/dev/infiniband/") || strings.Contains(target, "infinibandevent") {
+			held = append(held, filepath.Base(fd)+" -> "+target)
+		}
+	}
+	if len(held) == 0 {
+		return "no RDMA device files"
+	}
+	return strings.Join(held, ", ")
+}
+
+// rdmaGoroutines returns the stacks of this process's goroutines that are
+// in the RDMA transport (a verbs call that never returns shows there).
+func rdmaGoroutines() string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "weft/fabric/rdma.") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// kernelStack is where task pid waits in the kernel (/proc/PID/stack, root
+// only), or why that is unknown.
+func kernelStack(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stack", pid))
+	if err != nil {
+		return fmt.Sprintf("(kernel stack of pid %d unknown: %v)", pid, err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // AddRxe adds the Soft-RoCE device dev on netdev (`rdma link add dev type
