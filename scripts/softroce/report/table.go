@@ -31,8 +31,9 @@ type key struct {
 
 // writeTable prints, at each size: round-trip p50 at one call in flight next
 // to perftest's latency (as a round trip), bandwidth at every in-flight count
-// next to ib_write_bw, and the ratios the RDMA issue sets targets for.
-func writeTable(w io.Writer, rows []result, device, accel string) {
+// next to ib_write_bw, and the ratios the RDMA issue sets targets for; then
+// each recovery next to fabricbench's bandwidth of its path.
+func writeTable(w io.Writer, rows []result, recov []RecoveryRow, device, accel string) {
 	byKey := map[key]map[int]result{}
 	sizeSet := map[int]bool{}
 	for _, r := range rows {
@@ -159,6 +160,30 @@ func writeTable(w io.Writer, rows []result, device, accel string) {
 			ratio(bestRDMA, wbw.MBPerS, okRB, okW),
 			ratio(float64(ad.RTTP50ns), bestRTT, okA, okBR),
 			ratio(adBW, pathBW, okABW, okRB || okTBW))
+	}
+	tw.Flush()
+	writeRecovery(w, recov, byKey)
+}
+
+// writeRecovery prints each peer recovery next to fabricbench's best
+// bandwidth (over its in-flight counts) of the same transport at the
+// recovery's chunk size, and their ratio (the replica issue's goal: 0.8).
+func writeRecovery(w io.Writer, recov []RecoveryRow, byKey map[key]map[int]result) {
+	if len(recov) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nPeer recovery, file-based (node.test %s: %s chunks, %d in flight; rdma and tcp pinned, adaptive free), vs fabricbench's best MB/s of the path at %s (goal: recovery >= 0.8 x raw)\n",
+		recoveryBenchmark, sizeName(recoveryChunk), recoveryWindow, sizeName(recoveryChunk))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "run\tbytes\tMB/s\twall MB/s\ton rdma\tfabricbench MB/s\trecovery / fabricbench\t\n")
+	for _, r := range recov {
+		raw, ok := best(byKey, r.Path, recoveryChunk)
+		rawCell, ratio := "-", "-"
+		if ok && raw > 0 {
+			rawCell, ratio = mbps(raw), fmt.Sprintf("%.2f", r.MBPerS/raw)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f%%\t%s\t%s\t\n", strings.TrimPrefix(r.Run, recoveryBenchmark+"/"), fmt.Sprintf("%.1fMiB", float64(r.Bytes)/(1<<20)),
+			mbps(r.MBPerS), mbps(r.WallMBPerS), 100*r.RDMAShare, rawCell, ratio)
 	}
 	tw.Flush()
 }
