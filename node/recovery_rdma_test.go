@@ -117,10 +117,12 @@ type catRecovery struct {
 	BytesTotal string `json:"bytes_total"`
 }
 
-func recoveryRows(tb testing.TB, url string) []catRecovery {
+// catRows reads GET /_cat/{what}/recovery?format=json&bytes=b into rows
+// of T.
+func catRows[T any](tb testing.TB, url, what string) []T {
 	tb.Helper()
-	var rows []catRecovery
-	getJSON(tb, url+"/_cat/recovery/"+recoveryIndex+"?format=json&bytes=b", &rows)
+	var rows []T
+	getJSON(tb, url+"/_cat/"+what+"/"+recoveryIndex+"?format=json&bytes=b", &rows)
 	return rows
 }
 
@@ -132,17 +134,10 @@ type catShard struct {
 	Node   string `json:"node"`
 }
 
-func shardRows(tb testing.TB, url string) []catShard {
-	tb.Helper()
-	var rows []catShard
-	getJSON(tb, url+"/_cat/shards/"+recoveryIndex+"?format=json", &rows)
-	return rows
-}
-
 // primaryOf names the node holding recoveryIndex's primary.
 func primaryOf(tb testing.TB, nc *nodeCluster) string {
 	tb.Helper()
-	for _, r := range shardRows(tb, nc.url("n1")) {
+	for _, r := range catRows[catShard](tb, nc.url("n1"), "shards") {
 		if r.PriRep == "p" {
 			return r.Node
 		}
@@ -178,14 +173,14 @@ func recoverReplica(tb testing.TB, nc *nodeCluster) recoveryRun {
 	tb.Helper()
 	url := nc.url("n1")
 	primaryURL := nc.url(primaryOf(tb, nc))
-	before := len(recoveryRows(tb, url))
+	before := len(catRows[catRecovery](tb, url, "recovery"))
 	sent0 := sentByPath(tb, primaryURL)
 	start := time.Now()
 	setRecoveryReplicas(tb, url, 1)
 	var row catRecovery
 	deadline := start.Add(recoveryWait)
 	for {
-		rows := recoveryRows(tb, url)
+		rows := catRows[catRecovery](tb, url, "recovery")
 		if len(rows) > before && (rows[0].Stage == "done" || rows[0].Stage == "failed") {
 			row = rows[0]
 			break
@@ -212,7 +207,7 @@ func recoverReplica(tb testing.TB, nc *nodeCluster) recoveryRun {
 func dropReplica(tb testing.TB, nc *nodeCluster) {
 	tb.Helper()
 	setRecoveryReplicas(tb, nc.url("n1"), 0)
-	require.Eventually(tb, func() bool { return len(shardRows(tb, nc.url("n1"))) == 1 }, 2*time.Minute, 50*time.Millisecond,
+	require.Eventually(tb, func() bool { return len(catRows[catShard](tb, nc.url("n1"), "shards")) == 1 }, 2*time.Minute, 50*time.Millisecond,
 		"the replica of %s is still listed 2 minutes after number_of_replicas went to 0", recoveryIndex)
 }
 
@@ -232,7 +227,7 @@ func TestPeerRecoveryCrossesRDMA(t *testing.T) {
 	require.GreaterOrEqual(t, run.Bytes, int64(4<<20), "the snapshot holds the documents' text")
 	require.GreaterOrEqual(t, run.PathBytes["rdma"], uint64(run.Bytes), "the snapshot crossed the RDMA path")
 	require.Less(t, run.PathBytes["tcp"], uint64(run.Bytes/100), "next to nothing crossed TCP")
-	rows := shardRows(t, nc.url("n1"))
+	rows := catRows[catShard](t, nc.url("n1"), "shards")
 	require.Len(t, rows, 2)
 	for _, r := range rows {
 		require.Equal(t, "STARTED", r.State, "%+v", rows)

@@ -33,19 +33,8 @@ func memAndTCP(t *testing.T, h fabric.Handler, pin *adaptive.Pin) (*fabrictest.N
 	require.NoError(t, err)
 	cli, err := adaptive.New(cfg, n.Node("client"), newTCP())
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := srv.Listen(ctx, "mem:server:0,tcp:127.0.0.1:0", h)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	var addrs []string
-	for _, pl := range l.(adaptive.PathListeners).Paths() {
-		addrs = append(addrs, pl.Addr())
-	}
-	c, err := cli.Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return n, c.(*adaptive.Conn), addrs
+	c, addrs := listenAndDial(t, cli, srv, "mem:server:0,tcp:127.0.0.1:0", h)
+	return n, c, addrs
 }
 
 // callsByTransport is each path's finished calls, by transport name.
