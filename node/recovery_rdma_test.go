@@ -53,14 +53,25 @@ func rdmaAddr(tb testing.TB) string {
 
 // rdmaCluster starts nodes n1 and n2 of one cluster whose fabric has an
 // RDMA path on addr (required) beside TCP, calls pinned by pin, recovery
-// not throttled.
+// not throttled, with guestTiming.
 func rdmaCluster(tb testing.TB, addr string, pin *adaptive.Pin) *nodeCluster {
 	return formCluster(tb, 2, func(_ string, cfg *node.Config) {
 		cfg.FabricAddr = net.JoinHostPort(addr, "0")
 		cfg.FabricRDMA = node.FabricRDMAOn
 		cfg.RecoveryMaxBytesPerSec = 0
-		cfg.Hooks = node.Hooks{ClusterTiming: cluster.LocalTiming(), FabricPin: pin}
+		cfg.Hooks = node.Hooks{ClusterTiming: guestTiming(), FabricPin: pin}
 	})
+}
+
+// guestTiming is cluster.LocalTiming with the production Raft timeouts,
+// LAN gossip and dead-node removal: under emulation, with bulk requests
+// taking the guest's two CPUs, LocalTiming's 400 ms Raft timeouts and
+// local gossip lost the leader in the middle of the load (503 on _bulk).
+func guestTiming() cluster.Timing {
+	t, d := cluster.LocalTiming(), cluster.DefaultTiming()
+	t.RaftHeartbeat, t.RaftElection, t.RaftLeaderLease = d.RaftHeartbeat, d.RaftElection, d.RaftLeaderLease
+	t.Gossip, t.DeadNodeRemoval = d.Gossip, d.DeadNodeRemoval
+	return t
 }
 
 // loadRecoveryIndex creates recoveryIndex (one shard, no replica) through
@@ -86,6 +97,10 @@ func loadRecoveryIndex(tb testing.TB, nc *nodeCluster, total int64) int {
 			fmt.Fprintf(&b, "{\"index\":{\"_id\":\"d%d\"}}\n{\"id\":\"d%d\",\"blob\":\"%s\"}\n", i, i, text)
 		}
 		code, res := callNDJSON(tb, url+"/"+recoveryIndex+"/_bulk", b.String())
+		for retry := time.Now().Add(2 * time.Minute); code == 503 && time.Now().Before(retry); {
+			time.Sleep(time.Second) // an election: a client retries 503s, as Elasticsearch's do
+			code, res = callNDJSON(tb, url+"/"+recoveryIndex+"/_bulk", b.String())
+		}
 		require.Equal(tb, 200, code, "%v", res)
 		require.Equal(tb, false, res["errors"], "bulk items failed: %v", res["items"])
 	}
