@@ -287,6 +287,7 @@ if [[ $RACE_RE == default ]]; then
 	[[ -n $RUN_RE || -n $BENCH_RE || -n $TEST_BIN ]] || RACE_RE=$RACE_DEFAULT
 fi
 [[ $RACE_RE != none ]] || RACE_RE=
+[[ $MODE != bench ]] || RACE_RE= # --bench-only runs no tests, so builds no -race binary
 if [[ $RECOVERY_MIB == default ]]; then
 	RECOVERY_MIB=0
 	[[ $MODE != bench ]] || RECOVERY_MIB=$RECOVERY_BENCH_MIB
