@@ -38,9 +38,11 @@ type RecoveryRow struct {
 	MBPerS     float64 `json:"mb_per_s"`
 	WallMBPerS float64 `json:"wall_mb_per_s"`
 	// RDMAShare is the share of the primary's path bytes sent on RDMA.
-	RDMAShare   float64 `json:"rdma_share"`
-	Device      string  `json:"device"`
-	Accelerator string  `json:"accelerator"`
+	RDMAShare float64 `json:"rdma_share"`
+	// Load is the benchmark's recovery-load line: how the shard was loaded.
+	Load        string `json:"load,omitempty"`
+	Device      string `json:"device"`
+	Accelerator string `json:"accelerator"`
 }
 
 // readRecovery reads node.test's benchmark output (go test's format) and
@@ -72,7 +74,7 @@ func parseRecovery(r io.Reader, name string) ([]RecoveryRow, error) {
 			}
 			path, _, _ := strings.Cut(strings.TrimPrefix(string(parts[0]), "/"), "#")
 			row := RecoveryRow{Transport: "recovery", Path: path, Run: "Benchmark" + rec.Name.String(),
-				Size: recoveryChunk, InFlight: recoveryWindow}
+				Size: recoveryChunk, InFlight: recoveryWindow, Load: rec.GetConfig("recovery-load")}
 			var bytes float64
 			for _, want := range []struct {
 				unit string

@@ -195,13 +195,14 @@ func TestRunAddsRecoveryRows(t *testing.T) {
 			recov = append(recov, r)
 		}
 	}
+	const load = "256 documents, 64 MiB of text, in 20.5 s (3.3 MB/s)"
 	require.Equal(t, []RecoveryRow{
 		{Transport: "recovery", Path: "rdma", Run: "BenchmarkPeerRecovery/rdma-2", Size: 1 << 20, InFlight: 4, Bytes: 67203070,
-			MBPerS: 8, WallMBPerS: 7.1, RDMAShare: 0.999, Device: "rxe0", Accelerator: "tcg"},
+			MBPerS: 8, WallMBPerS: 7.1, RDMAShare: 0.999, Load: load, Device: "rxe0", Accelerator: "tcg"},
 		{Transport: "recovery", Path: "tcp", Run: "BenchmarkPeerRecovery/tcp-2", Size: 1 << 20, InFlight: 4, Bytes: 67200811,
-			MBPerS: 20, WallMBPerS: 18.3, Device: "rxe0", Accelerator: "tcg"},
+			MBPerS: 20, WallMBPerS: 18.3, Load: load, Device: "rxe0", Accelerator: "tcg"},
 		{Transport: "recovery", Path: "adaptive", Run: "BenchmarkPeerRecovery/adaptive-2", Size: 1 << 20, InFlight: 4, Bytes: 67200811,
-			MBPerS: 19.5, WallMBPerS: 17.6, RDMAShare: 0.012, Device: "rxe0", Accelerator: "tcg"},
+			MBPerS: 19.5, WallMBPerS: 17.6, RDMAShare: 0.012, Load: load, Device: "rxe0", Accelerator: "tcg"},
 	}, recov)
 
 	table, err := os.ReadFile(tablePath)
@@ -212,6 +213,7 @@ func TestRunAddsRecoveryRows(t *testing.T) {
 	require.Regexp(t, `rdma-2\s+64\.1MiB\s+8\.0\s+7\.1\s+100%\s+10\.0\s+0\.80`, string(table))
 	require.Regexp(t, `tcp-2\s+64\.1MiB\s+20\.0\s+18\.3\s+0%\s+25\.0\s+0\.80`, string(table))
 	require.Regexp(t, `adaptive-2\s+64\.1MiB\s+19\.5\s+17\.6\s+1%\s+-\s+-`, string(table))
+	require.Contains(t, string(table), "(the shard: "+load+")")
 }
 
 func TestParseRecoveryNeedsEveryMetric(t *testing.T) {

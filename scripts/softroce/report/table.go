@@ -186,6 +186,9 @@ func writeRecovery(w io.Writer, recov []RecoveryRow, byKey map[key]map[int]resul
 			mbps(r.MBPerS), mbps(r.WallMBPerS), 100*r.RDMAShare, rawCell, ratio)
 	}
 	tw.Flush()
+	if recov[0].Load != "" {
+		fmt.Fprintf(w, "(the shard: %s)\n", recov[0].Load)
+	}
 }
 
 // best is the highest MB/s of transport at size over its in-flight counts.
