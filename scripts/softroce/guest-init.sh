@@ -8,7 +8,8 @@
 # ends on that device, writes everything to the 9p share "weftout" (the
 # host's build/softroce/guest-out) and powers off. The host reads only
 # files: test.log/.rc, node-test.log/.rc, race.log/.rc, fabricbench.jsonl,
-# recovery.txt/.rc, perftest/*.txt, guest.txt, dmesg.txt, and finally "done".
+# recovery-fabricbench.jsonl/.rc, recovery.txt/.rc, perftest/*.txt,
+# guest.txt, dmesg.txt, and finally "done".
 #
 # Rules for this file: busybox's applets run ahead of $PATH, so real binaries
 # (iproute2's ip and rdma, perftest) are called by full path; as PID 1 it
@@ -153,6 +154,14 @@ fi
 # replica with the fabric pinned to rdma, to tcp, and free, RECOVERY_REPS
 # times; go test's benchmark format (no -test.v) for the host's report.
 if [ "$MODE" != tests ] && [ "${RECOVERY_MIB:-0}" -gt 0 ] && [ -x /opt/weft/node.test ]; then
+	# Its reference: fabricbench at the stream's chunk and window (1 MiB,
+	# 4 in flight), longer per point than above (a 1 MiB point of 1 s is a
+	# handful of calls under emulation).
+	say "running fabricbench at 1 MiB, 4 in flight, 5s per point (the recovery's reference)"
+	# shellcheck disable=SC2086 # BENCH_ARGS is a word list on purpose
+	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports "$TRANSPORTS" -json -sizes 1048576 -duration 5s -inflight 4 \
+		$BENCH_ARGS >/out/recovery-fabricbench.jsonl 2>/out/recovery-fabricbench.log
+	echo $? >/out/recovery-fabricbench.rc
 	say "running node.test BenchmarkPeerRecovery ($RECOVERY_MIB MiB, $RECOVERY_REPS per path)"
 	cd /tmp || halt
 	WEFT_RECOVERY_MIB=$RECOVERY_MIB WEFT_RECOVERY_REPS=$RECOVERY_REPS /opt/weft/node.test -test.run '^$' \

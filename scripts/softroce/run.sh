@@ -589,6 +589,11 @@ if [[ $MODE != tests ]]; then
 			tail -n 30 "$GOUT/recovery.txt" >&2 || true
 			fail=1
 		fi
+		ref_rc=$(cat "$GOUT/recovery-fabricbench.rc" 2>/dev/null || echo missing)
+		if [[ $ref_rc != 0 ]]; then
+			warn "fabricbench at the recovery's chunk and window failed in the guest (exit $ref_rc); see $GOUT/recovery-fabricbench.log"
+			fail=1
+		fi
 	fi
 fi
 

@@ -88,6 +88,12 @@ func collect(dir, device, accel string, warn io.Writer) ([]result, error) {
 		return nil, err
 	}
 	out = append(out, fb...)
+	// The recovery benchmark's reference: fabricbench at its chunk and window.
+	ref, err := readFabricbench(filepath.Join(dir, "recovery-fabricbench.jsonl"), device, accel)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	out = append(out, ref...)
 	files, err := filepath.Glob(filepath.Join(dir, "perftest", "ib_*.txt"))
 	if err != nil {
 		return nil, err

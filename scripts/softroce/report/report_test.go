@@ -179,9 +179,12 @@ func TestRunAddsRecoveryRows(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "recovery.txt"), b, 0o644))
 	fb := `{"transport":"rdma","size":1048576,"inflight":1,"calls":10,"mb_per_s":9.0}
 {"transport":"rdma","size":1048576,"inflight":16,"calls":10,"mb_per_s":10.0}
-{"transport":"tcp","size":1048576,"inflight":1,"calls":10,"mb_per_s":25.0}
+{"transport":"tcp","size":1048576,"inflight":1,"calls":10,"mb_per_s":45.0}
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fabricbench.jsonl"), []byte(fb), 0o644))
+	ref := `{"transport":"tcp","size":1048576,"inflight":4,"calls":10,"mb_per_s":40.0}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "recovery-fabricbench.jsonl"), []byte(ref), 0o644))
 	jsonPath, tablePath := filepath.Join(dir, "results.json"), filepath.Join(dir, "results.txt")
 	require.NoError(t, run(dir, "rxe0", "tcg", jsonPath, tablePath, &bytes.Buffer{}))
 
@@ -209,9 +212,10 @@ func TestRunAddsRecoveryRows(t *testing.T) {
 	require.NoError(t, err)
 	t.Log("\n" + string(table))
 	// rdma: 8 MB/s against the better of rdma@1 and rdma@16 (10); tcp: 20
-	// against 25; adaptive: no fabricbench row.
-	require.Regexp(t, `rdma-2\s+64\.1MiB\s+8\.0\s+7\.1\s+100%\s+10\.0\s+0\.80`, string(table))
-	require.Regexp(t, `tcp-2\s+64\.1MiB\s+20\.0\s+18\.3\s+0%\s+25\.0\s+0\.80`, string(table))
+	// against tcp@4 (the recovery's window, from recovery-fabricbench.jsonl:
+	// 40) rather than the faster tcp@1; adaptive: no fabricbench row.
+	require.Regexp(t, `rdma-2\s+64\.1MiB\s+8\.0\s+7\.1\s+100%\s+10\.0@16\s+0\.80`, string(table))
+	require.Regexp(t, `tcp-2\s+64\.1MiB\s+20\.0\s+18\.3\s+0%\s+40\.0@4\s+0\.50`, string(table))
 	require.Regexp(t, `adaptive-2\s+64\.1MiB\s+19\.5\s+17\.6\s+1%\s+-\s+-`, string(table))
 	require.Contains(t, string(table), "(the shard: "+load+")")
 }
