@@ -51,8 +51,7 @@ usage: scripts/softroce/run.sh [options]
                      of a one-shard index of MIB MiB over the fabric pinned to
                      rdma, pinned to tcp, and free) after fabricbench; 0 skips
                      it. Default: 64 (RECOVERY_BENCH_MIB) with --bench-only,
-                     else 0
-                     (make test does not run it)
+                     else 0 (make test does not run it)
   --timeout SECONDS  wall-clock limit of the guest (default 1200)
   --keep             keep the guest tree (build/softroce/tree) after the run
   --test-bin FILE    run this prebuilt test binary (go test -c -tags rdma of any
@@ -73,7 +72,7 @@ environment:
   SOFTROCE_BENCH_ARGS fabricbench's address flags, split on spaces (default:
                      -tcp-addr, -rdma-addr and -adaptive-paths rdma+tcp on 10.77.0.1)
   SOFTROCE_RACE_SKIP -test.skip of the -race run (default in RACE_SKIP below; empty: none)
-  SOFTROCE_RECOVERY_REPS recoveries per path of --recovery, paths alternating (default 1)
+  SOFTROCE_RECOVERY_REPS recoveries per path of --recovery, the paths taking turns (default 1)
   CI                 true (any value but empty, 0, false): never skip (--auto fails)
 EOF
 }
