@@ -25,10 +25,11 @@ import (
 )
 
 // nodeCluster is several nodes in one process: real memberlist on loopback,
-// real Raft over TCP on loopback, the fabric over an in-memory network, all
-// three partitionable by name (clustertest).
+// real Raft over TCP on loopback, and the fabric over an in-memory network
+// (newNodeCluster; all three partitionable by name, clustertest) or on real
+// transports (formCluster's configure; net and faults nil then).
 type nodeCluster struct {
-	t      *testing.T
+	t      testing.TB
 	net    *fabrictest.Network
 	faults *clustertest.Faults
 	cfgs   map[string]node.Config
@@ -36,7 +37,7 @@ type nodeCluster struct {
 }
 
 // freeGossipAddr returns a loopback address free for TCP and UDP.
-func freeGossipAddr(t *testing.T) string {
+func freeGossipAddr(t testing.TB) string {
 	t.Helper()
 	for range 50 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,10 +58,26 @@ func freeGossipAddr(t *testing.T) string {
 // fails within twice this.
 const testReplicationTimeout = 5 * time.Second
 
-// newNodeCluster starts nodes named n1..nN that form one cluster.
+// newNodeCluster starts nodes named n1..nN that form one cluster over an
+// in-memory fabric.
 func newNodeCluster(t *testing.T, n int) *nodeCluster {
-	nc := &nodeCluster{t: t, net: fabrictest.NewNetwork(), cfgs: map[string]node.Config{}, nodes: map[string]*node.Node{}}
-	nc.faults = clustertest.New(nc.net)
+	fnet := fabrictest.NewNetwork()
+	faults := clustertest.New(fnet)
+	nc := formCluster(t, n, func(name string, cfg *node.Config) {
+		cfg.FabricAddr = name + ":1"
+		cfg.Hooks = node.Hooks{ClusterTiming: cluster.LocalTiming(), Fabric: fnet.Node(name),
+			RaftLayer: faults.RaftLayer(name), GossipWrap: faults.GossipWrap(name),
+			Shard: func(c *shard.Config) { c.ReplicationTimeout = testReplicationTimeout }}
+	})
+	nc.net, nc.faults = fnet, faults
+	return nc
+}
+
+// formCluster starts nodes named n1..nN that form one cluster (gossip and
+// Raft on loopback), each configured by configure (its fabric and hooks),
+// waits for them to be green, and stops them when the test ends.
+func formCluster(t testing.TB, n int, configure func(name string, cfg *node.Config)) *nodeCluster {
+	nc := &nodeCluster{t: t, cfgs: map[string]node.Config{}, nodes: map[string]*node.Node{}}
 	var names, seeds []string
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("n%d", i))
@@ -69,14 +86,11 @@ func newNodeCluster(t *testing.T, n int) *nodeCluster {
 	for i, name := range names {
 		cfg := testConfig(t.TempDir())
 		cfg.NodeName = name
-		cfg.FabricAddr = name + ":1"
 		cfg.GossipAddr = seeds[i]
 		cfg.RaftAddr = "127.0.0.1:0"
 		cfg.Seeds = seeds
 		cfg.InitialNodes = names
-		cfg.Hooks = node.Hooks{ClusterTiming: cluster.LocalTiming(), Fabric: nc.net.Node(name),
-			RaftLayer: nc.faults.RaftLayer(name), GossipWrap: nc.faults.GossipWrap(name),
-			Shard: func(c *shard.Config) { c.ReplicationTimeout = testReplicationTimeout }}
+		configure(name, &cfg)
 		nc.cfgs[name] = cfg
 	}
 	for _, name := range names {
@@ -306,7 +320,7 @@ func TestPartitionedNodeCannotChangeMetadata(t *testing.T) {
 }
 
 // callRaw sends a request and returns the status and body.
-func callRaw(t *testing.T, method, url, body string) (int, []byte) {
+func callRaw(t testing.TB, method, url, body string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
@@ -322,7 +336,7 @@ func callRaw(t *testing.T, method, url, body string) (int, []byte) {
 }
 
 // callNDJSON posts an NDJSON body and decodes the JSON reply.
-func callNDJSON(t *testing.T, url, body string) (int, map[string]any) {
+func callNDJSON(t testing.TB, url, body string) (int, map[string]any) {
 	t.Helper()
 	resp, err := client.Post(url, "application/x-ndjson", strings.NewReader(body))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -83,6 +84,10 @@ type Hooks struct {
 	// Fabric, when set, is the transport the node serves and dials its
 	// fabric with instead of TCP (e.g. a fabrictest in-memory network node).
 	Fabric fabric.Transport
+	// FabricPin, when set, is the adaptive transport's Config.Pin: it pins
+	// the fabric's calls to one path (benchmarks measuring a path through
+	// the node, e.g. peer recovery over RDMA alone; see adaptive.Pin).
+	FabricPin *adaptive.Pin
 	// RaftLayer and GossipWrap wrap the cluster's Raft stream layer and
 	// gossip transport (partitions).
 	RaftLayer  func(raft.StreamLayer) raft.StreamLayer

@@ -92,7 +92,7 @@ func startFabric(ctx context.Context, cfg Config, mux *fabric.Mux, log *slog.Log
 		paths = append(paths, adaptive.PathAddr{Transport: "rdma", Addr: net.JoinHostPort(host, "0")})
 	}
 	var atr *adaptive.Transport
-	atr, err = adaptive.New(adaptive.Config{Logger: log}, trs...)
+	atr, err = adaptive.New(adaptive.Config{Logger: log, Pin: cfg.Hooks.FabricPin}, trs...)
 	if err == nil {
 		f.tr = atr
 		f.ln, err = atr.Listen(ctx, adaptive.FormatAddr(paths), mux)
@@ -101,7 +101,7 @@ func startFabric(ctx context.Context, cfg Config, mux *fabric.Mux, log *slog.Log
 		log.Warn("node: fabric RDMA path could not listen; serving the fabric over TCP only", "err", err)
 		_ = f.rdma.Close()
 		f.rdma, f.rdmaOn = nil, "off: listening failed: "+err.Error()
-		if atr, err = adaptive.New(adaptive.Config{Logger: log}, trs[0]); err == nil {
+		if atr, err = adaptive.New(adaptive.Config{Logger: log, Pin: cfg.Hooks.FabricPin}, trs[0]); err == nil {
 			f.tr = atr
 			f.ln, err = atr.Listen(ctx, adaptive.FormatAddr(paths[:1]), mux)
 		}

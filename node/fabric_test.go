@@ -19,7 +19,7 @@ import (
 )
 
 // getJSON fetches url and decodes a 200 reply into v.
-func getJSON(t *testing.T, url string, v any) {
+func getJSON(t testing.TB, url string, v any) {
 	t.Helper()
 	b := getRaw(t, url)
 	require.NoError(t, json.Unmarshal([]byte(b), v), "%s", b)
@@ -57,7 +57,7 @@ func TestFabricDevicesListsLoopback(t *testing.T) {
 }
 
 // getRaw returns the body of a 200 reply to GET url.
-func getRaw(t *testing.T, url string) string {
+func getRaw(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := client.Get(url)
 	require.NoError(t, err)

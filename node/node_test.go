@@ -73,7 +73,7 @@ func startNode(t *testing.T, cfg node.Config) *node.Node {
 }
 
 // call sends a request and decodes a JSON object reply (nil otherwise).
-func call(t *testing.T, method, url, body string) (int, map[string]any) {
+func call(t testing.TB, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	code, b := callRaw(t, method, url, body)
 	var v map[string]any

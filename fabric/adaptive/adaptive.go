@@ -104,6 +104,10 @@ type Config struct {
 	// SessionTTL: server state of a client not heard from for this long is
 	// dropped.
 	SessionTTL time.Duration
+	// Pin, when it names a transport whose path to the peer is healthy,
+	// sends every call and ping whole on that path: no striping, no
+	// exploring. nil (production) or "" leaves the choice adaptive. See Pin.
+	Pin *Pin
 }
 
 // StripeMode is Config.Stripe.

@@ -79,9 +79,18 @@ func keyed(key uint64, size int) []byte {
 func setup(t *testing.T, h fabric.Handler) (*fabrictest.Network, *adaptive.Conn, []string) {
 	t.Helper()
 	n, cli, srv := memPair(t)
+	c, addrs := listenAndDial(t, cli, srv, "mem:server:0,mem:server:0", h)
+	return n, c, addrs
+}
+
+// listenAndDial serves h on the path list addr through srv and dials it
+// through cli; it returns the connection and each path's listener address.
+// Both close when the test ends.
+func listenAndDial(t testing.TB, cli, srv *adaptive.Transport, addr string, h fabric.Handler) (*adaptive.Conn, []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := srv.Listen(ctx, "mem:server:0,mem:server:0", h)
+	l, err := srv.Listen(ctx, addr, h)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	var addrs []string
@@ -91,7 +100,7 @@ func setup(t *testing.T, h fabric.Handler) (*fabrictest.Network, *adaptive.Conn,
 	c, err := cli.Dial(ctx, l.Addr())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	return n, c.(*adaptive.Conn), addrs
+	return c.(*adaptive.Conn), addrs
 }
 
 // table0 summarises bucket 0 of every path for failure messages.
@@ -273,15 +282,8 @@ func tcpPaths(t testing.TB, h fabric.Handler) *adaptive.Conn {
 	require.NoError(t, err)
 	cli, err := adaptive.New(acfg, tc)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := srv.Listen(ctx, "tcp:127.0.0.1:0,tcp:127.0.0.2:0", h)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	c, err := cli.Dial(ctx, l.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c.(*adaptive.Conn)
+	c, _ := listenAndDial(t, cli, srv, "tcp:127.0.0.1:0,tcp:127.0.0.2:0", h)
+	return c
 }
 
 func TestStriping64MiBOverTwoTCPPaths(t *testing.T) {

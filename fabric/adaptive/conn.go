@@ -330,8 +330,9 @@ const learnSamples = 4
 // an emulator, or a congested link) slows the calls around it too.
 const maxExploreBackoff = 32
 
-// choose picks the path for one message of bucket b: the bucket's current
-// choice, or another healthy path so its estimate stays fresh (explore).
+// choose picks the path for one message of bucket b: the pinned path when
+// Config.Pin names a healthy one, else the bucket's current choice, or
+// another healthy path so its estimate stays fresh (explore).
 // With explore set it first learns the bucket: every healthy path in turn
 // carries learnSamples+1 consecutive calls of b, so the first choice rests
 // on a median of live round trips of each path, not on one probe or one
@@ -339,6 +340,9 @@ const maxExploreBackoff = 32
 func (c *Conn) choose(b int, explore bool) (*path, fabric.Conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if p := c.pinnedLocked(); p != nil {
+		return p, p.conn
+	}
 	cur := c.paths[c.choice[b]]
 	if cur.conn == nil {
 		i := c.bestLocked(b, false)
@@ -484,7 +488,7 @@ func (c *Conn) preferStripe(b, load int) bool {
 		}
 	}
 	switch {
-	case c.cfg.Stripe == StripeNever || healthy < 2:
+	case c.cfg.Stripe == StripeNever || healthy < 2 || c.pinnedLocked() != nil:
 		return false
 	case c.cfg.Stripe == StripeAlways:
 		return true

@@ -3,11 +3,13 @@
 # /init (PID 1) of the Soft-RoCE guest built by scripts/softroce/run.sh.
 #
 # It brings up one rxe device (rxe0) on veth0, runs the RDMA test binary (and
-# node's RDMA test, and the -race build of the RDMA tests), fabricbench and
-# perftest with both ends on that device, writes everything to the 9p share
-# "weftout" (the host's build/softroce/guest-out) and powers off. The host
-# reads only files: test.log/.rc, node-test.log/.rc, race.log/.rc,
-# fabricbench.jsonl, perftest/*.txt, guest.txt, dmesg.txt, and finally "done".
+# node's RDMA tests, and the -race build of the RDMA tests), fabricbench,
+# node's peer recovery benchmark (RECOVERY_MIB > 0) and perftest with both
+# ends on that device, writes everything to the 9p share "weftout" (the
+# host's build/softroce/guest-out) and powers off. The host reads only
+# files: test.log/.rc, node-test.log/.rc, race.log/.rc, fabricbench.jsonl,
+# recovery-fabricbench.jsonl/.rc, recovery.txt/.rc, perftest/*.txt,
+# guest.txt, dmesg.txt, and finally "done".
 #
 # Rules for this file: busybox's applets run ahead of $PATH, so real binaries
 # (iproute2's ip and rdma, perftest) are called by full path; as PID 1 it
@@ -114,7 +116,7 @@ fi
 
 # (a2) the node's RDMA fabric path (two nodes, a real QP), unless --run
 # narrowed the run to some of rdma.test's tests.
-if [ "$MODE" != bench ] && [ -z "$RUN_RE" ] && [ -z "$BENCH_RE" ] && [ -x /opt/weft/node.test ]; then
+if [ "$MODE" != bench ] && [ -z "$RUN_RE" ] && [ -z "$BENCH_RE" ] && [ "$HAVE_NODE_TESTS" = 1 ]; then
 	say "running node.test -test.run '$NODE_RE'"
 	cd /tmp || halt
 	{
@@ -145,6 +147,29 @@ if [ "$MODE" != tests ] && [ -x /opt/weft/fabricbench ]; then
 		-sizes "$SIZES" -duration "$DURATION" -inflight "${INFLIGHT:-1,16}" $BENCH_ARGS >/out/fabricbench.jsonl 2>/out/fabricbench.log
 	echo $? >/out/fabricbench.rc
 	say "fabricbench exit $(cat /out/fabricbench.rc), $(wc -l </out/fabricbench.jsonl) result lines"
+fi
+
+# (b2) peer recovery over the node's fabric (node.test's
+# BenchmarkPeerRecovery): a one-shard index of RECOVERY_MIB MiB recovers a
+# replica with the fabric pinned to rdma, to tcp, and free, RECOVERY_REPS
+# times; go test's benchmark format (no -test.v) for the host's report.
+if [ "$MODE" != tests ] && [ "${RECOVERY_MIB:-0}" -gt 0 ] && [ -x /opt/weft/node.test ]; then
+	# Its reference: fabricbench at the stream's chunk and window (1 MiB,
+	# 4 in flight), longer per point than above (a 1 MiB point of 1 s is a
+	# handful of calls under emulation).
+	say "running fabricbench at 1 MiB, 4 in flight, 5s per point (the recovery's reference)"
+	# shellcheck disable=SC2086 # BENCH_ARGS is a word list on purpose
+	timeout "$BENCH_TIMEOUT" /opt/weft/fabricbench -transports "$TRANSPORTS" -json -sizes 1048576 -duration 5s -inflight 4 \
+		$BENCH_ARGS >/out/recovery-fabricbench.jsonl 2>/out/recovery-fabricbench.log
+	echo $? >/out/recovery-fabricbench.rc
+	say "running node.test BenchmarkPeerRecovery ($RECOVERY_MIB MiB, $RECOVERY_REPS per path)"
+	cd /tmp || halt
+	WEFT_RECOVERY_MIB=$RECOVERY_MIB WEFT_RECOVERY_REPS=$RECOVERY_REPS /opt/weft/node.test -test.run '^$' \
+		-test.bench '^BenchmarkPeerRecovery$' -test.benchtime 1x -test.timeout "${TEST_TIMEOUT}s" >/out/recovery.txt 2>&1
+	echo $? >/out/recovery.rc
+	cd /
+	say "recovery benchmark exit $(cat /out/recovery.rc)"
+	grep '^BenchmarkPeerRecovery' /out/recovery.txt
 fi
 
 # (c) perftest on the same device: server and client both on rxe0.

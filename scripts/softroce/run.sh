@@ -9,19 +9,21 @@
 #   fetch    download the guest's .deb packages (kernel + rdma userland) into
 #            ${WEFT_CACHE:-$HOME/.cache/weft}/softroce, reused on later runs
 #   build    build fabric/rdma's test binary (also with -race), node's and
-#            fabricbench with -tags rdma
+#            fabricbench with -tags rdma (node's also for --recovery)
 #   guest    unpack the packages into a tree, add the kernel modules, /init and
 #            the binaries, check every ELF resolves its libraries, pack an initramfs
 #   boot     boot it with QEMU (TCG, or KVM where hardware KVM exists); the guest
 #            brings up rxe0 on a veth and runs the tests, a subset of them again
-#            built with -race, fabricbench and perftest, writing its results
-#            to a 9p share (build/softroce/guest-out)
+#            built with -race, fabricbench, the peer recovery benchmark
+#            (--recovery) and perftest, writing its results to a 9p share
+#            (build/softroce/guest-out)
 #   report   build/softroce/results.json (JSON lines) and results.txt (a table),
 #            then exactly one line: softroce: N passed, M failed, K skipped
 #
 # Exit status: 0 only when the guest finished, the tests ran (N > 0; the -race
 # run's tests are counted in) and none failed or skipped, and (unless
-# --tests-only) fabricbench exited 0 and benchmark results came back. With
+# --tests-only) fabricbench exited 0 and benchmark results came back (and
+# the recovery benchmark, when it ran, exited 0). With
 # --bench-only no tests run (N = 0). With --host-only only the host phase runs.
 # With --auto on a machine that cannot run the guest it skips with a boxed
 # notice, except under CI (CI=true), where it fails (scripts/lib/ci.sh).
@@ -33,7 +35,8 @@ usage() {
 usage: scripts/softroce/run.sh [options]
 
   --tests-only       run only the RDMA test binary in the guest
-  --bench-only       run only fabricbench and perftest in the guest
+  --bench-only       run only fabricbench, the recovery benchmark (--recovery)
+                     and perftest in the guest
   --host-only        only install the host packages (the verbs headers that
                      make vet's cgo step needs, QEMU), then exit
   --run REGEX        pass REGEX to the test binary as -test.run
@@ -44,6 +47,11 @@ usage: scripts/softroce/run.sh [options]
   --bench REGEX      also run the test binary's benchmarks matching REGEX
                      (-test.bench, -test.benchmem); without --run, no tests run
   --count N          run each test and benchmark N times (-test.count, default 1)
+  --recovery MIB     also run node.test's BenchmarkPeerRecovery (peer recovery
+                     of a one-shard index of MIB MiB over the fabric pinned to
+                     rdma, pinned to tcp, and free) after fabricbench; 0 skips
+                     it. Default: 64 (RECOVERY_BENCH_MIB) with --bench-only,
+                     else 0 (make test does not run it)
   --timeout SECONDS  wall-clock limit of the guest (default 1200)
   --keep             keep the guest tree (build/softroce/tree) after the run
   --test-bin FILE    run this prebuilt test binary (go test -c -tags rdma of any
@@ -64,6 +72,7 @@ environment:
   SOFTROCE_BENCH_ARGS fabricbench's address flags, split on spaces (default:
                      -tcp-addr, -rdma-addr and -adaptive-paths rdma+tcp on 10.77.0.1)
   SOFTROCE_RACE_SKIP -test.skip of the -race run (default in RACE_SKIP below; empty: none)
+  SOFTROCE_RECOVERY_REPS recoveries per path of --recovery, the paths taking turns (default 1)
   CI                 true (any value but empty, 0, false): never skip (--auto fails)
 EOF
 }
@@ -77,6 +86,7 @@ GUEST_TIMEOUT=1200
 KEEP=0
 AUTO=0
 TEST_BIN=
+RECOVERY_MIB=default
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--tests-only) MODE=tests ;;
@@ -108,6 +118,11 @@ while [[ $# -gt 0 ]]; do
 			exit 2
 		}
 		GUEST_TIMEOUT=$2
+		shift
+		;;
+	--recovery)
+		[[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || { echo "softroce: --recovery needs a size in MiB, 0 to skip (got '${2:-}')" >&2; exit 2; }
+		RECOVERY_MIB=$2
 		shift
 		;;
 	--keep) KEEP=1 ;;
@@ -147,7 +162,14 @@ GO=${GO:-go}
 RACE_DEFAULT=.
 RACE_SKIP=${SOFTROCE_RACE_SKIP-'^TestConformanceTLS$|^TestConformance$/^(Echo|PingWithoutHandler|OrderingPerCaller|PayloadSizes|TooLarge|Deadline|RemoteErrorCodes|UnknownMethod|HandlerPanicIsAnError|ConnCloseIdempotent|Stats)$'}
 # node.test's tests that need the guest's device.
-NODE_RE='^TestFabricRDMAPath(OnVerbs|ComesBackAfterDeviceLoss)$'
+NODE_RE='^TestFabricRDMAPath(OnVerbs|ComesBackAfterDeviceLoss)$|^TestPeerRecoveryCrossesRDMA$'
+# --recovery's default with --bench-only: the shard's MiB of documents. The
+# guest loads them under emulation first (docs/benchmarks-cluster.md says
+# what that costs), and holds the index twice (primary, replica) plus the
+# primary's log and snapshot in its 2 GiB of RAM.
+RECOVERY_BENCH_MIB=64
+RECOVERY_REPS=${SOFTROCE_RECOVERY_REPS:-1}
+[[ $RECOVERY_REPS =~ ^[1-9][0-9]*$ ]] || { echo "softroce: SOFTROCE_RECOVERY_REPS must be a positive number (got '$RECOVERY_REPS')" >&2; exit 2; }
 
 # The guest: one rxe device on veth0, both ends of every test on it.
 RXE=rxe0
@@ -264,6 +286,12 @@ if [[ $RACE_RE == default ]]; then
 	[[ -n $RUN_RE || -n $BENCH_RE || -n $TEST_BIN ]] || RACE_RE=$RACE_DEFAULT
 fi
 [[ $RACE_RE != none ]] || RACE_RE=
+[[ $MODE != bench ]] || RACE_RE= # --bench-only runs no tests, so builds no -race binary
+if [[ $RECOVERY_MIB == default ]]; then
+	RECOVERY_MIB=0
+	[[ $MODE != bench ]] || RECOVERY_MIB=$RECOVERY_BENCH_MIB
+fi
+[[ $MODE != tests ]] || RECOVERY_MIB=0
 mkdir -p "$OUT" "$DEBS"
 
 #### host: packages the host needs ##########################################
@@ -295,7 +323,7 @@ if ! flock -n 9; then
 	log "waited $((SECONDS - waited)) s for the other run (not counted in the timings below)"
 	T0=$((T0 + SECONDS - waited))
 fi
-echo "pid $$ since $(date -u +%H:%M:%SZ), mode $MODE${RUN_RE:+, --run $RUN_RE}${BENCH_RE:+, --bench $BENCH_RE}${TEST_BIN:+, --test-bin $TEST_BIN}" >"$OUT/.lock.holder"
+echo "pid $$ since $(date -u +%H:%M:%SZ), mode $MODE${RUN_RE:+, --run $RUN_RE}${BENCH_RE:+, --bench $BENCH_RE}${TEST_BIN:+, --test-bin $TEST_BIN}, --recovery $RECOVERY_MIB" >"$OUT/.lock.holder"
 
 #### fetch: guest packages, cached outside git ##############################
 phase fetch "guest packages into $DEBS"
@@ -351,6 +379,7 @@ BIN=$OUT
 rm -f "$BIN/rdma.test" "$BIN/rdma-race.test" "$BIN/node.test" "$BIN/fabricbench"
 HAVE_TESTS=0
 HAVE_NODE_TESTS=0
+HAVE_NODE_BIN=0
 HAVE_BENCH=0
 cd "$ROOT"
 if [[ $MODE != bench ]]; then
@@ -363,7 +392,7 @@ if [[ $MODE != bench ]]; then
 		# The node's own RDMA path (node/fabric_rdma_test.go), on the same device.
 		CGO_ENABLED=1 "$GO" test -c -tags rdma -o "$BIN/node.test" ./node ||
 			die "building node's tests with -tags rdma failed (above)"
-		HAVE_NODE_TESTS=1
+		HAVE_NODE_TESTS=1 HAVE_NODE_BIN=1
 	fi
 	[[ -x $BIN/rdma.test ]] || die "no test binary at $BIN/rdma.test to run in the guest"
 	HAVE_TESTS=1
@@ -378,6 +407,11 @@ if [[ $MODE != tests ]]; then
 	CGO_ENABLED=1 "$GO" build -tags rdma -o "$BIN/fabricbench" ./benchmarks/cmd/fabricbench ||
 		die "building fabricbench with -tags rdma failed (above)"
 	HAVE_BENCH=1
+	if [[ $RECOVERY_MIB -gt 0 && $HAVE_NODE_BIN -eq 0 ]]; then
+		CGO_ENABLED=1 "$GO" test -c -tags rdma -o "$BIN/node.test" ./node ||
+			die "building node's tests (for --recovery) with -tags rdma failed (above)"
+		HAVE_NODE_BIN=1
+	fi
 fi
 
 #### guest: the initramfs ####################################################
@@ -434,7 +468,7 @@ depmod -b "$TREE" "$KVER"
 mkdir -p "$TREE"/{proc,sys,dev,tmp,run,out,opt/weft,etc,root}
 install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
 [[ $HAVE_TESTS -eq 0 ]] || install -m 0755 "$BIN/rdma.test" "$TREE/opt/weft/rdma.test"
-[[ $HAVE_NODE_TESTS -eq 0 ]] || install -m 0755 "$BIN/node.test" "$TREE/opt/weft/node.test"
+[[ $HAVE_NODE_BIN -eq 0 ]] || install -m 0755 "$BIN/node.test" "$TREE/opt/weft/node.test"
 [[ -z $RACE_RE ]] || install -m 0755 "$BIN/rdma-race.test" "$TREE/opt/weft/rdma-race.test"
 [[ $HAVE_BENCH -eq 0 ]] || install -m 0755 "$BIN/fabricbench" "$TREE/opt/weft/fabricbench"
 {
@@ -443,6 +477,9 @@ install -m 0755 "$HERE/guest-init.sh" "$TREE/init"
 	printf 'RACE_RE=%q\n' "$RACE_RE"
 	printf 'RACE_SKIP=%q\n' "$RACE_SKIP"
 	printf 'NODE_RE=%q\n' "$NODE_RE"
+	printf 'HAVE_NODE_TESTS=%q\n' "$HAVE_NODE_TESTS"
+	printf 'RECOVERY_MIB=%q\n' "$RECOVERY_MIB"
+	printf 'RECOVERY_REPS=%q\n' "$RECOVERY_REPS"
 	printf 'BENCH_RE=%q\n' "$BENCH_RE"
 	printf 'COUNT=%q\n' "$COUNT"
 	if [[ $MODE == tests ]]; then
@@ -542,6 +579,20 @@ if [[ $MODE != tests ]]; then
 	elif grep -q '"error":' "$GOUT/fabricbench.jsonl"; then
 		warn "$(grep -c '"error":' "$GOUT/fabricbench.jsonl") fabricbench points failed (shown as err in the table); the first:"
 		grep -m 1 '"error":' "$GOUT/fabricbench.jsonl" >&2
+	fi
+	if [[ $RECOVERY_MIB -gt 0 ]]; then
+		rec_rc=$(cat "$GOUT/recovery.rc" 2>/dev/null || echo missing)
+		[[ ! -f $GOUT/recovery.txt ]] || cp "$GOUT/recovery.txt" "$OUT/recovery.txt"
+		if [[ $rec_rc != 0 ]]; then
+			warn "the recovery benchmark failed in the guest (exit $rec_rc); its output ends:"
+			tail -n 30 "$GOUT/recovery.txt" >&2 || true
+			fail=1
+		fi
+		ref_rc=$(cat "$GOUT/recovery-fabricbench.rc" 2>/dev/null || echo missing)
+		if [[ $ref_rc != 0 ]]; then
+			warn "fabricbench at the recovery's chunk and window failed in the guest (exit $ref_rc); see $GOUT/recovery-fabricbench.log"
+			fail=1
+		fi
 	fi
 fi
 

@@ -1,8 +1,10 @@
 // Command report turns what the Soft-RoCE guest wrote (scripts/softroce/run.sh)
-// into build/softroce/results.json — JSON lines: fabricbench's rows and
-// perftest's, each labelled with the RDMA device and the accelerator — and
-// results.txt, a table that puts TCP, RDMA, adaptive and perftest side by
-// side at each size.
+// into build/softroce/results.json — JSON lines: fabricbench's rows,
+// perftest's and, when the guest ran it, the peer recovery benchmark's
+// (recovery.txt), each labelled with the RDMA device and the accelerator —
+// and results.txt, a table that puts TCP, RDMA, adaptive and perftest side
+// by side at each size, and each recovery next to fabricbench's bandwidth
+// of its path at the recovery's chunk size.
 //
 // Usage (run.sh calls it):
 //
@@ -46,19 +48,28 @@ func run(dir, device, accel, jsonPath, tablePath string, warn io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return fmt.Errorf("no benchmark results in %s (neither fabricbench.jsonl rows nor perftest/*.txt results)", dir)
+	recov, err := readRecovery(filepath.Join(dir, "recovery.txt"), device, accel)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(rows) == 0 && len(recov) == 0 {
+		return fmt.Errorf("no benchmark results in %s (neither fabricbench.jsonl rows, perftest/*.txt results nor recovery.txt)", dir)
 	}
 	var js bytes.Buffer
 	for _, r := range rows {
 		js.Write(r.raw)
 		js.WriteByte('\n')
 	}
+	rj, err := recoveryJSON(recov)
+	if err != nil {
+		return err
+	}
+	js.Write(rj)
 	if err := os.WriteFile(jsonPath, js.Bytes(), 0o644); err != nil {
 		return err
 	}
 	var tb bytes.Buffer
-	writeTable(&tb, rows, device, accel)
+	writeTable(&tb, rows, recov, device, accel)
 	return os.WriteFile(tablePath, tb.Bytes(), 0o644)
 }
 
@@ -77,6 +88,12 @@ func collect(dir, device, accel string, warn io.Writer) ([]result, error) {
 		return nil, err
 	}
 	out = append(out, fb...)
+	// The recovery benchmark's reference: fabricbench at its chunk and window.
+	ref, err := readFabricbench(filepath.Join(dir, "recovery-fabricbench.jsonl"), device, accel)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	out = append(out, ref...)
 	files, err := filepath.Glob(filepath.Join(dir, "perftest", "ib_*.txt"))
 	if err != nil {
 		return nil, err

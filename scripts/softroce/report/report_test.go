@@ -167,3 +167,60 @@ func TestRunRejectsMalformedFabricbenchLine(t *testing.T) {
 	err := run(dir, "rxe0", "tcg", filepath.Join(dir, "r.json"), filepath.Join(dir, "r.txt"), &bytes.Buffer{})
 	require.ErrorContains(t, err, "line 2 is not a JSON object")
 }
+
+// TestRunAddsRecoveryRows: BenchmarkPeerRecovery's output (go test's
+// benchmark format, testdata/recovery.txt) becomes a results.json row per
+// sub-benchmark and a table row beside fabricbench's best bandwidth of the
+// same transport at 1 MiB.
+func TestRunAddsRecoveryRows(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("testdata", "recovery.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "recovery.txt"), b, 0o644))
+	fb := `{"transport":"rdma","size":1048576,"inflight":1,"calls":10,"mb_per_s":9.0}
+{"transport":"rdma","size":1048576,"inflight":16,"calls":10,"mb_per_s":10.0}
+{"transport":"tcp","size":1048576,"inflight":1,"calls":10,"mb_per_s":45.0}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fabricbench.jsonl"), []byte(fb), 0o644))
+	ref := `{"transport":"tcp","size":1048576,"inflight":4,"calls":10,"mb_per_s":40.0}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "recovery-fabricbench.jsonl"), []byte(ref), 0o644))
+	jsonPath, tablePath := filepath.Join(dir, "results.json"), filepath.Join(dir, "results.txt")
+	require.NoError(t, run(dir, "rxe0", "tcg", jsonPath, tablePath, &bytes.Buffer{}))
+
+	js, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var recov []RecoveryRow
+	for _, l := range strings.Split(strings.TrimSpace(string(js)), "\n") {
+		var r RecoveryRow
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		if r.Transport == "recovery" {
+			recov = append(recov, r)
+		}
+	}
+	const load = "256 documents, 64 MiB of text, in 20.5 s (3.3 MB/s)"
+	require.Equal(t, []RecoveryRow{
+		{Transport: "recovery", Path: "rdma", Run: "BenchmarkPeerRecovery/rdma-2", Size: 1 << 20, InFlight: 4, Bytes: 67203070,
+			MBPerS: 8, WallMBPerS: 7.1, RDMAShare: 0.999, Load: load, Device: "rxe0", Accelerator: "tcg"},
+		{Transport: "recovery", Path: "tcp", Run: "BenchmarkPeerRecovery/tcp-2", Size: 1 << 20, InFlight: 4, Bytes: 67200811,
+			MBPerS: 20, WallMBPerS: 18.3, Load: load, Device: "rxe0", Accelerator: "tcg"},
+		{Transport: "recovery", Path: "adaptive", Run: "BenchmarkPeerRecovery/adaptive-2", Size: 1 << 20, InFlight: 4, Bytes: 67200811,
+			MBPerS: 19.5, WallMBPerS: 17.6, RDMAShare: 0.012, Load: load, Device: "rxe0", Accelerator: "tcg"},
+	}, recov)
+
+	table, err := os.ReadFile(tablePath)
+	require.NoError(t, err)
+	t.Log("\n" + string(table))
+	// rdma: 8 MB/s against the better of rdma@1 and rdma@16 (10); tcp: 20
+	// against tcp@4 (the recovery's window, from recovery-fabricbench.jsonl:
+	// 40) rather than the faster tcp@1; adaptive: no fabricbench row.
+	require.Regexp(t, `rdma-2\s+64\.1MiB\s+8\.0\s+7\.1\s+100%\s+10\.0@16\s+0\.80`, string(table))
+	require.Regexp(t, `tcp-2\s+64\.1MiB\s+20\.0\s+18\.3\s+0%\s+40\.0@4\s+0\.50`, string(table))
+	require.Regexp(t, `adaptive-2\s+64\.1MiB\s+19\.5\s+17\.6\s+1%\s+-\s+-`, string(table))
+	require.Contains(t, string(table), "(the shard: "+load+")")
+}
+
+func TestParseRecoveryNeedsEveryMetric(t *testing.T) {
+	_, err := parseRecovery(strings.NewReader("BenchmarkPeerRecovery/rdma-2 1 100 ns/op 8.0 MB/s 5 bytes\n"), "recovery.txt")
+	require.ErrorContains(t, err, "BenchmarkPeerRecovery/rdma-2 reports no wall-MB/s")
+}

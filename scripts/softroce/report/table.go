@@ -31,8 +31,9 @@ type key struct {
 
 // writeTable prints, at each size: round-trip p50 at one call in flight next
 // to perftest's latency (as a round trip), bandwidth at every in-flight count
-// next to ib_write_bw, and the ratios the RDMA issue sets targets for.
-func writeTable(w io.Writer, rows []result, device, accel string) {
+// next to ib_write_bw, and the ratios the RDMA issue sets targets for; then
+// each recovery next to fabricbench's bandwidth of its path.
+func writeTable(w io.Writer, rows []result, recov []RecoveryRow, device, accel string) {
 	byKey := map[key]map[int]result{}
 	sizeSet := map[int]bool{}
 	for _, r := range rows {
@@ -161,6 +162,52 @@ func writeTable(w io.Writer, rows []result, device, accel string) {
 			ratio(adBW, pathBW, okABW, okRB || okTBW))
 	}
 	tw.Flush()
+	writeRecovery(w, recov, byKey)
+}
+
+// writeRecovery prints each peer recovery next to fabricbench's bandwidth
+// of the same transport at the recovery's chunk size and window (else its
+// best over the in-flight counts measured), and their ratio (the replica
+// issue's goal: 0.8).
+func writeRecovery(w io.Writer, recov []RecoveryRow, byKey map[key]map[int]result) {
+	if len(recov) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nPeer recovery, file-based (node.test %s: %s chunks, %d in flight; rdma and tcp pinned, adaptive free), vs fabricbench's MB/s of the path at %s, %d in flight (else its best) (goal: recovery >= 0.8 x raw)\n",
+		recoveryBenchmark, sizeName(recoveryChunk), recoveryWindow, sizeName(recoveryChunk), recoveryWindow)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "run\tbytes\tMB/s\twall MB/s\ton rdma\tfabricbench MB/s@in flight\trecovery / fabricbench\t\n")
+	for _, r := range recov {
+		rawCell, ratio := "-", "-"
+		if raw, inflight, ok := recoveryReference(byKey, r.Path); ok {
+			rawCell, ratio = fmt.Sprintf("%s@%d", mbps(raw), inflight), fmt.Sprintf("%.2f", r.MBPerS/raw)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f%%\t%s\t%s\t\n", strings.TrimPrefix(r.Run, recoveryBenchmark+"/"), fmt.Sprintf("%.1fMiB", float64(r.Bytes)/(1<<20)),
+			mbps(r.MBPerS), mbps(r.WallMBPerS), 100*r.RDMAShare, rawCell, ratio)
+	}
+	tw.Flush()
+	if recov[0].Load != "" {
+		fmt.Fprintf(w, "(the shard: %s)\n", recov[0].Load)
+	}
+}
+
+// recoveryReference is fabricbench's MB/s of transport at the recovery's
+// chunk size with the recovery's window in flight, or else its best over
+// the in-flight counts measured, with that count.
+func recoveryReference(byKey map[key]map[int]result, transport string) (mbPerS float64, inflight int, ok bool) {
+	for k, m := range byKey {
+		r, found := m[recoveryChunk]
+		if k.transport != transport || !found || r.Error != "" || r.MBPerS <= 0 {
+			continue
+		}
+		switch {
+		case k.inflight == recoveryWindow:
+			return r.MBPerS, k.inflight, true
+		case inflight != recoveryWindow && r.MBPerS > mbPerS:
+			mbPerS, inflight, ok = r.MBPerS, k.inflight, true
+		}
+	}
+	return mbPerS, inflight, ok
 }
 
 // best is the highest MB/s of transport at size over its in-flight counts.
