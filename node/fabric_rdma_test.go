@@ -31,12 +31,7 @@ import (
 // (WEFT_RDMA_GUEST set) a missing device fails the test; there rxe0 has
 // type-2 memory windows, so the key scope is rdma.KeyScopeWindow.
 func TestFabricRDMAPathOnVerbs(t *testing.T) {
-	addr := os.Getenv("WEFT_RDMA_ADDR")
-	if addr == "" {
-		require.Empty(t, os.Getenv("WEFT_RDMA_GUEST"), "the guest must set WEFT_RDMA_ADDR")
-		t.Skip("no RDMA device: set WEFT_RDMA_ADDR (scripts/softroce/run.sh does)")
-	}
-	a, b := rdmaNodes(t, addr)
+	a, b := rdmaNodes(t, rdmaAddr(t))
 	require.Contains(t, b.FabricAddr(), "rdma:", "fabric=on must add an RDMA path: %s", b.FabricAddr())
 
 	ctx := context.Background()
