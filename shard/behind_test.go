@@ -102,3 +102,25 @@ func TestReplicaThatCannotIndexIsFailed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 }
+
+// TestRefreshDoesNotWaitForACutOffCopy: a refresh reaches every copy, and
+// one whose node is cut off fails it within the replication timeout
+// instead of holding it.
+func TestRefreshDoesNotWaitForACutOffCopy(t *testing.T) {
+	tc := newTestClusterWith(t, func(string) Config {
+		c := testConfig()
+		c.ReplicationTimeout = 2 * time.Second
+		return c
+	}, "n1", "n2")
+	withReplicas(t, tc, "c", 1, []string{"n1", "n2"})
+	heal := tc.net.Partition([]string{"n1"}, []string{"n2"})
+	defer heal()
+	done := make(chan error, 1)
+	go func() { done <- tc.nodes["n1"].Refresh(context.Background(), []string{"c"}) }()
+	select {
+	case err := <-done:
+		require.Error(t, err, "a refresh succeeded without the copy on the cut-off node")
+	case <-time.After(30 * time.Second):
+		t.Fatal("a refresh waited on a cut-off copy for 30 s")
+	}
+}

@@ -80,7 +80,8 @@ type Config struct {
 	// ReplicationTimeout bounds how long a primary waits for a replica to
 	// answer a replication message, and then for the cluster to fail a
 	// replica that did not: a write to a primary cut off from its replicas
-	// and from the cluster's leader fails after at most twice this.
+	// and from the cluster's leader fails after at most twice this. It also
+	// bounds a refresh's wait for the copies.
 	ReplicationTimeout time.Duration
 	// ReplicaIndexDelay bounds how long a replica's logged, acknowledged
 	// operations wait to be indexed while nothing reads the copy

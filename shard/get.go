@@ -145,8 +145,12 @@ func (c *Coordinator) serveGet(ctx context.Context, req *fabric.Request) ([]byte
 // Refresh returns once the writes to the named indexes that were in flight
 // on their primaries when it was called are searchable, and every active
 // copy has indexed what it acknowledged (a replica indexes behind its
-// acknowledgement, behind.go). Copies are refreshed concurrently.
+// acknowledgement, behind.go). Copies are refreshed concurrently; one
+// that does not answer within Config.ReplicationTimeout (its node cut off
+// or stalled) fails the refresh rather than holding it.
 func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReplicationTimeout)
+	defer cancel()
 	v, err := c.readView()
 	if err != nil {
 		return err
