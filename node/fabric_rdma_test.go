@@ -186,16 +186,13 @@ func TestFabricRDMAPathComesBackAfterDeviceLoss(t *testing.T) {
 	require.Eventually(t, func() bool { return dialedQP(t, a).MessagesSent > first.MessagesSent }, time.Minute, 20*time.Millisecond,
 		"calls never crossed the RDMA path")
 
+	var deleted *rdmatest.Deletion
 	t.Cleanup(func() { // leave the device for the tests after this one
-		require.NoError(t, rdmatest.AddRxe(dev, netdev))
+		require.NoError(t, rdmatest.Restore(deleted, dev, netdev))
 	})
-	deleted := rdmatest.DeleteLink(dev, 60*time.Second)
-	select {
-	case err := <-deleted:
-		require.NoError(t, err, "the deletion finishes once both nodes' transports let go of the device")
-	case <-ctx.Done():
-		t.Fatal("rdma link delete never finished")
-	}
+	deleted = rdmatest.DeleteLink(dev, 60*time.Second)
+	<-deleted.Done()
+	require.NoError(t, deleted.Err(), "the deletion finishes once both nodes' transports let go of the device")
 	require.Eventually(t, func() bool { return !rdmaPath().Healthy }, time.Minute, 20*time.Millisecond,
 		"the adaptive connection never took the RDMA path out")
 	var rep fabricdiag.ConnsReport

@@ -25,38 +25,54 @@ func rdmaTool() string {
 	return "rdma"
 }
 
-// DeleteLink starts `rdma link delete dev` and returns at once; the
-// command's outcome arrives on the channel. With a driver that cannot
-// detach user contexts (rxe) the deletion waits in the kernel until every
-// process has closed the device, so it completes only once the transports
-// on it let go. If it has not finished after limit, the channel gets an
-// error saying what still holds the device (Holders), where the command
-// waits in the kernel and where this process's transports are; the command itself is left behind: a task blocked
-// in the kernel cannot be killed, and the device cannot be used again.
-func DeleteLink(dev string, limit time.Duration) <-chan error {
-	done := make(chan error, 1)
+// Deletion is an `rdma link delete` started by DeleteLink.
+type Deletion struct {
+	done chan struct{}
+	err  error
+}
+
+// Done is closed once the deletion has finished or its limit has passed;
+// Err then says which.
+func (d *Deletion) Done() <-chan struct{} { return d.done }
+
+// Err is nil once the device is deleted, else why not (see DeleteLink); it
+// may be read only after Done is closed.
+func (d *Deletion) Err() error { return d.err }
+
+// DeleteLink starts `rdma link delete dev` and returns at once. With a
+// driver that cannot detach user contexts (rxe) the deletion waits in the
+// kernel until every process has closed the device, so it completes only
+// once the transports on it let go; until then the device is still listed
+// (Exists), and AddRxe must not run before Done. If it has not finished
+// after limit, Err says what still holds the device (Holders), where the
+// command waits in the kernel and where this process's transports are; the
+// command itself is left behind: a task blocked in the kernel cannot be
+// killed, and the device cannot be used again.
+func DeleteLink(dev string, limit time.Duration) *Deletion {
+	d := &Deletion{done: make(chan struct{})}
 	var out bytes.Buffer
 	cmd := exec.Command(rdmaTool(), "link", "delete", dev)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		done <- fmt.Errorf("rdma link delete %s: %w", dev, err)
-		return done
+		d.err = fmt.Errorf("rdma link delete %s: %w", dev, err)
+		close(d.done)
+		return d
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	go func() {
+		defer close(d.done)
 		select {
 		case err := <-exited:
 			if err != nil {
-				err = fmt.Errorf("rdma link delete %s: %w: %s", dev, err, strings.TrimSpace(out.String()))
+				d.err = fmt.Errorf("rdma link delete %s: %w: %s", dev, err, strings.TrimSpace(out.String()))
 			}
-			done <- err
 		case <-time.After(limit):
-			done <- fmt.Errorf("rdma link delete %s did not finish within %v; it waits in the kernel at:\n%s\nthis process still holds: %s\nits goroutines in fabric/rdma:\n%s",
+			d.err = fmt.Errorf("rdma link delete %s did not finish within %v; it waits in the kernel at:\n%s\nthis process still holds: %s\nits goroutines in fabric/rdma:\n%s",
 				dev, limit, kernelStack(cmd.Process.Pid), Holders(), rdmaGoroutines())
 		}
 	}()
-	return done
+	return d
 }
 
 // Holders lists this process's open files on RDMA devices (uverbs command
@@ -105,6 +121,20 @@ func kernelStack(pid int) string {
 		return fmt.Sprintf("(kernel stack of pid %d unknown: %v)", pid, err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// Restore leaves dev in place after a test that deleted it with d (nil:
+// the deletion was never started): it waits for d to finish (bounded by
+// its limit) and adds the device on netdev again if it is gone. A deletion
+// still hanging leaves the device unusable, and Restore says why.
+func Restore(d *Deletion, dev, netdev string) error {
+	if d != nil {
+		<-d.Done()
+		if err := d.Err(); err != nil && Exists(dev) {
+			return fmt.Errorf("cannot bring %s back: %w", dev, err)
+		}
+	}
+	return AddRxe(dev, netdev)
 }
 
 // AddRxe adds the Soft-RoCE device dev on netdev (`rdma link add dev type
