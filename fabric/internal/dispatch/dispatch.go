@@ -76,10 +76,11 @@ func New(parent context.Context, h fabric.Handler, peer string, respond RespondF
 // function given to New gets it back: then the handler is offered to keep
 // payload longer (fabric.Request.Lender). When buf is nil, payload may be
 // reused as soon as the request is answered and no loan is offered.
-// It does not block on the handler. After Close it drops the request,
-// giving buf to release before it returns (as it does after answering a
-// duplicate id itself, through respond): the caller must not hold a lock
-// that release or respond takes.
+// It does not block on the handler, nor on respond. After Close, and for
+// a request whose id is already running (which it answers itself, with
+// CodeBadRequest, on another goroutine), it drops the request, giving buf
+// to release before it returns: the caller must not hold a lock that
+// release takes.
 func (d *Dispatcher) Dispatch(id uint64, method fabric.Method, payload []byte, oneWay bool, buf *[]byte) {
 	if t, ok := d.Accept(id, method, payload, oneWay, buf); ok {
 		go t.serve()
@@ -138,9 +139,16 @@ func (d *Dispatcher) Accept(id uint64, method fabric.Method, payload []byte, one
 		return Task{}, false
 	}
 	if _, dup := d.running[id]; dup {
+		// Answered on a goroutine of its own, like any request: respond may
+		// wait (for the peer's credits, or its socket), and the caller is
+		// the connection's reader, which must not wait on the peer.
+		d.wg.Add(1)
 		d.mu.Unlock()
-		d.respond(id, oneWay, nil, fabric.Errorf(fabric.CodeBadRequest, "request id %d is already running on this connection", id))
 		d.done(buf)
+		go func() {
+			defer d.wg.Done()
+			d.respond(id, oneWay, nil, fabric.Errorf(fabric.CodeBadRequest, "request id %d is already running on this connection", id))
+		}()
 		return Task{}, false
 	}
 	d.running[id] = r

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,6 +158,46 @@ func TestDispatcher(t *testing.T) {
 			require.NoError(t, d.Wait(context.Background()))
 		})
 	}
+}
+
+// A duplicate id is answered without holding up Dispatch: its caller is
+// the connection's reader (on RDMA, the poller of every connection), and
+// the answer may have to wait for the peer.
+func TestDuplicateIDAnswerDoesNotBlockDispatch(t *testing.T) {
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	var m fabric.Mux
+	m.HandleFunc(fabric.MethodUserBase, func(ctx context.Context, _ *fabric.Request) ([]byte, error) {
+		close(entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	answers := make(chan error, 2)
+	respond := func(_ uint64, _ bool, _ []byte, err error) {
+		if errors.Is(err, &fabric.RemoteError{Code: fabric.CodeBadRequest}) {
+			<-unblock // the peer gives no credit for the answer yet
+		}
+		answers <- err
+	}
+	d := New(context.Background(), &m, "peer", respond, nil)
+	d.Dispatch(1, fabric.MethodUserBase, nil, false, nil)
+	<-entered
+	returned := make(chan struct{})
+	go func() {
+		d.Dispatch(1, fabric.MethodUserBase, nil, false, nil)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		close(unblock)
+		<-returned
+		t.Fatal("Dispatch waited for the answer to a duplicate id")
+	}
+	close(unblock)
+	require.ErrorIs(t, <-answers, &fabric.RemoteError{Code: fabric.CodeBadRequest})
+	d.Close()
+	require.ErrorIs(t, <-answers, context.Canceled)
+	require.NoError(t, d.Wait(context.Background()))
 }
 
 // The end of New's parent ends the handlers' contexts, as Close does.
