@@ -242,10 +242,16 @@ func (w *statusRecorder) status() int {
 }
 
 // fail writes err in Elasticsearch's error shape. Errors that translate to
-// 5xx are logged: they are the node's fault, not the client's.
+// 5xx are logged: they are the node's fault, not the client's; a 503 (the
+// node has not joined a cluster yet, a shard has no copy to serve) as a
+// warning, since it is a state that passes (a client polling health while
+// the cluster forms gets it), any other as an error.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := translate(err)
-	if ae.Status >= 500 {
+	switch {
+	case ae.Status == http.StatusServiceUnavailable:
+		s.log.Warn("httpapi: request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
+	case ae.Status >= 500:
 		s.log.Error("httpapi: request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
 	}
 	s.writeJSON(w, r, ae.Status, ae.response())
