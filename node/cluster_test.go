@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -22,6 +21,8 @@ import (
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/node"
 	"github.com/weftsearch/weft/shard"
+
+	"github.com/weftsearch/weft/internal/testaddr"
 )
 
 // nodeCluster is several nodes in one process: real memberlist on loopback,
@@ -34,23 +35,6 @@ type nodeCluster struct {
 	faults *clustertest.Faults
 	cfgs   map[string]node.Config
 	nodes  map[string]*node.Node
-}
-
-// freeGossipAddr returns a loopback address free for TCP and UDP.
-func freeGossipAddr(t testing.TB) string {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		if pc, err := net.ListenPacket("udp", addr); err == nil {
-			_ = pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port for gossip")
-	return ""
 }
 
 // testReplicationTimeout is the in-process clusters' replication timeout:
@@ -81,7 +65,7 @@ func formCluster(t testing.TB, n int, configure func(name string, cfg *node.Conf
 	var names, seeds []string
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("n%d", i))
-		seeds = append(seeds, freeGossipAddr(t))
+		seeds = append(seeds, testaddr.Free(t, true))
 	}
 	for i, name := range names {
 		cfg := testConfig(t.TempDir())

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/internal/testaddr"
 )
 
 // nodeProc is one node of a test cluster of real searchnode processes.
@@ -22,28 +23,6 @@ type nodeProc struct {
 	p                        *proc
 }
 
-// freeAddr returns a loopback address whose port is free for TCP (and for
-// UDP too when udp is set: gossip listens on both).
-func freeAddr(t *testing.T, udp bool) string {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		if !udp {
-			return addr
-		}
-		pc, err := net.ListenPacket("udp", addr)
-		if err == nil {
-			_ = pc.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port pair found")
-	return ""
-}
-
 // processCluster starts n searchnode processes of bin that form one
 // cluster.
 func processCluster(t *testing.T, bin string, n int) []*nodeProc {
@@ -52,7 +31,7 @@ func processCluster(t *testing.T, bin string, n int) []*nodeProc {
 	var seeds, names []string
 	for i := range n {
 		np := &nodeProc{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(t.TempDir(), "data"),
-			http: freeAddr(t, false), fabric: freeAddr(t, false), gossip: freeAddr(t, true), rf: freeAddr(t, false), bin: bin}
+			http: testaddr.Free(t, false), fabric: testaddr.Free(t, false), gossip: testaddr.Free(t, true), rf: testaddr.Free(t, false), bin: bin}
 		nodes = append(nodes, np)
 		seeds = append(seeds, np.gossip)
 		names = append(names, np.name)
