@@ -152,12 +152,7 @@ func New(cfg Config, logger *slog.Logger) (*Transport, error) {
 	if err := checkMemlock(need); err != nil {
 		return nil, err
 	}
-	t := &Transport{
-		cfg: cfg, log: logger.With("transport", "rdma"), wakefd: -1, asyncWake: -1, eventsDone: make(chan struct{}),
-		byQPN: map[uint32]*conn{}, byID: map[uint32]*conn{}, listeners: map[*listener]struct{}{},
-		live: map[*conn]struct{}{}, retired: map[uint32]*retiredQP{},
-	}
-	t.shortestSpin.Store(math.MaxInt64)
+	t := newTransport(cfg, logger)
 	err := t.openFDs()
 	if err == nil {
 		err = t.open()
@@ -177,6 +172,18 @@ func New(cfg Config, logger *slog.Logger) (*Transport, error) {
 			"device", t.devName, "key_scope", t.keyScope)
 	}
 	return t, nil
+}
+
+// newTransport is a transport with nothing open yet: no eventfds, no
+// device, no goroutines.
+func newTransport(cfg Config, logger *slog.Logger) *Transport {
+	t := &Transport{
+		cfg: cfg, log: logger.With("transport", "rdma"), wakefd: -1, asyncWake: -1, eventsDone: make(chan struct{}),
+		byQPN: map[uint32]*conn{}, byID: map[uint32]*conn{}, listeners: map[*listener]struct{}{},
+		live: map[*conn]struct{}{}, retired: map[uint32]*retiredQP{},
+	}
+	t.shortestSpin.Store(math.MaxInt64)
+	return t
 }
 
 // openFDs creates the eventfds that wake the poller and the event reader;
@@ -413,9 +420,17 @@ func (t *Transport) releaseDevice() {
 // Name returns "rdma".
 func (t *Transport) Name() string { return "rdma" }
 
+// closeLimit bounds how long Close waits for the event reader and the
+// poller to stop; a var for tests.
+var closeLimit = 30 * time.Second
+
 // Close closes every listener and connection of the transport, stops the
 // poller and the event reader (ending a rebuild in progress) and releases
-// the device. It is idempotent.
+// the device. It is idempotent and returns within about closeLimit (plus
+// the wait for connections' QPs to drain): if the event reader or the
+// poller has not stopped by then (a bug: one is stuck in a handler or a
+// verbs call), it logs that and leaves the device context, the QPs and the
+// eventfds to them rather than free what they may still use.
 func (t *Transport) Close() error {
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
@@ -432,7 +447,13 @@ func (t *Transport) Close() error {
 		t.stop.Store(true)
 		t.wake()
 		t.wakeEvents()
-		<-t.eventsDone // it stops the poller
+		select {
+		case <-t.eventsDone: // it stops the poller
+		case <-time.After(closeLimit):
+			t.log.Error("rdma: the event reader or the completion poller did not stop within the close limit; leaking the device context and what is on it rather than freeing what they may still use",
+				"device", t.devName, "limit", closeLimit)
+			return
+		}
 		t.reap(time.Now(), true)
 		if !drained {
 			t.log.Error("rdma: connections still own QPs after the transport closed; leaking the device context rather than freeing what they use",
