@@ -27,7 +27,7 @@ halt() {
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
+mount -t tmpfs -o size=75% tmpfs /tmp
 mount -t tmpfs tmpfs /run
 # shellcheck source=/dev/null # written by run.sh
 . /etc/weft-softroce.conf

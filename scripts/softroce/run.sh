@@ -73,6 +73,9 @@ environment:
                      -tcp-addr, -rdma-addr and -adaptive-paths rdma+tcp on 10.77.0.1)
   SOFTROCE_RACE_SKIP -test.skip of the -race run (default in RACE_SKIP below; empty: none)
   SOFTROCE_RECOVERY_REPS recoveries per path of --recovery, the paths taking turns (default 1)
+  SOFTROCE_MEMORY    the guest's memory, as QEMU's -m takes it (default 2G); its /tmp,
+                     where the tests and the recovery benchmark keep their data, is a
+                     tmpfs of up to 75 % of it (--recovery 1024 needs about 8G)
   CI                 true (any value but empty, 0, false): never skip (--auto fails)
 EOF
 }
@@ -144,6 +147,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$ROOT/scripts/lib/ci.sh"
 OUT=$ROOT/build/softroce
 CACHE=${WEFT_CACHE:-${HOME:?neither WEFT_CACHE nor HOME is set: say where the package cache goes}/.cache/weft}/softroce
+GUEST_MEMORY=${SOFTROCE_MEMORY:-2G}
 DEBS=$CACHE/debs
 SIZES=${SOFTROCE_SIZES:-64,4096,65536,1048576}
 DURATION=${SOFTROCE_DURATION:-1s}
@@ -542,7 +546,7 @@ rm -rf "$GOUT"
 mkdir -p "$GOUT"
 set +e
 timeout -k 10 "$GUEST_TIMEOUT" qemu-system-x86_64 "${accel_args[@]}" \
-	-m 2G -smp 2 -display none -monitor none -serial stdio -no-reboot -nic none \
+	-m "$GUEST_MEMORY" -smp 2 -display none -monitor none -serial stdio -no-reboot -nic none \
 	-kernel "$VMLINUZ" -initrd "$OUT/initramfs.gz" \
 	-append "console=ttyS0 quiet panic=-1 rdinit=/init" \
 	-fsdev "local,id=weftout,path=$GOUT,security_model=none" \
