@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -65,6 +66,16 @@ type Config struct {
 	// GossipKey, when set, encrypts gossip (16, 24 or 32 bytes; every node
 	// the same).
 	GossipKey []byte
+
+	// Processors is how many processors the node's Go runtime runs on at
+	// once (GOMAXPROCS), as Elasticsearch's node.processors: set it when
+	// several nodes share one host, so that together they do not ask for
+	// more than its CPUs (e.g. 1 each for three nodes on two CPUs). 0 (the
+	// default) keeps the runtime's own choice: every CPU the process may
+	// use. It is process-wide, so only Run applies it (before building the
+	// node, whose fabric sizes its sockets by it); New, which tests call
+	// for several nodes in one process, leaves GOMAXPROCS alone.
+	Processors int
 
 	// RecoveryMaxBytesPerSec throttles the index files this node streams
 	// to a recovering copy as its primary (Elasticsearch's
@@ -162,6 +173,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("node: ShutdownTimeout %v must be positive", c.ShutdownTimeout))
+	}
+	if cpus := runtime.NumCPU(); c.Processors < 0 || c.Processors > cpus {
+		errs = append(errs, fmt.Errorf("node: Processors %d is out of range: use 0 (every CPU the process may use) up to the %d this machine lets the process use; set --processors (WEFT_PROCESSORS)", c.Processors, cpus))
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		errs = append(errs, fmt.Errorf("node: RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive; set --recovery-max-bytes-per-sec (WEFT_RECOVERY_MAX_BYTES_PER_SEC)", c.RecoveryMaxBytesPerSec))

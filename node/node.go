@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -442,7 +443,15 @@ func (n *Node) Shutdown(ctx context.Context) error {
 // Run starts a node, calls ready (if not nil) with its URL once it serves,
 // and shuts it down when ctx ends, allowing Config.ShutdownTimeout for
 // in-flight requests and the flush. It returns the node's failure, if any.
+// Run is the process's entry: it applies Config.Processors (GOMAXPROCS)
+// before building the node, so call it once per process.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url string)) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Processors > 0 {
+		runtime.GOMAXPROCS(cfg.Processors)
+	}
 	n, err := New(cfg, logger)
 	if err != nil {
 		return err
@@ -452,7 +461,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url st
 		return err
 	}
 	logger.Info("node ready", "url", n.URL(), "fabric", n.FabricAddr(), "data_dir", cfg.DataDir, "node_name", cfg.NodeName,
-		"node_id", n.ID(), "cluster_name", cfg.ClusterName, "gossip", cfg.GossipAddr, "raft", cfg.RaftAddr)
+		"node_id", n.ID(), "cluster_name", cfg.ClusterName, "gossip", cfg.GossipAddr, "raft", cfg.RaftAddr,
+		"processors", runtime.GOMAXPROCS(0))
 	if ready != nil {
 		ready(n.URL())
 	}

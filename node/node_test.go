@@ -3,18 +3,18 @@ package node_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"encoding/json"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -110,6 +110,9 @@ func TestConfigValidate(t *testing.T) {
 		{"fabric address with empty port", func(c *node.Config) { c.FabricAddr = "127.0.0.1:" }, "no port"},
 		{"fabric rdma off", func(c *node.Config) { c.FabricRDMA = node.FabricRDMAOff }, ""},
 		{"fabric rdma unknown", func(c *node.Config) { c.FabricRDMA = "maybe" }, `FabricRDMA "maybe"`},
+		{"one processor", func(c *node.Config) { c.Processors = 1 }, ""},
+		{"negative processors", func(c *node.Config) { c.Processors = -2 }, "Processors -2"},
+		{"more processors than CPUs", func(c *node.Config) { c.Processors = runtime.NumCPU() + 1 }, "set --processors"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +241,44 @@ func inFlight(t *testing.T, url string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestRunAppliesProcessors: Run sets the process's GOMAXPROCS from
+// Config.Processors before the node serves, and _nodes/stats reports it.
+func TestRunAppliesProcessors(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	cfg := testConfig(t.TempDir())
+	cfg.Processors = 1
+	go func() { done <- node.Run(ctx, cfg, testLogger(t), func(u string) { urls <- u }) }()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatalf("Run returned early: %v", err)
+	}
+	require.Equal(t, 1, runtime.GOMAXPROCS(0))
+	status, body := callRaw(t, "GET", url+"/_nodes/stats", "")
+	require.Equal(t, 200, status)
+	var stats struct {
+		Nodes map[string]struct {
+			OS struct {
+				Available int `json:"available_processors"`
+				Allocated int `json:"allocated_processors"`
+			} `json:"os"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal(body, &stats))
+	require.Len(t, stats.Nodes, 1)
+	for _, n := range stats.Nodes {
+		require.Equal(t, 1, n.OS.Allocated)
+		require.Equal(t, runtime.NumCPU(), n.OS.Available)
+	}
+	cancel()
+	require.NoError(t, <-done)
 }
 
 func TestRunStopsOnCancel(t *testing.T) {

@@ -119,6 +119,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		{"gossip-key", "WEFT_GOSSIP_KEY", func() {
 			fs.Var(keyFlag{&cfg.GossipKey}, "gossip-key", "base64 of a 16, 24 or 32 byte key that encrypts gossip; every node the same (WEFT_GOSSIP_KEY)")
 		}},
+		{"processors", "WEFT_PROCESSORS", func() {
+			fs.IntVar(&cfg.Processors, "processors", cfg.Processors, "how many processors this node runs on at once (GOMAXPROCS), like Elasticsearch's node.processors; set it when several nodes share one host, e.g. 1 each for three nodes on two CPUs; 0 (the default): every CPU the process may use (WEFT_PROCESSORS)")
+		}},
 		{"recovery-max-bytes-per-sec", "WEFT_RECOVERY_MAX_BYTES_PER_SEC", func() {
 			fs.Var(&recoveryRate, "recovery-max-bytes-per-sec", "limit on the index files this node streams to recovering copies, all its recoveries together, in bytes per second or with a unit (kb, mb, gb); 0 is no limit (WEFT_RECOVERY_MAX_BYTES_PER_SEC)")
 		}},

@@ -30,8 +30,19 @@ func TestParseOptions(t *testing.T) {
 				require.Empty(t, o.node.FabricAddr, "the fabric is off by default")
 				require.Equal(t, "auto", o.node.FabricRDMA)
 				require.EqualValues(t, 40<<20, o.node.RecoveryMaxBytesPerSec, "Elasticsearch's default recovery throttle")
+				require.Zero(t, o.node.Processors, "every CPU the process may use")
 			},
 		},
+		{
+			name: "processors from the environment, flag over it",
+			args: []string{"--processors", "1"},
+			env:  map[string]string{"WEFT_PROCESSORS": "2"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, 1, o.node.Processors)
+			},
+		},
+		{name: "processors above the CPUs", args: []string{"--processors", "100000"}, wantErr: "Processors 100000 is out of range"},
+		{name: "negative processors", env: map[string]string{"WEFT_PROCESSORS": "-1"}, wantErr: "Processors -1"},
 		{
 			name: "recovery throttle from the environment",
 			env:  map[string]string{"WEFT_RECOVERY_MAX_BYTES_PER_SEC": "100mb"},
