@@ -16,6 +16,12 @@ source "$(dirname "$0")/lib.sh"
 dir="${WEFT_CLUSTER_DIR:-./data-cluster}"
 seeds=127.0.0.1:9401,127.0.0.1:9402,127.0.0.1:9403
 
+# Three nodes share this machine: each gets its share of the CPUs
+# (--processors, like Elasticsearch's node.processors), at least one, so
+# that they do not each schedule work on every CPU.
+procs=$(( $(nproc) / 3 ))
+[ "$procs" -ge 1 ] || procs=1
+
 build
 for i in 1 2 3; do
 	for p in 920 930 940 950; do refuse_busy "127.0.0.1:${p}${i}"; done
@@ -23,7 +29,7 @@ done
 trap stop_nodes INT TERM
 for i in 1 2 3; do
 	log "starting node n${i} (HTTP 127.0.0.1:920${i}, data in ${dir}/n${i})"
-	start_node --node-name "n${i}" --data-dir "${dir}/n${i}" --log-level warn \
+	start_node --node-name "n${i}" --data-dir "${dir}/n${i}" --log-level warn --processors "$procs" \
 		--http-addr "127.0.0.1:920${i}" --fabric-addr "127.0.0.1:930${i}" \
 		--gossip-addr "127.0.0.1:940${i}" --raft-addr "127.0.0.1:950${i}" \
 		--seeds "$seeds" --initial-nodes n1,n2,n3

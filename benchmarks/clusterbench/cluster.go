@@ -27,6 +27,7 @@ type cluster struct {
 	bin       string
 	transport string // "" for a lone node
 	throttle  int64  // --recovery-max-bytes-per-sec
+	procs     int    // --processors; 0: not given
 	nodes     []*member
 }
 
@@ -38,12 +39,13 @@ type member struct {
 	c                          *ctl.Client
 }
 
-// newCluster lays out n nodes under dir with free loopback ports; start
+// newCluster lays out n nodes under dir with free loopback ports, each
+// with --processors procs when there are several (0: not given); start
 // runs them.
-func newCluster(bin, dir string, n int, transport string, throttle int64) (*cluster, error) {
-	cl := &cluster{bin: bin, transport: transport, throttle: throttle}
+func newCluster(bin, dir string, n int, transport string, throttle int64, procs int) (*cluster, error) {
+	cl := &cluster{bin: bin, transport: transport, throttle: throttle, procs: procs}
 	if n == 1 {
-		cl.transport = ""
+		cl.transport, cl.procs = "", 0
 	}
 	for i := range n {
 		m := &member{name: fmt.Sprintf("n%d", i+1)}
@@ -87,6 +89,9 @@ func (cl *cluster) name() string {
 func (cl *cluster) args(m *member) []string {
 	a := []string{"--node-name", m.name, "--data-dir", m.dir, "--http-addr", m.http, "--log-level", "warn",
 		"--recovery-max-bytes-per-sec", strconv.FormatInt(cl.throttle, 10)}
+	if cl.procs > 0 {
+		a = append(a, "--processors", strconv.Itoa(cl.procs))
+	}
 	if len(cl.nodes) == 1 {
 		return a
 	}

@@ -21,6 +21,7 @@ package clusterbench
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -40,6 +41,17 @@ const (
 	TransportTCP      = "tcp"
 	TransportAdaptive = "adaptive"
 )
+
+// ShareProcessors as Config.NodeProcessors gives each node of a cluster
+// its share of the machine's CPUs (Processors).
+const ShareProcessors = -1
+
+// Processors is the --processors of each of n nodes that share this
+// machine: its CPUs divided among them, at least 1 each — what
+// Elasticsearch asks of several nodes on one host (node.processors), so
+// that they do not each schedule work on every CPU and wake one another's
+// idle threads across them.
+func Processors(n int) int { return max(1, runtime.NumCPU()/n) }
 
 // Config bounds and shapes a run. DefaultConfig gives the command's
 // defaults.
@@ -76,6 +88,12 @@ type Config struct {
 	// RecoveryThrottle is every node's --recovery-max-bytes-per-sec
 	// (0: no limit, what the benchmark measures).
 	RecoveryThrottle int64
+	// NodeProcessors is each node's --processors in the three-node
+	// clusters: ShareProcessors (the default) gives each its share of this
+	// machine's CPUs (Processors), 0 leaves every node the runtime's
+	// default (all the CPUs, each node alike). The lone node always has
+	// every CPU.
+	NodeProcessors int
 	// RawDuration is how long each fabricbench point runs.
 	RawDuration time.Duration
 	Seed        uint64 // choice of generated queries
@@ -106,6 +124,7 @@ func DefaultConfig() Config {
 		RecoveryDocBytes:  256 << 10,
 		RecoveryLoadLimit: 5 * time.Minute,
 		RecoveryReps:      2,
+		NodeProcessors:    ShareProcessors,
 		RawDuration:       time.Second,
 		Seed:              1,
 	}
@@ -135,6 +154,8 @@ func (c Config) Validate() error {
 			c.RecoveryBytes, c.RecoveryDocBytes, c.RecoveryLoadLimit, c.RecoveryReps)
 	case c.RecoveryThrottle < 0:
 		return fmt.Errorf("RecoveryThrottle %d must be 0 (no limit) or positive", c.RecoveryThrottle)
+	case c.NodeProcessors < ShareProcessors || c.NodeProcessors > runtime.NumCPU():
+		return fmt.Errorf("NodeProcessors %d must be %d (each node its share of the CPUs), 0 (the runtime's default) or up to the %d CPUs", c.NodeProcessors, ShareProcessors, runtime.NumCPU())
 	case c.RawDuration <= 0:
 		return fmt.Errorf("RawDuration %v must be positive", c.RawDuration)
 	}
@@ -174,6 +195,9 @@ type Result struct {
 	FileQueries int   `json:"file_queries"` // of them, from the queries file
 	Size        int   `json:"size"`
 	Shards      int   `json:"shards"`
+	// NodeProcessors is the --processors each node of the three-node
+	// clusters ran with (0: the runtime's default, every CPU).
+	NodeProcessors int `json:"node_processors"`
 
 	Bulk     []BulkFigure    `json:"bulk,omitempty"`
 	Search   []SearchFigure  `json:"search,omitempty"`

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,9 @@ func TestValidate(t *testing.T) {
 		{"unknown part", func(c *Config) { c.Parts = []string{"search", "gc"} }, `part "gc"`},
 		{"negative throttle", func(c *Config) { c.RecoveryThrottle = -1 }, "RecoveryThrottle -1"},
 		{"no recovery docs", func(c *Config) { c.RecoveryDocBytes = 0 }, "RecoveryDocBytes 0"},
+		{"nodes keep the runtime's processors", func(c *Config) { c.NodeProcessors = 0 }, ""},
+		{"processors below share", func(c *Config) { c.NodeProcessors = -2 }, "NodeProcessors -2"},
+		{"more processors than CPUs", func(c *Config) { c.NodeProcessors = runtime.NumCPU() + 1 }, "NodeProcessors"},
 		{"recovery alone needs no one-client rounds", func(c *Config) { c.Parts, c.Clients = []string{PartRecovery}, []int{8} }, ""},
 	}
 	for _, tt := range tests {
@@ -54,6 +60,35 @@ func TestValidate(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+// TestNodeArgsGiveProcessorsToClusterNodesOnly: the nodes of a
+// three-node cluster get --processors (their share of the CPUs, or none
+// when asked for the runtime's default); the lone node never does.
+func TestNodeArgsGiveProcessorsToClusterNodesOnly(t *testing.T) {
+	procsOf := func(cl *cluster) []string {
+		var out []string
+		for _, m := range cl.nodes {
+			a := cl.args(m)
+			i := slices.Index(a, "--processors")
+			if i < 0 {
+				out = append(out, "")
+				continue
+			}
+			out = append(out, a[i+1])
+		}
+		return out
+	}
+	three, err := newCluster("searchnode", t.TempDir(), 3, TransportTCP, 0, Processors(3))
+	require.NoError(t, err)
+	share := strconv.Itoa(max(1, runtime.NumCPU()/3))
+	require.Equal(t, []string{share, share, share}, procsOf(three))
+	unset, err := newCluster("searchnode", t.TempDir(), 3, TransportTCP, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"", "", ""}, procsOf(unset))
+	lone, err := newCluster("searchnode", t.TempDir(), 1, "", 0, Processors(3))
+	require.NoError(t, err)
+	require.Equal(t, []string{""}, procsOf(lone), "the lone node has every CPU")
 }
 
 func TestLoadQueries(t *testing.T) {

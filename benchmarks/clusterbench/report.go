@@ -142,7 +142,11 @@ func ratio(a, b float64) float64 {
 func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "Weft cluster benchmark: %d docs (%.1f MB), %d queries (%d from the file, %d generated), top %d hits with _source, %d shards\n",
 		r.Docs, float64(r.CorpusBytes)/1e6, r.Queries, r.FileQueries, r.Queries-r.FileQueries, r.Size, r.Shards)
-	fmt.Fprintf(w, "%s; all nodes on 127.0.0.1\n\n", r.Machine)
+	procs := "every CPU each (the runtime's default)"
+	if r.NodeProcessors > 0 {
+		procs = fmt.Sprintf("--processors %d each", r.NodeProcessors)
+	}
+	fmt.Fprintf(w, "%s; all nodes on 127.0.0.1; three-node clusters: %s, the lone node: every CPU\n\n", r.Machine, procs)
 	base := oneNodeName(r.Shards)
 	var baseBulk float64
 	for _, b := range r.Bulk {

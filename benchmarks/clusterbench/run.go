@@ -51,8 +51,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 			return nil, err
 		}
 	}
+	procs := cfg.NodeProcessors
+	if procs == ShareProcessors {
+		procs = Processors(3)
+	}
 	res = &Result{Machine: enginebench.StartMachine(), Docs: len(docs), Queries: len(queries), FileQueries: len(queries) - cfg.Generated,
-		Size: cfg.Size, Shards: cfg.Shards}
+		Size: cfg.Size, Shards: cfg.Shards, NodeProcessors: procs}
 	for _, d := range docs {
 		res.CorpusBytes += int64(len(d.Source))
 	}
@@ -68,7 +72,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 		}
 	}()
 	startCluster := func(name string, n int, transport string) (*cluster, error) {
-		cl, err := newCluster(bin, filepath.Join(work, name), n, transport, cfg.RecoveryThrottle)
+		cl, err := newCluster(bin, filepath.Join(work, name), n, transport, cfg.RecoveryThrottle, procs)
 		if err != nil {
 			return nil, err
 		}

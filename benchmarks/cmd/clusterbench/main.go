@@ -55,6 +55,7 @@ func run() error {
 	flag.DurationVar(&cfg.RecoveryLoadLimit, "recovery-load-limit", cfg.RecoveryLoadLimit, "stop loading the recovered shard after this long (its size is reported)")
 	flag.IntVar(&cfg.RecoveryReps, "recovery-reps", cfg.RecoveryReps, "recoveries per transport, transports alternating")
 	throttle := flag.String("recovery-throttle", "0", "every node's --recovery-max-bytes-per-sec (0: no limit)")
+	flag.IntVar(&cfg.NodeProcessors, "node-processors", cfg.NodeProcessors, "each node's --processors in the three-node clusters: -1 gives each its share of this machine's CPUs (at least 1), 0 leaves every node all of them (the runtime's default)")
 	flag.DurationVar(&cfg.RawDuration, "raw-duration", cfg.RawDuration, "time per fabricbench point measured between recoveries")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the generated queries and documents")
 	flag.StringVar(&cfg.Searchnode, "searchnode", "", "searchnode binary to start (default: go build ./cmd/searchnode)")
