@@ -22,7 +22,7 @@ import (
 	"github.com/weftsearch/weft/node"
 	"github.com/weftsearch/weft/shard"
 
-	"github.com/weftsearch/weft/internal/testaddr"
+	"github.com/weftsearch/weft/internal/freeport"
 )
 
 // nodeCluster is several nodes in one process: real memberlist on loopback,
@@ -65,7 +65,7 @@ func formCluster(t testing.TB, n int, configure func(name string, cfg *node.Conf
 	var names, seeds []string
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("n%d", i))
-		seeds = append(seeds, testaddr.Free(t, true))
+		seeds = append(seeds, freeport.Free(t, true))
 	}
 	for i, name := range names {
 		cfg := testConfig(t.TempDir())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftsearch/weft/benchmarks/internal/nodeproc"
 	"github.com/weftsearch/weft/internal/ctl"
+	"github.com/weftsearch/weft/internal/freeport"
 )
 
 // clusterTimeout bounds how long a cluster may take to form and turn green.
@@ -52,17 +53,17 @@ func newCluster(bin, dir string, n int, transport string, throttle int64, procs 
 		m.dir = filepath.Join(dir, m.name)
 		m.log = filepath.Join(dir, m.name+".log")
 		var err error
-		if m.http, err = nodeproc.FreeAddr(false); err != nil {
+		if m.http, err = freeport.Pick(false); err != nil {
 			return nil, err
 		}
 		if n > 1 {
-			if m.fabric, err = nodeproc.FreeAddr(false); err != nil {
+			if m.fabric, err = freeport.Pick(false); err != nil {
 				return nil, err
 			}
-			if m.gossip, err = nodeproc.FreeAddr(true); err != nil {
+			if m.gossip, err = freeport.Pick(true); err != nil {
 				return nil, err
 			}
-			if m.raft, err = nodeproc.FreeAddr(false); err != nil {
+			if m.raft, err = freeport.Pick(false); err != nil {
 				return nil, err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftsearch/weft/benchmarks/internal/nodeproc"
 	"github.com/weftsearch/weft/internal/ctl"
+	"github.com/weftsearch/weft/internal/freeport"
 )
 
 // nodeProcess is a searchnode started by the benchmark as a child process.
@@ -24,7 +25,7 @@ type nodeProcess struct {
 // loopback port, and waits until it answers /_cluster/health. The node's
 // output goes to dir/searchnode.log. The caller must call Stop.
 func startNode(ctx context.Context, bin, dir string) (*nodeProcess, error) {
-	addr, err := nodeproc.FreeAddr(false)
+	addr, err := freeport.Pick(false)
 	if err != nil {
 		return nil, fmt.Errorf("pick a port for searchnode: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftsearch/weft/internal/testaddr"
+	"github.com/weftsearch/weft/internal/freeport"
 )
 
 // nodeProc is one node of a test cluster of real searchnode processes.
@@ -31,7 +31,7 @@ func processCluster(t *testing.T, bin string, n int) []*nodeProc {
 	var seeds, names []string
 	for i := range n {
 		np := &nodeProc{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(t.TempDir(), "data"),
-			http: testaddr.Free(t, false), fabric: testaddr.Free(t, false), gossip: testaddr.Free(t, true), rf: testaddr.Free(t, false), bin: bin}
+			http: freeport.Free(t, false), fabric: freeport.Free(t, false), gossip: freeport.Free(t, true), rf: freeport.Free(t, false), bin: bin}
 		nodes = append(nodes, np)
 		seeds = append(seeds, np.gossip)
 		names = append(names, np.name)

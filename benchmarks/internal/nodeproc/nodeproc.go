@@ -1,14 +1,13 @@
 // Package nodeproc runs searchnode binaries as child processes for the
-// benchmarks: it builds the binary, picks free loopback ports, starts a
-// process with its output in a log file, waits for its HTTP API to answer,
-// and stops it.
+// benchmarks: it builds the binary, starts a process with its output in a
+// log file, waits for its HTTP API to answer, and stops it (package
+// freeport picks the ports to give it).
 package nodeproc
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,27 +26,6 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build searchnode (run from the module root, or pass -searchnode PATH): %w\n%s", err, out)
 	}
 	return bin, nil
-}
-
-// FreeAddr returns a 127.0.0.1 address whose port was free for TCP a moment
-// ago, and for UDP too when udp is set (gossip listens on both).
-func FreeAddr(udp bool) (string, error) {
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", fmt.Errorf("pick a loopback port: %w", err)
-		}
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		if !udp {
-			return addr, nil
-		}
-		if pc, err := net.ListenPacket("udp", addr); err == nil {
-			_ = pc.Close()
-			return addr, nil
-		}
-	}
-	return "", errors.New("no loopback port free for both TCP and UDP after 50 tries")
 }
 
 // Proc is a searchnode child process. Its methods are safe to call from

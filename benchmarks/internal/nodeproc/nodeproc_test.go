@@ -2,7 +2,6 @@ package nodeproc
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,24 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-func TestFreeAddrIsLoopbackAndFree(t *testing.T) {
-	for _, udp := range []bool{false, true} {
-		addr, err := FreeAddr(udp)
-		require.NoError(t, err)
-		host, _, err := net.SplitHostPort(addr)
-		require.NoError(t, err)
-		require.Equal(t, "127.0.0.1", host)
-		ln, err := net.Listen("tcp", addr)
-		require.NoError(t, err)
-		_ = ln.Close()
-		if udp {
-			pc, err := net.ListenPacket("udp", addr)
-			require.NoError(t, err)
-			_ = pc.Close()
-		}
-	}
-}
 
 func TestWaitHTTPReportsAnEarlyExitWithTheLog(t *testing.T) {
 	p, err := Start("/bin/sh", filepath.Join(t.TempDir(), "log"), nil, "-c", "echo boom >&2; exit 3")

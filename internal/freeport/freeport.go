@@ -1,28 +1,28 @@
-// Package testaddr picks loopback addresses for tests that must name a port
-// before anything listens on it: the gossip seeds of a cluster formed in one
-// process, the flags of searchnode processes started by a test.
-package testaddr
+// Package freeport picks loopback addresses for programs that must name a
+// port before anything listens on it: the gossip seeds of a cluster formed
+// in one test process, and the flags of searchnode processes started by
+// tests and benchmarks.
+package freeport
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 )
 
-// Free returns "127.0.0.1:PORT" with PORT free now for TCP, and for UDP
+// Pick returns "127.0.0.1:PORT" with PORT free now for TCP, and for UDP
 // too when udp is set (gossip listens on both). The port is drawn below the
 // kernel's ephemeral range (net.ipv4.ip_local_port_range), from which the
 // kernel picks the local port of every outgoing connection and of every
 // listener on port 0: a port taken from that range (listening on port 0
 // and closing) can be handed to another process's connection before the
-// test's own listener binds it, which failed tests with "address already
-// in use" while other tests ran. Below the range only another test drawing
-// the same way could take it.
-func Free(tb testing.TB, udp bool) string {
-	tb.Helper()
+// program's own listener binds it, which failed tests and benchmark runs
+// with "address already in use". Below the range only another program
+// drawing the same way could take it.
+func Pick(udp bool) (string, error) {
 	low := ephemeralLow()
 	span := min(low-1024, 12000)
 	for range 100 {
@@ -33,15 +33,30 @@ func Free(tb testing.TB, udp bool) string {
 		}
 		_ = ln.Close()
 		if !udp {
-			return addr
+			return addr, nil
 		}
 		if pc, err := net.ListenPacket("udp", addr); err == nil {
 			_ = pc.Close()
-			return addr
+			return addr, nil
 		}
 	}
-	tb.Fatalf("no free loopback port below %d", low)
-	return ""
+	return "", fmt.Errorf("freeport: no loopback port free for TCP%s below %d after 100 tries", map[bool]string{true: " and UDP"}[udp], low)
+}
+
+// TB is the part of testing.TB that Free uses.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// Free is Pick for tests: it fails tb when no port is free.
+func Free(tb TB, udp bool) string {
+	tb.Helper()
+	addr, err := Pick(udp)
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	return addr
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's

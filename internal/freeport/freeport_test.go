@@ -1,4 +1,4 @@
-package testaddr
+package freeport
 
 import (
 	"net"
