@@ -70,7 +70,8 @@ bench-engine:
 	$(GO) run ./benchmarks/cmd/enginebench -corpus "$$(GO=$(GO) scripts/sample-data.sh)" $(BENCHFLAGS)
 
 # bench-cluster: searchnode processes on 127.0.0.1, side by side in one run:
-# one node vs three (fabric tcp and adaptive) on the full sample corpus,
+# one node vs three (fabric tcp and adaptive; each of the three with
+# --processors, its share of the CPUs) on the full sample corpus,
 # query p50/p99/QPS at 1, 8 and 32 clients and fabric bytes per query; bulk
 # with 0 and 1 replica; recovery of a 1 GiB shard vs raw TCP bandwidth.
 # More flags: make bench-cluster BENCHFLAGS='-recovery-bytes 256MiB -json cluster.json'.
