@@ -123,7 +123,7 @@ func DefaultConfig() Config {
 		RecoveryBytes:     1 << 30,
 		RecoveryDocBytes:  256 << 10,
 		RecoveryLoadLimit: 5 * time.Minute,
-		RecoveryReps:      2,
+		RecoveryReps:      3,
 		NodeProcessors:    ShareProcessors,
 		RawDuration:       time.Second,
 		Seed:              1,
