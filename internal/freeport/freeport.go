@@ -40,7 +40,11 @@ func Pick(udp bool) (string, error) {
 			return addr, nil
 		}
 	}
-	return "", fmt.Errorf("freeport: no loopback port free for TCP%s below %d after 100 tries", map[bool]string{true: " and UDP"}[udp], low)
+	proto := "TCP"
+	if udp {
+		proto = "TCP and UDP"
+	}
+	return "", fmt.Errorf("freeport: no loopback port below %d free for %s after 100 tries", low, proto)
 }
 
 // TB is the part of testing.TB that Free uses.
