@@ -518,6 +518,48 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
 }
 
+// TestClusterReadsReachARestartedNode: a node's process restarts behind
+// the others' backs (the shard table never marked it gone, as when it
+// comes back before failure detection notices). The connections the
+// other nodes pooled to its old process are broken; the first search and
+// realtime get through them still find every shard and document, on a
+// connection dialled to the new process, instead of failing n3's shards.
+func TestClusterReadsReachARestartedNode(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	ctx := context.Background()
+	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "r", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n1"], "r", ids, sources)
+	onN3 := ""
+	for _, id := range ids {
+		ix, _ := tc.nodes["n1"].meta.View().Index("r")
+		if p, _ := ix.Shards[ShardFor(id, "", 6)].Primary(); p.NodeID == "n3" {
+			onN3 = id
+			break
+		}
+	}
+	require.NotEmpty(t, onN3)
+	all := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}}}`)
+	require.Equal(t, uint64(len(ids)), all.Total)
+	_, err := tc.nodes["n2"].Get(ctx, "r", onN3, "")
+	require.NoError(t, err)
+	require.Positive(t, tc.peers["n1"].callsTo("n3", methodSearchQuery))
+	require.Positive(t, tc.peers["n2"].callsTo("n3", methodGet), "n2 holds a connection to n3")
+
+	tc.stop("n3")
+	tc.start("n3").awaitOpen(t)
+
+	res := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}},"timeout":"5s"}`)
+	require.Zero(t, res.Status.Failed, "%v", res.Failures)
+	require.Equal(t, all.Total, res.Total)
+	d, err := tc.nodes["n2"].Get(ctx, "r", onN3, "")
+	require.NoError(t, err)
+	require.Equal(t, onN3, d.ID)
+}
+
 // TestSearchRoutingReachesOnlyRoutedShards: a search with routing values
 // searches only the shards they route to (over every node), so documents
 // routed elsewhere are not found and _shards counts those shards only.
@@ -802,7 +844,7 @@ func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 	require.Equal(t, 6, res.Status.Total)
 	all := tc.search(t, "n3", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20}`)
 	sameHits(t, all.SearchResult, res.SearchResult, "after n2 died")
-	require.Equal(t, 1, peers.callsTo("n2", methodSearchStats), "both shards of n2 were in one message")
+	require.Equal(t, 2, peers.callsTo("n2", methodSearchStats), "both shards of n2 were in one message, sent once more when its connection broke (callRead)")
 	require.Zero(t, peers.callsTo("n2", methodSearchQuery), "the shards moved to n3 for good")
 	for _, h := range res.Hits {
 		require.NotEmpty(t, h.Fields[index.SourceField])

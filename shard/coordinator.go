@@ -18,9 +18,27 @@ import (
 
 // Peers reaches the fabric of other nodes by node ID. It is owned here and
 // implemented by the node (a pool of adaptive connections addressed from
-// the cluster's node records).
+// the cluster's node records). A call that fails with fabric.ErrClosed
+// (its connection was closed or broke) must leave the pool to dial the node
+// afresh for the next call.
 type Peers interface {
 	Call(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error)
+}
+
+// callRead is c.peers.Call for a request that only reads, and so may run
+// twice: one that failed with fabric.ErrClosed is sent once more, on the
+// connection the pool dials in place of the broken one. That is the first
+// call to a node whose process restarted since the pool connected to it
+// (before failure detection noticed, or while this node missed it), which
+// would otherwise fail the read though the node is up. Writes are never
+// sent again this way: one that reached the peer before the break would
+// run twice.
+func (c *Coordinator) callRead(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error) {
+	reply, err := c.peers.Call(ctx, nodeID, method, payload)
+	if errors.Is(err, fabric.ErrClosed) && ctx.Err() == nil {
+		reply, err = c.peers.Call(ctx, nodeID, method, payload)
+	}
+	return reply, err
 }
 
 // Coordinator is the engine the HTTP API calls on every node. It resolves

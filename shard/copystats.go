@@ -161,7 +161,7 @@ func (c *Coordinator) askHolders(ctx context.Context, v *View) []nodeReport {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := c.peers.Call(ctx, id, methodCopyStats, []byte{wireVersion})
+			reply, err := c.callRead(ctx, id, methodCopyStats, []byte{wireVersion})
 			if err != nil {
 				return
 			}

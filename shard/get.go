@@ -97,7 +97,7 @@ func (c *Coordinator) getRemote(ctx context.Context, v *View, uuid string, num i
 	e.uvarint(uint64(num))
 	e.str(p.AllocationID)
 	e.str(id)
-	reply, err := c.peers.Call(ctx, p.NodeID, methodGet, e.b)
+	reply, err := c.callRead(ctx, p.NodeID, methodGet, e.b)
 	if err != nil {
 		return index.Doc{}, false, fromRemote(err)
 	}

@@ -134,7 +134,7 @@ func (c *Coordinator) getRemoteMany(ctx context.Context, v *View, uuid string, n
 	for _, id := range ids {
 		e.str(id)
 	}
-	reply, err := c.peers.Call(ctx, p.NodeID, methodMget, e.b)
+	reply, err := c.callRead(ctx, p.NodeID, methodMget, e.b)
 	if err != nil {
 		return nil, nil, fromRemote(err)
 	}

@@ -481,7 +481,7 @@ func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs [
 	}
 	done := c.ars.begin(node)
 	start := time.Now()
-	raw, err := c.peers.Call(ctx, node, phaseMethods[ph], payload)
+	raw, err := c.callRead(ctx, node, phaseMethods[ph], payload)
 	done(time.Since(start), err != nil)
 	if err != nil {
 		return nil, fromRemote(err)
