@@ -470,18 +470,41 @@ func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
 	require.Equal(t, uint64(60), inf.DocsCount, "document counts are gathered from every node")
 }
 
+// loadSampleIndex creates index name with shards shards (no replicas) and
+// the sample mapping through n1, waits until every node has opened its
+// copies, and loads the sample documents; it returns their ids.
+func (tc *testCluster) loadSampleIndex(t *testing.T, name string, shards int) []string {
+	t.Helper()
+	require.NoError(t, tc.nodes["n1"].CreateIndex(context.Background(), name, IndexSettings{NumberOfShards: shards}, sampleMapping(t)))
+	for _, n := range tc.nodes {
+		n.awaitOpen(t)
+	}
+	ids, sources := sampleDocs(t)
+	bulkIndex(t, tc.nodes["n1"], name, ids, sources)
+	return ids
+}
+
+// docOn is one of ids whose shard's primary is on node.
+func (tc *testCluster) docOn(t *testing.T, name, node string, ids []string) string {
+	t.Helper()
+	ix, err := tc.nodes["n1"].meta.View().Index(name)
+	require.NoError(t, err)
+	for _, id := range ids {
+		if p, _ := ix.Shards[ShardFor(id, "", len(ix.Shards))].Primary(); p.NodeID == node {
+			return id
+		}
+	}
+	t.Fatalf("no document of %s has its primary on %s", name, node)
+	return ""
+}
+
 // TestClusterSearchWithDeadNodeGivesPartialResults: a node that dies takes
 // its shards out of searches, which answer from the others with the failed
 // shards counted, instead of waiting for it.
 func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "p", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
-	}
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes["n1"], "p", ids, sources)
+	ids := tc.loadSampleIndex(t, "p", 6)
 	all := tc.search(t, "n1", []string{"p"}, `{"query":{"match_all":{}}}`)
 	require.Equal(t, uint64(len(ids)), all.Total)
 
@@ -504,15 +527,7 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 	// Writes to its shards fail with 503 once their wait for a primary ends.
 	wctx, cancel := context.WithTimeout(ctx, 300e6)
 	defer cancel()
-	var onDead string
-	for _, id := range ids {
-		ix, _ := tc.nodes["n1"].meta.View().Index("p")
-		p, _ := ix.Shards[ShardFor(id, "", 6)].Primary()
-		if p.NodeID == "n3" {
-			onDead = id
-			break
-		}
-	}
+	onDead := tc.docOn(t, "p", "n3", ids)
 	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, WriteOptions{Refresh: RefreshFalse})
 	require.NoError(t, err)
 	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
@@ -527,21 +542,8 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 func TestClusterReadsReachARestartedNode(t *testing.T) {
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "r", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
-	}
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes["n1"], "r", ids, sources)
-	onN3 := ""
-	for _, id := range ids {
-		ix, _ := tc.nodes["n1"].meta.View().Index("r")
-		if p, _ := ix.Shards[ShardFor(id, "", 6)].Primary(); p.NodeID == "n3" {
-			onN3 = id
-			break
-		}
-	}
-	require.NotEmpty(t, onN3)
+	ids := tc.loadSampleIndex(t, "r", 6)
+	onN3 := tc.docOn(t, "r", "n3", ids)
 	all := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}}}`)
 	require.Equal(t, uint64(len(ids)), all.Total)
 	_, err := tc.nodes["n2"].Get(ctx, "r", onN3, "")
