@@ -122,18 +122,27 @@ func leastLoaded(first *Conn, others []*Conn) (*Conn, int) {
 }
 
 // openLane starts opening lanes of group g in the background unless that
-// is under way, the connection failed, or a dial failed less than
-// dialRetry ago.
+// is under way, the group is full (a caller's unlocked look at it may be
+// stale by now: a dial may have finished since), the connection failed, or
+// a dial failed less than dialRetry ago.
 func (c *Conn) openLane(g int) {
 	ls := c.lanes
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.dialing[g] || ls.closed || time.Now().Before(ls.nextTryAt[g]) {
+	if ls.dialing[g] || ls.closed || len(ls.group(g)) >= c.maxLanes(g) || time.Now().Before(ls.nextTryAt[g]) {
 		return
 	}
 	ls.dialing[g] = true
 	ls.wg.Add(1)
 	go c.dialLanes(g)
+}
+
+// maxLanes is how many lanes group g may hold beyond the first socket.
+func (c *Conn) maxLanes(g int) int {
+	if g == groupSmall {
+		return c.cfg.Lanes - 1
+	}
+	return c.cfg.BulkSockets
 }
 
 // dialLanes dials lanes of group g: one for a small lane, until
@@ -162,7 +171,7 @@ func (c *Conn) dialLanes(g int) {
 		}
 		open := append(slices.Clone(ls.group(g)), ln)
 		ls.open[g].Store(&open)
-		if g == groupSmall || len(open) >= c.cfg.BulkSockets {
+		if g == groupSmall || len(open) >= c.maxLanes(g) {
 			ls.dialing[g] = false
 			ls.mu.Unlock()
 			return
