@@ -7,6 +7,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
 	bindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/weftsearch/weft/index"
@@ -24,6 +25,14 @@ type aliasChild struct {
 	// after, when set, is awaited before searching (a copy on this node
 	// waits until the other nodes' messages are on their way).
 	after *dispatch
+	// rank is the shard's place, by name, among the of shards searched.
+	// Each hit's HitNumber (its place within its shard, bleve's tiebreak
+	// after the sort keys) becomes HitNumber×of + rank: hits keep their
+	// order within a shard, and hits of different shards that bleve would
+	// find equal — the same score, the same place — go by shard, the same
+	// way on every node, instead of in whatever order the shards answered
+	// (bleve's merge sorts with sort.Sort, which is not stable).
+	rank, of int
 }
 
 var _ bleve.Index = aliasChild{}
@@ -38,6 +47,9 @@ func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchReques
 	}
 	a.after.wait(ctx)
 	res, err := a.s.Search(ctx, req)
+	if err == nil {
+		a.renumber(res.Hits)
+	}
 	var stale *staleStats
 	switch {
 	case a.pending == nil:
@@ -49,6 +61,17 @@ func (a aliasChild) SearchInContext(ctx context.Context, req *bleve.SearchReques
 	}
 	return res, err
 }
+
+// renumber gives hits their HitNumber among every shard's (see rank).
+func (a aliasChild) renumber(hits search.DocumentMatchCollection) {
+	if a.of < 2 {
+		return
+	}
+	for _, h := range hits {
+		h.HitNumber = h.HitNumber*uint64(a.of) + uint64(a.rank)
+	}
+}
+
 func (a aliasChild) Search(req *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	return a.SearchInContext(context.Background(), req)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
@@ -325,6 +326,56 @@ func (f failingSearcher) TermStats(context.Context, query.Query) (ShardStats, er
 }
 func (f failingSearcher) Search(context.Context, *bleve.SearchRequest) (*bleve.SearchResult, error) {
 	return nil, errors.New("shard unreachable")
+}
+
+// tiedSearcher is a shard whose one hit ties with every other such
+// shard's: the same score and the same hit number within its shard. It
+// answers after delay.
+type tiedSearcher struct {
+	name, id string
+	delay    time.Duration
+}
+
+func (f tiedSearcher) Name() string { return f.name }
+func (f tiedSearcher) TermStats(context.Context, query.Query) (ShardStats, error) {
+	return ShardStats{Stats: &index.TermStats{DocCount: 1}}, nil
+}
+func (f tiedSearcher) Search(ctx context.Context, _ *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &bleve.SearchResult{Total: 1, MaxScore: 1, Status: &bleve.SearchStatus{Total: 1, Successful: 1},
+		Hits: search.DocumentMatchCollection{{Index: f.name, ID: f.id, Score: 1, HitNumber: 1}}}, nil
+}
+
+// TestTiedHitsOfShardsSortByShard: hits of different shards that tie in
+// score and in their place within their shards come in the order of their
+// shards' names, whichever shard answers first, so every node that
+// coordinates the search pages them alike.
+func TestTiedHitsOfShardsSortByShard(t *testing.T) {
+	for _, slow := range []int{0, 1, 2} {
+		t.Run(fmt.Sprint("slow shard ", slow), func(t *testing.T) {
+			ss := make([]ShardSearcher, 3)
+			for k := range ss {
+				f := tiedSearcher{name: fmt.Sprint("i/", k), id: fmt.Sprint("d", k)}
+				if k == slow {
+					f.delay = 50 * time.Millisecond
+				}
+				ss[k] = f
+			}
+			// The searchers are given in another order than their names'.
+			ss[0], ss[2] = ss[2], ss[0]
+			res, err := SearchShards(context.Background(), ss, bleve.NewSearchRequest(bleve.NewMatchAllQuery()))
+			require.NoError(t, err)
+			var got []string
+			for _, h := range res.Hits {
+				got = append(got, h.ID)
+			}
+			require.Equal(t, []string{"d0", "d1", "d2"}, got)
+		})
+	}
 }
 
 func TestSearchWithFailingShardGivesPartialResults(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -467,8 +468,9 @@ func queryPhase(ctx context.Context, live []ShardSearcher, req *bleve.SearchRequ
 	pending := &fetchSet{byHit: map[*search.DocumentMatch]ShardSearcher{}, named: named}
 	sent := newDispatch(live)
 	children := make([]bleve.Index, len(live))
+	ranks := ranksByName(live)
 	for k, s := range live {
-		ch := aliasChild{s: s, pending: pending}
+		ch := aliasChild{s: s, pending: pending, rank: ranks[k], of: len(live)}
 		if gs != nil && strict && gs.kept[k] {
 			ch.expect = gs.per[k].Generation
 		}
@@ -500,6 +502,21 @@ func queryPhase(ctx context.Context, live []ShardSearcher, req *bleve.SearchRequ
 		res.Status.Total, res.Status.Successful = len(live), len(live)
 	}
 	return res, pending, nil
+}
+
+// ranksByName is each searcher's place in ss sorted by name: the same on
+// every node for the same shards (aliasChild.rank).
+func ranksByName(ss []ShardSearcher) []int {
+	order := make([]int, len(ss))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ss[a].Name(), ss[b].Name()) })
+	ranks := make([]int, len(ss))
+	for r, k := range order {
+		ranks[k] = r
+	}
+	return ranks
 }
 
 // matchNamed sets the named queries that each hit of a local copy matches
