@@ -42,6 +42,9 @@ const (
 	TransportAdaptive = "adaptive"
 )
 
+// clusterNodes is the size of the clusters compared with the lone node.
+const clusterNodes = 3
+
 // ShareProcessors as Config.NodeProcessors gives each node of a cluster
 // its share of the machine's CPUs (Processors).
 const ShareProcessors = -1

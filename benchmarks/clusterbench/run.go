@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	}
 	procs := cfg.NodeProcessors
 	if procs == ShareProcessors {
-		procs = Processors(3)
+		procs = Processors(clusterNodes)
 	}
 	res = &Result{Machine: enginebench.StartMachine(), Docs: len(docs), Queries: len(queries), FileQueries: len(queries) - cfg.Generated,
 		Size: cfg.Size, Shards: cfg.Shards, NodeProcessors: procs}
@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (res *Result, err
 	}
 	var three []*cluster
 	for _, t := range cfg.Transports {
-		cl, err := startCluster("three-"+t, 3, t)
+		cl, err := startCluster("three-"+t, clusterNodes, t)
 		if err != nil {
 			return nil, err
 		}

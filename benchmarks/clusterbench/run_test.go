@@ -41,7 +41,7 @@ func TestRunSmall(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, 80, res.Docs)
-	require.Equal(t, Processors(3), res.NodeProcessors)
+	require.Equal(t, Processors(clusterNodes), res.NodeProcessors)
 	require.Equal(t, 26+4, res.Queries)
 	setups := []string{"1 node, 1 shard", "1 node, 6 shards", "3 nodes tcp, 6 shards"}
 	require.Len(t, res.Bulk, len(setups))
