@@ -157,7 +157,8 @@ type sortSpec struct {
 
 // ParseSearch translates an Elasticsearch _search request — body (may be
 // empty) and URL parameters — into a Search. fields describes the mapping
-// of the indices searched. Every error is an *Error with a 4xx status.
+// of the indices searched. Every error is an *Error of kind
+// ErrInvalidRequest.
 func ParseSearch(body []byte, params url.Values, fields Fields) (*Search, error) {
 	return Scope{}.ParseSearch(body, params, fields)
 }
