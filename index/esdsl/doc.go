@@ -44,6 +44,7 @@
 //   - highlights are cut from _source around the matched terms' offsets
 //     (bleve's term locations), so they need term vectors on the field;
 //   - scroll pages are search_after pages under a total sort (the request's
-//     sort, then _id), not a point-in-time snapshot;
-//   - "_name" on queries is accepted but matched_queries is not reported.
+//     sort, then _id) over a point in time (see scroll.go);
+//   - matched_queries lists a hit's named queries but not their scores
+//     (include_named_queries_score is refused).
 package esdsl
