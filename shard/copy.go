@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -28,7 +29,7 @@ type shardCopy struct {
 	name   string // "index/num", for logs and errors
 	dir    string
 	idx    *index.Index
-	log    *Log
+	log    *shardlog.Log
 	logger *slog.Logger
 
 	// store is the node's store (mapping commits, replication, failures);
@@ -131,7 +132,7 @@ func openCopy(st *Store, dir string, meta copyMeta, nm *nodeMapping, create bool
 		return nil, err
 	}
 	idx.Bleve().SetName(meta.Index)
-	lg, err := OpenLog(st.cfg.logFS(), filepath.Join(dir, "log"), segBytes, logger)
+	lg, err := shardlog.Open(st.cfg.logFS(), filepath.Join(dir, "log"), segBytes, logger)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err
@@ -174,7 +175,7 @@ func (s *shardCopy) replay(logger *slog.Logger) error {
 		ops = ops[:0]
 		return err
 	}
-	err := s.log.Replay(from, func(r *LogRecord) error {
+	err := s.log.Replay(from, func(r *shardlog.Record) error {
 		op := index.Op{Delete: r.Delete, ID: r.ID, Source: r.Source, SeqNo: r.Seq, Version: r.Version, PrimaryTerm: r.Term}
 		if err := s.idx.Prepare(&op); err != nil {
 			logger.Warn("shard log replay: skipping a record the mapping rejects", "shard", s.name, "seq", r.Seq, "id", r.ID, "err", err)
@@ -238,7 +239,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	term := s.term.Load()
 	pending := map[string]*pendingDoc{}
 	var ops []index.Op
-	var recs []LogRecord
+	var recs []shardlog.Record
 	var okItems []item
 	// evaluated are the items decided here against the documents' state;
 	// those that log no operation (conflicts, not found, noops) are answers
@@ -359,7 +360,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 			res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, term
 			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: term, source: source}
 			ops = append(ops, iop)
-			recs = append(recs, LogRecord{Term: term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
+			recs = append(recs, shardlog.Record{Term: term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
 			okItems = append(okItems, it)
 		}
 	}
@@ -398,7 +399,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	// The replicas log and index while this copy does; the group is
 	// acknowledged once both are done.
 	replicated := s.store.replicate(s, term, mv, s.lastSeq(), recs)
-	if err := s.log.Append(recs); err != nil {
+	if err := s.appendLog(recs); err != nil {
 		// Nothing acknowledged; the seqs may have reached the file, so they
 		// are not reused. The log refuses every later write: this copy is
 		// failed, and an in-sync replica (which may have these operations;
@@ -426,6 +427,17 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	}
 	s.trimLog()
 	return nil
+}
+
+// appendLog appends recs to the copy's log: nil once they are durable, the
+// log's error otherwise, except that a log closed under a write in flight
+// (the copy was closed) is ErrClosed, as a closed store's writes are.
+func (s *shardCopy) appendLog(recs []shardlog.Record) error {
+	err := s.log.Append(recs)
+	if errors.Is(err, shardlog.ErrClosed) {
+		return ErrClosed
+	}
+	return err
 }
 
 // lastSeq is the highest sequence number the copy has logged; under the
