@@ -11,9 +11,9 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/discovery"
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/fabric/tcp"
-	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
 // Values of Config.FabricRDMA.

@@ -16,10 +16,10 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/fabric/rdma/rdmatest"
 	"github.com/weftsearch/weft/node"
-	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
 // TestFabricRDMAPathOnVerbs runs two nodes whose fabric has an RDMA path on a

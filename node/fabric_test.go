@@ -12,10 +12,10 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/fabric/tcp"
 	"github.com/weftsearch/weft/node"
-	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
 // getJSON fetches url and decodes a 200 reply into v.

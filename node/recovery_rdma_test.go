@@ -18,8 +18,8 @@ import (
 
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric/adaptive"
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/node"
-	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
 // Peer recovery over the node's RDMA path (the Soft-RoCE guest of

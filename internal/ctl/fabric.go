@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/fabric/rdma"
-	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
 // FabricDevices returns GET /_weft/fabric/devices and the raw JSON body.

@@ -14,11 +14,11 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/fabric/tcp"
 	"github.com/weftsearch/weft/internal/ctl"
 	"github.com/weftsearch/weft/node"
-	"github.com/weftsearch/weft/node/fabricdiag"
 )
 
 // startFabricNode runs a real node whose fabric listens on a free loopback

@@ -1,8 +1,12 @@
-// Package fabricdiag holds the node's fabric diagnostics: the JSON reports
-// served under /_weft/fabric/ and read by `searchctl fabric`, and Counting,
-// the path-transport wrapper that counts a listener's inbound traffic per
-// peer (the path transports keep no per-connection counters on the serving
-// side).
+// Package fabricdiag holds a node's fabric diagnostics: the JSON reports a
+// node serves under /_weft/fabric/ and `searchctl fabric` reads, and
+// Counting, the path-transport wrapper that counts a listener's inbound
+// traffic per peer (the path transports keep no per-connection counters on
+// the serving side).
+//
+// It sits under fabric/, above the transports it describes and below both
+// the node that fills the reports and searchctl that decodes them, so
+// neither has to import the other. No other package under fabric/ imports it.
 package fabricdiag
 
 import (

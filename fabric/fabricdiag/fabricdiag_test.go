@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/fabric"
-	"github.com/weftsearch/weft/node/fabricdiag"
+	"github.com/weftsearch/weft/fabric/fabricdiag"
 )
 
 // recordListen is a path transport that keeps the handler Listen was given,
