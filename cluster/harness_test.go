@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/weftsearch/weft/cluster/clustertest"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/internal/testlog"
 )
 
 // TestMain checks that Shutdown leaves no goroutine behind, but for one of
@@ -27,28 +27,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).probeNode"))
 }
 
-// testLogger sends logs to t.Log while the test runs (quiet when it
-// passes) and drops them after.
+// testLogger is testlog's logger at Info, or at Debug when WEFT_TEST_DEBUG
+// is set: Raft and memberlist are chatty at Debug.
 func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() { w.done.Store(true) })
 	level := slog.LevelInfo
 	if os.Getenv("WEFT_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct {
-	t    *testing.T
-	done atomic.Bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	if !w.done.Load() {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
+	return testlog.NewLevel(t, level)
 }
 
 // testNet is an in-process cluster: real memberlist and Raft on loopback

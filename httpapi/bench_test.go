@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -21,7 +22,7 @@ import (
 // (served in-process, without sockets) and the engine.
 func benchAPI(b *testing.B) (http.Handler, *shard.Coordinator) {
 	b.Helper()
-	logger := testLogger(b)
+	logger := testlog.New(b)
 	eng := openEngine(b, logger)
 	api, err := httpapi.New(apiConfig(), eng, logger, prometheus.NewRegistry())
 	require.NoError(b, err)

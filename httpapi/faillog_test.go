@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -57,7 +58,7 @@ func (l *levels) take() []slog.Level {
 // not logged.
 func TestFailedRequestsAreLoggedByStatus(t *testing.T) {
 	var err error
-	eng := refreshFails{Coordinator: openEngine(t, testLogger(t)), err: &err}
+	eng := refreshFails{Coordinator: openEngine(t, testlog.New(t)), err: &err}
 	rec := &levels{}
 	api, e := httpapi.New(apiConfig(), eng, slog.New(rec), prometheus.NewRegistry())
 	require.NoError(t, e)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node/placement"
 	"github.com/weftsearch/weft/shard"
 )
@@ -26,19 +27,6 @@ import (
 func TestMain(m *testing.M) {
 	// bleve starts its analysis workers once per process, in an init function.
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
-}
-
-// tWriter sends log output to the test's log, so passing tests are quiet.
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // apiConfig is a small configuration for tests.
@@ -81,7 +69,7 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {
 	t.Helper()
-	logger := testLogger(t)
+	logger := testlog.New(t)
 	eng := openEngine(t, logger)
 	api, err := httpapi.New(cfg, eng, logger, prometheus.NewRegistry())
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/weftsearch/weft/shard"
 
 	"github.com/weftsearch/weft/internal/freeport"
+	"github.com/weftsearch/weft/internal/testlog"
 )
 
 // nodeCluster is several nodes in one process: real memberlist on loopback,
@@ -90,7 +91,7 @@ func formCluster(t testing.TB, n int, configure func(name string, cfg *node.Conf
 }
 
 func (nc *nodeCluster) start(name string) *node.Node {
-	n, err := node.New(nc.cfgs[name], testLogger(nc.t))
+	n, err := node.New(nc.cfgs[name], testlog.New(nc.t))
 	require.NoError(nc.t, err)
 	require.NoError(nc.t, n.Start(context.Background()))
 	nc.nodes[name] = n

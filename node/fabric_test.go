@@ -15,6 +15,7 @@ import (
 	"github.com/weftsearch/weft/fabric/fabricdiag"
 	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/fabric/tcp"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node"
 )
 
@@ -192,7 +193,7 @@ func TestFabricOutboundConnShowsDecisionTable(t *testing.T) {
 
 func TestFabricShutdownClosesListenerAndConns(t *testing.T) {
 	a := startNode(t, fabricConfig(t.TempDir()))
-	b, err := node.New(fabricConfig(t.TempDir()), testLogger(t))
+	b, err := node.New(fabricConfig(t.TempDir()), testlog.New(t))
 	require.NoError(t, err)
 	require.NoError(t, b.Start(context.Background()))
 	addr := b.FabricAddr()
@@ -216,7 +217,7 @@ func TestFabricRDMAOnFailsWithoutRDMA(t *testing.T) {
 	}
 	cfg := fabricConfig(t.TempDir())
 	cfg.FabricRDMA = node.FabricRDMAOn
-	n, err := node.New(cfg, testLogger(t))
+	n, err := node.New(cfg, testlog.New(t))
 	require.NoError(t, err)
 	defer n.Shutdown(context.Background())
 	err = n.Start(context.Background())

@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node"
 )
 
@@ -37,27 +36,6 @@ func TestMain(m *testing.M) {
 // client keeps no idle connections, so no goroutine outlives a test.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// tWriter writes log lines to the test's log until the test and its
-// cleanups (which stop its nodes) are done; a line that a background
-// goroutine (gossip, Raft) logs after that is dropped, not a panic.
-type tWriter struct {
-	t    testing.TB
-	done *atomic.Bool
-}
-
-func (w tWriter) Write(p []byte) (int, error) {
-	if !w.done.Load() {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	done := new(atomic.Bool)
-	t.Cleanup(func() { done.Store(true) }) // registered first, so it runs last
-	return slog.New(slog.NewTextHandler(tWriter{t, done}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 // testConfig is a small, fast configuration on a free loopback port.
 func testConfig(dir string) node.Config {
 	cfg := node.DefaultConfig()
@@ -71,7 +49,7 @@ func testConfig(dir string) node.Config {
 
 func startNode(t *testing.T, cfg node.Config) *node.Node {
 	t.Helper()
-	n, err := node.New(cfg, testLogger(t))
+	n, err := node.New(cfg, testlog.New(t))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(context.Background()))
 	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
@@ -152,7 +130,7 @@ func TestIndexesSurviveRestart(t *testing.T) {
 	require.Equal(t, 201, status)
 
 	// A second node on the same directory is refused while the first runs.
-	_, err := node.New(testConfig(dir), testLogger(t))
+	_, err := node.New(testConfig(dir), testlog.New(t))
 	require.ErrorContains(t, err, "in use by another node")
 
 	require.NoError(t, n.Shutdown(context.Background()))
@@ -185,7 +163,7 @@ func TestIndexesSurviveRestart(t *testing.T) {
 // request must complete and its documents must be there after a restart.
 func TestShutdownFinishesInFlightRequest(t *testing.T) {
 	dir := t.TempDir()
-	n, err := node.New(testConfig(dir), testLogger(t))
+	n, err := node.New(testConfig(dir), testlog.New(t))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(context.Background()))
 	addr := n.HTTPAddr()
@@ -253,7 +231,7 @@ func TestRunAppliesProcessors(t *testing.T) {
 	done := make(chan error, 1)
 	cfg := testConfig(t.TempDir())
 	cfg.Processors = 1
-	go func() { done <- node.Run(ctx, cfg, testLogger(t), func(u string) { urls <- u }) }()
+	go func() { done <- node.Run(ctx, cfg, testlog.New(t), func(u string) { urls <- u }) }()
 	var url string
 	select {
 	case url = <-urls:
@@ -285,7 +263,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- node.Run(ctx, testConfig(t.TempDir()), testLogger(t), func(u string) { urls <- u }) }()
+	go func() { done <- node.Run(ctx, testConfig(t.TempDir()), testlog.New(t), func(u string) { urls <- u }) }()
 	var url string
 	select {
 	case url = <-urls:

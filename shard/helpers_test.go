@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,20 +13,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/testlog"
 )
-
-// testLogger sends the manager's logs to t.Log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
 
 func testConfig() Config {
 	c := DefaultConfig()
@@ -63,9 +50,9 @@ func startNode(t testing.TB, mc *memCluster, id, dir string, peers Peers) *testN
 func startNodeWith(t testing.TB, mc *memCluster, id, dir string, peers Peers, cfg Config, register func(*Coordinator)) *testNode {
 	t.Helper()
 	meta := mc.node(id)
-	st, err := OpenStore(filepath.Join(dir, "shards"), cfg, meta, peers, testLogger(t))
+	st, err := OpenStore(filepath.Join(dir, "shards"), cfg, meta, peers, testlog.New(t))
 	require.NoError(t, err)
-	n := &testNode{Coordinator: NewCoordinator(st, cfg, testLogger(t)), mc: mc, dir: dir}
+	n := &testNode{Coordinator: NewCoordinator(st, cfg, testlog.New(t)), mc: mc, dir: dir}
 	if register != nil {
 		register(n.Coordinator)
 	}

@@ -2,7 +2,6 @@ package adaptive_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,18 +11,14 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/internal/testlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// tlog sends a test's logs to t.Log, so passing tests are quiet.
-type tlog struct{ t testing.TB }
-
-func (w tlog) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 func testConfig(t testing.TB) adaptive.Config {
 	cfg := adaptive.DefaultConfig()
-	cfg.Logger = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.Logger = testlog.New(t)
 	cfg.StripeThreshold = 1 << 20
 	cfg.ChunkSize = map[string]int{"mem": 256 << 10, "tcp": 256 << 10}
 	cfg.ExploreInterval = 50 * time.Millisecond

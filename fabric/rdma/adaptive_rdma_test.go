@@ -18,6 +18,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/tcp"
+	"github.com/weftsearch/weft/internal/testlog"
 )
 
 // countingHandler counts executions per call key (the payload's first 8
@@ -70,13 +71,13 @@ func TestAdaptiveFinishesCallsOverTCPAfterQPError(t *testing.T) {
 			rc := newTestTransport(t, env, nil)
 			rs := newTestTransport(t, env, nil)
 			tcfg := tcp.DefaultConfig()
-			tcfg.Logger = testLogger(t)
+			tcfg.Logger = testlog.New(t)
 			tc1, err := tcp.New(tcfg)
 			require.NoError(t, err)
 			tc2, err := tcp.New(tcfg)
 			require.NoError(t, err)
 			acfg := adaptive.DefaultConfig()
-			acfg.Logger = testLogger(t)
+			acfg.Logger = testlog.New(t)
 			acfg.ExploreInterval = 20 * time.Millisecond // keep sending live calls down both paths
 			acfg.ReprobeMin, acfg.ReprobeMax = 20*time.Millisecond, 200*time.Millisecond
 			cli, err := adaptive.New(acfg, rc, tc1)
@@ -158,7 +159,7 @@ func TestAdaptiveBorrowsRDMARequestMemory(t *testing.T) {
 	rc := newTestTransport(t, env, nil)
 	rs := newTestTransport(t, env, nil)
 	acfg := adaptive.DefaultConfig()
-	acfg.Logger = testLogger(t)
+	acfg.Logger = testlog.New(t)
 	cli, err := adaptive.New(acfg, rc)
 	require.NoError(t, err)
 	srv, err := adaptive.New(acfg, rs)

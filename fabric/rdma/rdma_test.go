@@ -18,6 +18,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/internal/testlog"
 )
 
 // The RDMA tests need a verbs device. The Soft-RoCE guest
@@ -49,22 +50,9 @@ func rdmaEnv(t testing.TB) testEnv {
 	return env
 }
 
-// testLogger sends the transport's log to t.Log, so passing tests are quiet.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
 func newTestTransport(t testing.TB, env testEnv, mod func(*Config)) *Transport {
 	t.Helper()
-	return newLoggedTransport(t, env, mod, testLogger(t))
+	return newLoggedTransport(t, env, mod, testlog.New(t))
 }
 
 // newLoggedTransport is newTestTransport logging to log.
@@ -105,7 +93,7 @@ func listenAndDial(t testing.TB, ctx context.Context, env testEnv, server, clien
 func echoPair(t *testing.T, env testEnv, mod func(*Config), clientLog *slog.Logger) (client, server *Transport, c fabric.Conn, ctx context.Context) {
 	t.Helper()
 	if clientLog == nil {
-		clientLog = testLogger(t)
+		clientLog = testlog.New(t)
 	}
 	client = newLoggedTransport(t, env, mod, clientLog)
 	server = newTestTransport(t, env, mod)
@@ -331,7 +319,7 @@ func TestNewRejectsMissingDevice(t *testing.T) {
 	env := rdmaEnv(t)
 	cfg := TestConfig()
 	cfg.Device = env.device + "-missing"
-	_, err := New(cfg, testLogger(t))
+	_, err := New(cfg, testlog.New(t))
 	require.ErrorIs(t, err, fabric.ErrNotSupported)
 	require.ErrorContains(t, err, env.device+"-missing")
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"net"
 	"runtime"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/internal/testlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,17 +30,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // testLimit admits the suite's 64 MiB payload without 256 MiB allocations.
 const testLimit = 80 << 20
 
-// logWriter sends log output to t.Log so passing tests stay quiet.
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 func testConfig(t testing.TB) Config {
 	cfg := DefaultConfig()
 	cfg.MaxMessageSize = testLimit
 	cfg.MaxInFlight = 32
 	cfg.DrainTimeout = 5 * time.Second
-	cfg.Logger = slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.Logger = testlog.New(t)
 	return cfg
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/weftsearch/weft/fabric/rdma"
 	"github.com/weftsearch/weft/fabric/tcp"
 	"github.com/weftsearch/weft/internal/ctl"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node"
 )
 
@@ -31,7 +32,7 @@ func startFabricNode(t *testing.T) *node.Node {
 	cfg.NodeName = "ctl-fabric-test"
 	cfg.FabricAddr = "127.0.0.1:0"
 	cfg.FabricRDMA = node.FabricRDMAOff
-	n, err := node.New(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	n, err := node.New(cfg, testlog.NewLevel(t, slog.LevelWarn))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(context.Background()))
 	t.Cleanup(func() {

@@ -15,16 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/internal/ctl"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node"
 )
-
-// testWriter sends the node's log lines to t.Log, so passing tests are quiet.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // startNode runs a real node on a loopback port with its data in a
 // temporary directory, shut down when the test ends.
@@ -34,7 +27,7 @@ func startNode(t *testing.T) string {
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.NodeName = "ctl-test"
-	n, err := node.New(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	n, err := node.New(cfg, testlog.NewLevel(t, slog.LevelWarn))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(context.Background()))
 	t.Cleanup(func() {

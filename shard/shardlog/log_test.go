@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/internal/vfs"
 )
 
@@ -54,19 +55,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// testLogger sends the log's warnings and errors to t.Log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
 func bufferLogger() (*slog.Logger, *syncBuffer) {
 	var b syncBuffer
 	return slog.New(slog.NewTextHandler(&b, nil)), &b
@@ -74,7 +62,7 @@ func bufferLogger() (*slog.Logger, *syncBuffer) {
 
 func openLog(t *testing.T, fsys vfs.FS, dir string, segSize int64) *Log {
 	t.Helper()
-	l, err := Open(fsys, dir, segSize, testLogger(t))
+	l, err := Open(fsys, dir, segSize, testlog.New(t))
 	require.NoError(t, err)
 	return l
 }
@@ -387,7 +375,7 @@ func TestLogCorruptEarlierSegmentFailsOpen(t *testing.T) {
 	b := readAll(t, fsys, first)
 	// The end of the first segment: a torn tail anywhere else.
 	truncate(t, fsys, first, int64(len(b)-3))
-	_, err := Open(fsys, dir, 256, testLogger(t))
+	_, err := Open(fsys, dir, 256, testlog.New(t))
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorContains(t, err, first)
 }
