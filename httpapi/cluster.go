@@ -350,103 +350,177 @@ func (t catTable) column(name string) (int, bool) {
 	return 0, false
 }
 
-// write answers in the format asked: aligned text (header line with ?v) or
-// format=json (an array of objects with string values); ?h picks columns,
-// ?s sorts (col or col:desc), ?help lists the columns.
-func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) error {
+// catLayout is what a _cat request asks of its reply's layout: the query
+// parameters writeCat reads, as given (checked against the table later).
+type catLayout struct {
+	help    bool   // ?help: list the columns instead of the rows
+	columns string // ?h: the columns to show, by name or alias, comma-separated
+	sortBy  string // ?s: col or col:desc, comma-separated, first key first
+	format  string // ?format: "", text, txt or json
+	verbose bool   // ?v: a header line above text rows
+}
+
+// parseCatLayout reads r's layout parameters. It fails on nothing: the
+// names and the format are checked by the steps that use them, so a
+// request with several faults reports the column first, then the sort
+// key, then the format.
+func parseCatLayout(r *http.Request) catLayout {
 	q := r.URL.Query()
-	if flagParam(r, "help") {
-		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
-		byCol := map[string][]string{}
-		for a, c := range t.aliases {
-			byCol[c] = append(byCol[c], a)
-		}
-		width := 0
-		for _, c := range t.cols {
-			width = max(width, len(c))
-		}
-		var b strings.Builder
-		for _, c := range t.cols {
-			sort.Strings(byCol[c])
-			fmt.Fprintf(&b, "%-*s | %s | %s\n", width, c, strings.Join(byCol[c], ","), c)
-		}
-		_, _ = w.Write([]byte(b.String()))
+	return catLayout{help: flagParam(r, "help"), columns: q.Get("h"), sortBy: q.Get("s"), format: q.Get("format"), verbose: flagParam(r, "v")}
+}
+
+// writeCat answers in the format asked: aligned text (header line with ?v) or
+// format=json (an array of objects with string values); ?h picks columns,
+// ?s sorts (col or col:desc), ?help lists the columns. It sorts t.rows in
+// place. ?bytes is the handlers' to apply when they make the cells.
+func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) error {
+	l := parseCatLayout(r)
+	if l.help {
+		writeCatHelp(w, t)
 		return nil
 	}
-	// Cells are named as ?h names them (an alias stays the alias).
-	names := append([]string(nil), t.cols...)
-	sel := make([]int, 0, len(t.cols))
-	if h := q.Get("h"); h != "" {
-		for c := range strings.SplitSeq(h, ",") {
-			c = strings.TrimSpace(c)
-			i, ok := t.column(c)
-			if !ok {
-				return illegalArgument("unknown column [%s] in h; see ?help for the columns", c)
-			}
-			names[i] = c
-			sel = append(sel, i)
-		}
-	} else {
+	names, sel, err := t.selectColumns(l.columns)
+	if err != nil {
+		return err
+	}
+	keys, err := t.sortKeys(l.sortBy)
+	if err != nil {
+		return err
+	}
+	sortCatRows(t.rows, keys)
+	switch l.format {
+	case "json":
+		s.writeJSON(w, r, http.StatusOK, catJSON(t.rows, names, sel))
+		return nil
+	case "", "text", "txt":
+		writeCatText(w, t.rows, names, sel, l.verbose)
+		return nil
+	default:
+		return illegalArgument("unsupported _cat format [%s]; use text or json", l.format)
+	}
+}
+
+// writeCatHelp writes ?help's reply: a text line per column with its
+// aliases, in the table's column order.
+func writeCatHelp(w http.ResponseWriter, t catTable) {
+	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+	byCol := map[string][]string{}
+	for a, c := range t.aliases {
+		byCol[c] = append(byCol[c], a)
+	}
+	width := 0
+	for _, c := range t.cols {
+		width = max(width, len(c))
+	}
+	var b strings.Builder
+	for _, c := range t.cols {
+		sort.Strings(byCol[c])
+		fmt.Fprintf(&b, "%-*s | %s | %s\n", width, c, strings.Join(byCol[c], ","), c)
+	}
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// selectColumns resolves ?h (h, empty for the default) to the positions
+// of the columns to show, in the order shown, and the name each column's
+// cells go by: as ?h names it (an alias stays the alias), else the
+// column's own. The default is every column but the extra ones. An
+// unknown name is a 400.
+func (t catTable) selectColumns(h string) (names []string, sel []int, err error) {
+	names = append([]string(nil), t.cols...)
+	sel = make([]int, 0, len(t.cols))
+	if h == "" {
 		for i, c := range t.cols {
 			if !t.extra[c] {
 				sel = append(sel, i)
 			}
 		}
+		return names, sel, nil
 	}
-	if sortSpec := q.Get("s"); sortSpec != "" {
-		type key struct {
-			col  int
-			desc bool
+	for c := range strings.SplitSeq(h, ",") {
+		c = strings.TrimSpace(c)
+		i, ok := t.column(c)
+		if !ok {
+			return nil, nil, illegalArgument("unknown column [%s] in h; see ?help for the columns", c)
 		}
-		var keys []key
-		for part := range strings.SplitSeq(sortSpec, ",") {
-			name, dir, _ := strings.Cut(strings.TrimSpace(part), ":")
-			i, ok := t.column(name)
-			if !ok {
-				return illegalArgument("unable to sort by unknown column [%s]", name)
+		names[i] = c
+		sel = append(sel, i)
+	}
+	return names, sel, nil
+}
+
+// catSortKey is one key of ?s: a column's position and its direction.
+type catSortKey struct {
+	col  int
+	desc bool
+}
+
+// sortKeys parses ?s (spec; empty for none): comma-separated columns by
+// name or alias, each optionally :desc. An unknown column is a 400.
+func (t catTable) sortKeys(spec string) ([]catSortKey, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	var keys []catSortKey
+	for part := range strings.SplitSeq(spec, ",") {
+		name, dir, _ := strings.Cut(strings.TrimSpace(part), ":")
+		i, ok := t.column(name)
+		if !ok {
+			return nil, illegalArgument("unable to sort by unknown column [%s]", name)
+		}
+		keys = append(keys, catSortKey{i, dir == "desc"})
+	}
+	return keys, nil
+}
+
+// sortCatRows sorts rows in place, stably, by keys, first key first: two
+// cells that both parse as numbers compare as numbers, others as strings.
+// No keys leaves rows as they are.
+func sortCatRows(rows [][]string, keys []catSortKey) {
+	if len(keys) == 0 {
+		return
+	}
+	sort.SliceStable(rows, func(a, b int) bool {
+		for _, k := range keys {
+			x, y := rows[a][k.col], rows[b][k.col]
+			if x == y {
+				continue
 			}
-			keys = append(keys, key{i, dir == "desc"})
-		}
-		sort.SliceStable(t.rows, func(a, b int) bool {
-			for _, k := range keys {
-				x, y := t.rows[a][k.col], t.rows[b][k.col]
-				if x == y {
-					continue
+			less := x < y
+			if fx, err1 := strconv.ParseFloat(x, 64); err1 == nil {
+				if fy, err2 := strconv.ParseFloat(y, 64); err2 == nil {
+					less = fx < fy
 				}
-				less := x < y
-				if fx, err1 := strconv.ParseFloat(x, 64); err1 == nil {
-					if fy, err2 := strconv.ParseFloat(y, 64); err2 == nil {
-						less = fx < fy
-					}
-				}
-				return less != k.desc
 			}
-			return false
-		})
-	}
-	switch format := q.Get("format"); format {
-	case "json":
-		out := make([]map[string]string, len(t.rows))
-		for i, row := range t.rows {
-			obj := make(map[string]string, len(sel))
-			for _, c := range sel {
-				obj[names[c]] = row[c]
-			}
-			out[i] = obj
+			return less != k.desc
 		}
-		s.writeJSON(w, r, http.StatusOK, out)
-		return nil
-	case "", "text", "txt":
-	default:
-		return illegalArgument("unsupported _cat format [%s]; use text or json", format)
+		return false
+	})
+}
+
+// catJSON is format=json's reply: an object per row with the selected
+// cells under their names.
+func catJSON(rows [][]string, names []string, sel []int) []map[string]string {
+	out := make([]map[string]string, len(rows))
+	for i, row := range rows {
+		obj := make(map[string]string, len(sel))
+		for _, c := range sel {
+			obj[names[c]] = row[c]
+		}
+		out[i] = obj
 	}
-	widths := make([]int, len(t.cols))
-	verbose := flagParam(r, "v")
+	return out
+}
+
+// writeCatText writes the text reply: the selected cells of each row
+// padded to their column's widest cell (the last one unpadded), with a
+// line of names first when verbose.
+func writeCatText(w http.ResponseWriter, rows [][]string, names []string, sel []int, verbose bool) {
+	widths := make([]int, len(names))
 	for _, c := range sel {
 		if verbose {
 			widths[c] = len(names[c])
 		}
-		for _, row := range t.rows {
+		for _, row := range rows {
 			widths[c] = max(widths[c], len(row[c]))
 		}
 	}
@@ -467,13 +541,12 @@ func (s *Server) writeCat(w http.ResponseWriter, r *http.Request, t catTable) er
 	if verbose {
 		line(names)
 	}
-	for _, row := range t.rows {
+	for _, row := range rows {
 		line(row)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	_, _ = w.Write([]byte(b.String()))
-	return nil
 }
 
 // byteSize formats n as _cat does: with ?bytes=b|kb|mb|gb|tb a whole number in

@@ -466,11 +466,28 @@ func writeOptions(r *http.Request) (shard.WriteOptions, error) {
 // any other by name. Most are honoured (timeout and master_timeout bound
 // metadata changes, health waits and a write's wait for its primary); the
 // ones accepted and ignored are listed in docs/http-api.md.
+//
+// Each family registers itself; net/http's mux picks among patterns by
+// how specific they are, not by the order they were registered in, and
+// panics on two that conflict.
 func (s *Server) routes() {
 	s.handle("GET /{$}", s.handleInfo, noParams...)
-	s.handle("GET /_weft/fabric/devices", s.handleFabricDevices, noParams...)
-	s.handle("GET /_weft/fabric/conns", s.handleFabricConns, noParams...)
+	s.indexAdminRoutes()
+	s.aliasRoutes()
+	s.documentRoutes()
+	s.multiDocumentRoutes()
+	s.searchRoutes()
+	s.inspectRoutes()
+	s.statsRoutes()
+	s.clusterRoutes()
+	s.catRoutes()
+	s.weftRoutes()
+	s.mux.HandleFunc("/", s.handleNoRoute)
+}
 
+// indexAdminRoutes registers the index APIs that create, read, change,
+// open, close and refresh whole indices, their mappings and settings.
+func (s *Server) indexAdminRoutes() {
 	s.handle("PUT /{index}", s.handleCreateIndex, "wait_for_active_shards", "timeout", "master_timeout")
 	s.handle("GET /{index}", s.handleGetIndex, "local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "features")
 	s.handle("DELETE /{index}", s.handleDeleteIndex, "timeout", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
@@ -479,6 +496,26 @@ func (s *Server) routes() {
 	s.handle("POST /{index}/_close", s.handleCloseIndex, openParams...)
 	s.handle("POST /{index}/_open", s.handleOpenIndex, openParams...)
 
+	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
+	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
+	getSettingsParams := []string{"local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
+	s.handle("GET /_settings", s.handleGetSettings, getSettingsParams...)
+	s.handle("GET /{index}/_settings", s.handleGetSettings, getSettingsParams...)
+	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing", "reopen", "flat_settings", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+
+	refreshParams := noParams
+	s.handle("POST /_refresh", s.handleRefresh, refreshParams...)
+	s.handle("GET /_refresh", s.handleRefresh, refreshParams...)
+	s.handle("POST /{index}/_refresh", s.handleRefresh, refreshParams...)
+	s.handle("GET /{index}/_refresh", s.handleRefresh, refreshParams...)
+}
+
+// aliasRoutes registers the alias APIs: one alias put or deleted, aliases
+// read, and _aliases' atomic actions. GET /_alias/{name} is served by
+// handleNoRoute (see there).
+func (s *Server) aliasRoutes() {
 	aliasParams := []string{"timeout", "master_timeout"}
 	for _, seg := range []string{"_alias", "_aliases"} {
 		s.handle("PUT /{index}/"+seg+"/{name}", s.handlePutAlias, aliasParams...)
@@ -491,16 +528,11 @@ func (s *Server) routes() {
 	// pattern in net/http's mux: handleNoRoute serves it.
 	s.handle("GET /{index}/_alias/{name}", s.handleGetAlias, aliasReadParams...)
 	s.handle("POST /_aliases", s.handleUpdateAliases, aliasParams...)
+}
 
-	s.handle("GET /_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
-	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
-	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
-	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
-	getSettingsParams := []string{"local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
-	s.handle("GET /_settings", s.handleGetSettings, getSettingsParams...)
-	s.handle("GET /{index}/_settings", s.handleGetSettings, getSettingsParams...)
-	s.handle("PUT /{index}/_settings", s.handlePutSettings, "timeout", "master_timeout", "preserve_existing", "reopen", "flat_settings", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
-
+// documentRoutes registers the single-document APIs: index, create, get,
+// _source, delete and update of one document by ID.
+func (s *Server) documentRoutes() {
 	docParams := []string{"refresh", "routing", "timeout", "op_type", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type"}
 	s.handle("PUT /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
 	s.handle("POST /{index}/_doc/{id}", s.handleIndexDoc, docParams...)
@@ -510,18 +542,20 @@ func (s *Server) routes() {
 	getParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes", "version", "version_type"}
 	s.handle("GET /{index}/_doc/{id}", s.handleGetDoc, getParams...)
 	s.handle("GET /{index}/_source/{id}", s.handleGetSource, getParams...)
+	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type")
+	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term",
+		"_source", "_source_includes", "_source_excludes")
+}
+
+// multiDocumentRoutes registers the APIs that read or write many
+// documents in one request: _mget, _bulk, _delete_by_query,
+// _update_by_query and _reindex.
+func (s *Server) multiDocumentRoutes() {
 	mgetParams := []string{"routing", "realtime", "refresh", "preference", "_source", "stored_fields", "_source_includes", "_source_excludes"}
 	for _, m := range []string{"GET", "POST"} {
 		s.handle(m+" /_mget", s.handleMget, mgetParams...)
 		s.handle(m+" /{index}/_mget", s.handleMget, mgetParams...)
 	}
-	s.handle("DELETE /{index}/_doc/{id}", s.handleDeleteDoc, "refresh", "routing", "timeout", "wait_for_active_shards", "if_seq_no", "if_primary_term", "version", "version_type")
-	s.handle("POST /{index}/_update/{id}", s.handleUpdate, "refresh", "routing", "timeout", "retry_on_conflict", "require_alias", "wait_for_active_shards", "if_seq_no", "if_primary_term",
-		"_source", "_source_includes", "_source_excludes")
-
-	s.handle("POST /{index}/_delete_by_query", s.handleDeleteByQuery, byQueryParams...)
-	s.handle("POST /{index}/_update_by_query", s.handleUpdateByQuery, byQueryParams...)
-	s.handle("POST /_reindex", s.handleReindex, "refresh", "timeout", "wait_for_active_shards", "wait_for_completion", "requests_per_second", "scroll", "slices", "max_docs", "require_alias")
 
 	bulkParams := []string{"refresh", "routing", "timeout", "require_alias", "wait_for_active_shards"}
 	s.handle("POST /_bulk", s.handleBulk, bulkParams...)
@@ -529,12 +563,14 @@ func (s *Server) routes() {
 	s.handle("POST /{index}/_bulk", s.handleBulk, bulkParams...)
 	s.handle("PUT /{index}/_bulk", s.handleBulk, bulkParams...)
 
-	refreshParams := noParams
-	s.handle("POST /_refresh", s.handleRefresh, refreshParams...)
-	s.handle("GET /_refresh", s.handleRefresh, refreshParams...)
-	s.handle("POST /{index}/_refresh", s.handleRefresh, refreshParams...)
-	s.handle("GET /{index}/_refresh", s.handleRefresh, refreshParams...)
+	s.handle("POST /{index}/_delete_by_query", s.handleDeleteByQuery, byQueryParams...)
+	s.handle("POST /{index}/_update_by_query", s.handleUpdateByQuery, byQueryParams...)
+	s.handle("POST /_reindex", s.handleReindex, "refresh", "timeout", "wait_for_active_shards", "wait_for_completion", "requests_per_second", "scroll", "slices", "max_docs", "require_alias")
+}
 
+// searchRoutes registers the search APIs: _search, _count, _msearch,
+// scrolls and points in time.
+func (s *Server) searchRoutes() {
 	// Search endpoints hand their parameters to the DSL translator, which
 	// rejects the ones it does not know.
 	s.handle("GET /_search", s.handleSearch)
@@ -556,21 +592,16 @@ func (s *Server) routes() {
 	s.handle("POST /_search/scroll", s.handleScroll, scrollParams...)
 	s.handle("GET /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
 	s.handle("POST /_search/scroll/{scroll_id}", s.handleScroll, scrollParams...)
-	s.handle("POST /{index}/_pit", s.handleOpenPIT, "keep_alive", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "preference", "routing", "allow_partial_search_results")
-	s.handle("DELETE /_pit", s.handleClosePIT, noParams...)
 	s.handle("DELETE /_search/scroll", s.handleClearScroll, noParams...)
 	s.handle("DELETE /_search/scroll/{scroll_id}", s.handleClearScroll, noParams...)
+	s.handle("POST /{index}/_pit", s.handleOpenPIT, "keep_alive", "ignore_unavailable", "allow_no_indices", "expand_wildcards", "preference", "routing", "allow_partial_search_results")
+	s.handle("DELETE /_pit", s.handleClosePIT, noParams...)
+}
 
-	healthParams := []string{"wait_for_status", "wait_for_nodes", "timeout", "master_timeout", "local", "level", "wait_for_active_shards", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events"}
-	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
-	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
-	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}
-	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
-	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
-	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
-	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
-	s.handle("GET /_cat/aliases", s.handleCatAliases, append(catParams, "expand_wildcards")...)
-	s.handle("GET /_cat/aliases/{name}", s.handleCatAliases, append(catParams, "expand_wildcards")...)
+// inspectRoutes registers the endpoints that look at mappings, analyzers
+// and queries rather than documents: _analyze, _field_caps,
+// _validate/query and _explain, each under GET and POST.
+func (s *Server) inspectRoutes() {
 	for _, m := range []string{"GET", "POST"} {
 		s.handle(m+" /_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
 		s.handle(m+" /{index}/_analyze", s.handleAnalyze, "analyzer", "field", "text", "index")
@@ -582,7 +613,12 @@ func (s *Server) routes() {
 		s.handle(m+" /{index}/_validate/query", s.handleValidateQuery, vqParams...)
 		s.handle(m+" /{index}/_explain/{id}", s.handleExplain, "routing", "preference", "stored_fields", "_source", "lenient", "q", "df", "analyzer", "analyze_wildcard", "default_operator")
 	}
-	s.handle("GET /_cat/count/{index}", s.handleCatCount, catParams...)
+}
+
+// statsRoutes registers the index and node statistics: _stats and
+// _nodes/stats. GET /_stats/{metric} is served by handleNoRoute (see
+// there).
+func (s *Server) statsRoutes() {
 	s.handle("GET /_stats", s.handleIndicesStats, statsParams...)
 	s.handle("GET /{index}/_stats", s.handleIndicesStats, statsParams...)
 	s.handle("GET /{index}/_stats/{metric}", s.handleIndicesStats, statsParams...)
@@ -590,11 +626,15 @@ func (s *Server) routes() {
 	// pattern in net/http's mux: handleNoRoute serves it.
 	s.handle("GET /_nodes/stats", s.handleNodesStats, "timeout")
 	s.handle("GET /_nodes/stats/{metric}", s.handleNodesStats, "timeout")
-	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
-	s.handle("GET /_cat/shards", s.handleCatShards, catParams...)
-	s.handle("GET /_cat/shards/{index}", s.handleCatShards, catParams...)
-	s.handle("GET /_cat/recovery", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
-	s.handle("GET /_cat/recovery/{index}", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
+}
+
+// clusterRoutes registers the cluster APIs: health, nodes, state,
+// reroute and cluster settings. GET /_nodes/{node_id} is served by
+// handleNoRoute (see there).
+func (s *Server) clusterRoutes() {
+	healthParams := []string{"wait_for_status", "wait_for_nodes", "timeout", "master_timeout", "local", "level", "wait_for_active_shards", "wait_for_no_relocating_shards", "wait_for_no_initializing_shards", "wait_for_events"}
+	s.handle("GET /_cluster/health", s.handleClusterHealth, healthParams...)
+	s.handle("GET /_cluster/health/{index}", s.handleClusterHealth, healthParams...)
 	s.handle("GET /_nodes", s.handleNodes, "timeout")
 	// GET /_nodes/{node_id} would conflict with every GET /{index}/_x
 	// pattern in net/http's mux: handleNoRoute serves it.
@@ -602,6 +642,32 @@ func (s *Server) routes() {
 	s.handle("POST /_cluster/reroute", s.handleReroute, "dry_run", "explain", "retry_failed", "metric", "master_timeout", "timeout")
 	s.handle("GET /_cluster/settings", s.handleGetClusterSettings, "flat_settings", "include_defaults", "master_timeout", "timeout")
 	s.handle("PUT /_cluster/settings", s.handlePutClusterSettings, "flat_settings", "master_timeout", "timeout")
+}
+
+// catRoutes registers the _cat endpoints; all take writeCat's parameters
+// (v, format, h, help, s, bytes) besides their own.
+func (s *Server) catRoutes() {
+	catParams := []string{"v", "format", "h", "help", "s", "bytes", "local", "master_timeout"}
+	s.handle("GET /_cat/indices", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
+	s.handle("GET /_cat/indices/{index}", s.handleCatIndices, append(catParams, "health", "expand_wildcards", "pri")...)
+	s.handle("GET /_cat/health", s.handleCatHealth, catParams...)
+	s.handle("GET /_cat/count", s.handleCatCount, catParams...)
+	s.handle("GET /_cat/count/{index}", s.handleCatCount, catParams...)
+	s.handle("GET /_cat/aliases", s.handleCatAliases, append(catParams, "expand_wildcards")...)
+	s.handle("GET /_cat/aliases/{name}", s.handleCatAliases, append(catParams, "expand_wildcards")...)
+	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
+	s.handle("GET /_cat/shards", s.handleCatShards, catParams...)
+	s.handle("GET /_cat/shards/{index}", s.handleCatShards, catParams...)
+	s.handle("GET /_cat/recovery", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
+	s.handle("GET /_cat/recovery/{index}", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)
+}
+
+// weftRoutes registers what Weft serves beyond Elasticsearch's API: the
+// /_weft diagnostics (fabric devices and connections, Raft status),
+// Prometheus /metrics, and net/http/pprof when Config.EnablePprof is set.
+func (s *Server) weftRoutes() {
+	s.handle("GET /_weft/fabric/devices", s.handleFabricDevices, noParams...)
+	s.handle("GET /_weft/fabric/conns", s.handleFabricConns, noParams...)
 	s.handle("GET /_weft/raft", s.handleRaft, noParams...)
 
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}))
@@ -613,7 +679,6 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
 		s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	s.mux.HandleFunc("/", s.handleNoRoute)
 }
 
 // serveUnrouted runs h for a path handleNoRoute recognised, checking its
