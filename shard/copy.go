@@ -72,26 +72,27 @@ type copyMeta struct {
 
 const copyMetaFile = "copy.json"
 
-// item is one op routed to a shard with its result slot.
-type item struct {
-	op       *Op
-	res      *OpResult
-	autoID   bool
+// Item is one write of a group routed to a shard's primary: the op, its
+// result slot, and whether the coordinator gave it its id.
+type Item struct {
+	Op       *Op
+	Result   *OpResult
+	AutoID   bool
 	prepared *index.Op // OpIndex/OpCreate: parsed before the leader lock
 }
 
 // prepare parses the documents of index and create items (their source does
 // not depend on the stored document), outside the leader lock so that
 // concurrent requests parse in parallel. Items that fail are marked failed.
-func (s *shardCopy) prepare(items []item) {
+func (s *shardCopy) prepare(items []Item) {
 	for k := range items {
 		it := &items[k]
-		if it.op.Type != OpIndex && it.op.Type != OpCreate {
+		if it.Op.Type != OpIndex && it.Op.Type != OpCreate {
 			continue
 		}
-		iop := &index.Op{ID: it.op.ID, Source: it.op.Source}
+		iop := &index.Op{ID: it.Op.ID, Source: it.Op.Source}
 		if err := s.idx.Prepare(iop); err != nil {
-			fail(it.res, http.StatusBadRequest, err)
+			fail(it.Result, http.StatusBadRequest, err)
 			continue
 		}
 		it.prepared = iop
@@ -99,7 +100,7 @@ func (s *shardCopy) prepare(items []item) {
 }
 
 type writeReq struct {
-	items []item
+	items []Item
 	done  bool // guarded by leader
 	err   error
 }
@@ -203,7 +204,7 @@ func (s *shardCopy) replay(logger *slog.Logger) error {
 // write commits items through the group-commit leader: whoever holds the
 // leader lock takes every queued request, logs them with one fsync and
 // applies them as one batch.
-func (s *shardCopy) write(items []item) error {
+func (s *shardCopy) write(items []Item) error {
 	req := &writeReq{items: items}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)
@@ -239,17 +240,17 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	pending := map[string]*pendingDoc{}
 	var ops []index.Op
 	var recs []LogRecord
-	var okItems []item
+	var okItems []Item
 	// evaluated are the items decided here against the documents' state;
 	// those that log no operation (conflicts, not found, noops) are answers
 	// read from this copy, which it may give only while it is still the
 	// primary: they are confirmed with the replication group below, like a
 	// realtime get (a deposed primary would otherwise report a conflict
 	// with a state the new primary has moved on from).
-	var evaluated []item
+	var evaluated []Item
 	for _, r := range group {
 		for _, it := range r.items {
-			op, res := it.op, it.res
+			op, res := it.Op, it.Result
 			if res.Err != nil {
 				continue // failed in prepare
 			}
@@ -257,7 +258,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 			var prevIdx *index.Prev
 			cur := pending[op.ID]
 			if cur == nil {
-				if it.autoID {
+				if it.AutoID {
 					cur = &pendingDoc{}
 					prevIdx = &index.Prev{}
 				} else {
@@ -364,10 +365,10 @@ func (s *shardCopy) commit(group []*writeReq) error {
 		}
 	}
 	// okItems is a subsequence of evaluated: what is left was answered.
-	var answered []item
+	var answered []Item
 	logged := 0
 	for _, it := range evaluated {
-		if logged < len(okItems) && okItems[logged].res == it.res {
+		if logged < len(okItems) && okItems[logged].Result == it.Result {
 			logged++
 			continue
 		}
@@ -375,10 +376,10 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	}
 	fault := func(status int, err error) error {
 		for _, it := range okItems {
-			fail(it.res, status, err)
+			fail(it.Result, status, err)
 		}
 		for _, it := range answered {
-			fail(it.res, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+			fail(it.Result, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
 		}
 		return nil
 	}
@@ -422,7 +423,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 		return fault(http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
 	}
 	for _, it := range okItems {
-		it.res.Copies = 1 + acked
+		it.Result.Copies = 1 + acked
 	}
 	s.trimLog()
 	return nil
