@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -27,5 +28,13 @@ func TestErrorBodiesAsElasticsearch(t *testing.T) {
 		require.JSONEq(t, `{"error":{
 			"root_cause":[{"type":"index_not_found_exception","reason":"no such index [logs]","resource.type":"index_or_alias","resource.id":"logs","index":"logs","index_uuid":"_na_"}],
 			"type":"index_not_found_exception","reason":"no such index [logs]","resource.type":"index_or_alias","resource.id":"logs","index":"logs","index_uuid":"_na_"},"status":404}`, string(raw))
+	})
+	t.Run("a request the DSL translator refuses is a 400 with its type and reason", func(t *testing.T) {
+		de := &esdsl.Error{Kind: esdsl.ErrInvalidRequest, Type: "parsing_exception", Reason: "Unknown key [bogus] in the search request"}
+		ae := translate(fmt.Errorf("index logs: %w", de))
+		raw, _ := json.Marshal(ae.response())
+		require.JSONEq(t, `{"error":{
+			"root_cause":[{"type":"parsing_exception","reason":"Unknown key [bogus] in the search request"}],
+			"type":"parsing_exception","reason":"Unknown key [bogus] in the search request"},"status":400}`, string(raw))
 	})
 }

@@ -25,8 +25,7 @@ func (s *Server) parseOverIndices(sc esdsl.Scope, body []byte, params url.Values
 	var fit []string
 	for _, n := range names {
 		_, perr := sc.ParseSearch(body, params, s.fieldsOf([]string{n}))
-		var de *esdsl.Error
-		if perr != nil && errors.As(perr, &de) && de.Status < 500 {
+		if errors.Is(perr, esdsl.ErrInvalidRequest) {
 			unfit[n] = perr
 			continue
 		}

@@ -20,11 +20,7 @@ func translate(err error) *apiError {
 	}
 	var de *esdsl.Error
 	if errors.As(err, &de) {
-		status := de.Status
-		if status < 400 || status > 599 {
-			status = http.StatusBadRequest
-		}
-		return &apiError{Status: status, Type: de.Type, Reason: de.Reason}
+		return &apiError{Status: dslStatus(de), Type: de.Type, Reason: de.Reason}
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -81,6 +77,19 @@ func translate(err error) *apiError {
 		return ce
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: "internal_server_error", Reason: reason}
+}
+
+// dslStatus is the status of an error of the DSL translator, by its kind;
+// the Elasticsearch type and reason come with the error itself.
+func dslStatus(de *esdsl.Error) int {
+	switch {
+	case errors.Is(de, esdsl.ErrInvalidRequest):
+		return http.StatusBadRequest
+	default:
+		// A kind not given a status here yet: the translator judges only
+		// the request, so it is the client's.
+		return http.StatusBadRequest
+	}
 }
 
 // causeOf returns the error that err wraps beside sentinel (an error made

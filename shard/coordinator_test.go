@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard/shardlog"
 	"go.uber.org/goleak"
 )
 
@@ -541,7 +542,7 @@ func TestShardLogTrimmedOncePersisted(t *testing.T) {
 	bulkIndex(t, m, "t", ids[100:101], sources[100:101])
 	require.LessOrEqual(t, sh.log.Segments(), 2)
 	var replayed int
-	require.NoError(t, sh.log.Replay(0, func(*LogRecord) error { replayed++; return nil }))
+	require.NoError(t, sh.log.Replay(0, func(*shardlog.Record) error { replayed++; return nil }))
 	require.Less(t, replayed, 100)
 }
 
@@ -619,7 +620,7 @@ func TestConcurrentBulksShareFsyncs(t *testing.T) {
 	const followers = 8
 	release := make(chan struct{})
 	var once sync.Once
-	sh.log.beforeSync = func() { once.Do(func() { <-release }) }
+	sh.log.SetBeforeSync(func() { once.Do(func() { <-release }) })
 	before := sh.log.Fsyncs()
 	bulk := func(id string) error {
 		res, err := m.Bulk(ctx, []Op{{Type: OpIndex, Index: "g", ID: id, Source: json.RawMessage(`{"a":1}`)}}, WriteOptions{Refresh: RefreshFalse})

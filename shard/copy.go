@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -28,7 +29,7 @@ type shardCopy struct {
 	name   string // "index/num", for logs and errors
 	dir    string
 	idx    *index.Index
-	log    *Log
+	log    *shardlog.Log
 	logger *slog.Logger
 
 	// store is the node's store (mapping commits, replication, failures);
@@ -132,7 +133,7 @@ func openCopy(st *Store, dir string, meta copyMeta, nm *nodeMapping, create bool
 		return nil, err
 	}
 	idx.Bleve().SetName(meta.Index)
-	lg, err := OpenLog(st.cfg.logFS(), filepath.Join(dir, "log"), segBytes, logger)
+	lg, err := shardlog.Open(st.cfg.logFS(), filepath.Join(dir, "log"), segBytes, logger)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err
@@ -175,7 +176,7 @@ func (s *shardCopy) replay(logger *slog.Logger) error {
 		ops = ops[:0]
 		return err
 	}
-	err := s.log.Replay(from, func(r *LogRecord) error {
+	err := s.log.Replay(from, func(r *shardlog.Record) error {
 		op := index.Op{Delete: r.Delete, ID: r.ID, Source: r.Source, SeqNo: r.Seq, Version: r.Version, PrimaryTerm: r.Term}
 		if err := s.idx.Prepare(&op); err != nil {
 			logger.Warn("shard log replay: skipping a record the mapping rejects", "shard", s.name, "seq", r.Seq, "id", r.ID, "err", err)
@@ -234,183 +235,237 @@ type pendingDoc struct {
 	source  []byte
 }
 
-// commit runs under the leader lock.
+// commit decides, logs, applies and replicates a group of write requests;
+// it runs under the leader lock. Every item's outcome is in its result (a
+// failure of the whole group fails each item), so it returns nil.
 func (s *shardCopy) commit(group []*writeReq) error {
-	term := s.term.Load()
-	pending := map[string]*pendingDoc{}
-	var ops []index.Op
-	var recs []LogRecord
-	var okItems []Item
-	// evaluated are the items decided here against the documents' state;
-	// those that log no operation (conflicts, not found, noops) are answers
-	// read from this copy, which it may give only while it is still the
-	// primary: they are confirmed with the replication group below, like a
-	// realtime get (a deposed primary would otherwise report a conflict
-	// with a state the new primary has moved on from).
-	var evaluated []Item
+	p := s.planGroup(group)
+	if len(p.ops) == 0 {
+		if len(p.answered) > 0 {
+			if err := s.store.confirmPrimary(s, p.term, s.lastSeq()); err != nil {
+				return s.failGroup(p, http.StatusServiceUnavailable, err)
+			}
+		}
+		return nil
+	}
+	return s.writeGroup(p)
+}
+
+// groupPlan is what commit decided for a group's items before writing
+// anything.
+type groupPlan struct {
+	term uint64 // the primary term the group is written in
+	// pending is each id's state after the group's writes decided so far.
+	pending map[string]*pendingDoc
+	// ops are the operations to apply, in seq order; recs[k] logs ops[k]
+	// and logged[k] is the item it answers.
+	ops    []index.Op
+	recs   []shardlog.Record
+	logged []Item
+	// answered are the items decided against the documents' state that log
+	// no operation (conflicts, not found, noops, lookup or parse errors):
+	// answers read from this copy, which it may give only while it is still
+	// the primary, so they are confirmed with the replication group, like a
+	// realtime get (a deposed primary would otherwise report a conflict with
+	// a state the new primary has moved on from).
+	answered []Item
+}
+
+// planGroup decides every item of group, in order, against the documents'
+// state (the index's, and the group's earlier writes): an item either gets
+// the next seq from s.nextSeq and an operation to log, or is answered
+// here. Items that failed in prepare are left as they are. Under the
+// leader lock.
+func (s *shardCopy) planGroup(group []*writeReq) *groupPlan {
+	p := &groupPlan{term: s.term.Load(), pending: map[string]*pendingDoc{}}
 	for _, r := range group {
 		for _, it := range r.items {
-			op, res := it.Op, it.Result
-			if res.Err != nil {
+			if it.Result.Err != nil {
 				continue // failed in prepare
 			}
-			evaluated = append(evaluated, it)
-			var prevIdx *index.Prev
-			cur := pending[op.ID]
-			if cur == nil {
-				if it.AutoID {
-					cur = &pendingDoc{}
-					prevIdx = &index.Prev{}
-				} else {
-					p, err := s.idx.Lookup(op.ID)
-					if err != nil {
-						fail(res, http.StatusInternalServerError, err)
-						continue
-					}
-					prevIdx = p
-					cur = &pendingDoc{exists: p.Exists, version: p.Version, seq: p.SeqNo, term: p.PrimaryTerm, source: p.Source()}
-				}
+			if !s.decide(p, it) {
+				p.answered = append(p.answered, it)
 			}
-			if op.IfSeqNo != nil || op.IfPrimaryTerm != nil {
-				if !cur.exists || (op.IfSeqNo != nil && *op.IfSeqNo != cur.seq) || (op.IfPrimaryTerm != nil && *op.IfPrimaryTerm != cur.term) {
-					fail(res, http.StatusConflict, fmt.Errorf("%w: [%s]: required seqNo [%s], primary term [%s]; current document has seqNo [%d] and primary term [%d]",
-						ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term))
-					continue
-				}
-			}
-			if op.VersionType != VersionInternal && cur.exists &&
-				(cur.version > op.Version || (cur.version == op.Version && op.VersionType == VersionExternal)) {
-				fail(res, http.StatusConflict, externalConflict(op, cur.version))
-				continue
-			}
-			var source []byte
-			del := false
-			switch op.Type {
-			case OpCreate:
-				if cur.exists {
-					fail(res, http.StatusConflict, fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
-					continue
-				}
-				source = op.Source
-			case OpIndex:
-				source = op.Source
-			case OpDelete:
-				if !cur.exists {
-					res.Result, res.Status, res.Err = "not_found", http.StatusNotFound, fmt.Errorf("%w: [%s]", ErrDocumentNotFound, op.ID)
-					continue
-				}
-				del = true
-			case OpUpdate:
-				u := op.Update
-				if u == nil {
-					fail(res, http.StatusBadRequest, fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
-					continue
-				}
-				if !cur.exists {
-					switch {
-					case u.DocAsUpsert && len(u.Doc) > 0:
-						source = u.Doc
-					case len(u.Upsert) > 0:
-						source = u.Upsert
-					default:
-						fail(res, http.StatusNotFound, fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
-						continue
-					}
-				} else {
-					merged, changed, err := mergeSource(cur.source, u.Doc)
-					if err != nil {
-						fail(res, http.StatusBadRequest, err)
-						continue
-					}
-					if !changed && !u.NoDetectNoop {
-						res.Result, res.Status = "noop", http.StatusOK
-						res.Version, res.SeqNo, res.PrimaryTerm = cur.version, cur.seq, cur.term
-						continue
-					}
-					source = merged
-				}
-			default:
-				fail(res, http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
-				continue
-			}
-			var iop index.Op
-			if it.prepared != nil {
-				iop = *it.prepared
-				iop.Prev, iop.PrimaryTerm = prevIdx, term
-			} else {
-				iop = index.Op{Delete: del, ID: op.ID, Source: source, Prev: prevIdx, PrimaryTerm: term}
-				if err := s.idx.Prepare(&iop); err != nil {
-					fail(res, http.StatusBadRequest, err)
-					continue
-				}
-			}
-			iop.SeqNo = s.nextSeq
-			s.nextSeq++
-			iop.Version = cur.version + 1
-			if op.VersionType != VersionInternal {
-				iop.Version = op.Version
-			}
-			if del {
-				res.Result, res.Status = "deleted", http.StatusOK
-			} else if cur.exists {
-				res.Result, res.Status = "updated", http.StatusOK
-			} else {
-				res.Result, res.Status = "created", http.StatusCreated
-			}
-			res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, term
-			pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: term, source: source}
-			ops = append(ops, iop)
-			recs = append(recs, LogRecord{Term: term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
-			okItems = append(okItems, it)
 		}
 	}
-	// okItems is a subsequence of evaluated: what is left was answered.
-	var answered []Item
-	logged := 0
-	for _, it := range evaluated {
-		if logged < len(okItems) && okItems[logged].Result == it.Result {
-			logged++
-			continue
-		}
-		answered = append(answered, it)
+	return p
+}
+
+// decide evaluates one item for p: if it writes, it takes the next seq,
+// adds its operation and record to p, sets the result the item will have
+// once the group is acknowledged, and returns true; otherwise it has
+// answered the item's result and returns false.
+func (s *shardCopy) decide(p *groupPlan, it Item) bool {
+	op, res := it.Op, it.Result
+	cur, prev, err := s.currentDoc(it, p.pending)
+	if err != nil {
+		fail(res, http.StatusInternalServerError, err)
+		return false
 	}
-	fault := func(status int, err error) error {
-		for _, it := range okItems {
-			fail(it.Result, status, err)
-		}
-		for _, it := range answered {
-			fail(it.Result, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
-		}
-		return nil
+	if err := checkConditions(op, cur); err != nil {
+		fail(res, http.StatusConflict, err)
+		return false
 	}
-	if len(ops) == 0 {
-		if len(answered) > 0 {
-			if err := s.store.confirmPrimary(s, term, s.lastSeq()); err != nil {
-				return fault(http.StatusServiceUnavailable, err)
+	source, del, ok := newSource(op, cur, res)
+	if !ok {
+		return false
+	}
+	iop, err := s.indexOp(it, source, del, prev, p.term)
+	if err != nil {
+		fail(res, http.StatusBadRequest, err)
+		return false
+	}
+	iop.SeqNo = s.nextSeq
+	s.nextSeq++
+	iop.Version = cur.version + 1
+	if op.VersionType != VersionInternal {
+		iop.Version = op.Version
+	}
+	if del {
+		res.Result, res.Status = "deleted", http.StatusOK
+	} else if cur.exists {
+		res.Result, res.Status = "updated", http.StatusOK
+	} else {
+		res.Result, res.Status = "created", http.StatusCreated
+	}
+	res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, p.term
+	p.pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: p.term, source: source}
+	p.ops = append(p.ops, iop)
+	p.recs = append(p.recs, shardlog.Record{Term: p.term, Seq: iop.SeqNo, Version: iop.Version, Delete: del, ID: op.ID, Source: source})
+	p.logged = append(p.logged, it)
+	return true
+}
+
+// currentDoc returns the state of the document that the write of it sees:
+// the group's earlier write of the id if there is one (prev nil), else
+// what the index holds (prev: the index's document); an auto-generated id
+// has no document. The error is the index's lookup error.
+func (s *shardCopy) currentDoc(it Item, pending map[string]*pendingDoc) (cur *pendingDoc, prev *index.Prev, err error) {
+	if cur := pending[it.Op.ID]; cur != nil {
+		return cur, nil, nil
+	}
+	if it.AutoID {
+		return &pendingDoc{}, &index.Prev{}, nil
+	}
+	prev, err = s.idx.Lookup(it.Op.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &pendingDoc{exists: prev.Exists, version: prev.Version, seq: prev.SeqNo, term: prev.PrimaryTerm, source: prev.Source()}, prev, nil
+}
+
+// checkConditions checks op's preconditions against cur — if_seq_no and
+// if_primary_term, an external version — and returns the version conflict
+// (wrapping ErrVersionConflict) if one fails.
+func checkConditions(op *Op, cur *pendingDoc) error {
+	if op.IfSeqNo != nil || op.IfPrimaryTerm != nil {
+		if !cur.exists || (op.IfSeqNo != nil && *op.IfSeqNo != cur.seq) || (op.IfPrimaryTerm != nil && *op.IfPrimaryTerm != cur.term) {
+			return fmt.Errorf("%w: [%s]: required seqNo [%s], primary term [%s]; current document has seqNo [%d] and primary term [%d]",
+				ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term)
+		}
+	}
+	if op.VersionType != VersionInternal && cur.exists &&
+		(cur.version > op.Version || (cur.version == op.Version && op.VersionType == VersionExternal)) {
+		return externalConflict(op, cur.version)
+	}
+	return nil
+}
+
+// newSource decides what op writes over cur: the source to index, or del
+// for a delete (ok true). When op writes nothing — a create of an existing
+// document, a delete or update of a missing one, an update that changes
+// nothing, a malformed op — it answers res and returns ok false.
+func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok bool) {
+	switch op.Type {
+	case OpCreate:
+		if cur.exists {
+			fail(res, http.StatusConflict, fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
+			return nil, false, false
+		}
+		return op.Source, false, true
+	case OpIndex:
+		return op.Source, false, true
+	case OpDelete:
+		if !cur.exists {
+			res.Result, res.Status, res.Err = "not_found", http.StatusNotFound, fmt.Errorf("%w: [%s]", ErrDocumentNotFound, op.ID)
+			return nil, false, false
+		}
+		return nil, true, true
+	case OpUpdate:
+		u := op.Update
+		if u == nil {
+			fail(res, http.StatusBadRequest, fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
+			return nil, false, false
+		}
+		if !cur.exists {
+			switch {
+			case u.DocAsUpsert && len(u.Doc) > 0:
+				return u.Doc, false, true
+			case len(u.Upsert) > 0:
+				return u.Upsert, false, true
 			}
+			fail(res, http.StatusNotFound, fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
+			return nil, false, false
 		}
-		return nil
+		merged, changed, err := mergeSource(cur.source, u.Doc)
+		if err != nil {
+			fail(res, http.StatusBadRequest, err)
+			return nil, false, false
+		}
+		if !changed && !u.NoDetectNoop {
+			res.Result, res.Status = "noop", http.StatusOK
+			res.Version, res.SeqNo, res.PrimaryTerm = cur.version, cur.seq, cur.term
+			return nil, false, false
+		}
+		return merged, false, true
 	}
+	fail(res, http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
+	return nil, false, false
+}
+
+// indexOp returns the index operation of it that writes source (del:
+// deletes the document) over prev in term: the one prepare parsed before
+// the leader lock if there is one, else one parsed here; the error is the
+// parse error. Its seq and version are left to the caller.
+func (s *shardCopy) indexOp(it Item, source []byte, del bool, prev *index.Prev, term uint64) (index.Op, error) {
+	if it.prepared != nil {
+		iop := *it.prepared
+		iop.Prev, iop.PrimaryTerm = prev, term
+		return iop, nil
+	}
+	iop := index.Op{Delete: del, ID: it.Op.ID, Source: source, Prev: prev, PrimaryTerm: term}
+	if err := s.idx.Prepare(&iop); err != nil {
+		return index.Op{}, err
+	}
+	return iop, nil
+}
+
+// writeGroup makes p's operations durable and visible: it commits the
+// mapping they need, logs them here while the replicas log and index them,
+// applies them to the index, and, once the replication group has them,
+// sets each logged item's copy count and trims the log. On a failure it
+// fails the group (failGroup) and returns nil. Under the leader lock.
+func (s *shardCopy) writeGroup(p *groupPlan) error {
 	mv, err := s.store.commitMapping(s.mapping)
 	if err != nil {
-		s.nextSeq -= uint64(len(ops))
-		return fault(http.StatusBadRequest, err)
+		s.nextSeq -= uint64(len(p.ops))
+		return s.failGroup(p, http.StatusBadRequest, err)
 	}
 	// The replicas log and index while this copy does; the group is
 	// acknowledged once both are done.
-	replicated := s.store.replicate(s, term, mv, s.lastSeq(), recs)
-	if err := s.log.Append(recs); err != nil {
+	replicated := s.store.replicate(s, p.term, mv, s.lastSeq(), p.recs)
+	if err := s.appendLog(p.recs); err != nil {
 		// Nothing acknowledged; the seqs may have reached the file, so they
 		// are not reused. The log refuses every later write: this copy is
 		// failed, and an in-sync replica (which may have these operations;
 		// they were never acknowledged) takes over.
 		_, _ = replicated()
 		s.store.failCopy(s, fmt.Sprintf("its log failed: %v", err))
-		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: %w", s.name, err))
+		return s.failGroup(p, http.StatusInternalServerError, fmt.Errorf("shard %s: %w", s.name, err))
 	}
-	if err := s.idx.Apply(context.Background(), ops); err != nil {
+	if err := s.idx.Apply(context.Background(), p.ops); err != nil {
 		_, _ = replicated()
-		return fault(http.StatusInternalServerError, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
+		return s.failGroup(p, http.StatusInternalServerError, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
 	}
 	acked, err := replicated()
 	if err != nil {
@@ -420,13 +475,38 @@ func (s *shardCopy) commit(group []*writeReq) error {
 		// it still is the primary and it has resynced its replicas.
 		s.primary.Store(false)
 		s.logger.Warn("shard copy stops serving as primary: a group could not be replicated", "shard", s.name, "allocation_id", s.meta.AllocationID, "err", err)
-		return fault(http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
+		return s.failGroup(p, http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
 	}
-	for _, it := range okItems {
+	for _, it := range p.logged {
 		it.Result.Copies = 1 + acked
 	}
 	s.trimLog()
 	return nil
+}
+
+// failGroup fails the items of p: the logged ones with status and err, the
+// answered ones with 503 (ErrUnavailable), since this copy could not
+// confirm it is still the primary. It returns nil, commit's result for a
+// group whose items carry their errors.
+func (s *shardCopy) failGroup(p *groupPlan, status int, err error) error {
+	for _, it := range p.logged {
+		fail(it.Result, status, err)
+	}
+	for _, it := range p.answered {
+		fail(it.Result, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+	}
+	return nil
+}
+
+// appendLog appends recs to the copy's log: nil once they are durable, the
+// log's error otherwise, except that a log closed under a write in flight
+// (the copy was closed) is ErrClosed, as a closed store's writes are.
+func (s *shardCopy) appendLog(recs []shardlog.Record) error {
+	err := s.log.Append(recs)
+	if errors.Is(err, shardlog.ErrClosed) {
+		return ErrClosed
+	}
+	return err
 }
 
 // lastSeq is the highest sequence number the copy has logged; under the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // Peer recovery: a replica or move target (initializing in the shard
@@ -329,7 +330,7 @@ func (s *Store) recoverFiles(ctx context.Context, primaryNode, id, dir string, m
 // gcp from a primary term older than term; under the leader lock.
 func (sc *shardCopy) olderTermAbove(gcp, term uint64) bool {
 	older := false
-	_ = sc.log.Replay(gcp, func(r *LogRecord) error {
+	_ = sc.log.Replay(gcp, func(r *shardlog.Record) error {
 		if r.Term < term {
 			older = true
 		}
@@ -470,7 +471,7 @@ func (s *Store) serveRecoveryOps(ctx context.Context, req *fabric.Request) ([]by
 	}()
 	v := s.meta.View()
 	var sent int64
-	send := func(recs []LogRecord, term uint64) error {
+	send := func(recs []shardlog.Record, term uint64) error {
 		msg := encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: sr.start.Index, shard: sr.start.Shard, alloc: sr.start.Target,
 			term: term, gcp: sc.group.globalCheckpoint(recs[len(recs)-1].Seq), mappingVersion: sc.mapping.committedVersion(), recs: recs})
 		if _, err := s.sendReplicate(ctx, sr.start.TargetNode, msg); err != nil {
@@ -520,11 +521,11 @@ func (s *Store) serveRecoveryOps(ctx context.Context, req *fabric.Request) ([]by
 
 // readLog returns the logged operations from seq from on, up to about
 // limit bytes.
-func (sc *shardCopy) readLog(from uint64, limit int) ([]LogRecord, error) {
-	var out []LogRecord
+func (sc *shardCopy) readLog(from uint64, limit int) ([]shardlog.Record, error) {
+	var out []shardlog.Record
 	size := 0
 	errFull := errors.New("full")
-	err := sc.log.Replay(from-1, func(r *LogRecord) error {
+	err := sc.log.Replay(from-1, func(r *shardlog.Record) error {
 		out = append(out, *r)
 		size += len(r.Source) + len(r.ID) + 32
 		if size >= limit {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // Replication, as Elasticsearch does it (reduced):
@@ -177,7 +178,7 @@ type replicateMsg struct {
 	term, gcp      uint64
 	mappingVersion uint64
 	resync         bool
-	recs           []LogRecord
+	recs           []shardlog.Record
 }
 
 func encodeReplicate(m replicateMsg) []byte {
@@ -203,7 +204,7 @@ func encodeReplicate(m replicateMsg) []byte {
 	for k := range m.recs {
 		// Each record in the log's own frame (length, CRC-32C, payload),
 		// so a record damaged on the way is caught as the log catches it.
-		e.b = m.recs[k].appendTo(e.b)
+		e.b = m.recs[k].AppendFrame(e.b)
 	}
 	return e.b
 }
@@ -224,15 +225,15 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 		d.fail("unknown replication flags")
 	}
 	m.resync = flags == 1
-	n := d.count(frameHeader)
+	n := d.count(shardlog.FrameHeader)
 	if d.err != nil {
 		return m, d.err
 	}
-	m.recs = make([]LogRecord, 0, n)
+	m.recs = make([]shardlog.Record, 0, n)
 	for range n {
-		r, rest, err := decodeFramedRecord(d.b)
+		r, rest, err := shardlog.DecodeFrame(d.b)
 		if err != nil {
-			return m, err
+			return m, fmt.Errorf("%w: %v", errCorruptRecord, err)
 		}
 		m.recs = append(m.recs, r)
 		d.b = rest
@@ -253,7 +254,7 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 // if every copy in the group still takes this primary's term. last is the
 // primary's own checkpoint (read under its write lock). The function also
 // returns how many copies acknowledged.
-func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []LogRecord) func() (int, error) {
+func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs []shardlog.Record) func() (int, error) {
 	targets := sc.group.snapshot()
 	if len(targets) == 0 {
 		return func() (int, error) { return 0, nil }
@@ -424,7 +425,7 @@ func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, er
 
 // appendAndDefer logs records (in order, contiguous from nextSeq) and
 // queues them to be indexed; it runs under the leader lock.
-func (sc *shardCopy) appendAndDefer(recs []LogRecord) error {
+func (sc *shardCopy) appendAndDefer(recs []shardlog.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -441,7 +442,7 @@ func (sc *shardCopy) appendAndDefer(recs []LogRecord) error {
 			return fmt.Errorf("shard %s: replicated seq %d (%s) does not parse against this node's mapping: %w", sc.name, r.Seq, r.ID, err)
 		}
 	}
-	if err := sc.log.Append(recs); err != nil {
+	if err := sc.appendLog(recs); err != nil {
 		return fmt.Errorf("shard %s: %w", sc.name, err)
 	}
 	sc.nextSeq = recs[len(recs)-1].Seq + 1
@@ -452,13 +453,13 @@ func (sc *shardCopy) appendAndDefer(recs []LogRecord) error {
 // checkpoint gcp with this copy's log: the ones the copy has must be the
 // same (seq and term), and the copy must have none beyond the primary's
 // last. It returns the operations the copy lacks.
-func (sc *shardCopy) checkResync(gcp uint64, recs []LogRecord) ([]LogRecord, error) {
+func (sc *shardCopy) checkResync(gcp uint64, recs []shardlog.Record) ([]shardlog.Record, error) {
 	last := gcp
 	if len(recs) > 0 {
 		last = max(last, recs[len(recs)-1].Seq)
 	}
 	have := map[uint64]uint64{} // seq → term, of this copy's operations above gcp
-	if err := sc.log.Replay(gcp, func(r *LogRecord) error {
+	if err := sc.log.Replay(gcp, func(r *shardlog.Record) error {
 		have[r.Seq] = r.Term
 		return nil
 	}); err != nil {
@@ -469,7 +470,7 @@ func (sc *shardCopy) checkResync(gcp uint64, recs []LogRecord) ([]LogRecord, err
 			return nil, fmt.Errorf("%w: copy has seq %d, the new primary's history ends at %d", ErrDiverged, seq, last)
 		}
 	}
-	var fresh []LogRecord
+	var fresh []shardlog.Record
 	for _, r := range recs {
 		t, ok := have[r.Seq]
 		switch {

@@ -20,6 +20,7 @@ import (
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/vfs"
+	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // withReplicas creates index name with shards primaries placed by the
@@ -456,9 +457,9 @@ func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
 	v := tc.mc.node("x").View()
 	ix, _ := v.Index("div")
 	msg := func(term, seq uint64) []byte {
-		rec := LogRecord{Term: term, Seq: seq, Version: 1, ID: "intruder", Source: []byte(`{"subject":"not replicated"}`)}
+		rec := shardlog.Record{Term: term, Seq: seq, Version: 1, ID: "intruder", Source: []byte(`{"subject":"not replicated"}`)}
 		return encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: r.AllocationID,
-			term: term, mappingVersion: ix.MappingVersion, recs: []LogRecord{rec}})
+			term: term, mappingVersion: ix.MappingVersion, recs: []shardlog.Record{rec}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // Store holds this node's shard copies — each in its own directory named
@@ -738,6 +739,15 @@ func writeFileAtomic(p string, v any) error {
 		return fmt.Errorf("shard: rename %s: %w", tmp, err)
 	}
 	return syncDir(filepath.Dir(p))
+}
+
+// syncDir fsyncs a directory of the operating system's file system, after
+// a file in it was created, renamed or removed.
+func syncDir(dir string) error {
+	if err := vfs.OS.SyncDir(dir); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	return nil
 }
 
 // AdoptCopy turns the shard directory src of an earlier layout (index/ and

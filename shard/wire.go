@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // The shard layer's messages between nodes. Each method's request and
@@ -69,8 +70,8 @@ var wireErrors = []error{
 	17: ErrSeqGap,
 	18: ErrDiverged,
 	19: errCorruptRecord,
-	20: ErrLogFailed,
-	21: ErrLogCorrupt,
+	20: shardlog.ErrFailed,
+	21: shardlog.ErrCorrupt,
 	22: ErrContextMissing,
 }
 

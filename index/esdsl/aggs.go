@@ -646,7 +646,7 @@ func (r *aggRenderer) bucket(specs []*aggSpec, b *AggBucket, fields map[string]a
 }
 
 func tooManyBuckets() error {
-	return &Error{Status: 400, Type: "too_many_buckets_exception",
+	return &Error{Kind: ErrInvalidRequest, Type: "too_many_buckets_exception",
 		Reason: "Trying to create too many buckets. Must be less than or equal to: [" + strconv.Itoa(maxBuckets) + "] but this number of buckets was exceeded. This limit can be set by changing the [search.max_buckets] cluster level setting."}
 }
 

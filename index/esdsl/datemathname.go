@@ -98,5 +98,5 @@ func dateMathPart(expr string, now time.Time) (string, error) {
 }
 
 func dateMathNameErr(name, why string) *Error {
-	return &Error{Status: 400, Type: "illegal_argument_exception", Reason: "invalid date math expression [" + name + "]: " + strings.TrimPrefix(why, "illegal_argument_exception: ")}
+	return &Error{Kind: ErrInvalidRequest, Type: "illegal_argument_exception", Reason: "invalid date math expression [" + name + "]: " + strings.TrimPrefix(why, "illegal_argument_exception: ")}
 }

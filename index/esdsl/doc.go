@@ -8,7 +8,9 @@
 // adds Search.ScrollID. ParseScroll continues a scroll, ParseCount and
 // ParseMsearch serve _count and _msearch. The package keeps no state: every
 // function is safe for concurrent use, and every error it returns for bad
-// input is an *Error carrying the HTTP status and Elasticsearch's error type.
+// input is an *Error carrying Elasticsearch's error type and a kind
+// (ErrInvalidRequest); the caller decides what status a kind is answered
+// with.
 //
 // Mapping knowledge comes from the caller-owned Fields interface (field
 // types by dotted path). Optional abilities, checked at run time, widen what
@@ -16,7 +18,8 @@
 // the terms before the search runs), AnalyzerResolver (an "analyzer" named
 // in a query), FieldLister (the default "*" field list and field patterns
 // such as "title*") and DateFormatter (a date field's mapping format).
-// Without them, those requests get a 400 that says what is missing, or
+// Without them, those requests are refused (ErrInvalidRequest) with a
+// reason that says what is missing, or
 // query_string searches the index's default field.
 //
 // Conventions shared with the index package: a bleve field is named by the
@@ -26,7 +29,7 @@
 // boolean fields ("T"/"F" terms).
 //
 // Where bleve cannot express Elasticsearch's behaviour the request is
-// refused with a 400 naming the feature, never answered differently:
+// refused (ErrInvalidRequest) naming the feature, never answered differently:
 // phrase slop > 0, aggregations on range fields and scripts, and the body
 // keys listed in unsupportedBodyKeys. Aggregations are computed per shard
 // from doc values (AggCollector), merged (ReduceAggs) and rendered
@@ -41,6 +44,7 @@
 //   - highlights are cut from _source around the matched terms' offsets
 //     (bleve's term locations), so they need term vectors on the field;
 //   - scroll pages are search_after pages under a total sort (the request's
-//     sort, then _id), not a point-in-time snapshot;
-//   - "_name" on queries is accepted but matched_queries is not reported.
+//     sort, then _id) over a point in time (see scroll.go);
+//   - matched_queries lists a hit's named queries but not their scores
+//     (include_named_queries_score is refused).
 package esdsl

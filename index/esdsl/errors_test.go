@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func requireStatus(t *testing.T, err error, status int, reasonPart string) {
+func requireKind(t *testing.T, err error, kind error, reasonPart string) {
 	t.Helper()
 	var e *Error
 	require.ErrorAs(t, err, &e)
-	require.Equal(t, status, e.Status, e.Reason)
+	require.ErrorIs(t, e, kind, e.Reason)
 	require.Contains(t, e.Reason, reasonPart)
 }
 
@@ -93,7 +93,7 @@ func TestParseSearchErrors(t *testing.T) {
 			_, err := parseSearchAt([]byte(tt.body), tt.params, fields, fixedNow, Scope{})
 			var e *Error
 			require.ErrorAs(t, err, &e)
-			require.Equal(t, 400, e.Status)
+			require.ErrorIs(t, e, ErrInvalidRequest)
 			require.Equal(t, tt.typ, e.Type, e.Reason)
 			require.Contains(t, e.Reason, tt.reason)
 		})
@@ -111,7 +111,7 @@ func TestWithoutAnalyzerAbilities(t *testing.T) {
 		`{"query":{"query_string":{"query":"x","fields":["ti*"]}}}`:              "pattern",
 	} {
 		_, err := ParseSearch([]byte(body), nil, plain)
-		requireStatus(t, err, 400, reason)
+		requireKind(t, err, ErrInvalidRequest, reason)
 	}
 	// Without a field list, query_string searches bleve's default field.
 	s, err := ParseSearch([]byte(`{"query":{"query_string":{"query":"x"}}}`), nil, plain)
@@ -155,7 +155,7 @@ func TestParseMsearch(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseMsearch([]byte(tt.body))
-			requireStatus(t, err, 400, tt.reason)
+			requireKind(t, err, ErrInvalidRequest, tt.reason)
 		})
 	}
 }

@@ -70,8 +70,7 @@ func requireClientError(t *testing.T, err error) {
 	t.Helper()
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not an *Error", err, err)
-	require.GreaterOrEqual(t, e.Status, 400)
-	require.Less(t, e.Status, 500)
+	require.ErrorIs(t, e, ErrInvalidRequest, "a client error")
 	require.NotEmpty(t, e.Type)
 	require.NotEmpty(t, e.Reason)
 }

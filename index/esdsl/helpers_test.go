@@ -38,7 +38,7 @@ func (f *testFields) AnalyzeField(path, analyzer, text string) ([]string, error)
 	}
 	a := f.m.AnalyzerNamed(name)
 	if a == nil {
-		return nil, &Error{Status: 400, Type: "illegal_argument_exception", Reason: "no analyzer " + name}
+		return nil, &Error{Kind: ErrInvalidRequest, Type: "illegal_argument_exception", Reason: "no analyzer " + name}
 	}
 	var out []string
 	for _, tok := range a.Analyze([]byte(text)) {

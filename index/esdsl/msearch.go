@@ -80,7 +80,7 @@ func ParseMsearch(body []byte) ([]MsearchItem, error) {
 		items = append(items, item)
 	}
 	if len(items) == 0 {
-		return nil, &Error{Status: 400, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: no requests added;"}
+		return nil, &Error{Kind: ErrInvalidRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: no requests added;"}
 	}
 	return items, nil
 }

@@ -235,7 +235,7 @@ type qsParser struct {
 }
 
 func (p *qsParser) errf(format string, args ...any) error {
-	return &Error{Status: 400, Type: "query_shard_exception",
+	return &Error{Kind: ErrInvalidRequest, Type: "query_shard_exception",
 		Reason: "Failed to parse query [" + string(p.in) + "]: " + fmt.Sprintf(format, args...)}
 }
 

@@ -248,21 +248,21 @@ func TestScrollErrors(t *testing.T) {
 	require.Nil(t, rendered)
 
 	tests := []struct {
-		name   string
-		id     string
-		status int
-		typ    string
+		name string
+		id   string
+		kind error
+		typ  string
 	}{
-		{name: "garbled", id: id[:len(id)-3] + "AAA", status: 400, typ: "illegal_argument_exception"},
-		{name: "not base64", id: "!!!", status: 400, typ: "illegal_argument_exception"},
-		{name: "empty", id: "", status: 400, typ: "action_request_validation_exception"},
+		{name: "garbled", id: id[:len(id)-3] + "AAA", kind: ErrInvalidRequest, typ: "illegal_argument_exception"},
+		{name: "not base64", id: "!!!", kind: ErrInvalidRequest, typ: "illegal_argument_exception"},
+		{name: "empty", id: "", kind: ErrInvalidRequest, typ: "action_request_validation_exception"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseScroll(tt.id, "")
 			var e *Error
 			require.ErrorAs(t, err, &e)
-			require.Equal(t, tt.status, e.Status)
+			require.ErrorIs(t, e, tt.kind)
 			require.Equal(t, tt.typ, e.Type)
 		})
 	}
@@ -308,7 +308,7 @@ func TestCount(t *testing.T) {
 		})
 	}
 	_, err := ParseCount([]byte(`{"size":1}`), nil, ti.fields)
-	requireStatus(t, err, 400, "size")
+	requireKind(t, err, ErrInvalidRequest, "size")
 }
 
 func TestSearchAfterPagesThroughEverything(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -121,7 +120,7 @@ func (s *Search) ScrollCursor(res *bleve.SearchResult) (page int, after [][]byte
 }
 
 func badScrollID(why string) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: "illegal_argument_exception",
+	return &Error{Kind: ErrInvalidRequest, Type: "illegal_argument_exception",
 		Reason: "Cannot parse scroll id: " + why + "; use the _scroll_id of the previous response unchanged"}
 }
 
@@ -140,7 +139,7 @@ type Scroll struct {
 // be "") renews the keep-alive. A garbled id is a 400.
 func ParseScroll(scrollID string, keepAlive string) (*Scroll, error) {
 	if scrollID == "" {
-		return nil, &Error{Status: http.StatusBadRequest, Type: "action_request_validation_exception",
+		return nil, &Error{Kind: ErrInvalidRequest, Type: "action_request_validation_exception",
 			Reason: "Validation Failed: 1: scrollId is missing;"}
 	}
 	data, err := base64.RawURLEncoding.DecodeString(scrollID)

@@ -157,7 +157,8 @@ type sortSpec struct {
 
 // ParseSearch translates an Elasticsearch _search request — body (may be
 // empty) and URL parameters — into a Search. fields describes the mapping
-// of the indices searched. Every error is an *Error with a 4xx status.
+// of the indices searched. Every error is an *Error of kind
+// ErrInvalidRequest.
 func ParseSearch(body []byte, params url.Values, fields Fields) (*Search, error) {
 	return Scope{}.ParseSearch(body, params, fields)
 }
@@ -191,29 +192,105 @@ var searchParams = map[string]bool{
 	"docvalue_fields": true,
 }
 
+// parseSearchAt is ParseSearch with date math resolved against now and the
+// request restricted by sc. It runs the steps below in order and stops at
+// the first that fails, so of a request's several faults the earliest
+// step's is the one reported; the order is part of the behaviour.
 func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time, sc Scope) (*Search, error) {
 	o, err := parseBody(body)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSearchKeys(o, params); err != nil {
+		return nil, err
+	}
+	t := &translator{fields: fields, now: now, scope: sc}
+	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc, fields: fields}
+	q, err := s.parseQuery(o, params, t)
+	if err != nil {
+		return nil, err
+	}
+	from, size, err := parseWindow(o, params, sc)
+	if err != nil {
+		return nil, err
+	}
+	explain, err := boolOption(o, params, "explain", false)
+	if err != nil {
+		return nil, err
+	}
+	s.Request = bleve.NewSearchRequestOptions(q, size, from, explain)
+	if err := s.parseHitMetadata(o, params); err != nil {
+		return nil, err
+	}
+	if raw, ok := o["pit"]; ok {
+		if err := s.parsePIT(raw); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.parseTimeout(o, params); err != nil {
+		return nil, err
+	}
+	if err := s.parseScrollParam(params, from, size); err != nil {
+		return nil, err
+	}
+	if err := s.parseReplyParams(params); err != nil {
+		return nil, err
+	}
+	if err := s.parseSorting(o, params, t); err != nil {
+		return nil, err
+	}
+	if err := s.parseContinuation(o, from); err != nil {
+		return nil, err
+	}
+	if err := s.parseTotalHits(o, params); err != nil {
+		return nil, err
+	}
+	if err := s.parseSourceAndStored(o, params); err != nil {
+		return nil, err
+	}
+	if err := s.parseFetchFields(o, params, fields); err != nil {
+		return nil, err
+	}
+	if err := s.parseHighlightKey(o); err != nil {
+		return nil, err
+	}
+	s.setLoadedFields()
+	if err := s.parseAggregations(o, t); err != nil {
+		return nil, err
+	}
+	if err := s.Request.Validate(); err != nil {
+		return nil, argErr("invalid search request: %v", err)
+	}
+	return s, nil
+}
+
+// checkSearchKeys refuses, in sorted order, a URL parameter _search does not
+// know, then a body key this node does not support or does not know.
+func checkSearchKeys(o object, params url.Values) error {
 	for _, k := range sortedParamKeys(params) {
 		if !searchParams[k] {
-			return nil, argErr("request [/_search] contains unrecognized parameter: [%s]", k)
+			return argErr("request [/_search] contains unrecognized parameter: [%s]", k)
 		}
 	}
 	for _, k := range o.sortedKeys() {
 		if _, ok := unsupportedBodyKeys[k]; ok {
-			return nil, argErr("[%s] is not supported by this node; remove it from the request", k)
+			return argErr("[%s] is not supported by this node; remove it from the request", k)
 		}
 		if !searchBodyKeys[k] {
-			return nil, parsingErr("Unknown key [%s] in the search request; supported: query, from, size, sort, _source, highlight, track_total_hits, search_after, explain, aggs, timeout, track_scores", k)
+			return parsingErr("Unknown key [%s] in the search request; supported: query, from, size, sort, _source, highlight, track_total_hits, search_after, explain, aggs, timeout, track_scores", k)
 		}
 	}
-	t := &translator{fields: fields, now: now, scope: sc}
-	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc, fields: fields}
+	return nil
+}
 
-	// Query: URL q overrides the body's query, as in Elasticsearch.
+// parseQuery returns the query to run: the body's "query" (match_all when
+// absent), replaced by the URL's q as in Elasticsearch, restricted by the
+// scope's alias filter and wrapped by min_score. It records the request's
+// named queries and whether min_score applies in s, and refuses
+// include_named_queries_score.
+func (s *Search) parseQuery(o object, params url.Values, t *translator) (query.Query, error) {
 	var q query.Query = query.NewMatchAllQuery()
+	var err error
 	if raw, ok := o["query"]; ok {
 		if q, err = t.query(raw, "query"); err != nil {
 			return nil, err
@@ -235,127 +312,183 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 	if v, _ := optParamBool(params, "include_named_queries_score"); v {
 		return nil, argErr("[include_named_queries_score] is not supported by this node; matched_queries lists the names only")
 	}
+	return q, nil
+}
 
-	from, size := 0, 10
+// parseWindow returns the page of hits asked for: from (default 0) and size
+// (default 10), each from the body and overridden by the URL. It reads the
+// body's from and size before the URL's, then refuses a negative from or
+// size and a window (from + size) over the scope's max_result_window.
+func parseWindow(o object, params url.Values, sc Scope) (from, size int, err error) {
+	from, size = 0, 10
 	if raw, ok := o["from"]; ok {
 		if from, err = asInt(raw, "from"); err != nil {
-			return nil, err
+			return 0, 0, err
 		}
 	}
 	if raw, ok := o["size"]; ok {
 		if size, err = asInt(raw, "size"); err != nil {
-			return nil, err
+			return 0, 0, err
 		}
 	}
 	if v := params.Get("from"); params.Has("from") {
 		if from, err = paramInt(v, "from"); err != nil {
-			return nil, err
+			return 0, 0, err
 		}
 	}
 	if v := params.Get("size"); params.Has("size") {
 		if size, err = paramInt(v, "size"); err != nil {
-			return nil, err
+			return 0, 0, err
 		}
 	}
 	if from < 0 {
-		return nil, argErr("[from] parameter cannot be negative, found [%d]", from)
+		return 0, 0, argErr("[from] parameter cannot be negative, found [%d]", from)
 	}
 	if size < 0 {
-		return nil, argErr("[size] parameter cannot be negative, found [%d]", size)
+		return 0, 0, argErr("[size] parameter cannot be negative, found [%d]", size)
 	}
 	if from+size > sc.maxResultWindow() {
-		return nil, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.", sc.maxResultWindow(), from+size)
+		return 0, 0, argErr("Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll API or search_after for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.", sc.maxResultWindow(), from+size)
 	}
+	return from, size, nil
+}
 
-	explain := false
-	if raw, ok := o["explain"]; ok {
-		if explain, err = asBool(raw, "explain"); err != nil {
-			return nil, err
+// boolOption reads the boolean option key: the body's value, overridden by
+// the URL parameter of the same name; def when neither gives it. The body's
+// value is checked even when the URL overrides it.
+func boolOption(o object, params url.Values, key string, def bool) (bool, error) {
+	v := def
+	var err error
+	if raw, ok := o[key]; ok {
+		if v, err = asBool(raw, key); err != nil {
+			return false, err
 		}
 	}
-	if params.Has("explain") {
-		if explain, err = paramBool(params.Get("explain"), "explain"); err != nil {
-			return nil, err
+	if params.Has(key) {
+		if v, err = paramBool(params.Get(key), key); err != nil {
+			return false, err
 		}
 	}
-	req := bleve.NewSearchRequestOptions(q, size, from, explain)
-	s.Request = req
+	return v, nil
+}
 
-	for _, k := range []string{"version", "seq_no_primary_term", "profile"} {
-		raw, ok := o[k]
-		v := false
-		if ok {
-			if v, err = asBool(raw, k); err != nil {
-				return nil, err
-			}
-		}
-		if params.Has(k) {
-			if v, err = paramBool(params.Get(k), k); err != nil {
-				return nil, err
-			}
-		}
-		switch {
-		case k == "version":
-			s.version = v
-		case k == "seq_no_primary_term":
-			s.seqNo = v
-		case v:
-			return nil, argErr("[%s] true is not supported by this node; drop it", k)
-		}
+// parseHitMetadata reads what hits show beside their source: version
+// (_version) and seq_no_primary_term (_seq_no, _primary_term). It refuses
+// profile true, which this node cannot answer.
+func (s *Search) parseHitMetadata(o object, params url.Values) error {
+	var err error
+	if s.version, err = boolOption(o, params, "version", false); err != nil {
+		return err
 	}
+	if s.seqNo, err = boolOption(o, params, "seq_no_primary_term", false); err != nil {
+		return err
+	}
+	profile, err := boolOption(o, params, "profile", false)
+	if err != nil {
+		return err
+	}
+	if profile {
+		return argErr("[%s] true is not supported by this node; drop it", "profile")
+	}
+	return nil
+}
 
-	if raw, ok := o["pit"]; ok {
-		if err := s.parsePIT(raw); err != nil {
-			return nil, err
-		}
-	}
+// parseTimeout sets s.Timeout from the body's "timeout", overridden by the
+// URL parameter.
+func (s *Search) parseTimeout(o object, params url.Values) error {
 	if raw, ok := o["timeout"]; ok {
 		str, err := asString(raw, "timeout")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.Timeout, err = parseDuration(str, "timeout"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if params.Has("timeout") {
+		var err error
 		if s.Timeout, err = parseDuration(params.Get("timeout"), "timeout"); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if params.Has("scroll") {
-		if s.pit != "" {
-			return nil, argErr("using [point in time] is not allowed in a scroll context")
-		}
-		if s.Scroll, err = parseDuration(params.Get("scroll"), "scroll"); err != nil {
-			return nil, err
-		}
-		if s.Scroll <= 0 {
-			return nil, argErr("[scroll] keep-alive must be positive, got [%s]", params.Get("scroll"))
-		}
-		if from > 0 {
-			return nil, argErr("using [from] is not allowed in a scroll context")
-		}
-		if size == 0 {
-			return nil, argErr("[size] cannot be [0] in a scroll context")
-		}
-		if v, _ := optParamBool(params, "request_cache"); v {
-			return nil, argErr("[request_cache] cannot be used in a scroll context")
-		}
+	return nil
+}
+
+// parseScrollParam sets s.Scroll from the URL's scroll keep-alive and
+// refuses what a scroll context cannot take: a point in time (so s.pit must
+// be read first), a keep-alive that is not positive, a from, a size of 0 and
+// request_cache.
+func (s *Search) parseScrollParam(params url.Values, from, size int) error {
+	if !params.Has("scroll") {
+		return nil
 	}
+	if s.pit != "" {
+		return argErr("using [point in time] is not allowed in a scroll context")
+	}
+	var err error
+	if s.Scroll, err = parseDuration(params.Get("scroll"), "scroll"); err != nil {
+		return err
+	}
+	if s.Scroll <= 0 {
+		return argErr("[scroll] keep-alive must be positive, got [%s]", params.Get("scroll"))
+	}
+	if from > 0 {
+		return argErr("using [from] is not allowed in a scroll context")
+	}
+	if size == 0 {
+		return argErr("[size] cannot be [0] in a scroll context")
+	}
+	if v, _ := optParamBool(params, "request_cache"); v {
+		return argErr("[request_cache] cannot be used in a scroll context")
+	}
+	return nil
+}
+
+// parseReplyParams refuses a search_type other than query_then_fetch and
+// dfs_query_then_fetch, and reads the URL parameters that shape the reply:
+// typed_keys and rest_total_hits_as_int.
+func (s *Search) parseReplyParams(params url.Values) error {
 	if st := params.Get("search_type"); st != "" && st != "query_then_fetch" && st != "dfs_query_then_fetch" {
-		return nil, argErr("search_type [%s] is not supported; use query_then_fetch or dfs_query_then_fetch", st)
+		return argErr("search_type [%s] is not supported; use query_then_fetch or dfs_query_then_fetch", st)
 	}
+	var err error
 	if s.typedKeys, err = optParamBool(params, "typed_keys"); err != nil {
-		return nil, err
+		return err
 	}
 	if s.totalAsInt, err = optParamBool(params, "rest_total_hits_as_int"); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
-	// Sort.
+// parseSorting sets the hits' order from the body's "sort", replaced by the
+// URL's sort ("field:order,..."), and track_scores (scores computed even
+// when the hits are not sorted by them; on when a sort names _score, unless
+// the request says otherwise).
+func (s *Search) parseSorting(o object, params url.Values, t *translator) error {
+	sortRaw, err := sortEntries(o, params)
+	if err != nil {
+		return err
+	}
+	if len(sortRaw) > 0 {
+		if err := s.parseSort(sortRaw, t); err != nil {
+			return err
+		}
+	}
+	// A sort on _score has set trackScores; the request's track_scores,
+	// when given, decides.
+	s.trackScores, err = boolOption(o, params, "track_scores", s.trackScores)
+	return err
+}
+
+// sortEntries returns the sort entries of the request in the body's JSON
+// form: the body's "sort" (one entry or an array; checked even when the URL
+// overrides it), or the URL's sort with each "field" or "field:order" turned
+// into "field" or {"field":"order"}. Nil when the request does not sort.
+func sortEntries(o object, params url.Values) ([]json.RawMessage, error) {
 	var sortRaw []json.RawMessage
 	if raw, ok := o["sort"]; ok {
+		var err error
 		if sortRaw, err = asArray(raw, "sort", true); err != nil {
 			return nil, err
 		}
@@ -374,70 +507,74 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 			}
 		}
 	}
-	if len(sortRaw) > 0 {
-		if err := s.parseSort(sortRaw, t); err != nil {
-			return nil, err
-		}
-	}
-	if raw, ok := o["track_scores"]; ok {
-		if s.trackScores, err = asBool(raw, "track_scores"); err != nil {
-			return nil, err
-		}
-	}
-	if params.Has("track_scores") {
-		if s.trackScores, err = paramBool(params.Get("track_scores"), "track_scores"); err != nil {
-			return nil, err
-		}
-	}
+	return sortRaw, nil
+}
 
+// parseContinuation reads where the page resumes: the body's search_after
+// (refused in a scroll context, so s.Scroll must be read first; the sorts
+// must be too, as it gives one value per sort). A scroll search gets the
+// hidden tiebreak its later pages resume from instead.
+func (s *Search) parseContinuation(o object, from int) error {
 	if raw, ok := o["search_after"]; ok {
 		if s.Scroll > 0 {
-			return nil, argErr("[search_after] cannot be used in a scroll context")
+			return argErr("[search_after] cannot be used in a scroll context")
 		}
 		if err := s.parseSearchAfter(raw, from); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if s.Scroll > 0 {
 		s.ensureTiebreak()
 	}
+	return nil
+}
 
+// parseTotalHits sets how exactly the total is counted from the body's
+// track_total_hits, overridden by the URL parameter. rest_total_hits_as_int
+// (read before) needs an exact total: it implies track_total_hits true, and
+// refuses a limit given with it, as Elasticsearch does.
+func (s *Search) parseTotalHits(o object, params url.Values) error {
 	trackGiven := false
 	if raw, ok := o["track_total_hits"]; ok {
 		str, err := asScalarString(raw, "track_total_hits")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.trackTotal, err = parseTrackTotal(str); err != nil {
-			return nil, err
+			return err
 		}
 		trackGiven = true
 	}
 	if params.Has("track_total_hits") {
+		var err error
 		if s.trackTotal, err = parseTrackTotal(params.Get("track_total_hits")); err != nil {
-			return nil, err
+			return err
 		}
 		trackGiven = true
 	}
 	if s.totalAsInt && s.trackTotal >= 0 {
-		// rest_total_hits_as_int needs an exact total: it implies
-		// track_total_hits true, and refuses a limit, as Elasticsearch does.
 		if trackGiven {
-			return nil, argErr("[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", s.trackTotal)
+			return argErr("[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", s.trackTotal)
 		}
 		s.trackTotal = -1
 	}
+	return nil
+}
 
+// parseSourceAndStored reads what of each hit's source is returned: the
+// _source filter (body or URL), then stored_fields, the fields mapped with
+// store: true (their values from _source). As in Elasticsearch, a
+// stored_fields list turns _source off unless _source is asked for too, and
+// "_none_" (alone) hides _id as well.
+func (s *Search) parseSourceAndStored(o object, params url.Values) error {
+	var err error
 	if s.source, err = parseSourceFilter(o["_source"], params); err != nil {
-		return nil, err
+		return err
 	}
-	// stored_fields: the fields mapped with store: true (their values from
-	// _source); as in Elasticsearch, a list turns _source off unless
-	// _source is asked for too, and "_none_" hides _id as well.
 	var stored []string
 	if raw, ok := o["stored_fields"]; ok {
 		if stored, err = stringList(raw, "stored_fields"); err != nil {
-			return nil, err
+			return err
 		}
 		if stored == nil {
 			stored = []string{}
@@ -446,72 +583,95 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 	if params.Has("stored_fields") {
 		stored = splitList(params.Get("stored_fields"))
 	}
-	if stored != nil {
-		for _, f := range stored {
-			if f == "_none_" && len(stored) > 1 {
-				return nil, argErr("[stored_fields] cannot list _none_ together with fields")
-			}
-		}
-		_, srcGiven := o["_source"]
-		srcGiven = srcGiven || params.Has("_source") || params.Has("_source_includes") || params.Has("_source_excludes")
-		if !srcGiven {
-			s.source = sourceFilter{disabled: true}
-		}
-		if len(stored) == 1 && stored[0] == "_none_" {
-			if srcGiven && !s.source.disabled {
-				return nil, argErr("[stored_fields] _none_ cannot be used with _source; drop one")
-			}
-			s.source, s.noID = sourceFilter{disabled: true}, true
-		} else {
-			s.fetch.stored = stored
+	if stored == nil {
+		return nil
+	}
+	for _, f := range stored {
+		if f == "_none_" && len(stored) > 1 {
+			return argErr("[stored_fields] cannot list _none_ together with fields")
 		}
 	}
+	_, srcGiven := o["_source"]
+	srcGiven = srcGiven || params.Has("_source") || params.Has("_source_includes") || params.Has("_source_excludes")
+	if !srcGiven {
+		s.source = sourceFilter{disabled: true}
+	}
+	if len(stored) == 1 && stored[0] == "_none_" {
+		if srcGiven && !s.source.disabled {
+			return argErr("[stored_fields] _none_ cannot be used with _source; drop one")
+		}
+		s.source, s.noID = sourceFilter{disabled: true}, true
+	} else {
+		s.fetch.stored = stored
+	}
+	return nil
+}
+
+// parseFetchFields reads the fields hits return values of: the body's
+// "fields" and docvalue_fields (the latter overridden by the URL), and
+// refuses docvalue_fields the mapping cannot answer.
+func (s *Search) parseFetchFields(o object, params url.Values, fields Fields) error {
+	var err error
 	if raw, ok := o["fields"]; ok {
 		if s.fetch.fields, err = parseFieldList(raw, "fields"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if raw, ok := o["docvalue_fields"]; ok {
 		if s.fetch.docvalue, err = parseFieldList(raw, "docvalue_fields"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if params.Has("docvalue_fields") {
 		s.fetch.docvalue = splitList(params.Get("docvalue_fields"))
 	}
-	if err := checkDocvalue(fields, s.fetch.docvalue); err != nil {
-		return nil, err
+	return checkDocvalue(fields, s.fetch.docvalue)
+}
+
+// parseHighlightKey reads the body's "highlight"; a highlighting request
+// asks bleve for term locations.
+func (s *Search) parseHighlightKey(o object) error {
+	raw, ok := o["highlight"]
+	if !ok {
+		return nil
 	}
-	if raw, ok := o["highlight"]; ok {
-		if s.highlight, err = parseHighlight(raw); err != nil {
-			return nil, err
-		}
-		req.IncludeLocations = true
+	var err error
+	if s.highlight, err = parseHighlight(raw); err != nil {
+		return err
 	}
+	s.Request.IncludeLocations = true
+	return nil
+}
+
+// setLoadedFields asks bleve for the stored fields the reply is built from:
+// index.SourceField when the hits show their source, highlights or fetched
+// fields, and index.MetaField when they show _version or _seq_no. It runs
+// after every step that decides those.
+func (s *Search) setLoadedFields() {
 	if !s.source.disabled || s.highlight != nil || !s.fetch.empty() {
-		req.Fields = []string{index.SourceField}
+		s.Request.Fields = []string{index.SourceField}
 	}
 	if s.version || s.seqNo {
-		req.Fields = append(req.Fields, index.MetaField)
+		s.Request.Fields = append(s.Request.Fields, index.MetaField)
 	}
+}
 
+// parseAggregations reads the body's aggregations, given as "aggs" or
+// "aggregations" but not both.
+func (s *Search) parseAggregations(o object, t *translator) error {
 	aggRaw, hasAggs := o["aggs"]
 	if a2, ok := o["aggregations"]; ok {
 		if hasAggs {
-			return nil, parsingErr("found two aggregation definitions: [aggs] and [aggregations]; send one")
+			return parsingErr("found two aggregation definitions: [aggs] and [aggregations]; send one")
 		}
 		aggRaw, hasAggs = a2, true
 	}
-	if hasAggs {
-		if s.aggs, err = parseAggs(aggRaw, t); err != nil {
-			return nil, err
-		}
+	if !hasAggs {
+		return nil
 	}
-
-	if err := req.Validate(); err != nil {
-		return nil, argErr("invalid search request: %v", err)
-	}
-	return s, nil
+	var err error
+	s.aggs, err = parseAggs(aggRaw, t)
+	return err
 }
 
 // parsePIT reads the body's "pit": {"id": ..., "keep_alive": ...}.

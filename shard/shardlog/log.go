@@ -1,11 +1,10 @@
-package shard
+package shardlog
 
 import (
 	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -18,28 +17,7 @@ import (
 	"github.com/weftsearch/weft/internal/vfs"
 )
 
-// The shard log: an append-only write-ahead log of one shard copy.
-//
-// Segment files are named <n>.wal (n = 20-digit segment number), in one
-// directory. A segment is a sequence of frames:
-//
-//	length  uint32 LE   bytes of payload
-//	crc     uint32 LE   CRC-32C (Castagnoli) of payload
-//	payload
-//
-// A record's payload, which is also the replication wire format, is
-//
-//	term u64 | seq u64 | version u64 | op u8 (0 index, 1 delete) | uvarint len(id) | id | source
-//
-// (integers big endian, the uvarint in its shortest form). A sync mark's
-// payload is
-//
-//	0 u64 | 0 u64 | durable u64 | op u8 = 2
-//
-// and says that the segment's first `durable` bytes had been fsynced
-// before the mark was written. Append puts one ahead of its records when an
-// fsync has completed since the last mark, and Close ends the segment with
-// one; they cost bytes, not fsyncs.
+// How the log keeps what it acknowledges.
 //
 // Durability. A record is durable once Append returns nil: Append writes,
 // then fsyncs with group commit (concurrent appenders share one fsync). A
@@ -47,7 +25,7 @@ import (
 // and a segment is fsynced before the next one is started.
 //
 // Failure. A failed or short write, or a failed fsync, fails the log for
-// good (ErrLogFailed): that Append and every later one return an error, so
+// good (ErrFailed): that Append and every later one return an error, so
 // nothing written after the failure is acknowledged, and the log never
 // retries an fsync (after a failed one Linux may have dropped the dirty
 // pages and report the next fsync as a success). This is what Elasticsearch
@@ -59,10 +37,10 @@ import (
 // end of the file torn: cut short, zero-filled, or with a later part
 // written back and an earlier one not (writeback is not in file order),
 // so CRC-valid records after a bad frame at offset B prove nothing about
-// data that was on disk. A sync mark does. The rule: OpenLog tries every
+// data that was on disk. A sync mark does. The rule: Open tries every
 // byte offset after B for a mark frame (length 25, op 2, zero term and seq,
 // CRC match) stating durable > B, at an offset >= durable; a found one
-// makes the log corrupt (ErrLogCorrupt: the open fails, naming the file
+// makes the log corrupt (ErrCorrupt: the open fails, naming the file
 // and B). Otherwise B starts a torn tail: the file is cut at B, fsynced,
 // and the cut logged. CRC-valid records met on the way are counted for the
 // log and skipped whole, so a mark inside their ids is not read.
@@ -75,172 +53,17 @@ import (
 // bytes pass as a mark with negligible probability: 17 fixed bytes, a
 // bounded offset and a 32-bit CRC.
 
-// Frame ops.
-const (
-	recIndex    byte = 0
-	recDelete   byte = 1
-	recSyncMark byte = 2
-)
-
-const (
-	frameHeader = 8
-	// recFixed is a record payload's fixed part: term, seq, version, op.
-	recFixed = 25
-	// markPayload is a sync mark's payload length; a record's is longer
-	// (its id length takes at least one byte).
-	markPayload = recFixed
-	// minRecordFrame is the smallest record frame.
-	minRecordFrame = frameHeader + recFixed + 1
-)
-
-// maxRecord bounds one record's payload, so that a record the reader
-// would reject is never written.
-const maxRecord = 1 << 30
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
+// Sentinel errors, wrapped with detail; test with errors.Is.
 var (
-	// ErrLogFailed: a write or fsync of the log failed; the log accepts no
+	// ErrFailed: a write or fsync of the log failed; the log accepts no
 	// more appends until it is reopened.
-	ErrLogFailed = errors.New("shard log failed")
-	// ErrLogCorrupt: the log holds damaged data that had been fsynced; the
+	ErrFailed = errors.New("shard log failed")
+	// ErrCorrupt: the log holds damaged data that had been fsynced; the
 	// copy cannot be opened as it is.
-	ErrLogCorrupt = errors.New("shard log corrupt")
+	ErrCorrupt = errors.New("shard log corrupt")
+	// ErrClosed: the log has been closed.
+	ErrClosed = errors.New("shard log closed")
 )
-
-// LogRecord is one logged operation.
-type LogRecord struct {
-	Term    uint64
-	Seq     uint64
-	Version int64
-	Delete  bool
-	ID      string
-	Source  []byte
-}
-
-// appendTo appends r's frame to b.
-func (r *LogRecord) appendTo(b []byte) []byte {
-	start := len(b)
-	b = append(b, make([]byte, frameHeader)...)
-	b = binary.BigEndian.AppendUint64(b, r.Term)
-	b = binary.BigEndian.AppendUint64(b, r.Seq)
-	b = binary.BigEndian.AppendUint64(b, uint64(r.Version))
-	op := recIndex
-	if r.Delete {
-		op = recDelete
-	}
-	b = append(b, op)
-	b = binary.AppendUvarint(b, uint64(len(r.ID)))
-	b = append(b, r.ID...)
-	b = append(b, r.Source...)
-	return sealFrame(b, start)
-}
-
-// appendMark appends a sync mark's frame to b.
-func appendMark(b []byte, durable int64) []byte {
-	start := len(b)
-	b = append(b, make([]byte, frameHeader+16)...)
-	b = binary.BigEndian.AppendUint64(b, uint64(durable))
-	b = append(b, recSyncMark)
-	return sealFrame(b, start)
-}
-
-// sealFrame fills in the header of the frame that starts at b[start].
-func sealFrame(b []byte, start int) []byte {
-	payload := b[start+frameHeader:]
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
-	return b
-}
-
-var errBadPayload = errors.New("malformed record payload")
-
-// decodeRecord decodes a record payload. It accepts exactly the payloads
-// appendTo produces: re-encoding the record gives p back.
-func decodeRecord(p []byte) (LogRecord, error) {
-	var r LogRecord
-	if len(p) < recFixed+1 {
-		return r, errBadPayload
-	}
-	r.Term = binary.BigEndian.Uint64(p[0:])
-	r.Seq = binary.BigEndian.Uint64(p[8:])
-	r.Version = int64(binary.BigEndian.Uint64(p[16:]))
-	switch p[24] {
-	case recIndex:
-	case recDelete:
-		r.Delete = true
-	default:
-		return r, errBadPayload
-	}
-	n, k := binary.Uvarint(p[recFixed:])
-	if k <= 0 || (k > 1 && p[recFixed+k-1] == 0) || uint64(len(p)-recFixed-k) < n {
-		return r, errBadPayload
-	}
-	id := p[recFixed+k:][:n]
-	r.ID = string(id)
-	if src := p[recFixed+k+int(n):]; len(src) > 0 {
-		r.Source = append([]byte(nil), src...)
-	}
-	return r, nil
-}
-
-// parseMark returns the durable length a sync mark payload states.
-func parseMark(p []byte) (int64, bool) {
-	if len(p) != markPayload || p[24] != recSyncMark ||
-		binary.BigEndian.Uint64(p[0:]) != 0 || binary.BigEndian.Uint64(p[8:]) != 0 {
-		return 0, false
-	}
-	d := binary.BigEndian.Uint64(p[16:])
-	return int64(d), d <= 1<<62
-}
-
-// errBadFrame marks a frame that is cut short, fails its checksum, or does
-// not decode.
-var errBadFrame = errors.New("bad frame")
-
-// frameReader reads the frames of one segment in order.
-type frameReader struct {
-	br      *bufio.Reader
-	size    int64 // the file's size when opened
-	off     int64 // where the frame returned last starts
-	next    int64 // where the frame after it starts
-	payload []byte
-}
-
-// read returns the payload of the frame at r.next (valid until the next
-// call) and moves past it; io.EOF at the end of the file; an error wrapping
-// errBadFrame if the frame is cut short or fails its checksum (r.off is
-// then where it starts); or the file's read error.
-func (r *frameReader) read() ([]byte, error) {
-	r.off = r.next
-	left := r.size - r.off
-	if left == 0 {
-		return nil, io.EOF
-	}
-	if left < frameHeader {
-		return nil, fmt.Errorf("%w: %d bytes left, less than a header", errBadFrame, left)
-	}
-	var hdr [frameHeader]byte
-	if _, err := io.ReadFull(r.br, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := int64(binary.LittleEndian.Uint32(hdr[0:]))
-	if n > left-frameHeader {
-		return nil, fmt.Errorf("%w: length %d runs past the end of the file", errBadFrame, n)
-	}
-	if int64(cap(r.payload)) < n {
-		r.payload = make([]byte, n)
-	}
-	r.payload = r.payload[:n]
-	if _, err := io.ReadFull(r.br, r.payload); err != nil {
-		return nil, err
-	}
-	if crc32.Checksum(r.payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
-		return nil, fmt.Errorf("%w: checksum mismatch", errBadFrame)
-	}
-	r.next = r.off + frameHeader + n
-	return r.payload, nil
-}
 
 // segmentScan is what reading one segment found.
 type segmentScan struct {
@@ -253,7 +76,7 @@ type segmentScan struct {
 // scanSegment calls fn for each record of the segment's valid prefix, in
 // order. A bad frame ends the prefix and is reported in the scan, not as an
 // error; errors are fn's and the file system's.
-func scanSegment(fsys vfs.FS, path string, fn func(*LogRecord) error) (segmentScan, error) {
+func scanSegment(fsys vfs.FS, path string, fn func(*Record) error) (segmentScan, error) {
 	var sc segmentScan
 	f, err := fsys.Open(path)
 	if err != nil {
@@ -302,13 +125,13 @@ func scanSegment(fsys vfs.FS, path string, fn func(*LogRecord) error) (segmentSc
 // skips over them, so that a mark inside a record's id is not taken for one.
 func afterBadFrame(tail []byte, bad int64, lastSeq uint64) (markAt, durable int64, records int) {
 	gap := 0 // where the bytes since the last record found start
-	for i := 1; i+frameHeader+markPayload <= len(tail); i++ {
+	for i := 1; i+FrameHeader+markPayload <= len(tail); i++ {
 		n := int(binary.LittleEndian.Uint32(tail[i:]))
-		if n < markPayload || n > len(tail)-i-frameHeader {
+		if n < markPayload || n > len(tail)-i-FrameHeader {
 			continue
 		}
-		frame := tail[i:][:frameHeader+n]
-		p := frame[frameHeader:]
+		frame := tail[i:][:FrameHeader+n]
+		p := frame[FrameHeader:]
 		if n == markPayload {
 			if d, ok := parseMark(p); ok && d > bad && d <= bad+int64(i) && checksumOK(frame) {
 				return bad + int64(i), d, records
@@ -324,15 +147,10 @@ func afterBadFrame(tail []byte, bad int64, lastSeq uint64) (markAt, durable int6
 		}
 		records++
 		lastSeq = seq
-		i += frameHeader + n - 1
+		i += FrameHeader + n - 1
 		gap = i + 1
 	}
 	return -1, 0, records
-}
-
-// checksumOK reports whether a whole frame's payload matches its CRC.
-func checksumOK(frame []byte) bool {
-	return crc32.Checksum(frame[frameHeader:], crcTable) == binary.LittleEndian.Uint32(frame[4:])
 }
 
 type segment struct {
@@ -365,7 +183,7 @@ type Log struct {
 	written   uint64 // total bytes written this session
 	buf       []byte
 	closed    bool
-	failed    error // set once a write or fsync fails; wraps ErrLogFailed
+	failed    error // set once a write or fsync fails; wraps ErrFailed
 
 	fsyncs atomic.Uint64
 
@@ -374,12 +192,12 @@ type Log struct {
 	beforeSync func()
 }
 
-// OpenLog opens the log in dir on fsys, creating it if needed, after
+// Open opens the log in dir on fsys, creating it if needed, after
 // checking every segment: a torn tail of the last one is cut (and logged),
 // damage to fsynced data fails the open with an error wrapping
-// ErrLogCorrupt. segSize is the size at which a new segment is started.
+// ErrCorrupt. segSize is the size at which a new segment is started.
 // logger gets the log's warnings and errors, which name dir.
-func OpenLog(fsys vfs.FS, dir string, segSize int64, logger *slog.Logger) (*Log, error) {
+func Open(fsys vfs.FS, dir string, segSize int64, logger *slog.Logger) (*Log, error) {
 	l := &Log{fs: fsys, dir: dir, segSize: segSize, logger: logger}
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -416,7 +234,7 @@ func OpenLog(fsys vfs.FS, dir string, segSize int64, logger *slog.Logger) (*Log,
 	var lastSeq uint64
 	var tail segmentScan
 	for k, s := range l.segs {
-		sc, err := scanSegment(fsys, s.path, func(r *LogRecord) error {
+		sc, err := scanSegment(fsys, s.path, func(r *Record) error {
 			lastSeq = r.Seq
 			return nil
 		})
@@ -459,7 +277,7 @@ func (l *Log) openLastSegment(sc segmentScan, lastSeq uint64) error {
 
 // cutTornTail truncates the last segment after its valid prefix if a bad
 // frame follows it, unless a sync mark shows the bad frame had been
-// fsynced (ErrLogCorrupt).
+// fsynced (ErrCorrupt).
 func (l *Log) cutTornTail(f vfs.File, path string, sc segmentScan, lastSeq uint64) error {
 	if sc.bad == nil {
 		return nil
@@ -487,7 +305,7 @@ func corruptError(path string, sc segmentScan, why string) error {
 	return fmt.Errorf("%w: %s: bad record at byte %d (%v), and %s: data that was on disk is damaged. "+
 		"Recover this shard copy from another copy; or, to open it with the operations before that point (those after it are lost), "+
 		"truncate the file to %d bytes and move the segments after it away",
-		ErrLogCorrupt, path, sc.valid, sc.bad, why, sc.valid)
+		ErrCorrupt, path, sc.valid, sc.bad, why, sc.valid)
 }
 
 // newSegmentLocked creates segment num, fsyncs the directory, and makes it
@@ -511,7 +329,7 @@ func (l *Log) newSegmentLocked(num uint64) error {
 // the error every Append returns from now on.
 func (l *Log) failLocked(cause error) error {
 	if l.failed == nil {
-		l.failed = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, cause)
+		l.failed = fmt.Errorf("%w: %s: %w", ErrFailed, l.dir, cause)
 		l.logger.Error("shard log failed: this shard copy acknowledges no more writes; it is failed and reopened, which cuts the unacknowledged tail (a replica then catches up from its primary), and keeps failing while the disk does; check the disk for space and I/O errors",
 			"dir", l.dir, "err", cause)
 	}
@@ -519,7 +337,7 @@ func (l *Log) failLocked(cause error) error {
 }
 
 // Failed returns the error that failed the log for good (wrapping
-// ErrLogFailed), or nil.
+// ErrFailed), or nil.
 func (l *Log) Failed() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -528,9 +346,9 @@ func (l *Log) Failed() error {
 
 // Append writes recs (in order, seqs increasing) and returns once they are
 // on disk. Concurrent callers share fsyncs (group commit). An error means
-// none of recs is acknowledged; once one wraps ErrLogFailed, every later
+// none of recs is acknowledged; once one wraps ErrFailed, every later
 // call fails with it.
-func (l *Log) Append(recs []LogRecord) error {
+func (l *Log) Append(recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -549,7 +367,7 @@ func (l *Log) Append(recs []LogRecord) error {
 // writeLocked writes recs' frames, after a sync mark if an fsync has
 // completed since the last one, and returns how many bytes this session
 // will have written once they are durable.
-func (l *Log) writeLocked(recs []LogRecord) (uint64, error) {
+func (l *Log) writeLocked(recs []Record) (uint64, error) {
 	switch {
 	case l.closed:
 		return 0, ErrClosed
@@ -563,8 +381,8 @@ func (l *Log) writeLocked(recs []LogRecord) (uint64, error) {
 	}
 	for k := range recs {
 		start := len(l.buf)
-		l.buf = recs[k].appendTo(l.buf)
-		if n := len(l.buf) - start - frameHeader; n > maxRecord {
+		l.buf = recs[k].AppendFrame(l.buf)
+		if n := len(l.buf) - start - FrameHeader; n > maxRecord {
 			return 0, fmt.Errorf("shard log: record seq %d is %d bytes, over the %d-byte limit", recs[k].Seq, n, maxRecord)
 		}
 	}
@@ -673,8 +491,8 @@ func (l *Log) rotateLocked() error {
 
 // Replay calls fn, in order, for every record with seq > after. A bad
 // frame in any segment but the last one (which may be being written) is an
-// error wrapping ErrLogCorrupt.
-func (l *Log) Replay(after uint64, fn func(*LogRecord) error) error {
+// error wrapping ErrCorrupt.
+func (l *Log) Replay(after uint64, fn func(*Record) error) error {
 	// Copies, not the log's segments: Append moves the last one's range
 	// under l.mu while this reads without it.
 	l.mu.Lock()
@@ -687,7 +505,7 @@ func (l *Log) Replay(after uint64, fn func(*LogRecord) error) error {
 		if s.last != 0 && s.last <= after {
 			continue
 		}
-		sc, err := scanSegment(l.fs, s.path, func(r *LogRecord) error {
+		sc, err := scanSegment(l.fs, s.path, func(r *Record) error {
 			if r.Seq <= after {
 				return nil
 			}
@@ -714,29 +532,6 @@ func (l *Log) FirstSeq() uint64 {
 		}
 	}
 	return 0
-}
-
-// decodeFramedRecord decodes one record in its log frame (length, CRC,
-// payload) from the front of b — how records travel in replication
-// messages — and returns the bytes after it. The source is copied.
-func decodeFramedRecord(b []byte) (LogRecord, []byte, error) {
-	if len(b) < frameHeader {
-		return LogRecord{}, nil, fmt.Errorf("%w: short record header", errCorruptRecord)
-	}
-	n := binary.LittleEndian.Uint32(b[0:])
-	sum := binary.LittleEndian.Uint32(b[4:])
-	if uint64(n) > uint64(len(b)-frameHeader) || n > maxRecord {
-		return LogRecord{}, nil, fmt.Errorf("%w: record length %d exceeds the message", errCorruptRecord, n)
-	}
-	payload := b[frameHeader : frameHeader+int(n)]
-	if crc32.Checksum(payload, crcTable) != sum {
-		return LogRecord{}, nil, fmt.Errorf("%w: checksum mismatch", errCorruptRecord)
-	}
-	r, err := decodeRecord(payload)
-	if err != nil {
-		return LogRecord{}, nil, fmt.Errorf("%w: %v", errCorruptRecord, err)
-	}
-	return r, b[frameHeader+int(n):], nil
 }
 
 // LastSeq is the highest seq in the log (0 if empty).
@@ -783,6 +578,16 @@ func (l *Log) Segments() int {
 // Fsyncs returns how many fsyncs Append has done (for tests and metrics).
 func (l *Log) Fsyncs() uint64 { return l.fsyncs.Load() }
 
+// SetBeforeSync makes fn (nil: nothing) run at the start of every group
+// fsync, before it reads how much has been written; tests use it to hold
+// an fsync in progress while more appends queue behind it. fn runs with the
+// log's fsync lock held: it must not call Append or Close.
+func (l *Log) SetBeforeSync(fn func()) {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.beforeSync = fn
+}
+
 // Close ends the current segment with a sync mark for all of it, fsyncs,
 // and closes the log's file; once failed, it only closes it. Appends still
 // waiting for their fsync fail with ErrClosed. Idempotent.
@@ -808,13 +613,4 @@ func (l *Log) Close() error {
 		err = cerr
 	}
 	return err
-}
-
-// syncDir fsyncs a directory of the operating system's file system, for
-// manager.go's meta.json writes.
-func syncDir(dir string) error {
-	if err := vfs.OS.SyncDir(dir); err != nil {
-		return fmt.Errorf("shard: %w", err)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package shard
+package shardlog
 
 import (
 	"bytes"
@@ -14,22 +14,22 @@ import (
 	"github.com/weftsearch/weft/internal/vfs"
 )
 
-func rec(seq uint64) LogRecord {
-	return LogRecord{Term: 1, Seq: seq, Version: int64(seq), ID: fmt.Sprintf("doc-%d", seq), Source: []byte(fmt.Sprintf(`{"n":%d}`, seq))}
+func rec(seq uint64) Record {
+	return Record{Term: 1, Seq: seq, Version: int64(seq), ID: fmt.Sprintf("doc-%d", seq), Source: []byte(fmt.Sprintf(`{"n":%d}`, seq))}
 }
 
-func recs(from, to uint64) []LogRecord {
-	var out []LogRecord
+func recs(from, to uint64) []Record {
+	var out []Record
 	for s := from; s <= to; s++ {
 		out = append(out, rec(s))
 	}
 	return out
 }
 
-func replayAll(t *testing.T, l *Log, after uint64) []LogRecord {
+func replayAll(t *testing.T, l *Log, after uint64) []Record {
 	t.Helper()
-	var out []LogRecord
-	require.NoError(t, l.Replay(after, func(r *LogRecord) error {
+	var out []Record
+	require.NoError(t, l.Replay(after, func(r *Record) error {
 		out = append(out, *r)
 		return nil
 	}))
@@ -54,6 +54,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// testLogger sends the log's warnings and errors to t.Log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
 func bufferLogger() (*slog.Logger, *syncBuffer) {
 	var b syncBuffer
 	return slog.New(slog.NewTextHandler(&b, nil)), &b
@@ -61,7 +74,7 @@ func bufferLogger() (*slog.Logger, *syncBuffer) {
 
 func openLog(t *testing.T, fsys vfs.FS, dir string, segSize int64) *Log {
 	t.Helper()
-	l, err := OpenLog(fsys, dir, segSize, testLogger(t))
+	l, err := Open(fsys, dir, segSize, testLogger(t))
 	require.NoError(t, err)
 	return l
 }
@@ -98,9 +111,9 @@ func frameStarts(t *testing.T, fsys vfs.FS, path string) (starts []int64, marks 
 	b := readAll(t, fsys, path)
 	for off := 0; off < len(b); {
 		n := int(binary.LittleEndian.Uint32(b[off:]))
-		_, mark := parseMark(b[off+frameHeader:][:n])
+		_, mark := parseMark(b[off+FrameHeader:][:n])
 		starts, marks = append(starts, int64(off)), append(marks, mark)
-		off += frameHeader + n
+		off += FrameHeader + n
 	}
 	return starts, marks
 }
@@ -140,7 +153,7 @@ func truncate(t *testing.T, fsys vfs.FS, path string, size int64) {
 func TestLogAppendReplay(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, vfs.OS, dir, 1<<20)
-	want := []LogRecord{rec(1), {Term: 2, Seq: 2, Version: 7, Delete: true, ID: "gone"}, rec(3)}
+	want := []Record{rec(1), {Term: 2, Seq: 2, Version: 7, Delete: true, ID: "gone"}, rec(3)}
 	require.NoError(t, l.Append(want[:2]))
 	require.NoError(t, l.Append(want[2:]))
 	require.NoError(t, l.Close())
@@ -162,7 +175,7 @@ func TestLogReplayAlongsideAppend(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for seq := uint64(1); seq <= n; seq++ {
-			if err := l.Append([]LogRecord{rec(seq)}); err != nil {
+			if err := l.Append([]Record{rec(seq)}); err != nil {
 				done <- err
 				return
 			}
@@ -177,7 +190,7 @@ func TestLogReplayAlongsideAppend(t *testing.T) {
 		default:
 		}
 		var next uint64 = 1
-		require.NoError(t, l.Replay(0, func(r *LogRecord) error {
+		require.NoError(t, l.Replay(0, func(r *Record) error {
 			require.Equal(t, next, r.Seq)
 			next++
 			return nil
@@ -192,14 +205,14 @@ func TestLogSyncMarks(t *testing.T) {
 	fsys, dir := memLogDir(t)
 	l := openLog(t, fsys, dir, 1<<20)
 	for s := uint64(1); s <= 3; s++ {
-		require.NoError(t, l.Append([]LogRecord{rec(s)}))
+		require.NoError(t, l.Append([]Record{rec(s)}))
 	}
 	require.NoError(t, l.Close())
 	b := readAll(t, fsys, segPath(dir, 1))
 	starts, marks := frameStarts(t, fsys, segPath(dir, 1))
 	require.Equal(t, []bool{false, true, false, true, false, true}, marks)
 	for k := 1; k < len(starts); k += 2 {
-		d, ok := parseMark(b[starts[k]+frameHeader:][:markPayload])
+		d, ok := parseMark(b[starts[k]+FrameHeader:][:markPayload])
 		require.True(t, ok)
 		require.Equal(t, starts[k], d, "mark %d vouches for everything before it", k)
 	}
@@ -214,7 +227,7 @@ func TestLogGroupCommit(t *testing.T) {
 	var size uint64
 	for k := range writers {
 		r := rec(uint64(k + 1))
-		size += uint64(len(r.appendTo(nil)))
+		size += uint64(len(r.AppendFrame(nil)))
 	}
 	var once sync.Once
 	release := make(chan struct{})
@@ -226,7 +239,7 @@ func TestLogGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			require.NoError(t, l.Append([]LogRecord{rec(uint64(k + 1))}))
+			require.NoError(t, l.Append([]Record{rec(uint64(k + 1))}))
 		}()
 	}
 	// Wait until every writer's bytes are in the file, then let the fsync go.
@@ -255,8 +268,8 @@ func TestLogTornTail(t *testing.T) {
 		want uint64 // records left
 	}{
 		{"cut in header", func(t *testing.T, p string, last, _ int64) { truncate(t, vfs.OS, p, last+3) }, 4},
-		{"cut in payload", func(t *testing.T, p string, last, _ int64) { truncate(t, vfs.OS, p, last+frameHeader+5) }, 4},
-		{"flipped byte", func(t *testing.T, p string, last, _ int64) { writeAt(t, vfs.OS, p, []byte{0xff}, last+frameHeader+2) }, 4},
+		{"cut in payload", func(t *testing.T, p string, last, _ int64) { truncate(t, vfs.OS, p, last+FrameHeader+5) }, 4},
+		{"flipped byte", func(t *testing.T, p string, last, _ int64) { writeAt(t, vfs.OS, p, []byte{0xff}, last+FrameHeader+2) }, 4},
 		{"zero page", func(t *testing.T, p string, last, size int64) {
 			writeAt(t, vfs.OS, p, make([]byte, size-last), last)
 		}, 4},
@@ -274,14 +287,14 @@ func TestLogTornTail(t *testing.T) {
 			tc.cut(t, path, starts[4], size)
 
 			logger, logs := bufferLogger()
-			l, err := OpenLog(vfs.OS, dir, 1<<20, logger)
+			l, err := Open(vfs.OS, dir, 1<<20, logger)
 			require.NoError(t, err, "a torn tail never fails the open")
 			defer l.Close()
 			require.Equal(t, recs(1, tc.want), replayAll(t, l, 0))
 			require.Contains(t, logs.String(), "cut a torn tail")
 			require.Contains(t, logs.String(), "dir="+dir)
 			// The log goes on after the truncation point.
-			require.NoError(t, l.Append([]LogRecord{rec(6)}))
+			require.NoError(t, l.Append([]Record{rec(6)}))
 			require.NoError(t, l.Close())
 			l = openLog(t, vfs.OS, dir, 1<<20)
 			require.Equal(t, append(recs(1, tc.want), rec(6)), replayAll(t, l, 0))
@@ -299,7 +312,7 @@ func TestLogCorruptionOrTornTail(t *testing.T) {
 		fsys, dir := memLogDir(t)
 		l := openLog(t, fsys, dir, 1<<20)
 		for s := uint64(1); s <= 5; s++ {
-			require.NoError(t, l.Append([]LogRecord{rec(s)}))
+			require.NoError(t, l.Append([]Record{rec(s)}))
 		}
 		kill(l)
 		starts, marks := frameStarts(t, fsys, segPath(dir, 1))
@@ -309,7 +322,7 @@ func TestLogCorruptionOrTornTail(t *testing.T) {
 	forged := func(durable int64) []byte {
 		r := rec(5)
 		r.ID = string(appendMark(nil, durable)) // a mark inside an id
-		return r.appendTo(nil)
+		return r.AppendFrame(nil)
 	}
 	tests := []struct {
 		name    string
@@ -319,13 +332,13 @@ func TestLogCorruptionOrTornTail(t *testing.T) {
 		cutRecs int    // CRC-valid records the cut drops
 	}{
 		{"flipped byte in a record a mark vouches for", func(t *testing.T, fsys vfs.FS, p string, starts []int64) {
-			writeAt(t, fsys, p, []byte{0xff}, starts[2]+frameHeader+3)
+			writeAt(t, fsys, p, []byte{0xff}, starts[2]+FrameHeader+3)
 		}, true, 0, 0},
 		{"zeroed mark followed by a later mark", func(t *testing.T, fsys vfs.FS, p string, starts []int64) {
-			writeAt(t, fsys, p, make([]byte, frameHeader), starts[3])
+			writeAt(t, fsys, p, make([]byte, FrameHeader), starts[3])
 		}, true, 0, 0},
 		{"flipped byte in the last record, which no mark covers yet", func(t *testing.T, fsys vfs.FS, p string, starts []int64) {
-			writeAt(t, fsys, p, []byte{0xff}, starts[8]+frameHeader+3)
+			writeAt(t, fsys, p, []byte{0xff}, starts[8]+FrameHeader+3)
 		}, false, 4, 0},
 		{"garbage then a CRC-valid record", func(t *testing.T, fsys vfs.FS, p string, starts []int64) {
 			// The tail after r3 as torn writeback leaves it: zeros where
@@ -347,9 +360,9 @@ func TestLogCorruptionOrTornTail(t *testing.T) {
 			path := segPath(dir, 1)
 			tc.damage(t, fsys, path, starts)
 			logger, logs := bufferLogger()
-			l, err := OpenLog(fsys, dir, 1<<20, logger)
+			l, err := Open(fsys, dir, 1<<20, logger)
 			if tc.corrupt {
-				require.ErrorIs(t, err, ErrLogCorrupt)
+				require.ErrorIs(t, err, ErrCorrupt)
 				require.ErrorContains(t, err, path)
 				require.ErrorContains(t, err, "bad record at byte")
 				require.ErrorContains(t, err, "truncate the file to")
@@ -374,8 +387,8 @@ func TestLogCorruptEarlierSegmentFailsOpen(t *testing.T) {
 	b := readAll(t, fsys, first)
 	// The end of the first segment: a torn tail anywhere else.
 	truncate(t, fsys, first, int64(len(b)-3))
-	_, err := OpenLog(fsys, dir, 256, testLogger(t))
-	require.ErrorIs(t, err, ErrLogCorrupt)
+	_, err := Open(fsys, dir, 256, testLogger(t))
+	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorContains(t, err, first)
 }
 
@@ -384,7 +397,7 @@ func TestLogTrim(t *testing.T) {
 	l := openLog(t, vfs.OS, dir, 4096)
 	defer l.Close()
 	for s := uint64(1); s <= 300; s++ {
-		require.NoError(t, l.Append([]LogRecord{rec(s)}))
+		require.NoError(t, l.Append([]Record{rec(s)}))
 	}
 	before := l.Segments()
 	require.Greater(t, before, 3)
@@ -421,10 +434,10 @@ func TestLogAppendDoesNotAllocate(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	for _, r := range []LogRecord{rec(1), {Term: 3, Seq: 9, Delete: true, ID: "x"}, {ID: ""}} {
-		f.Add(r.appendTo(nil)[frameHeader:])
+	for _, r := range []Record{rec(1), {Term: 3, Seq: 9, Delete: true, ID: "x"}, {ID: ""}} {
+		f.Add(r.AppendFrame(nil)[FrameHeader:])
 	}
-	f.Add(appendMark(nil, 77)[frameHeader:])
+	f.Add(appendMark(nil, 77)[FrameHeader:])
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := decodeRecord(p)
 		_, mark := parseMark(p)
@@ -432,18 +445,18 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		require.False(t, mark, "a payload is a record or a mark, not both")
-		require.Equal(t, p, r.appendTo(nil)[frameHeader:], "a decoded record encodes back to its payload")
+		require.Equal(t, p, r.AppendFrame(nil)[FrameHeader:], "a decoded record encodes back to its payload")
 	})
 }
 
-// FuzzOpenLog opens a log whose only segment holds arbitrary bytes: the open
-// either fails with ErrLogCorrupt or keeps a prefix of records that, with
+// FuzzOpen opens a log whose only segment holds arbitrary bytes: the open
+// either fails with ErrCorrupt or keeps a prefix of records that, with
 // one more appended, reads back the same after a close and reopen.
-func FuzzOpenLog(f *testing.F) {
+func FuzzOpen(f *testing.F) {
 	var seed []byte
 	for s := uint64(1); s <= 3; s++ {
 		r := rec(s)
-		seed = appendMark(r.appendTo(seed), int64(len(seed)))
+		seed = appendMark(r.AppendFrame(seed), int64(len(seed)))
 	}
 	f.Add(seed)
 	f.Add(seed[:len(seed)-3])
@@ -459,16 +472,16 @@ func FuzzOpenLog(f *testing.F) {
 		require.NoError(t, seg.Close())
 		discard := slog.New(slog.DiscardHandler)
 
-		l, err := OpenLog(fsys, dir, 1<<20, discard)
+		l, err := Open(fsys, dir, 1<<20, discard)
 		if err != nil {
-			require.ErrorIs(t, err, ErrLogCorrupt)
+			require.ErrorIs(t, err, ErrCorrupt)
 			return
 		}
 		got := replayAll(t, l, 0)
 		next := rec(l.LastSeq() + 1)
-		require.NoError(t, l.Append([]LogRecord{next}))
+		require.NoError(t, l.Append([]Record{next}))
 		require.NoError(t, l.Close())
-		l, err = OpenLog(fsys, dir, 1<<20, discard)
+		l, err = Open(fsys, dir, 1<<20, discard)
 		require.NoError(t, err)
 		defer l.Close()
 		require.Equal(t, append(got, next), replayAll(t, l, 0))
@@ -480,7 +493,7 @@ func FuzzOpenLog(f *testing.F) {
 func BenchmarkLogAppend(b *testing.B) {
 	for _, n := range []uint64{1, 100} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			l, err := OpenLog(vfs.OS, b.TempDir(), 64<<20, slog.New(slog.DiscardHandler))
+			l, err := Open(vfs.OS, b.TempDir(), 64<<20, slog.New(slog.DiscardHandler))
 			require.NoError(b, err)
 			defer l.Close()
 			batch := recs(1, n)

@@ -1,4 +1,4 @@
-package shard
+package shardlog
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ func stopAt(m *vfs.MemFS, k int) {
 // size, trims once, closes and reopens the log once, and stops at the first
 // error; then its process dies. With reopen false it only appends.
 func crashWorkload(fsys vfs.FS, dir string, h *crashHistory, reopen bool, logger *slog.Logger) {
-	l, err := OpenLog(fsys, dir, crashSegSize, logger)
+	l, err := Open(fsys, dir, crashSegSize, logger)
 	if err != nil {
 		return
 	}
@@ -58,7 +58,7 @@ func crashWorkload(fsys vfs.FS, dir string, h *crashHistory, reopen bool, logger
 			if l.Close() != nil {
 				return
 			}
-			if l, err = OpenLog(fsys, dir, crashSegSize, logger); err != nil {
+			if l, err = Open(fsys, dir, crashSegSize, logger); err != nil {
 				l = nil
 				return
 			}
@@ -84,7 +84,7 @@ func crashWorkload(fsys vfs.FS, dir string, h *crashHistory, reopen bool, logger
 // attempted. It returns the last seq found.
 func checkRecovered(t *testing.T, fsys vfs.FS, dir string, h crashHistory, what string) uint64 {
 	t.Helper()
-	l, err := OpenLog(fsys, dir, crashSegSize, slog.New(slog.DiscardHandler))
+	l, err := Open(fsys, dir, crashSegSize, slog.New(slog.DiscardHandler))
 	require.NoError(t, err, what)
 	defer l.Close()
 	var last uint64
@@ -217,7 +217,7 @@ func TestLogConcurrentCrash(t *testing.T) {
 				defer wg.Done()
 				for {
 					s := next.Add(1)
-					if l.Append([]LogRecord{rec(s)}) != nil {
+					if l.Append([]Record{rec(s)}) != nil {
 						return
 					}
 					mu.Lock()
@@ -232,7 +232,7 @@ func TestLogConcurrentCrash(t *testing.T) {
 		names, err := m.List(dir)
 		require.NoError(t, err)
 		for _, name := range names {
-			_, err := scanSegment(m, dir+"/"+name, func(r *LogRecord) error {
+			_, err := scanSegment(m, dir+"/"+name, func(r *Record) error {
 				written = append(written, r.Seq)
 				return nil
 			})
@@ -256,7 +256,7 @@ func TestLogConcurrentCrash(t *testing.T) {
 }
 
 // TestLogFailsForGood: after a failed or short write or a failed fsync, that
-// Append and every later one fail with ErrLogFailed, the log touches the
+// Append and every later one fail with ErrFailed, the log touches the
 // disk no more, says so with its directory, and every record acknowledged
 // before is there after a reopen — with or without a power cut.
 func TestLogFailsForGood(t *testing.T) {
@@ -299,10 +299,10 @@ func TestLogFailsForGood(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/power cut %v", tc.name, powerCut), func(t *testing.T) {
 				m, dir := memLogDir(t)
 				logger, logs := bufferLogger()
-				l, err := OpenLog(m, dir, 200, logger)
+				l, err := Open(m, dir, 200, logger)
 				require.NoError(t, err)
 				for s := uint64(1); s <= 3; s++ {
-					require.NoError(t, l.Append([]LogRecord{rec(s)}))
+					require.NoError(t, l.Append([]Record{rec(s)}))
 				}
 				once := true
 				m.SetFaults(func(op vfs.Op) vfs.Fault {
@@ -314,17 +314,17 @@ func TestLogFailsForGood(t *testing.T) {
 				})
 				var s uint64 = 4
 				for ; ; s++ {
-					if err = l.Append([]LogRecord{rec(s)}); err != nil {
+					if err = l.Append([]Record{rec(s)}); err != nil {
 						break
 					}
 					require.Less(t, s, uint64(100), "the fault never came")
 				}
-				require.ErrorIs(t, err, ErrLogFailed)
+				require.ErrorIs(t, err, ErrFailed)
 				require.ErrorIs(t, err, eio)
 				ops := m.Ops()
 				for range 3 {
 					s++
-					require.ErrorIs(t, l.Append([]LogRecord{rec(s)}), ErrLogFailed, "nothing after a failure is acknowledged")
+					require.ErrorIs(t, l.Append([]Record{rec(s)}), ErrFailed, "nothing after a failure is acknowledged")
 				}
 				require.Equal(t, ops, m.Ops(), "a failed log neither writes nor retries an fsync")
 				require.Contains(t, logs.String(), "shard log failed")
@@ -355,8 +355,8 @@ func TestLogErrorsNameTheFault(t *testing.T) {
 		}
 		return vfs.Fault{}
 	})
-	err := l.Append([]LogRecord{rec(1)})
-	require.ErrorIs(t, err, ErrLogFailed)
+	err := l.Append([]Record{rec(1)})
+	require.ErrorIs(t, err, ErrFailed)
 	msg := err.Error()
 	for _, want := range []string{dir, segPath(dir, 1), "at byte 0", "(5 written)", "no space left on device"} {
 		require.True(t, strings.Contains(msg, want), "%q lacks %q", msg, want)
@@ -371,7 +371,7 @@ func TestLogErrorsNameTheFault(t *testing.T) {
 func TestLogNoAckAfterFailedGroupFsync(t *testing.T) {
 	m, dir := memLogDir(t)
 	l := openLog(t, m, dir, 1<<20)
-	require.NoError(t, l.Append([]LogRecord{rec(1)}))
+	require.NoError(t, l.Append([]Record{rec(1)}))
 	written := l.written
 	release := make(chan struct{})
 	var once sync.Once
@@ -396,14 +396,14 @@ func TestLogNoAckAfterFailedGroupFsync(t *testing.T) {
 		}
 	}
 	errs := make(chan error, 2)
-	go func() { errs <- l.Append([]LogRecord{rec(2)}) }()
+	go func() { errs <- l.Append([]Record{rec(2)}) }()
 	written = waitWritten(written)
 	// The first writer holds its fsync until the second has written.
-	go func() { errs <- l.Append([]LogRecord{rec(3)}) }()
+	go func() { errs <- l.Append([]Record{rec(3)}) }()
 	waitWritten(written)
 	close(release)
 	for range 2 {
-		require.ErrorIs(t, <-errs, ErrLogFailed)
+		require.ErrorIs(t, <-errs, ErrFailed)
 	}
 	kill(l)
 	m.Crash()
@@ -419,16 +419,16 @@ func TestLogOpenMakesWhatItReadsDurable(t *testing.T) {
 	for seed := range uint64(64) {
 		m, dir := memLogDir(t)
 		l := openLog(t, m, dir, 1<<20)
-		require.NoError(t, l.Append([]LogRecord{rec(1)}))
+		require.NoError(t, l.Append([]Record{rec(1)}))
 		stopAt(m, 1) // the write of record 2 runs, the machine stops in its fsync
-		require.Error(t, l.Append([]LogRecord{rec(2)}))
+		require.Error(t, l.Append([]Record{rec(2)}))
 		kill(l)
 		m.SetFaults(nil)
 
 		l = openLog(t, m, dir, 1<<20)
 		require.Equal(t, uint64(2), l.LastSeq(), "the restarted process reads record 2 from the page cache")
 		stopAt(m, 1) // mark and record 3 are written, the fsync never happens
-		require.Error(t, l.Append([]LogRecord{rec(3)}))
+		require.Error(t, l.Append([]Record{rec(3)}))
 		kill(l)
 		m.SetFaults(nil)
 		m.CrashTorn(rand.New(rand.NewPCG(seed, 3)), 16)
