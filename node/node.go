@@ -221,7 +221,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.engine = shard.NewCoordinator(st, scfg, n.log.With("component", "shard"))
 	undo = append(undo, func() { _ = n.engine.Close() })
-	n.engine.Register(&n.mux, n.streams)
+	st.Register(&n.mux, n.streams)
 	if n.srv, err = n.newHTTPServer(); err != nil {
 		return err
 	}

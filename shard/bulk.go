@@ -45,7 +45,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 	}
 	type group struct {
 		name  string
-		items []item
+		items []Item
 	}
 	groups := map[key]*group{}
 	var order []key
@@ -82,7 +82,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 			groups[kk] = g
 			order = append(order, kk)
 		}
-		g.items = append(g.items, item{op: op, res: res, autoID: autoID})
+		g.items = append(g.items, Item{Op: op, Result: res, AutoID: autoID})
 	}
 	var wg sync.WaitGroup
 	for _, kk := range order {
@@ -94,10 +94,10 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 			ic := c.countersFor(g.name)
 			for _, it := range g.items {
 				switch {
-				case it.res.Err != nil:
-				case it.res.Result == "deleted":
+				case it.Result.Err != nil:
+				case it.Result.Result == "deleted":
 					ic.delTotal.Add(1)
-				case it.res.Result != "noop":
+				case it.Result.Result != "noop":
 					ic.indexTotal.Add(1)
 				}
 			}
@@ -164,7 +164,7 @@ func (c *Coordinator) indexForWrite(ctx context.Context, op *Op) (*IndexView, er
 // results, waiting (up to primaryWait) for an active primary — and for
 // activeShards active copies — and retrying when the primary refused the
 // group unapplied because routing changed.
-func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeShards int, items []item) {
+func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeShards int, items []Item) {
 	ctx, cancel := context.WithTimeout(ctx, primaryWait)
 	defer cancel()
 	for {
@@ -185,8 +185,8 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 			err = ctx.Err()
 		}
 		for _, it := range items {
-			if it.res.Err == nil && it.res.Result == "" {
-				fail(it.res, statusForGroupErr(err), err)
+			if it.Result.Err == nil && it.Result.Result == "" {
+				fail(it.Result, statusForGroupErr(err), err)
 			}
 		}
 		return
@@ -242,7 +242,7 @@ func (c *Coordinator) awaitNewer(ctx context.Context, v *View) error {
 }
 
 // tryWriteGroup routes the group once by v.
-func (c *Coordinator) tryWriteGroup(ctx context.Context, v *View, uuid string, num int, items []item) error {
+func (c *Coordinator) tryWriteGroup(ctx context.Context, v *View, uuid string, num int, items []Item) error {
 	ix, ok := v.IndexByUUID(uuid)
 	if !ok {
 		return fmt.Errorf("%w: the index was deleted", ErrIndexNotFound)
@@ -252,27 +252,20 @@ func (c *Coordinator) tryWriteGroup(ctx context.Context, v *View, uuid string, n
 	if !ok || !v.Active(p) {
 		return fmt.Errorf("%w: [%s][%d] primary shard is not active", ErrUnavailable, ix.Name, num)
 	}
-	if p.NodeID == v.LocalNode {
-		return c.writeLocal(p.AllocationID, sh.PrimaryTerm, items)
-	}
-	if c.peers == nil {
-		return fmt.Errorf("%w: [%s][%d] primary is on node %s, and this node has no fabric", ErrUnavailable, ix.Name, num, p.NodeID)
-	}
-	req := encodeBulk(bulkHeader{cluster: v.ClusterUUID, index: uuid, shard: num, alloc: p.AllocationID, term: sh.PrimaryTerm}, items)
-	reply, err := c.peers.Call(ctx, p.NodeID, methodBulk, req)
+	node, err := c.copiesOn(v, p.NodeID)
 	if err != nil {
-		return fromRemote(err)
+		return fmt.Errorf("[%s][%d] primary: %w", ix.Name, num, err)
 	}
-	return decodeBulkReply(reply, items)
+	return node.Write(ctx, Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: p.AllocationID, Term: sh.PrimaryTerm}, items)
 }
 
 // writeLocal runs items through the local primary copy allocationID.
-func (c *Coordinator) writeLocal(allocationID string, term uint64, items []item) error {
-	if !c.store.beginWrite() {
+func (s *Store) writeLocal(allocationID string, term uint64, items []Item) error {
+	if !s.beginWrite() {
 		return ErrClosed
 	}
-	defer c.store.writes.Done()
-	sc, ok := c.store.copy(allocationID)
+	defer s.writes.Done()
+	sc, ok := s.copy(allocationID)
 	if !ok {
 		return fmt.Errorf("%w: primary copy %s is not open on this node yet", ErrUnavailable, allocationID)
 	}
@@ -286,21 +279,6 @@ func (c *Coordinator) writeLocal(allocationID string, term uint64, items []item)
 	return sc.write(items)
 }
 
-// serveBulk runs a group of writes on this node's primary copy.
-func (c *Coordinator) serveBulk(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	h, items, err := decodeBulk(req.Payload)
-	if err != nil {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-	}
-	if err := c.checkRouting(ctx, h.cluster, h.index, h.shard, h.alloc, true); err != nil {
-		return nil, remoteErr(err)
-	}
-	if err := c.writeLocal(h.alloc, h.term, items); err != nil {
-		return nil, remoteErr(err)
-	}
-	return encodeBulkReply(items), nil
-}
-
 // routingWait bounds how long a node waits for its own view to learn what a
 // request routed by a newer view expects.
 const routingWait = 2 * time.Second
@@ -308,7 +286,8 @@ const routingWait = 2 * time.Second
 // checkRouting verifies a request routed to copy alloc of a shard: same
 // cluster, and the copy is this node's (and, if primary, its primary). When
 // this node's view does not know the copy yet it waits briefly for it.
-func (c *Coordinator) checkRouting(ctx context.Context, cluster, uuid string, num int, alloc string, primary bool) error {
+func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error {
+	cluster, uuid, num, alloc := h.Cluster, h.Index, h.Shard, h.Alloc
 	ok := func(v *View) bool {
 		ix, found := v.IndexByUUID(uuid)
 		if !found || num < 0 || num >= len(ix.Shards) {
@@ -317,7 +296,7 @@ func (c *Coordinator) checkRouting(ctx context.Context, cluster, uuid string, nu
 		cp, found := ix.Shards[num].Copy(alloc)
 		return found && cp.NodeID == v.LocalNode && (!primary || cp.Primary)
 	}
-	v := c.meta.View()
+	v := s.meta.View()
 	if v.ClusterUUID != cluster {
 		return fmt.Errorf("%w: request for cluster %s reached a node of cluster %s", ErrStaleRouting, cluster, v.ClusterUUID)
 	}
@@ -326,18 +305,10 @@ func (c *Coordinator) checkRouting(ctx context.Context, cluster, uuid string, nu
 	}
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
-	if _, err := c.meta.AwaitView(wctx, ok); err != nil {
+	if _, err := s.meta.AwaitView(wctx, ok); err != nil {
 		return fmt.Errorf("%w: copy %s of shard %d of index %s is not %s on this node", ErrStaleRouting, alloc, num, uuid, map[bool]string{true: "the primary", false: "held"}[primary])
 	}
 	return nil
-}
-
-// bulkHeader addresses a group of writes.
-type bulkHeader struct {
-	cluster, index string
-	shard          int
-	alloc          string
-	term           uint64
 }
 
 // Flags of an op on the wire.
@@ -354,26 +325,23 @@ const (
 
 const opfKnown = opfAutoID | opfIfSeqNo | opfIfTerm | opfUpdate | opfDocAsUpsert | opfExternal | opfExternalGTE | opfNoDetectNoop
 
-func encodeBulk(h bulkHeader, items []item) []byte {
-	size := 64 + len(h.cluster) + len(h.index) + len(h.alloc)
+func encodeBulk(h Header, items []Item) []byte {
+	size := 0
 	for _, it := range items {
-		size += 32 + len(it.op.ID) + len(it.op.Source)
-		if u := it.op.Update; u != nil {
+		size += 32 + len(it.Op.ID) + len(it.Op.Source)
+		if u := it.Op.Update; u != nil {
 			size += len(u.Doc) + len(u.Upsert)
 		}
 	}
-	e := enc{b: make([]byte, 0, size)}
-	e.u8(wireVersion)
-	e.str(h.cluster)
-	e.str(h.index)
-	e.uvarint(uint64(h.shard))
-	e.str(h.alloc)
-	e.u64(h.term)
+	return request(h, size, func(e *enc) { encodeBulkItems(e, items) })
+}
+
+func encodeBulkItems(e *enc, items []Item) {
 	e.uvarint(uint64(len(items)))
 	for _, it := range items {
-		op := it.op
+		op := it.Op
 		var flags byte
-		if it.autoID {
+		if it.AutoID {
 			flags |= opfAutoID
 		}
 		if op.IfSeqNo != nil {
@@ -415,23 +383,25 @@ func encodeBulk(h bulkHeader, items []item) []byte {
 			e.bytes(op.Update.Upsert)
 		}
 	}
-	return e.b
 }
 
 // decodeBulk decodes a bulk request into ops and result slots. The ops'
 // byte slices alias p (valid while the handler runs).
-func decodeBulk(p []byte) (bulkHeader, []item, error) {
+// decodeBulk decodes a whole bulk request (the fuzz tests' entry).
+func decodeBulk(p []byte) (Header, []Item, error) {
 	d := dec{b: p}
 	d.version()
-	var h bulkHeader
-	h.cluster, h.index = d.str(), d.str()
-	h.shard = int(d.uvarint() & 0x7fffffff)
-	h.alloc = d.str()
-	h.term = d.u64()
+	h := d.copyHeader()
+	items := decodeBulkItems(&d)
+	return h, items, d.end()
+}
+
+// decodeBulkItems decodes the items of a bulk request after its header.
+func decodeBulkItems(d *dec) []Item {
 	n := d.count(4)
 	ops := make([]Op, n)
 	results := make([]OpResult, n)
-	items := make([]item, n)
+	items := make([]Item, n)
 	for k := 0; k < n && d.err == nil; k++ {
 		op := &ops[k]
 		t := d.u8()
@@ -463,20 +433,17 @@ func decodeBulk(p []byte) (bulkHeader, []item, error) {
 			op.Update = &UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
 		}
 		results[k].ID = op.ID
-		items[k] = item{op: op, res: &results[k], autoID: flags&opfAutoID != 0}
+		items[k] = Item{Op: op, Result: &results[k], AutoID: flags&opfAutoID != 0}
 	}
-	if err := d.end(); err != nil {
-		return h, nil, err
-	}
-	return h, items, nil
+	return items
 }
 
-func encodeBulkReply(items []item) []byte {
+func encodeBulkReply(items []Item) []byte {
 	e := enc{b: make([]byte, 0, 32*len(items)+8)}
 	e.u8(wireVersion)
 	e.uvarint(uint64(len(items)))
 	for _, it := range items {
-		r := it.res
+		r := it.Result
 		e.u16(uint16(r.Status))
 		e.str(r.Result)
 		e.varint(r.Version)
@@ -495,14 +462,14 @@ func encodeBulkReply(items []item) []byte {
 }
 
 // decodeBulkReply fills the items' results from a bulk reply.
-func decodeBulkReply(p []byte, items []item) error {
+func decodeBulkReply(p []byte, items []Item) error {
 	d := dec{b: p}
 	d.version()
 	if n := d.count(1); d.err == nil && n != len(items) {
 		return fmt.Errorf("%w: %d results for %d items", errBadMessage, n, len(items))
 	}
 	for _, it := range items {
-		r := it.res
+		r := it.Result
 		r.Status = int(d.u16())
 		r.Result = d.str()
 		r.Version = d.varint()

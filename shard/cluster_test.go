@@ -132,7 +132,7 @@ func (tc *testCluster) start(id string) *testNode {
 	require.NoError(t, err)
 	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
 	tc.peers[id] = peers
-	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.Register(mux, streams) })
+	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.store.Register(mux, streams) })
 	tc.nodes[id] = n
 	tc.stops[id] = func() {
 		_ = n.Close()
@@ -549,7 +549,7 @@ func TestClusterReadsReachARestartedNode(t *testing.T) {
 	_, err := tc.nodes["n2"].Get(ctx, "r", onN3, "")
 	require.NoError(t, err)
 	require.Positive(t, tc.peers["n1"].callsTo("n3", methodSearchQuery))
-	require.Positive(t, tc.peers["n2"].callsTo("n3", methodGet), "n2 holds a connection to n3")
+	require.Positive(t, tc.peers["n2"].callsTo("n3", methodMget), "n2 holds a connection to n3")
 
 	tc.stop("n3")
 	tc.start("n3").awaitOpen(t)

@@ -25,20 +25,27 @@ type Peers interface {
 	Call(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error)
 }
 
-// callRead is c.peers.Call for a request that only reads, and so may run
-// twice: one that failed with fabric.ErrClosed is sent once more, on the
-// connection the pool dials in place of the broken one. That is the first
-// call to a node whose process restarted since the pool connected to it
-// (before failure detection noticed, or while this node missed it), which
-// would otherwise fail the read though the node is up. Writes are never
-// sent again this way: one that reached the peer before the break would
-// run twice.
-func (c *Coordinator) callRead(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error) {
-	reply, err := c.peers.Call(ctx, nodeID, method, payload)
+// callRead is peers.Call for a request that only reads (see
+// Remote.callRead): one that failed with fabric.ErrClosed is sent once
+// more, on the connection the pool dials in place of the broken one.
+func callRead(ctx context.Context, peers Peers, nodeID string, method fabric.Method, payload []byte) ([]byte, error) {
+	reply, err := peers.Call(ctx, nodeID, method, payload)
 	if errors.Is(err, fabric.ErrClosed) && ctx.Err() == nil {
-		reply, err = c.peers.Call(ctx, nodeID, method, payload)
+		reply, err = peers.Call(ctx, nodeID, method, payload)
 	}
 	return reply, err
+}
+
+// copiesOn returns the shard copies of node as this coordinator calls
+// them: in place on its own node, over the fabric on another.
+func (c *Coordinator) copiesOn(v *View, node string) (Copies, error) {
+	if node == v.LocalNode {
+		return c.store, nil
+	}
+	if c.peers == nil {
+		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", ErrUnavailable, node)
+	}
+	return NewRemote(c.peers, node), nil
 }
 
 // Coordinator is the engine the HTTP API calls on every node. It resolves
@@ -54,17 +61,13 @@ type Coordinator struct {
 	peers  Peers // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
-	stats  *statsCache     // nil: none kept
-	pits   *readerContexts // this node's pinned views (points in time, scrolls)
+	stats  *statsCache // nil: none kept
 
 	countersMu sync.Mutex
 	counters   map[string]*indexCounters // by index name, this node's requests
 
-	loopMu  sync.Mutex
-	running bool // the reconcile loop was started
+	closeMu sync.Mutex
 	closed  bool
-	stop    chan struct{}
-	done    chan struct{}
 }
 
 // indexCounters count one index's requests coordinated by this node.
@@ -127,69 +130,22 @@ func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(), pits: newReaderContexts(),
+	c := &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(),
 		stats:    newStatsCache(cfg.SearchStatsCacheBytes),
-		counters: map[string]*indexCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+		counters: map[string]*indexCounters{}}
+	store.SetRequestCounters(c.counterStats)
+	return c
 }
 
-// Start runs the loop that reconciles the store with every new view, until
-// Close.
-func (c *Coordinator) Start() {
-	c.loopMu.Lock()
-	defer c.loopMu.Unlock()
-	if !c.running && !c.closed {
-		c.running = true
-		go c.reconcileLoop()
-	}
-}
+// Start starts the local data node's reconcile loop (Store.Start).
+func (c *Coordinator) Start() { c.store.Start() }
 
-// reconcileRetry is how often reconciliation runs without a new view, so
-// that a failed step is retried.
-const reconcileRetry = 2 * time.Second
-
-func (c *Coordinator) reconcileLoop() {
-	defer close(c.done)
-	changed, unwatch := c.meta.Watch()
-	defer unwatch()
-	tick := time.NewTicker(reconcileRetry)
-	defer tick.Stop()
-	var lastErr string
-	for {
-		if c.meta.Ready() == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err := c.store.Reconcile(ctx, c.meta.View())
-			cancel()
-			if err != nil && err.Error() != lastErr {
-				c.logger.Warn("shard: reconciling local copies with the shard table", "err", err)
-			}
-			lastErr = ""
-			if err != nil {
-				lastErr = err.Error()
-			}
-		}
-		c.pits.sweep(time.Now(), func(alloc string) bool { _, ok := c.store.copy(alloc); return ok })
-		select {
-		case <-c.stop:
-			return
-		case <-changed:
-		case <-tick.C:
-		}
-	}
-}
-
-// Close stops the reconcile loop and closes the store. Idempotent.
+// Close refuses every later request and closes the local data node
+// (Store.Close). Idempotent.
 func (c *Coordinator) Close() error {
-	c.loopMu.Lock()
-	running := c.running
-	if !c.closed {
-		c.closed = true
-		close(c.stop)
-	}
-	c.loopMu.Unlock()
-	if running {
-		<-c.done
-	}
-	c.pits.closeAll()
+	c.closeMu.Lock()
+	c.closed = true
+	c.closeMu.Unlock()
 	return c.store.Close()
 }
 
@@ -213,9 +169,9 @@ func (c *Coordinator) view() (*View, error) { return c.viewWhen(c.meta.Ready) }
 func (c *Coordinator) readView() (*View, error) { return c.viewWhen(c.meta.Serving) }
 
 func (c *Coordinator) viewWhen(ok func() error) (*View, error) {
-	c.loopMu.Lock()
+	c.closeMu.Lock()
 	closed := c.closed
-	c.loopMu.Unlock()
+	c.closeMu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
@@ -543,20 +499,7 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 
 // Fields returns the merged mapping view of the named indexes (unknown
 // names are skipped).
-func (c *Coordinator) Fields(names []string) FieldTypes {
-	v := c.meta.View()
-	var out FieldTypes
-	for _, n := range names {
-		ix, ok := v.Indices[n]
-		if !ok {
-			continue
-		}
-		if nm, ok := c.store.mapping(ix.UUID); ok {
-			out = append(out, nm.m)
-		}
-	}
-	return out
-}
+func (c *Coordinator) Fields(names []string) FieldTypes { return c.store.Fields(names) }
 
 // counterStats are this node's request counters by index name.
 func (c *Coordinator) counterStats() map[string]IndexNodeStats {

@@ -73,26 +73,27 @@ type copyMeta struct {
 
 const copyMetaFile = "copy.json"
 
-// item is one op routed to a shard with its result slot.
-type item struct {
-	op       *Op
-	res      *OpResult
-	autoID   bool
+// Item is one write of a group routed to a shard's primary: the op, its
+// result slot, and whether the coordinator gave it its id.
+type Item struct {
+	Op       *Op
+	Result   *OpResult
+	AutoID   bool
 	prepared *index.Op // OpIndex/OpCreate: parsed before the leader lock
 }
 
 // prepare parses the documents of index and create items (their source does
 // not depend on the stored document), outside the leader lock so that
 // concurrent requests parse in parallel. Items that fail are marked failed.
-func (s *shardCopy) prepare(items []item) {
+func (s *shardCopy) prepare(items []Item) {
 	for k := range items {
 		it := &items[k]
-		if it.op.Type != OpIndex && it.op.Type != OpCreate {
+		if it.Op.Type != OpIndex && it.Op.Type != OpCreate {
 			continue
 		}
-		iop := &index.Op{ID: it.op.ID, Source: it.op.Source}
+		iop := &index.Op{ID: it.Op.ID, Source: it.Op.Source}
 		if err := s.idx.Prepare(iop); err != nil {
-			fail(it.res, http.StatusBadRequest, err)
+			fail(it.Result, http.StatusBadRequest, err)
 			continue
 		}
 		it.prepared = iop
@@ -100,7 +101,7 @@ func (s *shardCopy) prepare(items []item) {
 }
 
 type writeReq struct {
-	items []item
+	items []Item
 	done  bool // guarded by leader
 	err   error
 }
@@ -204,7 +205,7 @@ func (s *shardCopy) replay(logger *slog.Logger) error {
 // write commits items through the group-commit leader: whoever holds the
 // leader lock takes every queued request, logs them with one fsync and
 // applies them as one batch.
-func (s *shardCopy) write(items []item) error {
+func (s *shardCopy) write(items []Item) error {
 	req := &writeReq{items: items}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)
@@ -260,14 +261,14 @@ type groupPlan struct {
 	// and logged[k] is the item it answers.
 	ops    []index.Op
 	recs   []shardlog.Record
-	logged []item
+	logged []Item
 	// answered are the items decided against the documents' state that log
 	// no operation (conflicts, not found, noops, lookup or parse errors):
 	// answers read from this copy, which it may give only while it is still
 	// the primary, so they are confirmed with the replication group, like a
 	// realtime get (a deposed primary would otherwise report a conflict with
 	// a state the new primary has moved on from).
-	answered []item
+	answered []Item
 }
 
 // planGroup decides every item of group, in order, against the documents'
@@ -279,7 +280,7 @@ func (s *shardCopy) planGroup(group []*writeReq) *groupPlan {
 	p := &groupPlan{term: s.term.Load(), pending: map[string]*pendingDoc{}}
 	for _, r := range group {
 		for _, it := range r.items {
-			if it.res.Err != nil {
+			if it.Result.Err != nil {
 				continue // failed in prepare
 			}
 			if !s.decide(p, it) {
@@ -294,8 +295,8 @@ func (s *shardCopy) planGroup(group []*writeReq) *groupPlan {
 // adds its operation and record to p, sets the result the item will have
 // once the group is acknowledged, and returns true; otherwise it has
 // answered the item's result and returns false.
-func (s *shardCopy) decide(p *groupPlan, it item) bool {
-	op, res := it.op, it.res
+func (s *shardCopy) decide(p *groupPlan, it Item) bool {
+	op, res := it.Op, it.Result
 	cur, prev, err := s.currentDoc(it, p.pending)
 	if err != nil {
 		fail(res, http.StatusInternalServerError, err)
@@ -339,14 +340,14 @@ func (s *shardCopy) decide(p *groupPlan, it item) bool {
 // the group's earlier write of the id if there is one (prev nil), else
 // what the index holds (prev: the index's document); an auto-generated id
 // has no document. The error is the index's lookup error.
-func (s *shardCopy) currentDoc(it item, pending map[string]*pendingDoc) (cur *pendingDoc, prev *index.Prev, err error) {
-	if cur := pending[it.op.ID]; cur != nil {
+func (s *shardCopy) currentDoc(it Item, pending map[string]*pendingDoc) (cur *pendingDoc, prev *index.Prev, err error) {
+	if cur := pending[it.Op.ID]; cur != nil {
 		return cur, nil, nil
 	}
-	if it.autoID {
+	if it.AutoID {
 		return &pendingDoc{}, &index.Prev{}, nil
 	}
-	prev, err = s.idx.Lookup(it.op.ID)
+	prev, err = s.idx.Lookup(it.Op.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -426,13 +427,13 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 // deletes the document) over prev in term: the one prepare parsed before
 // the leader lock if there is one, else one parsed here; the error is the
 // parse error. Its seq and version are left to the caller.
-func (s *shardCopy) indexOp(it item, source []byte, del bool, prev *index.Prev, term uint64) (index.Op, error) {
+func (s *shardCopy) indexOp(it Item, source []byte, del bool, prev *index.Prev, term uint64) (index.Op, error) {
 	if it.prepared != nil {
 		iop := *it.prepared
 		iop.Prev, iop.PrimaryTerm = prev, term
 		return iop, nil
 	}
-	iop := index.Op{Delete: del, ID: it.op.ID, Source: source, Prev: prev, PrimaryTerm: term}
+	iop := index.Op{Delete: del, ID: it.Op.ID, Source: source, Prev: prev, PrimaryTerm: term}
 	if err := s.idx.Prepare(&iop); err != nil {
 		return index.Op{}, err
 	}
@@ -477,7 +478,7 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 		return s.failGroup(p, http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
 	}
 	for _, it := range p.logged {
-		it.res.Copies = 1 + acked
+		it.Result.Copies = 1 + acked
 	}
 	s.trimLog()
 	return nil
@@ -489,10 +490,10 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 // group whose items carry their errors.
 func (s *shardCopy) failGroup(p *groupPlan, status int, err error) error {
 	for _, it := range p.logged {
-		fail(it.res, status, err)
+		fail(it.Result, status, err)
 	}
 	for _, it := range p.answered {
-		fail(it.res, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+		fail(it.Result, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
 	}
 	return nil
 }

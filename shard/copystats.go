@@ -2,12 +2,9 @@ package shard
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/weftsearch/weft/fabric"
 )
 
 // statsWait bounds how long index descriptions (_cat/indices, GET /{index})
@@ -22,9 +19,9 @@ type CopyStats struct {
 }
 
 // localCopyStats counts the copies open on this node, by allocation ID.
-func (c *Coordinator) localCopyStats() map[string]CopyStats {
+func (s *Store) localCopyStats() map[string]CopyStats {
 	out := map[string]CopyStats{}
-	for _, sc := range c.store.openCopies() {
+	for _, sc := range s.openCopies() {
 		st := sc.idx.Stats()
 		out[sc.meta.AllocationID] = CopyStats{Docs: st.DocCount, StoreSizeBytes: st.StoreSizeBytes}
 	}
@@ -44,7 +41,7 @@ func (c *Coordinator) CopyStats(ctx context.Context) map[string]CopyStats {
 // gatherCopyStats counts the copies of every live node that holds some, in
 // parallel, until ctx ends.
 func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]CopyStats {
-	out := c.localCopyStats()
+	out := c.store.localCopyStats()
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {
 			out[k] = st
@@ -68,14 +65,6 @@ func (c *Coordinator) Recoveries(ctx context.Context) []RecoveryInfo {
 	return out
 }
 
-// nodeReport is what methodCopyStats answers: a node's copies and their
-// recoveries, and the requests it coordinated by index name.
-type nodeReport struct {
-	Copies     map[string]CopyStats      `json:"copies"`
-	Recoveries []RecoveryInfo            `json:"recoveries"`
-	Counters   map[string]IndexNodeStats `json:"counters,omitempty"`
-}
-
 // IndexStats are an index's statistics (_stats): its copies' counts, from
 // the nodes that answered, and the requests for it that the nodes
 // coordinated, summed over the nodes.
@@ -94,7 +83,7 @@ func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string
 	if err != nil {
 		return map[string]IndexStats{}
 	}
-	copies := c.localCopyStats()
+	copies := c.store.localCopyStats()
 	counters := []map[string]IndexNodeStats{c.counterStats()}
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {
@@ -140,7 +129,7 @@ func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string
 }
 
 // askHolders asks every other live node that holds copies for its report.
-func (c *Coordinator) askHolders(ctx context.Context, v *View) []nodeReport {
+func (c *Coordinator) askHolders(ctx context.Context, v *View) []NodeReport {
 	if c.peers == nil {
 		return nil
 	}
@@ -155,18 +144,14 @@ func (c *Coordinator) askHolders(ctx context.Context, v *View) []nodeReport {
 		}
 	}
 	var mu sync.Mutex
-	var out []nodeReport
+	var out []NodeReport
 	var wg sync.WaitGroup
 	for id := range holders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := c.callRead(ctx, id, methodCopyStats, []byte{wireVersion})
+			rep, err := NewRemote(c.peers, id).Report(ctx)
 			if err != nil {
-				return
-			}
-			var rep nodeReport
-			if len(reply) < 1 || reply[0] != wireVersion || json.Unmarshal(reply[1:], &rep) != nil {
 				return
 			}
 			mu.Lock()
@@ -178,9 +163,11 @@ func (c *Coordinator) askHolders(ctx context.Context, v *View) []nodeReport {
 	return out
 }
 
-func (c *Coordinator) serveCopyStats(_ context.Context, req *fabric.Request) ([]byte, error) {
-	if len(req.Payload) != 1 || req.Payload[0] != wireVersion {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "copy stats: unknown request version")
+// reportedCounters are the request counters this node reports (none until
+// SetRequestCounters).
+func (s *Store) reportedCounters() map[string]IndexNodeStats {
+	if s.requestCounters == nil {
+		return nil
 	}
-	return jsonReply(nodeReport{Copies: c.localCopyStats(), Recoveries: c.store.Recoveries(), Counters: c.counterStats()})
+	return s.requestCounters()
 }

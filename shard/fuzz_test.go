@@ -28,12 +28,12 @@ func FuzzBulkMessages(f *testing.F) {
 		{Type: OpDelete, ID: "f", Version: 7, VersionType: VersionExternalGTE},
 		{Type: OpUpdate, ID: "g", Update: &UpdateSpec{Doc: json.RawMessage(`{}`), NoDetectNoop: true}},
 	}
-	items := make([]item, len(ops))
+	items := make([]Item, len(ops))
 	res := make([]OpResult, len(ops))
 	for k := range ops {
-		items[k] = item{op: &ops[k], res: &res[k], autoID: k == 0}
+		items[k] = Item{Op: &ops[k], Result: &res[k], AutoID: k == 0}
 	}
-	f.Add(encodeBulk(bulkHeader{cluster: "c", index: "u", shard: 3, alloc: "a", term: 2}, items))
+	f.Add(encodeBulk(Header{Cluster: "c", Index: "u", Shard: 3, Alloc: "a", Term: 2}, items))
 	res[1] = OpResult{Status: 409, Err: ErrVersionConflict}
 	res[0] = OpResult{Status: 201, Result: "created", Version: 1, SeqNo: 4, PrimaryTerm: 2}
 	f.Add(encodeBulkReply(items))
@@ -45,14 +45,14 @@ func FuzzBulkMessages(f *testing.F) {
 			require.Equal(t, h, h2)
 			require.Len(t, again, len(got))
 			for k := range got {
-				require.Equal(t, got[k].op, again[k].op, "op %d", k)
-				require.Equal(t, got[k].autoID, again[k].autoID, "op %d", k)
+				require.Equal(t, got[k].Op, again[k].Op, "op %d", k)
+				require.Equal(t, got[k].AutoID, again[k].AutoID, "op %d", k)
 			}
 		}
 		for n := range 4 {
-			slots := make([]item, n)
+			slots := make([]Item, n)
 			for k := range slots {
-				slots[k] = item{op: &Op{}, res: &OpResult{}}
+				slots[k] = Item{Op: &Op{}, Result: &OpResult{}}
 			}
 			_ = decodeBulkReply(p, slots)
 		}
@@ -73,7 +73,7 @@ func FuzzShardHandlers(f *testing.F) {
 	streams := fabric.NewStreamReceiver(time.Second)
 	f.Cleanup(func() { _ = streams.Close() })
 	mux.Handle(fabric.MethodStream, streams)
-	m.Register(mux, streams)
+	m.store.Register(mux, streams)
 	h := searchHeader{cluster: v.ClusterUUID, indices: []string{"f"}, wire: esdsl.Wire{Body: []byte(`{"query":{"match":{"a":"x"}}}`)}}
 	ref := shardRef{index: ix.UUID, alloc: p.AllocationID, mappingVersion: ix.MappingVersion}
 	search := map[fabric.Method][]byte{
@@ -93,29 +93,20 @@ func FuzzShardHandlers(f *testing.F) {
 	for m, seed := range search {
 		f.Add(uint8(m-methodBulk), seed)
 	}
-	items := []item{{op: &Op{Type: OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
-	f.Add(uint8(0), encodeBulk(bulkHeader{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: p.AllocationID, term: 1}, items))
+	items := []Item{{Op: &Op{Type: OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, Result: &OpResult{}}}
+	hdr := Header{Cluster: v.ClusterUUID, Index: ix.UUID, Alloc: p.AllocationID, Term: 1}
+	f.Add(uint8(0), encodeBulk(hdr, items))
 	f.Add(uint8(3), []byte{wireVersion})
-	mget := enc{}
-	mget.u8(wireVersion)
-	mget.str(v.ClusterUUID)
-	mget.str(ix.UUID)
-	mget.uvarint(0)
-	mget.str(p.AllocationID)
-	mget.uvarint(2)
-	mget.str("a")
-	mget.str("b")
-	f.Add(uint8(methodMget-methodBulk), mget.b)
-	open := enc{}
-	open.u8(wireVersion)
-	open.str(p.AllocationID)
-	open.varint(int64(time.Second))
-	f.Add(uint8(methodContextOpen-methodBulk), open.b)
-	op := enc{}
-	op.u8(wireVersion)
-	op.str("no-such-context")
-	op.bytes([]byte(`{"p":1}`))
-	f.Add(uint8(methodScrollCommit-methodBulk), op.b)
+	f.Add(uint8(methodMget-methodBulk), request(hdr, 0, func(e *enc) {
+		e.uvarint(2)
+		e.str("a")
+		e.str("b")
+	}))
+	f.Add(uint8(methodContextOpen-methodBulk), request(hdr, 0, func(e *enc) { e.varint(int64(time.Second)) }))
+	f.Add(uint8(methodScrollCommit-methodBulk), request(hdr, 0, func(e *enc) {
+		e.str("no-such-context")
+		e.bytes([]byte(`{"p":1}`))
+	}))
 	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
 		method := methodBulk + fabric.Method(which%uint8(methodScrollCommit-methodBulk+1))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*routingWait)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 )
 
@@ -27,24 +26,30 @@ func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (i
 		return index.Doc{}, err
 	}
 	num := ShardFor(id, routing, ix.NumberOfShards)
-	var d index.Doc
-	var found bool
+	var docs []index.Doc
+	var found []bool
 	err = c.onPrimary(ctx, ix.UUID, num, func(v *View, p CopyView) error {
 		var err error
-		if p.NodeID == v.LocalNode {
-			d, found, err = c.getLocal(p.AllocationID, id)
-			return err
-		}
-		d, found, err = c.getRemote(ctx, v, ix.UUID, num, p, id)
+		docs, found, err = c.getFromPrimary(ctx, v, ix.UUID, num, p, []string{id})
 		return err
 	})
 	if err != nil {
 		return index.Doc{}, err
 	}
-	if !found {
+	if !found[0] {
 		return index.Doc{}, fmt.Errorf("%w: [%s][%s]", ErrDocumentNotFound, indexName, id)
 	}
-	return d, nil
+	return docs[0], nil
+}
+
+// getFromPrimary reads documents (realtime) from the primary p of shard num
+// of index uuid, wherever it is.
+func (c *Coordinator) getFromPrimary(ctx context.Context, v *View, uuid string, num int, p CopyView, ids []string) ([]index.Doc, []bool, error) {
+	node, err := c.copiesOn(v, p.NodeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return node.Get(ctx, Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: p.AllocationID}, ids)
 }
 
 // onPrimary runs fn against the shard's active primary, waiting (up to
@@ -81,65 +86,12 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 // is not acknowledged yet (one a new primary might not have); then it
 // confirms with the replication group that no other copy has been
 // promoted since (one that may have acknowledged newer writes).
-func (c *Coordinator) getLocal(allocationID, id string) (index.Doc, bool, error) {
-	docs, found, err := c.getLocalMany(allocationID, []string{id})
+func (s *Store) getLocal(allocationID, id string) (index.Doc, bool, error) {
+	docs, found, err := s.getLocalMany(allocationID, []string{id})
 	if err != nil {
 		return index.Doc{}, false, err
 	}
 	return docs[0], found[0], nil
-}
-
-func (c *Coordinator) getRemote(ctx context.Context, v *View, uuid string, num int, p CopyView, id string) (index.Doc, bool, error) {
-	e := enc{}
-	e.u8(wireVersion)
-	e.str(v.ClusterUUID)
-	e.str(uuid)
-	e.uvarint(uint64(num))
-	e.str(p.AllocationID)
-	e.str(id)
-	reply, err := c.callRead(ctx, p.NodeID, methodGet, e.b)
-	if err != nil {
-		return index.Doc{}, false, fromRemote(err)
-	}
-	d := dec{b: reply}
-	d.version()
-	found := d.u8() == 1
-	doc := index.Doc{ID: id}
-	if found {
-		doc.Source = d.bytes()
-		doc.SeqNo, doc.Version, doc.PrimaryTerm = d.u64(), d.varint(), d.u64()
-	}
-	return doc, found, d.end()
-}
-
-func (c *Coordinator) serveGet(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	d := dec{b: req.Payload}
-	d.version()
-	cluster, uuid := d.str(), d.str()
-	num := int(d.uvarint() & 0x7fffffff)
-	alloc, id := d.str(), d.str()
-	if err := d.end(); err != nil {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-	}
-	if err := c.checkRouting(ctx, cluster, uuid, num, alloc, true); err != nil {
-		return nil, remoteErr(err)
-	}
-	doc, found, err := c.getLocal(alloc, id)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	e := enc{b: make([]byte, 0, 32+len(doc.Source))}
-	e.u8(wireVersion)
-	if !found {
-		e.u8(0)
-		return e.b, nil
-	}
-	e.u8(1)
-	e.bytes(doc.Source)
-	e.u64(doc.SeqNo)
-	e.varint(doc.Version)
-	e.u64(doc.PrimaryTerm)
-	return e.b, nil
 }
 
 // Refresh returns once the writes to the named indexes that were in flight
@@ -157,6 +109,7 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 	}
 	type target struct {
 		index string
+		uuid  string
 		num   int
 		cp    CopyView
 	}
@@ -169,7 +122,7 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 		for num := range ix.Shards {
 			for _, cp := range ix.Shards[num].Copies {
 				if v.Active(cp) && (cp.NodeID == v.LocalNode || c.peers != nil) {
-					targets = append(targets, target{n, num, cp})
+					targets = append(targets, target{n, ix.UUID, num, cp})
 				}
 			}
 		}
@@ -178,16 +131,14 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 	var wg sync.WaitGroup
 	for k, t := range targets {
 		wg.Go(func() {
-			if t.cp.NodeID == v.LocalNode {
-				errs[k] = c.refreshLocal(t.cp.AllocationID)
-				return
+			node, err := c.copiesOn(v, t.cp.NodeID)
+			if err == nil {
+				err = node.Refresh(ctx, Header{Cluster: v.ClusterUUID, Index: t.uuid, Shard: t.num, Alloc: t.cp.AllocationID})
 			}
-			e := enc{}
-			e.u8(wireVersion)
-			e.str(t.cp.AllocationID)
-			if _, err := c.peers.Call(ctx, t.cp.NodeID, methodRefresh, e.b); err != nil {
-				errs[k] = fmt.Errorf("shard: refresh [%s][%d] copy %s on node %s: %w", t.index, t.num, t.cp.AllocationID, t.cp.NodeID, fromRemote(err))
+			if err != nil && t.cp.NodeID != v.LocalNode {
+				err = fmt.Errorf("shard: refresh [%s][%d] copy %s on node %s: %w", t.index, t.num, t.cp.AllocationID, t.cp.NodeID, err)
 			}
+			errs[k] = err
 		})
 	}
 	wg.Wait()
@@ -199,24 +150,11 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 
 // refreshLocal waits for the group a local copy is committing, if any,
 // and indexes what it has behind. A copy not open here has nothing to do.
-func (c *Coordinator) refreshLocal(alloc string) error {
-	sc, ok := c.store.copy(alloc)
+func (s *Store) refreshLocal(alloc string) error {
+	sc, ok := s.copy(alloc)
 	if !ok {
 		return nil
 	}
 	sc.waitForWrites()
 	return sc.catchUp()
-}
-
-func (c *Coordinator) serveRefresh(_ context.Context, req *fabric.Request) ([]byte, error) {
-	d := dec{b: req.Payload}
-	d.version()
-	alloc := d.str()
-	if err := d.end(); err != nil {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-	}
-	if err := c.refreshLocal(alloc); err != nil {
-		return nil, remoteErr(err)
-	}
-	return []byte{wireVersion}, nil
 }

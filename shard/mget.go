@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 )
 
@@ -72,11 +71,7 @@ func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult,
 			var found []bool
 			err := c.onPrimary(ctx, kk.uuid, kk.num, func(v *View, p CopyView) error {
 				var err error
-				if p.NodeID == v.LocalNode {
-					docs, found, err = c.getLocalMany(p.AllocationID, ids)
-				} else {
-					docs, found, err = c.getRemoteMany(ctx, v, kk.uuid, kk.num, p, ids)
-				}
+				docs, found, err = c.getFromPrimary(ctx, v, kk.uuid, kk.num, p, ids)
 				return err
 			})
 			for j, k := range slots {
@@ -95,8 +90,8 @@ func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult,
 // getLocalMany reads documents from the local primary copy under one hold
 // of its write lock (between write groups, as getLocal does), then confirms
 // once that the copy is still the primary.
-func (c *Coordinator) getLocalMany(allocationID string, ids []string) ([]index.Doc, []bool, error) {
-	sc, ok := c.store.copy(allocationID)
+func (s *Store) getLocalMany(allocationID string, ids []string) ([]index.Doc, []bool, error) {
+	sc, ok := s.copy(allocationID)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: copy %s is not open on this node yet", ErrUnavailable, allocationID)
 	}
@@ -117,28 +112,10 @@ func (c *Coordinator) getLocalMany(allocationID string, ids []string) ([]index.D
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.store.confirmPrimary(sc, term, last); err != nil {
+	if err := s.confirmPrimary(sc, term, last); err != nil {
 		return nil, nil, err
 	}
 	return docs, found, nil
-}
-
-func (c *Coordinator) getRemoteMany(ctx context.Context, v *View, uuid string, num int, p CopyView, ids []string) ([]index.Doc, []bool, error) {
-	e := enc{}
-	e.u8(wireVersion)
-	e.str(v.ClusterUUID)
-	e.str(uuid)
-	e.uvarint(uint64(num))
-	e.str(p.AllocationID)
-	e.uvarint(uint64(len(ids)))
-	for _, id := range ids {
-		e.str(id)
-	}
-	reply, err := c.callRead(ctx, p.NodeID, methodMget, e.b)
-	if err != nil {
-		return nil, nil, fromRemote(err)
-	}
-	return decodeMgetReply(reply, ids)
 }
 
 func decodeMgetReply(reply []byte, ids []string) ([]index.Doc, []bool, error) {
@@ -156,30 +133,6 @@ func decodeMgetReply(reply []byte, ids []string) ([]index.Doc, []bool, error) {
 		}
 	}
 	return docs, found, d.end()
-}
-
-func (c *Coordinator) serveMget(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	d := dec{b: req.Payload}
-	d.version()
-	cluster, uuid := d.str(), d.str()
-	num := int(d.uvarint() & 0x7fffffff)
-	alloc := d.str()
-	n := d.count(1)
-	ids := make([]string, 0, n)
-	for k := 0; k < n && d.err == nil; k++ {
-		ids = append(ids, d.str())
-	}
-	if err := d.end(); err != nil {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-	}
-	if err := c.checkRouting(ctx, cluster, uuid, num, alloc, true); err != nil {
-		return nil, remoteErr(err)
-	}
-	docs, found, err := c.getLocalMany(alloc, ids)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	return encodeMgetReply(docs, found), nil
 }
 
 func encodeMgetReply(docs []index.Doc, found []bool) []byte {

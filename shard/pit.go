@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 )
@@ -211,7 +210,7 @@ func (r *readerContexts) count() int {
 }
 
 // OpenContexts is the number of reader contexts open on this node.
-func (c *Coordinator) OpenContexts() int { return c.pits.count() }
+func (c *Coordinator) OpenContexts() int { return c.store.pits.count() }
 
 // OpenPIT opens a point in time over the named indices: one active copy of
 // every shard (this node's when it has one) pinned for keepAlive. A shard
@@ -246,7 +245,7 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 				_, _ = c.ClosePIT(ctx, pit)
 				return PIT{}, fmt.Errorf("%w: [%s][%d] has no active copy to open a point in time on", ErrUnavailable, n, num)
 			}
-			id, err := c.openContext(ctx, v, pick, keepAlive)
+			id, err := c.openContext(ctx, v, ix.UUID, num, pick, keepAlive)
 			if err != nil {
 				_, _ = c.ClosePIT(ctx, pit)
 				return PIT{}, err
@@ -260,29 +259,16 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 	return pit, nil
 }
 
-func (c *Coordinator) openContext(ctx context.Context, v *View, cp CopyView, keep time.Duration) (string, error) {
-	if cp.NodeID == v.LocalNode {
-		return c.openLocalContext(cp.AllocationID, keep)
-	}
-	if c.peers == nil {
-		return "", fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", ErrUnavailable, cp.NodeID)
-	}
-	e := enc{}
-	e.u8(wireVersion)
-	e.str(cp.AllocationID)
-	e.varint(int64(keep))
-	reply, err := c.peers.Call(ctx, cp.NodeID, methodContextOpen, e.b)
+func (c *Coordinator) openContext(ctx context.Context, v *View, uuid string, num int, cp CopyView, keep time.Duration) (string, error) {
+	node, err := c.copiesOn(v, cp.NodeID)
 	if err != nil {
-		return "", fromRemote(err)
+		return "", err
 	}
-	d := dec{b: reply}
-	d.version()
-	id := d.str()
-	return id, d.end()
+	return node.OpenContext(ctx, Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: cp.AllocationID}, keep)
 }
 
-func (c *Coordinator) openLocalContext(alloc string, keep time.Duration) (string, error) {
-	sc, ok := c.store.copy(alloc)
+func (s *Store) openLocalContext(alloc string, keep time.Duration) (string, error) {
+	sc, ok := s.copy(alloc)
 	if !ok {
 		return "", fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, alloc)
 	}
@@ -294,7 +280,7 @@ func (c *Coordinator) openLocalContext(alloc string, keep time.Duration) (string
 	if err != nil {
 		return "", err
 	}
-	return c.pits.open(alloc, view, keep), nil
+	return s.pits.open(alloc, view, keep), nil
 }
 
 // ClosePIT closes the point in time's contexts on the nodes that hold
@@ -306,11 +292,15 @@ func (c *Coordinator) ClosePIT(ctx context.Context, pit PIT) (int, error) {
 	}
 	freed := 0
 	for _, s := range pit.Shards {
-		ok, err := c.contextCall(ctx, v, s, methodContextClose, nil)
+		node, h, err := c.contextOf(v, s)
 		if err != nil {
 			return freed, err
 		}
-		if ok[0] == 1 {
+		open, err := node.CloseContext(ctx, h, s.Ctx)
+		if err != nil {
+			return freed, err
+		}
+		if open {
 			freed++
 		}
 	}
@@ -325,15 +315,11 @@ func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (ScrollCursor, e
 	if err != nil {
 		return ScrollCursor{}, err
 	}
-	reply, err := c.contextCall(ctx, v, pit.Shards[0], methodScrollClaim, nil)
+	node, h, err := c.contextOf(v, pit.Shards[0])
 	if err != nil {
 		return ScrollCursor{}, err
 	}
-	var cur ScrollCursor
-	if err := json.Unmarshal(reply, &cur); err != nil {
-		return ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", errBadMessage, err)
-	}
-	return cur, nil
+	return node.ClaimScroll(ctx, h, pit.Shards[0].Ctx)
 }
 
 // CommitScroll stores a scroll's cursor after a page.
@@ -342,94 +328,18 @@ func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur ScrollCurso
 	if err != nil {
 		return err
 	}
-	raw, _ := json.Marshal(cur)
-	_, err = c.contextCall(ctx, v, pit.Shards[0], methodScrollCommit, raw)
-	return err
-}
-
-// contextCall runs a context method on this node or the context's.
-func (c *Coordinator) contextCall(ctx context.Context, v *View, s PITShard, method fabric.Method, arg []byte) ([]byte, error) {
-	if s.Node == v.LocalNode {
-		return c.contextOp(method, s.Ctx, arg)
-	}
-	if c.peers == nil {
-		return nil, fmt.Errorf("%w: the context is on node %s, and this node has no fabric", ErrUnavailable, s.Node)
-	}
-	e := enc{}
-	e.u8(wireVersion)
-	e.str(s.Ctx)
-	e.bytes(arg)
-	reply, err := c.peers.Call(ctx, s.Node, method, e.b)
+	node, h, err := c.contextOf(v, pit.Shards[0])
 	if err != nil {
-		return nil, fromRemote(err)
+		return err
 	}
-	if len(reply) < 1 || reply[0] != wireVersion {
-		return nil, fmt.Errorf("%w: reply version", errBadMessage)
-	}
-	return reply[1:], nil
+	return node.CommitScroll(ctx, h, pit.Shards[0].Ctx, cur)
 }
 
-// contextOp runs a context method on a context of this node.
-func (c *Coordinator) contextOp(method fabric.Method, id string, arg []byte) ([]byte, error) {
-	switch method {
-	case methodContextClose:
-		if c.pits.close(id) {
-			return []byte{1}, nil
-		}
-		return []byte{0}, nil
-	case methodScrollClaim:
-		cur, err := c.pits.claim(id)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(cur)
-	case methodScrollCommit:
-		var cur ScrollCursor
-		if err := json.Unmarshal(arg, &cur); err != nil {
-			return nil, fmt.Errorf("%w: scroll cursor: %v", ErrInvalidRequest, err)
-		}
-		return []byte{}, c.pits.commit(id, cur)
-	}
-	return nil, fmt.Errorf("%w: method %d", ErrInvalidRequest, method)
-}
-
-func (c *Coordinator) serveContextOpen(_ context.Context, req *fabric.Request) ([]byte, error) {
-	d := dec{b: req.Payload}
-	d.version()
-	alloc := d.str()
-	keep := time.Duration(d.varint())
-	if err := d.end(); err != nil {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-	}
-	if keep <= 0 || keep > MaxKeepAlive {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "context keep-alive %v must be positive and at most %v", keep, MaxKeepAlive)
-	}
-	id, err := c.openLocalContext(alloc, keep)
-	if err != nil {
-		return nil, remoteErr(err)
-	}
-	e := enc{}
-	e.u8(wireVersion)
-	e.str(id)
-	return e.b, nil
-}
-
-// serveContextOp serves methodContextClose, methodScrollClaim and
-// methodScrollCommit.
-func (c *Coordinator) serveContextOp(method fabric.Method) fabric.HandlerFunc {
-	return func(_ context.Context, req *fabric.Request) ([]byte, error) {
-		d := dec{b: req.Payload}
-		d.version()
-		id, arg := d.str(), d.bytes()
-		if err := d.end(); err != nil {
-			return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-		}
-		reply, err := c.contextOp(method, id, arg)
-		if err != nil {
-			return nil, remoteErr(err)
-		}
-		return append([]byte{wireVersion}, reply...), nil
-	}
+// contextOf returns the node and the header of a point in time's shard
+// context.
+func (c *Coordinator) contextOf(v *View, s PITShard) (Copies, Header, error) {
+	node, err := c.copiesOn(v, s.Node)
+	return node, Header{Cluster: v.ClusterUUID, Index: s.UUID, Shard: s.Shard, Alloc: s.Alloc}, err
 }
 
 // pitSearchers searches the point in time's contexts: a pinned view of
@@ -450,7 +360,7 @@ func (c *Coordinator) pitSearchers(v *View, pit PIT, keep time.Duration, srch *e
 			continue
 		}
 		if s.Node == v.LocalNode {
-			view, err := c.pits.use(s.Ctx, keep)
+			view, err := c.store.pits.use(s.Ctx, keep)
 			if err != nil {
 				failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: err})
 				continue

@@ -374,15 +374,15 @@ type sourceRecovery struct {
 
 // serveRecoveryStart runs on the primary: it chooses how the target
 // recovers and takes a retention lease for it.
-func (c *Coordinator) serveRecoveryStart(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveRecoveryStart(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	var m recoveryStart
 	if err := readJSON(req.Payload, &m); err != nil {
 		return nil, err
 	}
-	if err := c.checkRouting(ctx, m.Cluster, m.Index, m.Shard, m.Primary, true); err != nil {
+	if err := s.checkRouting(ctx, Header{Cluster: m.Cluster, Index: m.Index, Shard: m.Shard, Alloc: m.Primary}, true); err != nil {
 		return nil, remoteErr(err)
 	}
-	sc, ok := c.store.copy(m.Primary)
+	sc, ok := s.copy(m.Primary)
 	if !ok {
 		return nil, remoteErr(fmt.Errorf("%w: primary copy %s is not open", ErrUnavailable, m.Primary))
 	}
@@ -397,11 +397,11 @@ func (c *Coordinator) serveRecoveryStart(ctx context.Context, req *fabric.Reques
 		// applied now stay until the target has them.
 		plan.StartSeq = sc.idx.AppliedSeq()
 	}
-	c.store.setLease(plan.ID, lease{primary: m.Primary, target: m.Target, keepAfter: plan.StartSeq})
+	s.setLease(plan.ID, lease{primary: m.Primary, target: m.Target, keepAfter: plan.StartSeq})
 	sc.leader.Unlock()
-	c.store.mu.Lock()
-	c.store.sources[plan.ID] = &sourceRecovery{start: m, plan: plan}
-	c.store.mu.Unlock()
+	s.mu.Lock()
+	s.sources[plan.ID] = &sourceRecovery{start: m, plan: plan}
+	s.mu.Unlock()
 	return jsonReply(plan)
 }
 
@@ -421,16 +421,16 @@ func (s *Store) source(id string) (*sourceRecovery, *shardCopy, error) {
 
 // serveRecoveryFiles runs on the primary: it snapshots its index and
 // streams the files to the target's node, throttled.
-func (c *Coordinator) serveRecoveryFiles(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveRecoveryFiles(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	var m recoveryOps
 	if err := readJSON(req.Payload, &m); err != nil {
 		return nil, err
 	}
-	sr, sc, err := c.store.source(m.ID)
+	sr, sc, err := s.source(m.ID)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	st := c.store
+	st := s
 	st.removeLeftovers(snapshotPrefix, func(name string) bool { return !claimed(st, name, st.sources) })
 	snap := st.snapshotDir(m.ID)
 	defer os.RemoveAll(snap)
@@ -454,27 +454,27 @@ func (c *Coordinator) serveRecoveryFiles(ctx context.Context, req *fabric.Reques
 // serveRecoveryOps runs on the primary: it sends the target its operations
 // from m.From on, from the log, as replication messages; for the last ones
 // it holds its write lock, then adds the target to its replication group.
-func (c *Coordinator) serveRecoveryOps(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveRecoveryOps(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	var m recoveryOps
 	if err := readJSON(req.Payload, &m); err != nil {
 		return nil, err
 	}
-	sr, sc, err := c.store.source(m.ID)
+	sr, sc, err := s.source(m.ID)
 	if err != nil {
 		return nil, remoteErr(err)
 	}
 	defer func() {
-		c.store.mu.Lock()
-		delete(c.store.sources, m.ID)
-		c.store.mu.Unlock()
-		c.store.dropLease(m.ID)
+		s.mu.Lock()
+		delete(s.sources, m.ID)
+		s.mu.Unlock()
+		s.dropLease(m.ID)
 	}()
-	v := c.meta.View()
+	v := s.meta.View()
 	var sent int64
 	send := func(recs []shardlog.Record, term uint64) error {
 		msg := encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: sr.start.Index, shard: sr.start.Shard, alloc: sr.start.Target,
 			term: term, gcp: sc.group.globalCheckpoint(recs[len(recs)-1].Seq), mappingVersion: sc.mapping.committedVersion(), recs: recs})
-		if _, err := c.store.sendReplicate(ctx, sr.start.TargetNode, msg); err != nil {
+		if _, err := s.sendReplicate(ctx, sr.start.TargetNode, msg); err != nil {
 			return err
 		}
 		sent += int64(len(recs))
@@ -502,7 +502,7 @@ func (c *Coordinator) serveRecoveryOps(ctx context.Context, req *fabric.Request)
 	// Bulk of the operations without the lock: writes go on meanwhile, and
 	// the lease keeps the log from being trimmed below what is not sent yet.
 	if err := sendLogged(func(from uint64) {
-		c.store.setLease(m.ID, lease{primary: sr.start.Primary, target: sr.start.Target, keepAfter: from - 1})
+		s.setLease(m.ID, lease{primary: sr.start.Primary, target: sr.start.Target, keepAfter: from - 1})
 	}); err != nil {
 		return nil, err
 	}

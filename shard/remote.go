@@ -481,7 +481,7 @@ func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs [
 	}
 	done := c.ars.begin(node)
 	start := time.Now()
-	raw, err := c.callRead(ctx, node, phaseMethods[ph], payload)
+	raw, err := callRead(ctx, c.peers, node, phaseMethods[ph], payload)
 	done(time.Since(start), err != nil)
 	if err != nil {
 		return nil, fromRemote(err)
@@ -506,29 +506,4 @@ func asParts[P part](parts []P, err error) ([]part, error) {
 		out[k] = parts[k]
 	}
 	return out, nil
-}
-
-// Register serves this node's side of the shard layer's methods on mux —
-// writes and gets on its primaries, search phases on its copies,
-// replication and recovery — and the recovery file streams on streams (a
-// receiver the node registered on mux for fabric.MethodStream). Call it
-// before the fabric listens.
-func (c *Coordinator) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
-	mux.HandleFunc(methodBulk, c.serveBulk)
-	mux.HandleFunc(methodGet, c.serveGet)
-	mux.HandleFunc(methodMget, c.serveMget)
-	mux.HandleFunc(methodContextOpen, c.serveContextOpen)
-	for _, m := range []fabric.Method{methodContextClose, methodScrollClaim, methodScrollCommit} {
-		mux.HandleFunc(m, c.serveContextOp(m))
-	}
-	mux.HandleFunc(methodRefresh, c.serveRefresh)
-	mux.HandleFunc(methodCopyStats, c.serveCopyStats)
-	mux.HandleFunc(methodSearchStats, c.serveSearchStats)
-	mux.HandleFunc(methodSearchQuery, c.serveSearchQuery)
-	mux.HandleFunc(methodSearchFetch, c.serveSearchFetch)
-	mux.HandleFunc(methodReplicate, c.serveReplicate)
-	mux.HandleFunc(methodRecoveryStart, c.serveRecoveryStart)
-	mux.HandleFunc(methodRecoveryFiles, c.serveRecoveryFiles)
-	mux.HandleFunc(methodRecoveryOps, c.serveRecoveryOps)
-	streams.Handle(methodRecoveryFiles, c.store.receiveFiles)
 }

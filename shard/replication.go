@@ -347,15 +347,15 @@ func (s *Store) sendReplicate(ctx context.Context, node string, msg []byte) (uin
 // serveReplicate runs on a replica: it logs the operations of one
 // replication message, in order, and answers with its checkpoint; they are
 // indexed behind the answer (behind.go).
-func (c *Coordinator) serveReplicate(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveReplicate(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	m, err := decodeReplicate(req.Payload)
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
 	}
-	if err := c.checkRouting(ctx, m.cluster, m.index, m.shard, m.alloc, false); err != nil {
+	if err := s.checkRouting(ctx, Header{Cluster: m.cluster, Index: m.index, Shard: m.shard, Alloc: m.alloc}, false); err != nil {
 		return nil, remoteErr(err)
 	}
-	cp, err := c.store.applyReplicated(ctx, m)
+	cp, err := s.applyReplicated(ctx, m)
 	if err != nil {
 		return nil, remoteErr(err)
 	}

@@ -336,11 +336,11 @@ func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 	withReplicas(t, tc, "d", 1, nodes)
 	old, p, _ := deposePrimary(t, tc, "d")
 	sc, _ := old.store.copy(p.AllocationID)
-	items := []item{{op: &Op{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, res: &OpResult{}}}
+	items := []Item{{Op: &Op{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, Result: &OpResult{}}}
 	sc.prepare(items)
 	require.NoError(t, sc.write(items))
-	require.Error(t, items[0].res.Err, "a deposed primary acknowledged a write")
-	require.Equal(t, http.StatusServiceUnavailable, items[0].res.Status)
+	require.Error(t, items[0].Result.Err, "a deposed primary acknowledged a write")
+	require.Equal(t, http.StatusServiceUnavailable, items[0].Result.Status)
 }
 
 // TestDeposedPrimaryServesNoStaleRead: a primary that has not heard that
@@ -365,7 +365,7 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"v":2}`, string(d.Source))
 
-	d, found, err := old.getLocal(p.AllocationID, "x")
+	d, found, err := old.store.getLocal(p.AllocationID, "x")
 	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %s", found, d.Source)
 }
 
@@ -398,10 +398,10 @@ func TestDeposedPrimaryReportsNoStaleConflict(t *testing.T) {
 		{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"v":3}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
 		{Type: OpUpdate, ID: "x", Update: &UpdateSpec{Doc: json.RawMessage(`{"v":1}`)}},
 	} {
-		items := []item{{op: op, res: &OpResult{}}}
+		items := []Item{{Op: op, Result: &OpResult{}}}
 		sc.prepare(items)
 		require.NoError(t, sc.write(items))
-		require.Equal(t, http.StatusServiceUnavailable, items[0].res.Status, "the deposed primary answered %v from its stale copy: %v %s", op.Type, items[0].res.Err, items[0].res.Result)
+		require.Equal(t, http.StatusServiceUnavailable, items[0].Result.Status, "the deposed primary answered %v from its stale copy: %v %s", op.Type, items[0].Result.Err, items[0].Result.Result)
 	}
 }
 

@@ -33,21 +33,21 @@ type phaseRun struct {
 // copy's reader context, for a point in time, extending its keep-alive);
 // when translate is set it waits for the mapping versions the coordinator
 // used and translates the request.
-func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []shardRef, translate bool) *phaseRun {
+func (s *Store) openPhase(ctx context.Context, h *searchHeader, refs []shardRef, translate bool) *phaseRun {
 	p := &phaseRun{idxs: make([]*index.Index, len(refs)), errs: make([]error, len(refs))}
 	for k, ref := range refs {
-		if err := c.checkRouting(ctx, h.cluster, ref.index, ref.shard, ref.alloc, false); err != nil {
+		if err := s.checkRouting(ctx, Header{Cluster: h.cluster, Index: ref.index, Shard: ref.shard, Alloc: ref.alloc}, false); err != nil {
 			p.errs[k] = err
 			continue
 		}
-		sc, ok := c.store.copy(ref.alloc)
+		sc, ok := s.copy(ref.alloc)
 		if !ok {
 			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, ref.alloc)
 			continue
 		}
 		p.idxs[k], p.errs[k] = sc.readable()
 		if ref.ctx != "" {
-			p.idxs[k], p.errs[k] = c.pits.use(ref.ctx, h.keepAlive)
+			p.idxs[k], p.errs[k] = s.pits.use(ref.ctx, h.keepAlive)
 		}
 	}
 	if !translate {
@@ -57,11 +57,11 @@ func (c *Coordinator) openPhase(ctx context.Context, h *searchHeader, refs []sha
 		if p.idxs[k] == nil {
 			continue
 		}
-		if err := c.awaitMapping(ctx, ref.index, ref.mappingVersion); err != nil {
+		if err := s.awaitIndexMapping(ctx, ref.index, ref.mappingVersion); err != nil {
 			p.idxs[k], p.errs[k] = nil, err
 		}
 	}
-	srch, err := esdsl.FromWire(h.wire, c.Fields(h.indices))
+	srch, err := esdsl.FromWire(h.wire, s.Fields(h.indices))
 	if err != nil {
 		p.fail(fmt.Errorf("%w: %v", ErrInvalidRequest, err))
 		return p
@@ -104,12 +104,12 @@ func (p *phaseRun) each(fn func(k int, idx *index.Index)) {
 	wg.Wait()
 }
 
-// awaitMapping waits until this node's mapping of the index uuid is at
+// awaitIndexMapping waits until this node's mapping of the index uuid is at
 // least at version mv.
-func (c *Coordinator) awaitMapping(ctx context.Context, uuid string, mv uint64) error {
+func (s *Store) awaitIndexMapping(ctx context.Context, uuid string, mv uint64) error {
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
-	v, err := c.meta.AwaitView(wctx, func(v *View) bool {
+	v, err := s.meta.AwaitView(wctx, func(v *View) bool {
 		ix, ok := v.IndexByUUID(uuid)
 		return ok && ix.MappingVersion >= mv
 	})
@@ -117,19 +117,19 @@ func (c *Coordinator) awaitMapping(ctx context.Context, uuid string, mv uint64) 
 		return fmt.Errorf("%w: mapping version %d of index %s has not reached this node", ErrUnavailable, mv, uuid)
 	}
 	ix, _ := v.IndexByUUID(uuid)
-	nm, ok := c.store.mapping(uuid)
+	nm, ok := s.mapping(uuid)
 	if !ok {
 		return fmt.Errorf("%w: index %s has no mapping on this node yet", ErrUnavailable, uuid)
 	}
 	return nm.merge(ix)
 }
 
-func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveSearchStats(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	m, err := decodeStatsRequest(req.Payload)
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "search statistics: %v", err)
 	}
-	run := c.openPhase(ctx, &m.searchHeader, m.shards, true)
+	run := s.openPhase(ctx, &m.searchHeader, m.shards, true)
 	parts := make([]statsPart, len(m.shards))
 	run.each(func(k int, idx *index.Index) {
 		st, gen, err := idx.TermStats(ctx, run.srch.Request.Query)
@@ -143,7 +143,7 @@ func (c *Coordinator) serveSearchStats(ctx context.Context, req *fabric.Request)
 	return encodeStatsReply(parts), nil
 }
 
-func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	m, err := decodeQueryRequest(req.Payload)
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "search query phase: %v", err)
@@ -152,13 +152,13 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 	for k := range m.shards {
 		refs[k] = m.shards[k].shardRef
 	}
-	run := c.openPhase(ctx, &m.searchHeader, refs, true)
+	run := s.openPhase(ctx, &m.searchHeader, refs, true)
 	parts := make([]queryPart, len(m.shards))
 	sctx := ctx
 	if m.stats != nil {
 		sctx = index.WithGlobalStats(ctx, m.stats)
 	}
-	v := c.meta.View()
+	v := s.meta.View()
 	results := make([]*bleve.SearchResult, len(m.shards))
 	run.each(func(k int, idx *index.Index) {
 		sh := &m.shards[k]
@@ -215,7 +215,7 @@ func (c *Coordinator) serveSearchQuery(ctx context.Context, req *fabric.Request)
 	return out, nil
 }
 
-func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]byte, error) {
+func (s *Store) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]byte, error) {
 	m, err := decodeFetchRequest(req.Payload)
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "search fetch phase: %v", err)
@@ -224,7 +224,7 @@ func (c *Coordinator) serveSearchFetch(ctx context.Context, req *fabric.Request)
 	for k := range m.shards {
 		refs[k] = m.shards[k].shardRef
 	}
-	run := c.openPhase(ctx, &m.searchHeader, refs, m.locations || m.named)
+	run := s.openPhase(ctx, &m.searchHeader, refs, m.locations || m.named)
 	parts := make([]fetchPart, len(m.shards))
 	run.each(func(k int, idx *index.Index) {
 		parts[k].hits, parts[k].err = fetchHits(ctx, idx, m, m.shards[k].ids, run.srch)

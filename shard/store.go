@@ -41,10 +41,18 @@ type Store struct {
 	sources    map[string]*sourceRecovery
 	leases     map[string]*lease
 	throttle   *recoveryThrottle // of every recovery file stream this node sends
-	closed     bool
-	writes     sync.WaitGroup // writes in flight on local copies
-	background sync.WaitGroup // recoveries and failure reports
-	stop       chan struct{}  // closed by Close: background work ends
+	pits       *readerContexts   // this node's pinned views (points in time, scrolls)
+	// requestCounters reports the counters of the requests this node
+	// coordinated, with its copies' statistics (SetRequestCounters).
+	requestCounters func() map[string]IndexNodeStats
+	closed          bool
+	closing         bool           // Close was called
+	running         bool           // the reconcile loop was started
+	loopStop        chan struct{}  // closed by Close: the loop ends
+	loopDone        chan struct{}  // closed by the loop as it ends
+	writes          sync.WaitGroup // writes in flight on local copies
+	background      sync.WaitGroup // recoveries and failure reports
+	stop            chan struct{}  // closed by Close: background work ends
 
 	// behindBytes is the source bytes the node's replicas have logged and
 	// not yet indexed, all together (behind.go).
@@ -86,23 +94,103 @@ func OpenStore(dir string, cfg Config, meta Metadata, peers Peers, logger *slog.
 	s := &Store{dir: dir, cfg: cfg, meta: meta, peers: peers, logger: logger,
 		copies: map[string]*shardCopy{}, mappings: map[string]*nodeMapping{}, failed: map[string]string{},
 		recovering: map[string]bool{}, recoveries: map[string]*recovery{}, expected: map[string]*recovery{},
-		sources: map[string]*sourceRecovery{}, leases: map[string]*lease{}, stop: make(chan struct{})}
+		sources: map[string]*sourceRecovery{}, leases: map[string]*lease{}, stop: make(chan struct{}), loopStop: make(chan struct{}), loopDone: make(chan struct{}),
+		pits: newReaderContexts()}
 	s.throttle = newRecoveryThrottle(s.recoveryRate, recoveryFileChunk)
 	s.cleanDeleted()
 	return s, nil
 }
 
-// Close closes every open copy (flushing its log); writes in flight finish
+// Start runs the loop that reconciles the store with every new view, until
+// Close.
+func (s *Store) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running && !s.closing {
+		s.running = true
+		go s.reconcileLoop()
+	}
+}
+
+// reconcileRetry is how often reconciliation runs without a new view, so
+// that a failed step is retried.
+const reconcileRetry = 2 * time.Second
+
+func (s *Store) reconcileLoop() {
+	defer close(s.loopDone)
+	changed, unwatch := s.meta.Watch()
+	defer unwatch()
+	tick := time.NewTicker(reconcileRetry)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		if s.meta.Ready() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := s.Reconcile(ctx, s.meta.View())
+			cancel()
+			if err != nil && err.Error() != lastErr {
+				s.logger.Warn("shard: reconciling local copies with the shard table", "err", err)
+			}
+			lastErr = ""
+			if err != nil {
+				lastErr = err.Error()
+			}
+		}
+		s.pits.sweep(time.Now(), func(alloc string) bool { _, ok := s.copy(alloc); return ok })
+		select {
+		case <-s.loopStop:
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// Fields are the field types of the named indices as this node's mappings
+// know them (an index without a local mapping adds none).
+func (s *Store) Fields(names []string) FieldTypes {
+	v := s.meta.View()
+	var out FieldTypes
+	for _, n := range names {
+		ix, ok := v.Indices[n]
+		if !ok {
+			continue
+		}
+		if nm, ok := s.mapping(ix.UUID); ok {
+			out = append(out, nm.m)
+		}
+	}
+	return out
+}
+
+// SetRequestCounters sets what the copy statistics this node reports to
+// others carry as its request counters (the counters of the requests it
+// coordinated). Call it before the fabric listens.
+func (s *Store) SetRequestCounters(fn func() map[string]IndexNodeStats) { s.requestCounters = fn }
+
+// Close stops the reconcile loop, releases every reader context and
+// closes every open copy (flushing its log); writes in flight finish
 // first. Idempotent.
 func (s *Store) Close() error {
+	// The loop stops first: once closed, the store reports no copy open,
+	// and a reconcile would try to open them again.
 	s.mu.Lock()
-	if s.closed {
+	if s.closing {
 		s.mu.Unlock()
 		return nil
 	}
+	s.closing = true
+	running := s.running
+	s.mu.Unlock()
+	if running {
+		close(s.loopStop)
+		<-s.loopDone
+	}
+	s.mu.Lock()
 	s.closed = true
 	close(s.stop)
 	s.mu.Unlock()
+	s.pits.closeAll()
 	s.writes.Wait()
 	s.background.Wait()
 	var errs []error

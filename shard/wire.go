@@ -22,7 +22,7 @@ import (
 // Methods (offsets from fabric.MethodShardBase; part of the wire format):
 const (
 	methodBulk          = fabric.MethodShardBase + iota // a group of writes to one primary
-	methodGet                                           // a realtime get from the primary
+	methodGet                                           // unused since wire version 4 (gets go as methodMget); never reused
 	methodRefresh                                       // wait for a copy's writes in flight
 	methodCopyStats                                     // a node's copies: document counts, recoveries
 	methodSearchStats                                   // search phase 1: term statistics
@@ -40,8 +40,10 @@ const (
 )
 
 // 2: bulk replies say how many copies hold each write; 3: external
-// versions in bulk ops, mget, reader contexts (point in time, scroll).
-const wireVersion = 3
+// versions in bulk ops, mget, reader contexts (point in time, scroll); 4:
+// every request to one copy starts with the same Header, and gets go as
+// methodMget.
+const wireVersion = 4
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request

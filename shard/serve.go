@@ -1,0 +1,163 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/index"
+)
+
+// The data node's side of the shard layer: the Store serves the requests
+// of every coordinator (its own node's in place, as Copies; other nodes'
+// as fabric messages, through serveCopy), and the replication and
+// recovery messages of other copies of its shards.
+
+// Register serves this node's side of the shard layer's methods on mux —
+// writes and gets on its primaries, reader contexts and search phases on
+// its copies, replication and recovery — and the recovery file streams on
+// streams (a receiver the node registered on mux for fabric.MethodStream).
+// Call it before the fabric listens.
+func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
+	mux.HandleFunc(methodBulk, serveCopy(s, primaryCopy, decodeBulkItems, func(ctx context.Context, h Header, items []Item) ([]byte, error) {
+		if err := s.Write(ctx, h, items); err != nil {
+			return nil, err
+		}
+		return encodeBulkReply(items), nil
+	}))
+	mux.HandleFunc(methodMget, serveCopy(s, primaryCopy, decodeIDs, func(ctx context.Context, h Header, ids []string) ([]byte, error) {
+		docs, found, err := s.Get(ctx, h, ids)
+		if err != nil {
+			return nil, err
+		}
+		return encodeMgetReply(docs, found), nil
+	}))
+	mux.HandleFunc(methodRefresh, serveCopy(s, anyCopy, noBody, func(ctx context.Context, h Header, _ struct{}) ([]byte, error) {
+		return []byte{wireVersion}, s.Refresh(ctx, h)
+	}))
+	mux.HandleFunc(methodContextOpen, serveCopy(s, anyCopy, decodeKeepAlive, func(ctx context.Context, h Header, keep time.Duration) ([]byte, error) {
+		id, err := s.OpenContext(ctx, h, keep)
+		if err != nil {
+			return nil, err
+		}
+		e := enc{}
+		e.u8(wireVersion)
+		e.str(id)
+		return e.b, nil
+	}))
+	mux.HandleFunc(methodContextClose, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
+		open, err := s.CloseContext(ctx, h, a.id)
+		if err != nil {
+			return nil, err
+		}
+		if open {
+			return []byte{wireVersion, 1}, nil
+		}
+		return []byte{wireVersion, 0}, nil
+	}))
+	mux.HandleFunc(methodScrollClaim, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
+		cur, err := s.ClaimScroll(ctx, h, a.id)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := json.Marshal(cur)
+		return append([]byte{wireVersion}, raw...), err
+	}))
+	mux.HandleFunc(methodScrollCommit, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
+		var cur ScrollCursor
+		if err := json.Unmarshal(a.arg, &cur); err != nil {
+			return nil, fmt.Errorf("%w: scroll cursor: %v", ErrInvalidRequest, err)
+		}
+		return []byte{wireVersion}, s.CommitScroll(ctx, h, a.id, cur)
+	}))
+	mux.HandleFunc(methodCopyStats, s.serveReport)
+	mux.HandleFunc(methodSearchStats, s.serveSearchStats)
+	mux.HandleFunc(methodSearchQuery, s.serveSearchQuery)
+	mux.HandleFunc(methodSearchFetch, s.serveSearchFetch)
+	mux.HandleFunc(methodReplicate, s.serveReplicate)
+	mux.HandleFunc(methodRecoveryStart, s.serveRecoveryStart)
+	mux.HandleFunc(methodRecoveryFiles, s.serveRecoveryFiles)
+	mux.HandleFunc(methodRecoveryOps, s.serveRecoveryOps)
+	streams.Handle(methodRecoveryFiles, s.receiveFiles)
+}
+
+// Write implements Copies: the group runs through the local primary copy
+// h.Alloc, if its primary term is h.Term.
+func (s *Store) Write(_ context.Context, h Header, items []Item) error {
+	return s.writeLocal(h.Alloc, h.Term, items)
+}
+
+// Get implements Copies on the local primary copy h.Alloc (getLocalMany).
+func (s *Store) Get(_ context.Context, h Header, ids []string) ([]index.Doc, []bool, error) {
+	return s.getLocalMany(h.Alloc, ids)
+}
+
+// Refresh implements Copies; a copy not open here has nothing to do.
+func (s *Store) Refresh(_ context.Context, h Header) error { return s.refreshLocal(h.Alloc) }
+
+// OpenContext implements Copies.
+func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration) (string, error) {
+	return s.openLocalContext(h.Alloc, keep)
+}
+
+// CloseContext implements Copies.
+func (s *Store) CloseContext(_ context.Context, _ Header, id string) (bool, error) {
+	return s.pits.close(id), nil
+}
+
+// ClaimScroll implements Copies.
+func (s *Store) ClaimScroll(_ context.Context, _ Header, id string) (ScrollCursor, error) {
+	return s.pits.claim(id)
+}
+
+// CommitScroll implements Copies.
+func (s *Store) CommitScroll(_ context.Context, _ Header, id string, cur ScrollCursor) error {
+	return s.pits.commit(id, cur)
+}
+
+// Report implements Copies.
+func (s *Store) Report(context.Context) (NodeReport, error) {
+	return NodeReport{Copies: s.localCopyStats(), Recoveries: s.Recoveries(), Counters: s.reportedCounters()}, nil
+}
+
+func (s *Store) serveReport(ctx context.Context, req *fabric.Request) ([]byte, error) {
+	if len(req.Payload) != 1 || req.Payload[0] != wireVersion {
+		return nil, fabric.Errorf(fabric.CodeBadRequest, "copy stats: unknown request version")
+	}
+	rep, err := s.Report(ctx)
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return jsonReply(rep)
+}
+
+// Request bodies after the header.
+
+func noBody(*dec) struct{} { return struct{}{} }
+
+func decodeIDs(d *dec) []string {
+	n := d.count(1)
+	ids := make([]string, 0, n)
+	for k := 0; k < n && d.err == nil; k++ {
+		ids = append(ids, d.str())
+	}
+	return ids
+}
+
+func decodeKeepAlive(d *dec) time.Duration {
+	keep := time.Duration(d.varint())
+	if d.err == nil && (keep <= 0 || keep > MaxKeepAlive) {
+		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", keep, MaxKeepAlive))
+	}
+	return keep
+}
+
+// contextArg names a reader context and carries a method's argument.
+type contextArg struct {
+	id  string
+	arg []byte
+}
+
+func decodeContextArg(d *dec) contextArg { return contextArg{id: d.str(), arg: d.bytes()} }
