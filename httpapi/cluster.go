@@ -116,7 +116,7 @@ func healthOf(v *shard.View, cluster string, names []string, level string) healt
 			ih.Shards = map[string]*shardHealth{}
 		}
 		for k := range ix.Shards {
-			sh := shardHealthOf(v, ix, &ix.Shards[k])
+			sh := shardHealthOf(v, ix, k)
 			ih.add(sh.shardCounts)
 			ih.Status = worse(ih.Status, sh.Status)
 			if ih.Shards != nil {
@@ -138,10 +138,11 @@ func healthOf(v *shard.View, cluster string, names []string, level string) healt
 }
 
 // shardHealthOf counts one shard's copies.
-func shardHealthOf(v *shard.View, ix *shard.IndexView, sh *shard.ShardView) *shardHealth {
-	out := &shardHealth{Status: "green"}
+func shardHealthOf(v *shard.View, ix *shard.IndexView, num int) *shardHealth {
+	sh := &ix.Shards[num]
+	out := &shardHealth{}
 	c := &out.shardCounts
-	replicas, activeReplicas := 0, 0
+	replicas := 0
 	for _, cp := range sh.Copies {
 		switch {
 		case cp.RelocatingFrom != "":
@@ -165,21 +166,15 @@ func shardHealthOf(v *shard.View, ix *shard.IndexView, sh *shard.ShardView) *sha
 			continue
 		}
 		replicas++
-		if v.Active(cp) {
-			activeReplicas++
-		}
 	}
 	if _, ok := sh.Primary(); !ok {
 		c.UnassignedShards++
 	}
 	if !out.PrimaryActive {
 		c.UnassignedPrimaryShards++
-		out.Status = "red"
 	}
 	c.UnassignedShards += max(0, ix.NumberOfReplicas-replicas)
-	if activeReplicas < ix.NumberOfReplicas {
-		out.Status = worse(out.Status, "yellow")
-	}
+	out.Status = v.ShardHealth(ix, num)
 	return out
 }
 
@@ -592,12 +587,6 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 		healthStr := info.Health
-		if healthStr == "" {
-			healthStr = "green"
-			if info.Settings.NumberOfReplicas > 0 {
-				healthStr = "yellow"
-			}
-		}
 		if wantHealth != "" && healthStr != wantHealth {
 			continue
 		}

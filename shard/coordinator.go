@@ -319,7 +319,7 @@ func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
 	stats := c.gatherCopyStats(ctx, v)
 	out := make([]IndexInfo, 0, len(ixs))
 	for _, ix := range ixs {
-		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: indexHealth(v, ix), Closed: ix.Closed,
+		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: v.IndexHealth(ix), Closed: ix.Closed,
 			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas, Other: ix.Settings, Aliases: ix.Aliases}}
 		if nm, ok := c.store.mapping(ix.UUID); ok {
 			// The view may be newer than what the reconcile loop merged:
@@ -348,27 +348,6 @@ func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
 	return out
 }
 
-// indexHealth is green, yellow or red as Elasticsearch computes it.
-func indexHealth(v *View, ix *IndexView) string {
-	status := "green"
-	for k := range ix.Shards {
-		sh := &ix.Shards[k]
-		p, ok := sh.Primary()
-		if !ok || !v.Active(p) {
-			return "red"
-		}
-		active := 0
-		for _, cp := range sh.Copies {
-			if !cp.Primary && v.Active(cp) {
-				active++
-			}
-		}
-		if active < ix.NumberOfReplicas {
-			status = "yellow"
-		}
-	}
-	return status
-}
 
 // ResolveIndices expands an index expression: comma-separated names,
 // aliases and wildcards ("logs-*"); "", "*" and "_all" mean every index,
