@@ -348,7 +348,6 @@ func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
 	return out
 }
 
-
 // ResolveIndices expands an index expression: comma-separated names,
 // aliases and wildcards ("logs-*"); "", "*" and "_all" mean every index,
 // open or closed. A concrete name that does not exist is
