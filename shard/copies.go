@@ -269,3 +269,34 @@ func (r Remote) Report(ctx context.Context) (NodeReport, error) {
 	}
 	return rep, nil
 }
+
+// SearchStats runs search phase 1 (term statistics) on the copies the
+// request names, all on this node: one part per shard, in order. An error
+// is the whole call's.
+func (r Remote) SearchStats(ctx context.Context, m *StatsRequest) ([]StatsPart, error) {
+	raw, err := r.callRead(ctx, methodSearchStats, encodeStatsRequest(m))
+	if err != nil {
+		return nil, err
+	}
+	return decodeStatsReply(raw, len(m.Shards))
+}
+
+// SearchQuery runs search phase 2 (ids, scores, sort keys, aggregations)
+// as SearchStats runs phase 1.
+func (r Remote) SearchQuery(ctx context.Context, m *QueryRequest) ([]QueryPart, error) {
+	raw, err := r.callRead(ctx, methodSearchQuery, encodeQueryRequest(m))
+	if err != nil {
+		return nil, err
+	}
+	return decodeQueryReply(raw, len(m.Shards))
+}
+
+// SearchFetch runs search phase 3 (the final page's stored fields and term
+// locations) as SearchStats runs phase 1.
+func (r Remote) SearchFetch(ctx context.Context, m *FetchRequest) ([]FetchPart, error) {
+	raw, err := r.callRead(ctx, methodSearchFetch, encodeFetchRequest(m))
+	if err != nil {
+		return nil, err
+	}
+	return decodeFetchReply(raw, len(m.Shards))
+}

@@ -74,22 +74,22 @@ func FuzzShardHandlers(f *testing.F) {
 	f.Cleanup(func() { _ = streams.Close() })
 	mux.Handle(fabric.MethodStream, streams)
 	m.store.Register(mux, streams)
-	h := searchHeader{cluster: v.ClusterUUID, indices: []string{"f"}, wire: esdsl.Wire{Body: []byte(`{"query":{"match":{"a":"x"}}}`)}}
-	ref := shardRef{index: ix.UUID, alloc: p.AllocationID, mappingVersion: ix.MappingVersion}
+	h := SearchHeader{Cluster: v.ClusterUUID, Indices: []string{"f"}, Wire: esdsl.Wire{Body: []byte(`{"query":{"match":{"a":"x"}}}`)}}
+	ref := ShardRef{Index: ix.UUID, Alloc: p.AllocationID, MappingVersion: ix.MappingVersion}
 	search := map[fabric.Method][]byte{
-		methodSearchStats: encodeStatsRequest(&statsRequest{searchHeader: h, shards: []shardRef{ref, ref}}),
-		methodSearchQuery: encodeQueryRequest(&queryRequest{searchHeader: h, size: 3, stats: &index.TermStats{DocCount: 1},
-			shards: []queryShard{{shardRef: ref, expect: 7}}}),
-		methodSearchFetch: encodeFetchRequest(&fetchRequest{searchHeader: h, fields: []string{index.SourceField}, named: true,
-			shards: []fetchShard{{shardRef: ref, ids: []string{"x"}}}}),
+		methodSearchStats: encodeStatsRequest(&StatsRequest{SearchHeader: h, Shards: []ShardRef{ref, ref}}),
+		methodSearchQuery: encodeQueryRequest(&QueryRequest{SearchHeader: h, Size: 3, Stats: &index.TermStats{DocCount: 1},
+			Shards: []QueryShard{{ShardRef: ref, Expect: 7}}}),
+		methodSearchFetch: encodeFetchRequest(&FetchRequest{SearchHeader: h, Fields: []string{index.SourceField}, Named: true,
+			Shards: []FetchShard{{ShardRef: ref, IDs: []string{"x"}}}}),
 	}
 	pitRef := ref
-	pitRef.ctx = "no-such-context"
+	pitRef.Ctx = "no-such-context"
 	pitHeader := h
-	pitHeader.keepAlive = time.Minute
-	pitHeader.wire.Scope = esdsl.Scope{Filter: []byte(`{"term":{"a":"y"}}`), MaxResultWindow: 5}
-	f.Add(uint8(methodSearchQuery-methodBulk), encodeQueryRequest(&queryRequest{searchHeader: pitHeader, size: 3,
-		shards: []queryShard{{shardRef: pitRef}}}))
+	pitHeader.KeepAlive = time.Minute
+	pitHeader.Wire.Scope = esdsl.Scope{Filter: []byte(`{"term":{"a":"y"}}`), MaxResultWindow: 5}
+	f.Add(uint8(methodSearchQuery-methodBulk), encodeQueryRequest(&QueryRequest{SearchHeader: pitHeader, Size: 3,
+		Shards: []QueryShard{{ShardRef: pitRef}}}))
 	for m, seed := range search {
 		f.Add(uint8(m-methodBulk), seed)
 	}
@@ -119,46 +119,46 @@ func FuzzShardHandlers(f *testing.F) {
 // phases' messages: they never panic, and what decodes encodes to
 // something that decodes to the same message.
 func FuzzSearchMessages(f *testing.F) {
-	h := searchHeader{cluster: "c", indices: []string{"a", "b"}, wire: esdsl.Wire{Body: []byte(`{"query":{"match_all":{}}}`),
+	h := SearchHeader{Cluster: "c", Indices: []string{"a", "b"}, Wire: esdsl.Wire{Body: []byte(`{"query":{"match_all":{}}}`),
 		Params: map[string][]string{"q": {"x"}, "routing": {"1", "2"}}, Now: -5, ScrollPage: 2, After: [][]byte{[]byte("k"), {}},
 		Scope: esdsl.Scope{Filter: []byte(`{"term":{"t":"x"}}`), MaxResultWindow: 50, MaxInnerResultWindow: 5, MaxTermsCount: 7}},
-		keepAlive: time.Minute}
-	ref := shardRef{index: "u", shard: 3, alloc: "al", mappingVersion: 9, ctx: "reader-context"}
+		KeepAlive: time.Minute}
+	ref := ShardRef{Index: "u", Shard: 3, Alloc: "al", MappingVersion: 9, Ctx: "reader-context"}
 	st := &index.TermStats{DocCount: 4, FieldLength: map[string]uint64{"body": 10},
 		DocFreq: map[string]map[string]uint64{"body": {"x": 2, "y": 1}}, Dicts: map[string][]index.DictTerm{"prefix\x00body\x00x": {{Term: "x"}, {Term: "xy", EditDistance: 1}}}}
-	f.Add(uint8(0), encodeStatsRequest(&statsRequest{searchHeader: h, shards: []shardRef{ref, ref}}))
-	f.Add(uint8(1), encodeStatsReply([]statsPart{{stats: st, gen: 5}, {err: ErrUnavailable}}))
-	f.Add(uint8(2), encodeQueryRequest(&queryRequest{searchHeader: h, stats: st, from: 1, size: 2, prefetch: 3, fields: []string{"_source"},
-		shards: []queryShard{{shardRef: ref, expect: 3}}}))
-	qr, err := encodeQueryReply([]queryPart{
-		{res: queryResult{total: 3, gte: true, maxScore: 1.5, hits: []wireHit{{id: "a", score: 1.5, sort: []string{"s"}, num: 4}},
-			aggs: esdsl.AggPartials{"n": {Count: 2}}, fetched: []fetchedHit{{id: "a", fields: map[string]any{"_source": `{}`}}}}},
-		{stale: &statsPart{stats: st, gen: 8}}, {err: ErrStaleRouting}})
+	f.Add(uint8(0), encodeStatsRequest(&StatsRequest{SearchHeader: h, Shards: []ShardRef{ref, ref}}))
+	f.Add(uint8(1), encodeStatsReply([]StatsPart{{Stats: st, Gen: 5}, {Err: ErrUnavailable}}))
+	f.Add(uint8(2), encodeQueryRequest(&QueryRequest{SearchHeader: h, Stats: st, From: 1, Size: 2, Prefetch: 3, Fields: []string{"_source"},
+		Shards: []QueryShard{{ShardRef: ref, Expect: 3}}}))
+	qr, err := encodeQueryReply([]QueryPart{
+		{Res: QueryResult{Total: 3, GTE: true, MaxScore: 1.5, Hits: []WireHit{{ID: "a", Score: 1.5, Sort: []string{"s"}, Num: 4}},
+			Aggs: esdsl.AggPartials{"n": {Count: 2}}, Fetched: []FetchedHit{{ID: "a", Fields: map[string]any{"_source": `{}`}}}}},
+		{Stale: &StatsPart{Stats: st, Gen: 8}}, {Err: ErrStaleRouting}})
 	require.NoError(f, err)
 	f.Add(uint8(3), qr)
-	f.Add(uint8(4), encodeFetchRequest(&fetchRequest{searchHeader: h, fields: []string{"_source"}, locations: true,
-		shards: []fetchShard{{shardRef: ref, ids: []string{"a", "b"}}}}))
-	fr, err := encodeFetchReply([]fetchPart{{hits: []fetchedHit{{id: "a", fields: map[string]any{"_source": `{"x":1}`, "n": 2.0},
-		locations: search.FieldTermLocationMap{"body": {"x": {{Pos: 1, Start: 0, End: 1, ArrayPositions: []uint64{2}}}}},
-		matched:   []string{"q"}}}}, {err: ErrUnavailable}})
+	f.Add(uint8(4), encodeFetchRequest(&FetchRequest{SearchHeader: h, Fields: []string{"_source"}, Locations: true,
+		Shards: []FetchShard{{ShardRef: ref, IDs: []string{"a", "b"}}}}))
+	fr, err := encodeFetchReply([]FetchPart{{Hits: []FetchedHit{{ID: "a", Fields: map[string]any{"_source": `{"x":1}`, "n": 2.0},
+		Locations: search.FieldTermLocationMap{"body": {"x": {{Pos: 1, Start: 0, End: 1, ArrayPositions: []uint64{2}}}}},
+		Matched:   []string{"q"}}}}, {Err: ErrUnavailable}})
 	require.NoError(f, err)
 	f.Add(uint8(5), fr)
 	const parts = 2
 	f.Fuzz(func(t *testing.T, which uint8, p []byte) {
 		switch which % 6 {
 		case 0:
-			roundTrip(t, p, decodeStatsRequest, func(m *statsRequest) ([]byte, error) { return encodeStatsRequest(m), nil })
+			roundTrip(t, p, decodeStatsRequest, func(m *StatsRequest) ([]byte, error) { return encodeStatsRequest(m), nil })
 		case 1:
-			roundTrip(t, p, func(b []byte) ([]statsPart, error) { return decodeStatsReply(b, parts) },
-				func(ps []statsPart) ([]byte, error) { return encodeStatsReply(ps), nil })
+			roundTrip(t, p, func(b []byte) ([]StatsPart, error) { return decodeStatsReply(b, parts) },
+				func(ps []StatsPart) ([]byte, error) { return encodeStatsReply(ps), nil })
 		case 2:
-			roundTrip(t, p, decodeQueryRequest, func(m *queryRequest) ([]byte, error) { return encodeQueryRequest(m), nil })
+			roundTrip(t, p, decodeQueryRequest, func(m *QueryRequest) ([]byte, error) { return encodeQueryRequest(m), nil })
 		case 3:
-			roundTrip(t, p, func(b []byte) ([]queryPart, error) { return decodeQueryReply(b, parts) }, encodeQueryReply)
+			roundTrip(t, p, func(b []byte) ([]QueryPart, error) { return decodeQueryReply(b, parts) }, encodeQueryReply)
 		case 4:
-			roundTrip(t, p, decodeFetchRequest, func(m *fetchRequest) ([]byte, error) { return encodeFetchRequest(m), nil })
+			roundTrip(t, p, decodeFetchRequest, func(m *FetchRequest) ([]byte, error) { return encodeFetchRequest(m), nil })
 		case 5:
-			roundTrip(t, p, func(b []byte) ([]fetchPart, error) { return decodeFetchReply(b, parts) }, encodeFetchReply)
+			roundTrip(t, p, func(b []byte) ([]FetchPart, error) { return decodeFetchReply(b, parts) }, encodeFetchReply)
 		}
 	})
 }

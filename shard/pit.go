@@ -351,7 +351,7 @@ func (c *Coordinator) pitSearchers(v *View, pit PIT, keep time.Duration, srch *e
 	var out []ShardSearcher
 	var failures []ShardFailure
 	rs := newRemoteSearch(v, pit.Indices(), srch)
-	rs.header.keepAlive = keep
+	rs.header.KeepAlive = keep
 	for _, s := range pit.Shards {
 		name := fmt.Sprintf("%s/%d", s.Index, s.Shard)
 		ix, ok := v.IndexByUUID(s.UUID)

@@ -28,7 +28,7 @@ import (
 
 // remoteSearch is what the remote searchers of one search share.
 type remoteSearch struct {
-	header searchHeader
+	header SearchHeader
 	// The fetch phase's needs: the stored fields to load, and whether the
 	// data node must run the query (term locations, named queries).
 	fields    []string
@@ -85,7 +85,7 @@ type remoteSearcher struct {
 	told    atomic.Bool           // sent was told
 	// prefetched are the hits whose stored fields came with the query
 	// phase, by id.
-	prefetched map[string]*fetchedHit
+	prefetched map[string]*FetchedHit
 }
 
 // dispatch counts the remote searchers of a query phase whose messages have
@@ -167,8 +167,6 @@ const (
 	numPhases
 )
 
-var phaseMethods = [numPhases]fabric.Method{methodSearchStats, methodSearchQuery, methodSearchFetch}
-
 // partArgs is one shard's part of a phase request.
 type partArgs struct {
 	cp CopyView
@@ -181,13 +179,13 @@ type partArgs struct {
 	ids []string
 }
 
-// A part is one shard's answer in a phase reply: a statsPart, queryPart or
-// fetchPart.
+// A part is one shard's answer in a phase reply: a StatsPart, QueryPart or
+// FetchPart.
 type part interface{ failure() error }
 
-func (p statsPart) failure() error { return p.err }
-func (p queryPart) failure() error { return p.err }
-func (p fetchPart) failure() error { return p.err }
+func (p StatsPart) failure() error { return p.Err }
+func (p QueryPart) failure() error { return p.Err }
+func (p FetchPart) failure() error { return p.Err }
 
 // call runs one phase for this shard on its best copy, moving to the next
 // copy when a node fails.
@@ -255,11 +253,11 @@ func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardSta
 	if err != nil {
 		return ShardStats{}, err
 	}
-	sp := p.(statsPart)
-	if sp.stats == nil {
+	sp := p.(StatsPart)
+	if sp.Stats == nil {
 		return ShardStats{}, fmt.Errorf("%w: statistics of [%s][%d] missing from the reply", errBadMessage, r.index, r.num)
 	}
-	return ShardStats{Stats: sp.stats, Generation: sp.gen}, nil
+	return ShardStats{Stats: sp.Stats, Generation: sp.Gen}, nil
 }
 
 // Search runs the query phase: hits carry ids, scores and sort keys only.
@@ -274,28 +272,28 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 	if err != nil {
 		return nil, err
 	}
-	qp := p.(queryPart)
-	if qp.stale != nil {
-		if qp.stale.stats == nil {
+	qp := p.(QueryPart)
+	if qp.Stale != nil {
+		if qp.Stale.Stats == nil {
 			return nil, fmt.Errorf("%w: statistics of [%s][%d] missing from a stale reply", errBadMessage, r.index, r.num)
 		}
-		return nil, &staleStats{ShardStats{Stats: qp.stale.stats, Generation: qp.stale.gen}}
+		return nil, &staleStats{ShardStats{Stats: qp.Stale.Stats, Generation: qp.Stale.Gen}}
 	}
-	rep := &qp.res
+	rep := &qp.Res
 	r.mu.Lock()
-	r.aggs = rep.aggs
-	r.prefetched = make(map[string]*fetchedHit, len(rep.fetched))
-	for k := range rep.fetched {
-		r.prefetched[rep.fetched[k].id] = &rep.fetched[k]
+	r.aggs = rep.Aggs
+	r.prefetched = make(map[string]*FetchedHit, len(rep.Fetched))
+	for k := range rep.Fetched {
+		r.prefetched[rep.Fetched[k].ID] = &rep.Fetched[k]
 	}
 	r.mu.Unlock()
-	res := &bleve.SearchResult{Request: req, Total: rep.total, MaxScore: rep.maxScore,
-		Status: &bleve.SearchStatus{Total: 1, Successful: 1}, Hits: make(search.DocumentMatchCollection, len(rep.hits))}
-	if rep.gte {
+	res := &bleve.SearchResult{Request: req, Total: rep.Total, MaxScore: rep.MaxScore,
+		Status: &bleve.SearchStatus{Total: 1, Successful: 1}, Hits: make(search.DocumentMatchCollection, len(rep.Hits))}
+	if rep.GTE {
 		res.TotalRelation = bleve.TotalRelationGte
 	}
-	for k, h := range rep.hits {
-		res.Hits[k] = &search.DocumentMatch{Index: r.index, ID: h.id, Score: h.score, Sort: h.sort, HitNumber: h.num, Expl: h.expl}
+	for k, h := range rep.Hits {
+		res.Hits[k] = &search.DocumentMatch{Index: r.index, ID: h.ID, Score: h.Score, Sort: h.Sort, HitNumber: h.Num, Expl: h.Expl}
 	}
 	return res, nil
 }
@@ -321,13 +319,13 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 		if err != nil {
 			return err
 		}
-		got := p.(fetchPart).hits
-		all := make(map[string]*fetchedHit, len(byID)+len(got))
+		got := p.(FetchPart).Hits
+		all := make(map[string]*FetchedHit, len(byID)+len(got))
 		for id, f := range byID {
 			all[id] = f
 		}
 		for k := range got {
-			all[got[k].id] = &got[k]
+			all[got[k].ID] = &got[k]
 		}
 		byID = all
 	}
@@ -336,8 +334,8 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 		if !ok {
 			return fmt.Errorf("fetch of [%s][%d]: document [%s] is gone", r.index, r.num, h.ID)
 		}
-		h.Fields, h.Locations = f.fields, f.locations
-		setMatched(h, f.matched)
+		h.Fields, h.Locations = f.Fields, f.Locations
+		setMatched(h, f.Matched)
 	}
 	return nil
 }
@@ -446,54 +444,46 @@ func (b *nodeBatch) send(ctx context.Context) {
 // sendPhase sends phase ph of the given searchers' shards (args[k] is
 // rs[k]'s part, every args[k].cp on node) in one message and returns one
 // part per shard. An error is the whole call's.
-func (c *Coordinator) sendPhase(ctx context.Context, node string, ph phase, rs []*remoteSearcher, args []partArgs) ([]part, error) {
+func (c *Coordinator) sendPhase(ctx context.Context, nodeID string, ph phase, rs []*remoteSearcher, args []partArgs) ([]part, error) {
 	share := rs[0].rs
-	refs := make([]shardRef, len(rs))
+	refs := make([]ShardRef, len(rs))
 	for k, r := range rs {
-		refs[k] = shardRef{index: r.uuid, shard: r.num, alloc: args[k].cp.AllocationID, mappingVersion: r.mappingVersion, ctx: r.pitCtx}
+		refs[k] = ShardRef{Index: r.uuid, Shard: r.num, Alloc: args[k].cp.AllocationID, MappingVersion: r.mappingVersion, Ctx: r.pitCtx}
 	}
-	var payload []byte
+	var call func(context.Context) ([]part, error)
+	node := NewRemote(c.peers, nodeID)
 	switch ph {
 	case phaseStats:
-		payload = encodeStatsRequest(&statsRequest{searchHeader: share.header, shards: refs})
+		m := &StatsRequest{SearchHeader: share.header, Shards: refs}
+		call = func(ctx context.Context) ([]part, error) { return asParts(node.SearchStats(ctx, m)) }
 	case phaseQuery:
-		m := &queryRequest{searchHeader: share.header, stats: args[0].stats, from: args[0].from, size: args[0].size,
-			prefetch: share.prefetchHits(len(rs)), shards: make([]queryShard, len(rs))}
-		if m.prefetch > 0 {
-			m.fields = share.fields
+		m := &QueryRequest{SearchHeader: share.header, Stats: args[0].stats, From: args[0].from, Size: args[0].size,
+			Prefetch: share.prefetchHits(len(rs)), Shards: make([]QueryShard, len(rs))}
+		if m.Prefetch > 0 {
+			m.Fields = share.fields
 		}
 		for k := range rs {
-			m.shards[k] = queryShard{shardRef: refs[k], expect: args[k].expect}
+			m.Shards[k] = QueryShard{ShardRef: refs[k], Expect: args[k].expect}
 		}
-		payload = encodeQueryRequest(m)
-	case phaseFetch:
-		m := &fetchRequest{searchHeader: share.header, fields: share.fields, locations: share.locations, named: share.named,
-			shards: make([]fetchShard, len(rs))}
+		call = func(ctx context.Context) ([]part, error) { return asParts(node.SearchQuery(ctx, m)) }
+	default:
+		m := &FetchRequest{SearchHeader: share.header, Fields: share.fields, Locations: share.locations, Named: share.named,
+			Shards: make([]FetchShard, len(rs))}
 		for k := range rs {
-			m.shards[k] = fetchShard{shardRef: refs[k], ids: args[k].ids}
+			m.Shards[k] = FetchShard{ShardRef: refs[k], IDs: args[k].ids}
 		}
-		payload = encodeFetchRequest(m)
+		call = func(ctx context.Context) ([]part, error) { return asParts(node.SearchFetch(ctx, m)) }
 	}
 	if ph == phaseQuery {
 		for _, r := range rs {
 			r.dispatched()
 		}
 	}
-	done := c.ars.begin(node)
+	done := c.ars.begin(nodeID)
 	start := time.Now()
-	raw, err := callRead(ctx, c.peers, node, phaseMethods[ph], payload)
-	done(time.Since(start), err != nil)
-	if err != nil {
-		return nil, fromRemote(err)
-	}
-	switch ph {
-	case phaseStats:
-		return asParts(decodeStatsReply(raw, len(rs)))
-	case phaseQuery:
-		return asParts(decodeQueryReply(raw, len(rs)))
-	default:
-		return asParts(decodeFetchReply(raw, len(rs)))
-	}
+	parts, err := call(ctx)
+	done(time.Since(start), err != nil && !errors.Is(err, errBadMessage))
+	return parts, err
 }
 
 // asParts is a decoder's parts (or its error) as parts.

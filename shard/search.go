@@ -234,7 +234,7 @@ type aggSearcher interface {
 // newRemoteSearch is what the remote searchers of srch over the indices
 // names share; its caller sets shards once it knows them.
 func newRemoteSearch(v *View, names []string, srch *esdsl.Search) *remoteSearch {
-	return &remoteSearch{header: searchHeader{cluster: v.ClusterUUID, indices: names, wire: srch.Wire()},
+	return &remoteSearch{header: SearchHeader{Cluster: v.ClusterUUID, Indices: names, Wire: srch.Wire()},
 		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
 		from: srch.Request.From, size: srch.Request.Size}
 }

@@ -33,21 +33,21 @@ type phaseRun struct {
 // copy's reader context, for a point in time, extending its keep-alive);
 // when translate is set it waits for the mapping versions the coordinator
 // used and translates the request.
-func (s *Store) openPhase(ctx context.Context, h *searchHeader, refs []shardRef, translate bool) *phaseRun {
+func (s *Store) openPhase(ctx context.Context, h *SearchHeader, refs []ShardRef, translate bool) *phaseRun {
 	p := &phaseRun{idxs: make([]*index.Index, len(refs)), errs: make([]error, len(refs))}
 	for k, ref := range refs {
-		if err := s.checkRouting(ctx, Header{Cluster: h.cluster, Index: ref.index, Shard: ref.shard, Alloc: ref.alloc}, false); err != nil {
+		if err := s.checkRouting(ctx, Header{Cluster: h.Cluster, Index: ref.Index, Shard: ref.Shard, Alloc: ref.Alloc}, false); err != nil {
 			p.errs[k] = err
 			continue
 		}
-		sc, ok := s.copy(ref.alloc)
+		sc, ok := s.copy(ref.Alloc)
 		if !ok {
-			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, ref.alloc)
+			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, ref.Alloc)
 			continue
 		}
 		p.idxs[k], p.errs[k] = sc.readable()
-		if ref.ctx != "" {
-			p.idxs[k], p.errs[k] = s.pits.use(ref.ctx, h.keepAlive)
+		if ref.Ctx != "" {
+			p.idxs[k], p.errs[k] = s.pits.use(ref.Ctx, h.KeepAlive)
 		}
 	}
 	if !translate {
@@ -57,11 +57,11 @@ func (s *Store) openPhase(ctx context.Context, h *searchHeader, refs []shardRef,
 		if p.idxs[k] == nil {
 			continue
 		}
-		if err := s.awaitIndexMapping(ctx, ref.index, ref.mappingVersion); err != nil {
+		if err := s.awaitIndexMapping(ctx, ref.Index, ref.MappingVersion); err != nil {
 			p.idxs[k], p.errs[k] = nil, err
 		}
 	}
-	srch, err := esdsl.FromWire(h.wire, s.Fields(h.indices))
+	srch, err := esdsl.FromWire(h.Wire, s.Fields(h.Indices))
 	if err != nil {
 		p.fail(fmt.Errorf("%w: %v", ErrInvalidRequest, err))
 		return p
@@ -129,15 +129,15 @@ func (s *Store) serveSearchStats(ctx context.Context, req *fabric.Request) ([]by
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "search statistics: %v", err)
 	}
-	run := s.openPhase(ctx, &m.searchHeader, m.shards, true)
-	parts := make([]statsPart, len(m.shards))
+	run := s.openPhase(ctx, &m.SearchHeader, m.Shards, true)
+	parts := make([]StatsPart, len(m.Shards))
 	run.each(func(k int, idx *index.Index) {
 		st, gen, err := idx.TermStats(ctx, run.srch.Request.Query)
-		parts[k] = statsPart{err: err, stats: st, gen: gen}
+		parts[k] = StatsPart{Err: err, Stats: st, Gen: gen}
 	})
 	for k, err := range run.errs {
 		if err != nil {
-			parts[k].err = err
+			parts[k].Err = err
 		}
 	}
 	return encodeStatsReply(parts), nil
@@ -148,64 +148,64 @@ func (s *Store) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]by
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "search query phase: %v", err)
 	}
-	refs := make([]shardRef, len(m.shards))
-	for k := range m.shards {
-		refs[k] = m.shards[k].shardRef
+	refs := make([]ShardRef, len(m.Shards))
+	for k := range m.Shards {
+		refs[k] = m.Shards[k].ShardRef
 	}
-	run := s.openPhase(ctx, &m.searchHeader, refs, true)
-	parts := make([]queryPart, len(m.shards))
+	run := s.openPhase(ctx, &m.SearchHeader, refs, true)
+	parts := make([]QueryPart, len(m.Shards))
 	sctx := ctx
-	if m.stats != nil {
-		sctx = index.WithGlobalStats(ctx, m.stats)
+	if m.Stats != nil {
+		sctx = index.WithGlobalStats(ctx, m.Stats)
 	}
 	v := s.meta.View()
-	results := make([]*bleve.SearchResult, len(m.shards))
+	results := make([]*bleve.SearchResult, len(m.Shards))
 	run.each(func(k int, idx *index.Index) {
-		sh := &m.shards[k]
+		sh := &m.Shards[k]
 		r := *run.srch.Request
 		r.Sort = r.Sort.Copy() // sort fields keep per-search state
-		r.From, r.Size = m.from, m.size
+		r.From, r.Size = m.From, m.Size
 		r.Fields, r.IncludeLocations, r.Highlight = nil, false, nil
 		qctx := sctx
-		if m.stats != nil && sh.expect != 0 {
-			qctx = index.ExpectGeneration(sctx, sh.expect)
+		if m.Stats != nil && sh.Expect != 0 {
+			qctx = index.ExpectGeneration(sctx, sh.Expect)
 		}
 		name := ""
-		if ix, ok := v.IndexByUUID(sh.index); ok {
+		if ix, ok := v.IndexByUUID(sh.Index); ok {
 			name = ix.Name
 		}
 		var col index.Collector
-		ac := run.srch.AggCollector(name, sh.shard)
+		ac := run.srch.AggCollector(name, sh.Shard)
 		if ac != nil {
 			col = ac
 		}
 		res, err := idx.SearchCollect(qctx, &r, col)
 		if errors.Is(err, index.ErrStaleStats) {
 			st, gen, err := idx.TermStats(ctx, run.srch.Request.Query)
-			parts[k] = queryPart{err: err, stale: &statsPart{stats: st, gen: gen}}
+			parts[k] = QueryPart{Err: err, Stale: &StatsPart{Stats: st, Gen: gen}}
 			return
 		}
 		if err != nil {
-			parts[k].err = err
+			parts[k].Err = err
 			return
 		}
-		out := queryResult{total: res.Total, gte: res.TotalRelation == bleve.TotalRelationGte, maxScore: res.MaxScore,
-			hits: make([]wireHit, len(res.Hits))}
+		out := QueryResult{Total: res.Total, GTE: res.TotalRelation == bleve.TotalRelationGte, MaxScore: res.MaxScore,
+			Hits: make([]WireHit, len(res.Hits))}
 		if ac != nil {
-			out.aggs = ac.Partials()
+			out.Aggs = ac.Partials()
 		}
 		for j, h := range res.Hits {
-			out.hits[j] = wireHit{id: h.ID, score: h.Score, sort: h.Sort, num: h.HitNumber, expl: h.Expl}
+			out.Hits[j] = WireHit{ID: h.ID, Score: h.Score, Sort: h.Sort, Num: h.HitNumber, Expl: h.Expl}
 		}
-		parts[k].res = out
+		parts[k].Res = out
 		results[k] = res
 	})
 	for k, err := range run.errs {
 		if err != nil {
-			parts[k].err = err
+			parts[k].Err = err
 		}
 	}
-	if m.prefetch > 0 {
+	if m.Prefetch > 0 {
 		prefetch(run, m, results, parts)
 	}
 	out, err := encodeQueryReply(parts)
@@ -220,18 +220,18 @@ func (s *Store) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]by
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "search fetch phase: %v", err)
 	}
-	refs := make([]shardRef, len(m.shards))
-	for k := range m.shards {
-		refs[k] = m.shards[k].shardRef
+	refs := make([]ShardRef, len(m.Shards))
+	for k := range m.Shards {
+		refs[k] = m.Shards[k].ShardRef
 	}
-	run := s.openPhase(ctx, &m.searchHeader, refs, m.locations || m.named)
-	parts := make([]fetchPart, len(m.shards))
+	run := s.openPhase(ctx, &m.SearchHeader, refs, m.Locations || m.Named)
+	parts := make([]FetchPart, len(m.Shards))
 	run.each(func(k int, idx *index.Index) {
-		parts[k].hits, parts[k].err = fetchHits(ctx, idx, m, m.shards[k].ids, run.srch)
+		parts[k].Hits, parts[k].Err = fetchHits(ctx, idx, m, m.Shards[k].IDs, run.srch)
 	})
 	for k, err := range run.errs {
 		if err != nil {
-			parts[k].err = err
+			parts[k].Err = err
 		}
 	}
 	out, err := encodeFetchReply(parts)
@@ -245,14 +245,14 @@ func (s *Store) serveSearchFetch(ctx context.Context, req *fabric.Request) ([]by
 // shards' results (in the request's sort order) into their parts. A shard
 // whose documents cannot be loaded prefetches nothing: its fetch phase
 // asks again.
-func prefetch(run *phaseRun, m *queryRequest, results []*bleve.SearchResult, parts []queryPart) {
+func prefetch(run *phaseRun, m *QueryRequest, results []*bleve.SearchResult, parts []QueryPart) {
 	type ranked struct {
 		part int
 		hit  *search.DocumentMatch
 	}
 	var all []ranked
 	for k, res := range results {
-		if res != nil && parts[k].err == nil {
+		if res != nil && parts[k].Err == nil {
 			for _, h := range res.Hits {
 				all = append(all, ranked{k, h})
 			}
@@ -262,53 +262,53 @@ func prefetch(run *phaseRun, m *queryRequest, results []*bleve.SearchResult, par
 	byScore, desc := order.CacheIsScore(), order.CacheDescending()
 	sort.SliceStable(all, func(a, b int) bool { return order.Compare(byScore, desc, all[a].hit, all[b].hit) < 0 })
 	ids := make([][]string, len(parts))
-	for _, r := range all[:min(m.prefetch, len(all))] {
+	for _, r := range all[:min(m.Prefetch, len(all))] {
 		ids[r.part] = append(ids[r.part], r.hit.ID)
 	}
 	run.each(func(k int, idx *index.Index) {
 		if len(ids[k]) == 0 {
 			return
 		}
-		docs, err := idx.Documents(ids[k], m.fields)
+		docs, err := idx.Documents(ids[k], m.Fields)
 		if err != nil {
 			return
 		}
-		fetched := make([]fetchedHit, len(docs))
+		fetched := make([]FetchedHit, len(docs))
 		for j, d := range docs {
-			fetched[j] = fetchedHit{id: d.ID, fields: d.Fields}
+			fetched[j] = FetchedHit{ID: d.ID, Fields: d.Fields}
 		}
-		parts[k].res.fetched = fetched
+		parts[k].Res.Fetched = fetched
 	})
 }
 
 // fetchHits loads the stored fields of the documents ids: by id, or, for
 // term locations, by the query restricted to them (unscored). srch is nil
 // unless m asks for locations or named queries.
-func fetchHits(ctx context.Context, idx *index.Index, m *fetchRequest, ids []string, srch *esdsl.Search) ([]fetchedHit, error) {
+func fetchHits(ctx context.Context, idx *index.Index, m *FetchRequest, ids []string, srch *esdsl.Search) ([]FetchedHit, error) {
 	var hits []*search.DocumentMatch
 	var err error
-	if m.locations {
+	if m.Locations {
 		r := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(srch.Request.Query, bleve.NewDocIDQuery(ids)), len(ids), 0, false)
-		r.Fields, r.IncludeLocations, r.Score = m.fields, true, "none"
+		r.Fields, r.IncludeLocations, r.Score = m.Fields, true, "none"
 		var res *bleve.SearchResult
 		if res, err = idx.Search(ctx, r); err == nil {
 			hits = res.Hits
 		}
 	} else {
-		hits, err = idx.Documents(ids, m.fields)
+		hits, err = idx.Documents(ids, m.Fields)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var matched map[string][]string
-	if m.named {
+	if m.Named {
 		if matched, err = matchedQueries(ctx, idx, srch.NamedQueries(), ids); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]fetchedHit, len(hits))
+	out := make([]FetchedHit, len(hits))
 	for k, h := range hits {
-		out[k] = fetchedHit{id: h.ID, fields: h.Fields, locations: h.Locations, matched: matched[h.ID]}
+		out[k] = FetchedHit{ID: h.ID, Fields: h.Fields, Locations: h.Locations, Matched: matched[h.ID]}
 	}
 	return out, nil
 }

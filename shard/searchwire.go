@@ -29,115 +29,123 @@ import (
 // keep-alive).
 const searchWireVersion = 3
 
-// searchHeader is what every phase request starts with: the request as
+// SearchHeader is what every phase request starts with: the request as
 // the client sent it (with its scope) and the names it was translated
-// against, in the coordinator's order. keepAlive is what a point-in-time
+// against, in the coordinator's order. KeepAlive is what a point-in-time
 // search extends its reader contexts' keep-alive to (0: their own).
-type searchHeader struct {
-	cluster   string
-	indices   []string
-	wire      esdsl.Wire
-	keepAlive time.Duration
+type SearchHeader struct {
+	Cluster   string
+	Indices   []string
+	Wire      esdsl.Wire
+	KeepAlive time.Duration
 }
 
-// shardRef addresses one copy in a phase request, with the mapping
+// ShardRef addresses one copy in a phase request, with the mapping
 // version of its index the coordinator translated against (the data node
-// waits until it has it). ctx is the copy's reader context for a
+// waits until it has it). Ctx is the copy's reader context for a
 // point-in-time search ("" for none): the phase runs on that pinned view,
 // not on the copy as it is now.
-type shardRef struct {
-	index          string // uuid
-	shard          int
-	alloc          string
-	mappingVersion uint64
-	ctx            string
+type ShardRef struct {
+	Index          string // uuid
+	Shard          int
+	Alloc          string
+	MappingVersion uint64
+	Ctx            string
 }
 
-type statsRequest struct {
-	searchHeader
-	shards []shardRef
+// StatsRequest asks for the term statistics of the query on each shard.
+type StatsRequest struct {
+	SearchHeader
+	Shards []ShardRef
 }
 
-// statsPart is one shard's answer to the statistics phase.
-type statsPart struct {
-	err   error
-	stats *index.TermStats
-	gen   uint64 // index.TermStats's generation; 0: none
+// StatsPart is one shard's answer to the statistics phase.
+type StatsPart struct {
+	Err   error
+	Stats *index.TermStats
+	Gen   uint64 // index.TermStats's generation; 0: none
 }
 
-type queryRequest struct {
-	searchHeader
-	// stats are the global statistics (nil: the shard's own).
-	stats      *index.TermStats
-	from, size int
-	// prefetch asks the node to load the stored fields named in fields
-	// for its best prefetch hits over all the message's shards, so that
+// QueryRequest asks for the query phase on each shard.
+type QueryRequest struct {
+	SearchHeader
+	// Stats are the global statistics (nil: the shard's own).
+	Stats      *index.TermStats
+	From, Size int
+	// Prefetch asks the node to load the stored fields named in fields
+	// for its best Prefetch hits over all the message's shards, so that
 	// the fetch phase has nothing to ask for if those are the ones the
 	// final page takes from it.
-	prefetch int
-	fields   []string
-	shards   []queryShard
+	Prefetch int
+	Fields   []string
+	Shards   []QueryShard
 }
 
-type queryShard struct {
-	shardRef
-	// expect is the generation of the copy's contents stats were summed
+// QueryShard is one shard of a QueryRequest.
+type QueryShard struct {
+	ShardRef
+	// Expect is the generation of the copy's contents stats were summed
 	// from (0: any); a copy at another one answers stale.
-	expect uint64
+	Expect uint64
 }
 
-// queryPart is one shard's answer to the query phase: an error, stale
+// QueryPart is one shard's answer to the query phase: an error, stale
 // statistics (with the copy's fresh ones), or its hits.
-type queryPart struct {
-	err   error
-	stale *statsPart
-	res   queryResult
+type QueryPart struct {
+	Err   error
+	Stale *StatsPart
+	Res   QueryResult
 }
 
-type queryResult struct {
-	total    uint64
-	gte      bool
-	maxScore float64
-	hits     []wireHit
-	aggs     esdsl.AggPartials
-	fetched  []fetchedHit // of hits, those the request asked to prefetch
+// QueryResult is one shard's hits and aggregations in the query phase.
+type QueryResult struct {
+	Total    uint64
+	GTE      bool
+	MaxScore float64
+	Hits     []WireHit
+	Aggs     esdsl.AggPartials
+	Fetched  []FetchedHit // of hits, those the request asked to prefetch
 }
 
-// wireHit is a hit of the query phase: what merging and paging need.
-type wireHit struct {
-	id    string
-	score float64
-	sort  []string
-	num   uint64 // bleve's HitNumber, its tiebreak
-	expl  *search.Explanation
+// WireHit is a hit of the query phase: what merging and paging need.
+type WireHit struct {
+	ID    string
+	Score float64
+	Sort  []string
+	Num   uint64 // bleve's HitNumber, its tiebreak
+	Expl  *search.Explanation
 }
 
-// fetchRequest asks for the stored fields (and term locations) of hits.
+// FetchRequest asks for the stored fields (and term locations) of hits.
 // Without locations or named queries the data node needs no query: it
 // loads the documents by id.
-type fetchRequest struct {
-	searchHeader
-	fields    []string
-	locations bool
-	named     bool
-	shards    []fetchShard
+type FetchRequest struct {
+	SearchHeader
+	Fields    []string
+	Locations bool
+	Named     bool
+	Shards    []FetchShard
 }
 
-type fetchShard struct {
-	shardRef
-	ids []string
+// FetchShard is one shard of a FetchRequest: the ids of its hits to load.
+type FetchShard struct {
+	ShardRef
+	IDs []string
 }
 
-type fetchPart struct {
-	err  error
-	hits []fetchedHit
+// FetchPart is one shard's answer to the fetch phase.
+type FetchPart struct {
+	Err  error
+	Hits []FetchedHit
 }
 
-type fetchedHit struct {
-	id        string
-	fields    map[string]any
-	locations search.FieldTermLocationMap
-	matched   []string // named queries
+// FetchedHit is one hit's stored fields, term locations and matched
+// named queries.
+type FetchedHit struct {
+	ID        string
+	Fields    map[string]any
+	Locations search.FieldTermLocationMap
+	Matched   []string // named queries
 }
 
 // Part kinds in replies.
@@ -180,11 +188,11 @@ func (e *enc) jsonBlob(v any, isNil bool) error {
 	return nil
 }
 
-func (e *enc) header(h *searchHeader) {
+func (e *enc) header(h *SearchHeader) {
 	e.u8(searchWireVersion)
-	e.str(h.cluster)
-	e.strs(h.indices)
-	w := &h.wire
+	e.str(h.Cluster)
+	e.strs(h.Indices)
+	w := &h.Wire
 	e.bytes(w.Body)
 	keys := make([]string, 0, len(w.Params))
 	for k := range w.Params {
@@ -210,15 +218,15 @@ func (e *enc) header(h *searchHeader) {
 	e.uvarint(uint64(w.Scope.MaxResultWindow))
 	e.uvarint(uint64(w.Scope.MaxInnerResultWindow))
 	e.uvarint(uint64(w.Scope.MaxTermsCount))
-	e.varint(int64(h.keepAlive))
+	e.varint(int64(h.KeepAlive))
 }
 
-func (e *enc) ref(r *shardRef) {
-	e.str(r.index)
-	e.uvarint(uint64(r.shard))
-	e.str(r.alloc)
-	e.uvarint(r.mappingVersion)
-	e.str(r.ctx)
+func (e *enc) ref(r *ShardRef) {
+	e.str(r.Index)
+	e.uvarint(uint64(r.Shard))
+	e.str(r.Alloc)
+	e.uvarint(r.MappingVersion)
+	e.str(r.Ctx)
 }
 
 // termStats appends s (nil allowed).
@@ -260,53 +268,53 @@ func (e *enc) partErr(err error) {
 	e.str(msg)
 }
 
-func encodeStatsRequest(m *statsRequest) []byte {
-	e := enc{b: make([]byte, 0, 256+len(m.wire.Body))}
-	e.header(&m.searchHeader)
-	e.uvarint(uint64(len(m.shards)))
-	for k := range m.shards {
-		e.ref(&m.shards[k])
+func encodeStatsRequest(m *StatsRequest) []byte {
+	e := enc{b: make([]byte, 0, 256+len(m.Wire.Body))}
+	e.header(&m.SearchHeader)
+	e.uvarint(uint64(len(m.Shards)))
+	for k := range m.Shards {
+		e.ref(&m.Shards[k])
 	}
 	return e.b
 }
 
-func encodeStatsReply(parts []statsPart) []byte {
+func encodeStatsReply(parts []StatsPart) []byte {
 	e := enc{b: make([]byte, 0, 512)}
 	e.u8(searchWireVersion)
 	e.uvarint(uint64(len(parts)))
 	for k := range parts {
 		p := &parts[k]
-		if p.err != nil {
-			e.partErr(p.err)
+		if p.Err != nil {
+			e.partErr(p.Err)
 			continue
 		}
 		e.u8(partOK)
-		e.termStats(p.stats)
-		e.u64(p.gen)
+		e.termStats(p.Stats)
+		e.u64(p.Gen)
 	}
 	return e.b
 }
 
-func encodeQueryRequest(m *queryRequest) []byte {
-	e := enc{b: make([]byte, 0, 512+len(m.wire.Body))}
-	e.header(&m.searchHeader)
-	e.termStats(m.stats)
-	e.uvarint(uint64(m.from))
-	e.uvarint(uint64(m.size))
-	e.uvarint(uint64(m.prefetch))
-	e.strs(m.fields)
-	e.uvarint(uint64(len(m.shards)))
-	for k := range m.shards {
-		e.ref(&m.shards[k].shardRef)
-		e.u64(m.shards[k].expect)
+func encodeQueryRequest(m *QueryRequest) []byte {
+	e := enc{b: make([]byte, 0, 512+len(m.Wire.Body))}
+	e.header(&m.SearchHeader)
+	e.termStats(m.Stats)
+	e.uvarint(uint64(m.From))
+	e.uvarint(uint64(m.Size))
+	e.uvarint(uint64(m.Prefetch))
+	e.strs(m.Fields)
+	e.uvarint(uint64(len(m.Shards)))
+	for k := range m.Shards {
+		e.ref(&m.Shards[k].ShardRef)
+		e.u64(m.Shards[k].Expect)
 	}
 	return e.b
 }
 
-func encodeQueryReply(parts []queryPart) ([]byte, error) {
+func encodeQueryReply(parts []QueryPart) ([]byte, error) {
 	size := 1024
 	for k := range parts {
-		size += fetchedSize(parts[k].res.fetched)
+		size += fetchedSize(parts[k].Res.Fetched)
 	}
 	e := enc{b: make([]byte, 0, size)}
 	e.u8(searchWireVersion)
@@ -314,32 +322,32 @@ func encodeQueryReply(parts []queryPart) ([]byte, error) {
 	for k := range parts {
 		p := &parts[k]
 		switch {
-		case p.err != nil:
-			e.partErr(p.err)
-		case p.stale != nil:
+		case p.Err != nil:
+			e.partErr(p.Err)
+		case p.Stale != nil:
 			e.u8(partStale)
-			e.termStats(p.stale.stats)
-			e.u64(p.stale.gen)
+			e.termStats(p.Stale.Stats)
+			e.u64(p.Stale.Gen)
 		default:
-			r := &p.res
+			r := &p.Res
 			e.u8(partOK)
-			e.uvarint(r.total)
-			e.boolean(r.gte)
-			e.f64(r.maxScore)
-			e.uvarint(uint64(len(r.hits)))
-			for _, h := range r.hits {
-				e.str(h.id)
-				e.f64(h.score)
-				e.strs(h.sort)
-				e.uvarint(h.num)
-				if err := e.jsonBlob(h.expl, h.expl == nil); err != nil {
+			e.uvarint(r.Total)
+			e.boolean(r.GTE)
+			e.f64(r.MaxScore)
+			e.uvarint(uint64(len(r.Hits)))
+			for _, h := range r.Hits {
+				e.str(h.ID)
+				e.f64(h.Score)
+				e.strs(h.Sort)
+				e.uvarint(h.Num)
+				if err := e.jsonBlob(h.Expl, h.Expl == nil); err != nil {
 					return nil, err
 				}
 			}
-			if err := e.jsonBlob(r.aggs, r.aggs == nil); err != nil {
+			if err := e.jsonBlob(r.Aggs, r.Aggs == nil); err != nil {
 				return nil, err
 			}
-			if err := e.fetchedHits(r.fetched); err != nil {
+			if err := e.fetchedHits(r.Fetched); err != nil {
 				return nil, err
 			}
 		}
@@ -347,16 +355,16 @@ func encodeQueryReply(parts []queryPart) ([]byte, error) {
 	return e.b, nil
 }
 
-func encodeFetchRequest(m *fetchRequest) []byte {
-	e := enc{b: make([]byte, 0, 256+len(m.wire.Body))}
-	e.header(&m.searchHeader)
-	e.strs(m.fields)
-	e.boolean(m.locations)
-	e.boolean(m.named)
-	e.uvarint(uint64(len(m.shards)))
-	for k := range m.shards {
-		e.ref(&m.shards[k].shardRef)
-		e.strs(m.shards[k].ids)
+func encodeFetchRequest(m *FetchRequest) []byte {
+	e := enc{b: make([]byte, 0, 256+len(m.Wire.Body))}
+	e.header(&m.SearchHeader)
+	e.strs(m.Fields)
+	e.boolean(m.Locations)
+	e.boolean(m.Named)
+	e.uvarint(uint64(len(m.Shards)))
+	for k := range m.Shards {
+		e.ref(&m.Shards[k].ShardRef)
+		e.strs(m.Shards[k].IDs)
 	}
 	return e.b
 }
@@ -368,11 +376,11 @@ const (
 )
 
 // fetchedSize estimates the encoded bytes of hits.
-func fetchedSize(hits []fetchedHit) int {
+func fetchedSize(hits []FetchedHit) int {
 	size := 0
 	for _, h := range hits {
-		size += 64 + len(h.id)
-		for _, v := range h.fields {
+		size += 64 + len(h.ID)
+		for _, v := range h.Fields {
 			if s, ok := v.(string); ok {
 				size += len(s) + 16
 			}
@@ -382,12 +390,12 @@ func fetchedSize(hits []fetchedHit) int {
 }
 
 // fetchedHits appends fetched hits.
-func (e *enc) fetchedHits(hits []fetchedHit) error {
+func (e *enc) fetchedHits(hits []FetchedHit) error {
 	e.uvarint(uint64(len(hits)))
 	for _, h := range hits {
-		e.str(h.id)
-		e.uvarint(uint64(len(h.fields)))
-		for name, v := range h.fields {
+		e.str(h.ID)
+		e.uvarint(uint64(len(h.Fields)))
+		for name, v := range h.Fields {
 			e.str(name)
 			if s, ok := v.(string); ok {
 				e.u8(valueString)
@@ -399,8 +407,8 @@ func (e *enc) fetchedHits(hits []fetchedHit) error {
 				return err
 			}
 		}
-		e.uvarint(uint64(len(h.locations)))
-		for field, terms := range h.locations {
+		e.uvarint(uint64(len(h.Locations)))
+		for field, terms := range h.Locations {
 			e.str(field)
 			e.uvarint(uint64(len(terms)))
 			for term, locs := range terms {
@@ -417,27 +425,27 @@ func (e *enc) fetchedHits(hits []fetchedHit) error {
 				}
 			}
 		}
-		e.strs(h.matched)
+		e.strs(h.Matched)
 	}
 	return nil
 }
 
-func encodeFetchReply(parts []fetchPart) ([]byte, error) {
+func encodeFetchReply(parts []FetchPart) ([]byte, error) {
 	size := 64
 	for k := range parts {
-		size += fetchedSize(parts[k].hits)
+		size += fetchedSize(parts[k].Hits)
 	}
 	e := enc{b: make([]byte, 0, size)}
 	e.u8(searchWireVersion)
 	e.uvarint(uint64(len(parts)))
 	for k := range parts {
 		p := &parts[k]
-		if p.err != nil {
-			e.partErr(p.err)
+		if p.Err != nil {
+			e.partErr(p.Err)
 			continue
 		}
 		e.u8(partOK)
-		if err := e.fetchedHits(p.hits); err != nil {
+		if err := e.fetchedHits(p.Hits); err != nil {
 			return nil, err
 		}
 	}
@@ -491,11 +499,11 @@ func (d *dec) searchVersion() {
 	}
 }
 
-func (d *dec) header(h *searchHeader) {
+func (d *dec) header(h *SearchHeader) {
 	d.searchVersion()
-	h.cluster = d.str()
-	h.indices = d.strs()
-	w := &h.wire
+	h.Cluster = d.str()
+	h.Indices = d.strs()
+	w := &h.Wire
 	if b := d.bytes(); len(b) > 0 {
 		w.Body = append([]byte(nil), b...)
 	}
@@ -522,11 +530,11 @@ func (d *dec) header(h *searchHeader) {
 	w.Scope.MaxResultWindow = int(d.uvarint() & math.MaxInt32)
 	w.Scope.MaxInnerResultWindow = int(d.uvarint() & math.MaxInt32)
 	w.Scope.MaxTermsCount = int(d.uvarint() & math.MaxInt32)
-	h.keepAlive = time.Duration(d.varint())
+	h.KeepAlive = time.Duration(d.varint())
 }
 
-func (d *dec) ref() shardRef {
-	return shardRef{index: d.str(), shard: int(d.uvarint() & math.MaxInt32), alloc: d.str(), mappingVersion: d.uvarint(), ctx: d.str()}
+func (d *dec) ref() ShardRef {
+	return ShardRef{Index: d.str(), Shard: int(d.uvarint() & math.MaxInt32), Alloc: d.str(), MappingVersion: d.uvarint(), Ctx: d.str()}
 }
 
 func (d *dec) termStats() *index.TermStats {
@@ -580,13 +588,13 @@ func (d *dec) partKind() (kind byte, err error) {
 	return kind, nil
 }
 
-func decodeStatsRequest(p []byte) (*statsRequest, error) {
+func decodeStatsRequest(p []byte) (*StatsRequest, error) {
 	d := dec{b: p}
-	m := &statsRequest{}
-	d.header(&m.searchHeader)
-	m.shards = make([]shardRef, d.count(4))
-	for k := range m.shards {
-		m.shards[k] = d.ref()
+	m := &StatsRequest{}
+	d.header(&m.SearchHeader)
+	m.Shards = make([]ShardRef, d.count(4))
+	for k := range m.Shards {
+		m.Shards[k] = d.ref()
 	}
 	return m, d.end()
 }
@@ -602,20 +610,20 @@ func replyDec(p []byte, n int) (dec, error) {
 	return d, nil
 }
 
-func decodeStatsReply(p []byte, n int) ([]statsPart, error) {
+func decodeStatsReply(p []byte, n int) ([]StatsPart, error) {
 	d, err := replyDec(p, n)
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]statsPart, n)
+	parts := make([]StatsPart, n)
 	for k := 0; k < n && d.err == nil; k++ {
 		kind, err := d.partKind()
 		switch {
 		case err != nil:
-			parts[k].err = err
+			parts[k].Err = err
 		case kind == partOK:
-			parts[k].stats = d.termStats()
-			parts[k].gen = d.u64()
+			parts[k].Stats = d.termStats()
+			parts[k].Gen = d.u64()
 		default:
 			d.fail("stale part in a statistics reply")
 		}
@@ -623,125 +631,125 @@ func decodeStatsReply(p []byte, n int) ([]statsPart, error) {
 	return parts, d.end()
 }
 
-func decodeQueryRequest(p []byte) (*queryRequest, error) {
+func decodeQueryRequest(p []byte) (*QueryRequest, error) {
 	d := dec{b: p}
-	m := &queryRequest{}
-	d.header(&m.searchHeader)
-	m.stats = d.termStats()
-	m.from = int(d.uvarint() & math.MaxInt32)
-	m.size = int(d.uvarint() & math.MaxInt32)
-	m.prefetch = int(d.uvarint() & math.MaxInt32)
-	m.fields = d.strs()
-	m.shards = make([]queryShard, d.count(12))
-	for k := range m.shards {
-		m.shards[k] = queryShard{shardRef: d.ref(), expect: d.u64()}
+	m := &QueryRequest{}
+	d.header(&m.SearchHeader)
+	m.Stats = d.termStats()
+	m.From = int(d.uvarint() & math.MaxInt32)
+	m.Size = int(d.uvarint() & math.MaxInt32)
+	m.Prefetch = int(d.uvarint() & math.MaxInt32)
+	m.Fields = d.strs()
+	m.Shards = make([]QueryShard, d.count(12))
+	for k := range m.Shards {
+		m.Shards[k] = QueryShard{ShardRef: d.ref(), Expect: d.u64()}
 	}
 	return m, d.end()
 }
 
-func decodeQueryReply(p []byte, n int) ([]queryPart, error) {
+func decodeQueryReply(p []byte, n int) ([]QueryPart, error) {
 	d, err := replyDec(p, n)
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]queryPart, n)
+	parts := make([]QueryPart, n)
 	for k := 0; k < n && d.err == nil; k++ {
 		kind, err := d.partKind()
 		switch {
 		case err != nil:
-			parts[k].err = err
+			parts[k].Err = err
 		case kind == partStale:
-			parts[k].stale = &statsPart{stats: d.termStats(), gen: d.u64()}
+			parts[k].Stale = &StatsPart{Stats: d.termStats(), Gen: d.u64()}
 		default:
-			r := &parts[k].res
-			r.total = d.uvarint()
-			r.gte = d.boolean()
-			r.maxScore = d.f64()
-			r.hits = make([]wireHit, d.count(12))
-			for j := range r.hits {
-				h := &r.hits[j]
-				h.id = d.str()
-				h.score = d.f64()
-				h.sort = d.strs()
-				h.num = d.uvarint()
+			r := &parts[k].Res
+			r.Total = d.uvarint()
+			r.GTE = d.boolean()
+			r.MaxScore = d.f64()
+			r.Hits = make([]WireHit, d.count(12))
+			for j := range r.Hits {
+				h := &r.Hits[j]
+				h.ID = d.str()
+				h.Score = d.f64()
+				h.Sort = d.strs()
+				h.Num = d.uvarint()
 				var expl search.Explanation
 				if d.jsonBlob(&expl) {
-					h.expl = &expl
+					h.Expl = &expl
 				}
 			}
 			var aggs esdsl.AggPartials
 			if d.jsonBlob(&aggs) {
-				r.aggs = aggs
+				r.Aggs = aggs
 			}
-			r.fetched = d.fetchedHits()
+			r.Fetched = d.fetchedHits()
 		}
 	}
 	return parts, d.end()
 }
 
-func decodeFetchRequest(p []byte) (*fetchRequest, error) {
+func decodeFetchRequest(p []byte) (*FetchRequest, error) {
 	d := dec{b: p}
-	m := &fetchRequest{}
-	d.header(&m.searchHeader)
-	m.fields = d.strs()
-	m.locations = d.boolean()
-	m.named = d.boolean()
-	m.shards = make([]fetchShard, d.count(5))
-	for k := range m.shards {
-		m.shards[k] = fetchShard{shardRef: d.ref(), ids: d.strs()}
+	m := &FetchRequest{}
+	d.header(&m.SearchHeader)
+	m.Fields = d.strs()
+	m.Locations = d.boolean()
+	m.Named = d.boolean()
+	m.Shards = make([]FetchShard, d.count(5))
+	for k := range m.Shards {
+		m.Shards[k] = FetchShard{ShardRef: d.ref(), IDs: d.strs()}
 	}
 	return m, d.end()
 }
 
-func decodeFetchReply(p []byte, n int) ([]fetchPart, error) {
+func decodeFetchReply(p []byte, n int) ([]FetchPart, error) {
 	d, err := replyDec(p, n)
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]fetchPart, n)
+	parts := make([]FetchPart, n)
 	for k := 0; k < n && d.err == nil; k++ {
 		kind, err := d.partKind()
 		if err != nil {
-			parts[k].err = err
+			parts[k].Err = err
 			continue
 		}
 		if kind != partOK {
 			d.fail("stale part in a fetch reply")
 			break
 		}
-		parts[k].hits = d.fetchedHits()
+		parts[k].Hits = d.fetchedHits()
 	}
 	return parts, d.end()
 }
 
 // fetchedHits reads what enc.fetchedHits wrote (nil for none).
-func (d *dec) fetchedHits() []fetchedHit {
+func (d *dec) fetchedHits() []FetchedHit {
 	n := d.count(4)
 	if d.err != nil || n == 0 {
 		return nil
 	}
-	hits := make([]fetchedHit, n)
+	hits := make([]FetchedHit, n)
 	for j := range hits {
 		h := &hits[j]
-		h.id = d.str()
+		h.ID = d.str()
 		if nf := d.count(2); nf > 0 {
-			h.fields = make(map[string]any, nf)
+			h.Fields = make(map[string]any, nf)
 			for range nf {
 				name := d.str()
 				switch d.u8() {
 				case valueString:
-					h.fields[name] = d.str()
+					h.Fields[name] = d.str()
 				case valueJSON:
 					var v any
 					d.jsonBlob(&v)
-					h.fields[name] = v
+					h.Fields[name] = v
 				default:
 					d.fail("unknown field value kind")
 				}
 			}
 		}
 		if nl := d.count(2); nl > 0 {
-			h.locations = make(search.FieldTermLocationMap, nl)
+			h.Locations = make(search.FieldTermLocationMap, nl)
 			for range nl {
 				field := d.str()
 				nt := d.count(2)
@@ -761,10 +769,10 @@ func (d *dec) fetchedHits() []fetchedHit {
 					}
 					terms[term] = locs
 				}
-				h.locations[field] = terms
+				h.Locations[field] = terms
 			}
 		}
-		h.matched = d.strs()
+		h.Matched = d.strs()
 	}
 	return hits
 }
