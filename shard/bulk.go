@@ -259,8 +259,10 @@ func (c *Coordinator) tryWriteGroup(ctx context.Context, v *View, uuid string, n
 	return node.Write(ctx, Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: p.AllocationID, Term: sh.PrimaryTerm}, items)
 }
 
-// writeLocal runs items through the local primary copy allocationID.
-func (s *Store) writeLocal(allocationID string, term uint64, items []Item) error {
+// Write implements Copies: the group runs through the local primary copy
+// h.Alloc, if its primary term is h.Term.
+func (s *Store) Write(_ context.Context, h Header, items []Item) error {
+	allocationID, term := h.Alloc, h.Term
 	if !s.beginWrite() {
 		return ErrClosed
 	}

@@ -81,19 +81,6 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 	}
 }
 
-// getLocal reads a document from the local primary copy. It reads between
-// write groups (under the copy's write lock), so it never sees a write that
-// is not acknowledged yet (one a new primary might not have); then it
-// confirms with the replication group that no other copy has been
-// promoted since (one that may have acknowledged newer writes).
-func (s *Store) getLocal(allocationID, id string) (index.Doc, bool, error) {
-	docs, found, err := s.getLocalMany(allocationID, []string{id})
-	if err != nil {
-		return index.Doc{}, false, err
-	}
-	return docs[0], found[0], nil
-}
-
 // Refresh returns once the writes to the named indexes that were in flight
 // on their primaries when it was called are searchable, and every active
 // copy has indexed what it acknowledged (a replica indexes behind its
@@ -148,9 +135,11 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 	return ctx.Err()
 }
 
-// refreshLocal waits for the group a local copy is committing, if any,
-// and indexes what it has behind. A copy not open here has nothing to do.
-func (s *Store) refreshLocal(alloc string) error {
+// Refresh implements Copies: it waits for the group the local copy h.Alloc
+// is committing, if any, and indexes what the copy has behind. A copy not
+// open here has nothing to do.
+func (s *Store) Refresh(_ context.Context, h Header) error {
+	alloc := h.Alloc
 	sc, ok := s.copy(alloc)
 	if !ok {
 		return nil

@@ -87,10 +87,14 @@ func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult,
 	return out, ctx.Err()
 }
 
-// getLocalMany reads documents from the local primary copy under one hold
-// of its write lock (between write groups, as getLocal does), then confirms
-// once that the copy is still the primary.
-func (s *Store) getLocalMany(allocationID string, ids []string) ([]index.Doc, []bool, error) {
+// Get implements Copies on the local primary copy h.Alloc. It reads under
+// one hold of the copy's write lock (between write groups), so it never
+// sees a write that is not acknowledged yet (one a new primary might not
+// have); then it confirms once with the replication group that no other
+// copy has been promoted since (one that may have acknowledged newer
+// writes).
+func (s *Store) Get(_ context.Context, h Header, ids []string) ([]index.Doc, []bool, error) {
+	allocationID := h.Alloc
 	sc, ok := s.copy(allocationID)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: copy %s is not open on this node yet", ErrUnavailable, allocationID)

@@ -267,7 +267,10 @@ func (c *Coordinator) openContext(ctx context.Context, v *View, uuid string, num
 	return node.OpenContext(ctx, Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: cp.AllocationID}, keep)
 }
 
-func (s *Store) openLocalContext(alloc string, keep time.Duration) (string, error) {
+// OpenContext implements Copies: it pins the local copy h.Alloc's current
+// contents in a reader context for keep.
+func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration) (string, error) {
+	alloc := h.Alloc
 	sc, ok := s.copy(alloc)
 	if !ok {
 		return "", fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, alloc)

@@ -365,8 +365,8 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"v":2}`, string(d.Source))
 
-	d, found, err := old.store.getLocal(p.AllocationID, "x")
-	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %s", found, d.Source)
+	docs, found, err := old.store.Get(context.Background(), Header{Alloc: p.AllocationID}, []string{"x"})
+	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %v", found, docs)
 }
 
 // TestDeposedPrimaryReportsNoStaleConflict: a conditional write sent to a

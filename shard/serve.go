@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
-	"github.com/weftsearch/weft/index"
 )
 
 // The data node's side of the shard layer: the Store serves the requests
@@ -81,25 +80,6 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(methodRecoveryFiles, s.serveRecoveryFiles)
 	mux.HandleFunc(methodRecoveryOps, s.serveRecoveryOps)
 	streams.Handle(methodRecoveryFiles, s.receiveFiles)
-}
-
-// Write implements Copies: the group runs through the local primary copy
-// h.Alloc, if its primary term is h.Term.
-func (s *Store) Write(_ context.Context, h Header, items []Item) error {
-	return s.writeLocal(h.Alloc, h.Term, items)
-}
-
-// Get implements Copies on the local primary copy h.Alloc (getLocalMany).
-func (s *Store) Get(_ context.Context, h Header, ids []string) ([]index.Doc, []bool, error) {
-	return s.getLocalMany(h.Alloc, ids)
-}
-
-// Refresh implements Copies; a copy not open here has nothing to do.
-func (s *Store) Refresh(_ context.Context, h Header) error { return s.refreshLocal(h.Alloc) }
-
-// OpenContext implements Copies.
-func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration) (string, error) {
-	return s.openLocalContext(h.Alloc, keep)
 }
 
 // CloseContext implements Copies.
