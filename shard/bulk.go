@@ -59,20 +59,20 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []Op, opts WriteOptions) ([]
 			if errors.Is(err, ErrClusterBlocked) || ctx.Err() != nil {
 				return nil, err
 			}
-			fail(res, statusOf(err), err)
+			res.Fail(statusOf(err), err)
 			continue
 		}
 		autoID := false
 		if op.ID == "" {
 			if op.Type != OpIndex && op.Type != OpCreate {
-				fail(res, http.StatusBadRequest, fmt.Errorf("%w: an id is required for update and delete", ErrInvalidRequest))
+				res.Fail(http.StatusBadRequest, fmt.Errorf("%w: an id is required for update and delete", ErrInvalidRequest))
 				continue
 			}
 			op.ID, autoID = NewID(), true
 			res.ID = op.ID
 		}
 		if len(op.ID) > 512 {
-			fail(res, http.StatusBadRequest, fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", ErrInvalidRequest, op.ID, len(op.ID)))
+			res.Fail(http.StatusBadRequest, fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", ErrInvalidRequest, op.ID, len(op.ID)))
 			continue
 		}
 		kk := key{ix.UUID, ShardFor(op.ID, op.Routing, ix.NumberOfShards)}
@@ -186,7 +186,7 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 		}
 		for _, it := range items {
 			if it.Result.Err == nil && it.Result.Result == "" {
-				fail(it.Result, statusForGroupErr(err), err)
+				it.Result.Fail(statusForGroupErr(err), err)
 			}
 		}
 		return
@@ -468,7 +468,7 @@ func decodeBulkReply(p []byte, items []Item) error {
 	d := dec{b: p}
 	d.version()
 	if n := d.count(1); d.err == nil && n != len(items) {
-		return fmt.Errorf("%w: %d results for %d items", errBadMessage, n, len(items))
+		return fmt.Errorf("%w: %d results for %d items", ErrBadMessage, n, len(items))
 	}
 	for _, it := range items {
 		r := it.Result

@@ -308,7 +308,7 @@ func (c *Coordinator) Indices() []IndexInfo {
 	if err != nil {
 		return nil
 	}
-	return c.describe(v, sortedIndices(v))
+	return c.describe(v, SortedIndices(v))
 }
 
 // describe builds IndexInfos, asking every node holding copies for their
@@ -321,13 +321,8 @@ func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
 	for _, ix := range ixs {
 		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: v.IndexHealth(ix), Closed: ix.Closed,
 			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas, Other: ix.Settings, Aliases: ix.Aliases}}
-		if nm, ok := c.store.mapping(ix.UUID); ok {
-			// The view may be newer than what the reconcile loop merged:
-			// merge it now, so a PUT _mapping is seen by the next GET.
-			if err := nm.merge(ix); err != nil {
-				c.logger.Warn("shard: merging the committed mapping", "index", ix.Name, "err", err)
-			}
-			inf.Mapping = nm.m.Clone()
+		if m, ok := c.store.Mapping(ix); ok {
+			inf.Mapping = m
 		} else if m, err := index.ParseMapping(ix.Mapping); err == nil {
 			inf.Mapping = m
 		}
@@ -495,13 +490,12 @@ func (c *Coordinator) counterStats() map[string]IndexNodeStats {
 // coordinated and the copies it holds.
 func (c *Coordinator) Stats() NodeStats {
 	out := NodeStats{Indices: c.counterStats()}
-	for _, sc := range c.store.openCopies() {
-		st := out.Indices[sc.meta.Index]
-		is := sc.idx.Stats()
-		st.Docs += is.DocCount
-		st.StoreSizeBytes += is.StoreSizeBytes
-		st.LogFsyncs += sc.log.Fsyncs()
-		out.Indices[sc.meta.Index] = st
+	for name, cs := range c.store.CopyCounters() {
+		st := out.Indices[name]
+		st.Docs += cs.Docs
+		st.StoreSizeBytes += cs.StoreSizeBytes
+		st.LogFsyncs += cs.LogFsyncs
+		out.Indices[name] = st
 	}
 	return out
 }

@@ -217,7 +217,7 @@ func (r Remote) contextCall(ctx context.Context, h Header, m fabric.Method, id s
 		return nil, err
 	}
 	if len(reply) < 1 || reply[0] != wireVersion {
-		return nil, fmt.Errorf("%w: reply version", errBadMessage)
+		return nil, fmt.Errorf("%w: reply version", ErrBadMessage)
 	}
 	return reply[1:], nil
 }
@@ -239,7 +239,7 @@ func (r Remote) ClaimScroll(ctx context.Context, h Header, id string) (ScrollCur
 	}
 	var cur ScrollCursor
 	if err := json.Unmarshal(reply, &cur); err != nil {
-		return ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", errBadMessage, err)
+		return ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", ErrBadMessage, err)
 	}
 	return cur, nil
 }
@@ -262,10 +262,10 @@ func (r Remote) Report(ctx context.Context) (NodeReport, error) {
 	}
 	var rep NodeReport
 	if len(reply) < 1 || reply[0] != wireVersion {
-		return NodeReport{}, fmt.Errorf("%w: reply version", errBadMessage)
+		return NodeReport{}, fmt.Errorf("%w: reply version", ErrBadMessage)
 	}
 	if err := json.Unmarshal(reply[1:], &rep); err != nil {
-		return NodeReport{}, fmt.Errorf("%w: node report: %v", errBadMessage, err)
+		return NodeReport{}, fmt.Errorf("%w: node report: %v", ErrBadMessage, err)
 	}
 	return rep, nil
 }

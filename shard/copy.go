@@ -93,7 +93,7 @@ func (s *shardCopy) prepare(items []Item) {
 		}
 		iop := &index.Op{ID: it.Op.ID, Source: it.Op.Source}
 		if err := s.idx.Prepare(iop); err != nil {
-			fail(it.Result, http.StatusBadRequest, err)
+			it.Result.Fail(http.StatusBadRequest, err)
 			continue
 		}
 		it.prepared = iop
@@ -299,11 +299,11 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 	op, res := it.Op, it.Result
 	cur, prev, err := s.currentDoc(it, p.pending)
 	if err != nil {
-		fail(res, http.StatusInternalServerError, err)
+		res.Fail(http.StatusInternalServerError, err)
 		return false
 	}
 	if err := checkConditions(op, cur); err != nil {
-		fail(res, http.StatusConflict, err)
+		res.Fail(http.StatusConflict, err)
 		return false
 	}
 	source, del, ok := newSource(op, cur, res)
@@ -312,7 +312,7 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 	}
 	iop, err := s.indexOp(it, source, del, prev, p.term)
 	if err != nil {
-		fail(res, http.StatusBadRequest, err)
+		res.Fail(http.StatusBadRequest, err)
 		return false
 	}
 	iop.SeqNo = s.nextSeq
@@ -379,7 +379,7 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 	switch op.Type {
 	case OpCreate:
 		if cur.exists {
-			fail(res, http.StatusConflict, fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
+			res.Fail(http.StatusConflict, fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
 			return nil, false, false
 		}
 		return op.Source, false, true
@@ -394,7 +394,7 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 	case OpUpdate:
 		u := op.Update
 		if u == nil {
-			fail(res, http.StatusBadRequest, fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
+			res.Fail(http.StatusBadRequest, fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
 			return nil, false, false
 		}
 		if !cur.exists {
@@ -404,12 +404,12 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 			case len(u.Upsert) > 0:
 				return u.Upsert, false, true
 			}
-			fail(res, http.StatusNotFound, fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
+			res.Fail(http.StatusNotFound, fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
 			return nil, false, false
 		}
 		merged, changed, err := mergeSource(cur.source, u.Doc)
 		if err != nil {
-			fail(res, http.StatusBadRequest, err)
+			res.Fail(http.StatusBadRequest, err)
 			return nil, false, false
 		}
 		if !changed && !u.NoDetectNoop {
@@ -419,7 +419,7 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 		}
 		return merged, false, true
 	}
-	fail(res, http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
+	res.Fail(http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
 	return nil, false, false
 }
 
@@ -490,10 +490,10 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 // group whose items carry their errors.
 func (s *shardCopy) failGroup(p *groupPlan, status int, err error) error {
 	for _, it := range p.logged {
-		fail(it.Result, status, err)
+		it.Result.Fail(status, err)
 	}
 	for _, it := range p.answered {
-		fail(it.Result, http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+		it.Result.Fail(http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
 	}
 	return nil
 }
@@ -535,7 +535,8 @@ func optU64(v *uint64) string {
 	return fmt.Sprint(*v)
 }
 
-func fail(res *OpResult, status int, err error) {
+// Fail records that the item failed with err, answered with status.
+func (res *OpResult) Fail(status int, err error) {
 	res.Status, res.Err, res.Result = status, err, ""
 }
 

@@ -18,8 +18,8 @@ type CopyStats struct {
 	StoreSizeBytes int64  `json:"bytes"`
 }
 
-// localCopyStats counts the copies open on this node, by allocation ID.
-func (s *Store) localCopyStats() map[string]CopyStats {
+// LocalCopyStats counts the copies open on this node, by allocation ID.
+func (s *Store) LocalCopyStats() map[string]CopyStats {
 	out := map[string]CopyStats{}
 	for _, sc := range s.openCopies() {
 		st := sc.idx.Stats()
@@ -41,7 +41,7 @@ func (c *Coordinator) CopyStats(ctx context.Context) map[string]CopyStats {
 // gatherCopyStats counts the copies of every live node that holds some, in
 // parallel, until ctx ends.
 func (c *Coordinator) gatherCopyStats(ctx context.Context, v *View) map[string]CopyStats {
-	out := c.store.localCopyStats()
+	out := c.store.LocalCopyStats()
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {
 			out[k] = st
@@ -83,7 +83,7 @@ func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string
 	if err != nil {
 		return map[string]IndexStats{}
 	}
-	copies := c.store.localCopyStats()
+	copies := c.store.LocalCopyStats()
 	counters := []map[string]IndexNodeStats{c.counterStats()}
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {

@@ -111,7 +111,7 @@ func newContextID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func contextMissing(id string) error {
+func MissingContext(id string) error {
 	return fmt.Errorf("%w: No search context found for id [%s]: it expired or was closed", ErrContextMissing, id)
 }
 
@@ -131,7 +131,7 @@ func (r *readerContexts) use(id string, keep time.Duration) (*index.Index, error
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
 	if !ok {
-		return nil, contextMissing(id)
+		return nil, MissingContext(id)
 	}
 	if keep > 0 {
 		rc.keepAlive = keep
@@ -159,7 +159,7 @@ func (r *readerContexts) claim(id string) (ScrollCursor, error) {
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
 	if !ok {
-		return ScrollCursor{}, contextMissing(id)
+		return ScrollCursor{}, MissingContext(id)
 	}
 	if rc.claimed {
 		return ScrollCursor{}, fmt.Errorf("%w: the scroll is serving another page; send its next request after this one's reply", ErrVersionConflict)
@@ -175,7 +175,7 @@ func (r *readerContexts) commit(id string, cur ScrollCursor) error {
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
 	if !ok {
-		return contextMissing(id)
+		return MissingContext(id)
 	}
 	rc.cursor, rc.claimed = cur, false
 	return nil
@@ -210,7 +210,7 @@ func (r *readerContexts) count() int {
 }
 
 // OpenContexts is the number of reader contexts open on this node.
-func (c *Coordinator) OpenContexts() int { return c.store.pits.count() }
+func (c *Coordinator) OpenContexts() int { return c.store.OpenContextCount() }
 
 // OpenPIT opens a point in time over the named indices: one active copy of
 // every shard (this node's when it has one) pinned for keepAlive. A shard
@@ -270,12 +270,7 @@ func (c *Coordinator) openContext(ctx context.Context, v *View, uuid string, num
 // OpenContext implements Copies: it pins the local copy h.Alloc's current
 // contents in a reader context for keep.
 func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration) (string, error) {
-	alloc := h.Alloc
-	sc, ok := s.copy(alloc)
-	if !ok {
-		return "", fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, alloc)
-	}
-	idx, err := sc.readable()
+	idx, err := s.Readable(h.Alloc)
 	if err != nil {
 		return "", err
 	}
@@ -283,7 +278,7 @@ func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration) (st
 	if err != nil {
 		return "", err
 	}
-	return s.pits.open(alloc, view, keep), nil
+	return s.pits.open(h.Alloc, view, keep), nil
 }
 
 // ClosePIT closes the point in time's contexts on the nodes that hold
@@ -359,11 +354,11 @@ func (c *Coordinator) pitSearchers(v *View, pit PIT, keep time.Duration, srch *e
 		name := fmt.Sprintf("%s/%d", s.Index, s.Shard)
 		ix, ok := v.IndexByUUID(s.UUID)
 		if !ok {
-			failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: contextMissing(s.Ctx)})
+			failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: MissingContext(s.Ctx)})
 			continue
 		}
 		if s.Node == v.LocalNode {
-			view, err := c.store.pits.use(s.Ctx, keep)
+			view, err := c.store.PinnedContext(s.Ctx, keep)
 			if err != nil {
 				failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: err})
 				continue

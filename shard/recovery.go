@@ -350,7 +350,7 @@ func (s *Store) callJSON(ctx context.Context, node string, m fabric.Method, req,
 		return fromRemote(err)
 	}
 	if len(out) < 1 || out[0] != wireVersion {
-		return fmt.Errorf("%w: reply version", errBadMessage)
+		return fmt.Errorf("%w: reply version", ErrBadMessage)
 	}
 	return json.Unmarshal(out[1:], reply)
 }

@@ -155,7 +155,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, len(filesMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != filesMagic {
-		return fmt.Errorf("%w: not a recovery file stream of version %s", errBadMessage, filesMagic[len(filesMagic)-1:])
+		return fmt.Errorf("%w: not a recovery file stream of version %s", ErrBadMessage, filesMagic[len(filesMagic)-1:])
 	}
 	id, err := readStr(br, maxRecoveryIDLen)
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 	}
 	total := int64(binary.BigEndian.Uint64(tb[:]))
 	if total < 0 {
-		return fmt.Errorf("%w: a snapshot of %d bytes", errBadMessage, uint64(total))
+		return fmt.Errorf("%w: a snapshot of %d bytes", ErrBadMessage, uint64(total))
 	}
 	rec.update(func(i *RecoveryInfo) { i.BytesTotal, i.BytesDone = total, 0 })
 	root := filepath.Join(s.stagingDir(id), "index")
@@ -199,7 +199,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 		}
 		clean := filepath.Clean(filepath.FromSlash(name))
 		if !filepath.IsLocal(clean) {
-			return fmt.Errorf("%w: file name %q leaves the index directory", errBadMessage, name)
+			return fmt.Errorf("%w: file name %q leaves the index directory", ErrBadMessage, name)
 		}
 		var sb [8]byte
 		if _, err := io.ReadFull(br, sb[:]); err != nil {
@@ -207,7 +207,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 		}
 		size := int64(binary.BigEndian.Uint64(sb[:]))
 		if size < 0 || size > total-got {
-			return fmt.Errorf("%w: file %s of %d bytes is beyond the stream's total of %d", errBadMessage, name, uint64(size), total)
+			return fmt.Errorf("%w: file %s of %d bytes is beyond the stream's total of %d", ErrBadMessage, name, uint64(size), total)
 		}
 		path := filepath.Join(root, clean)
 		for d := filepath.Dir(path); !dirs[d]; d = filepath.Dir(d) {
@@ -219,7 +219,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 		got += size
 	}
 	if got != total {
-		return fmt.Errorf("%w: the stream announced %d bytes and carried %d", errBadMessage, total, got)
+		return fmt.Errorf("%w: the stream announced %d bytes and carried %d", ErrBadMessage, total, got)
 	}
 	if err := sy.wait(); err != nil {
 		return err
@@ -340,7 +340,7 @@ func readStr(br *bufio.Reader, limit uint64) (string, error) {
 		return "", err
 	}
 	if n > limit {
-		return "", fmt.Errorf("%w: a name of %d bytes", errBadMessage, n)
+		return "", fmt.Errorf("%w: a name of %d bytes", ErrBadMessage, n)
 	}
 	b := make([]byte, n)
 	_, err = io.ReadFull(br, b)

@@ -255,7 +255,7 @@ func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardSta
 	}
 	sp := p.(StatsPart)
 	if sp.Stats == nil {
-		return ShardStats{}, fmt.Errorf("%w: statistics of [%s][%d] missing from the reply", errBadMessage, r.index, r.num)
+		return ShardStats{}, fmt.Errorf("%w: statistics of [%s][%d] missing from the reply", ErrBadMessage, r.index, r.num)
 	}
 	return ShardStats{Stats: sp.Stats, Generation: sp.Gen}, nil
 }
@@ -275,7 +275,7 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 	qp := p.(QueryPart)
 	if qp.Stale != nil {
 		if qp.Stale.Stats == nil {
-			return nil, fmt.Errorf("%w: statistics of [%s][%d] missing from a stale reply", errBadMessage, r.index, r.num)
+			return nil, fmt.Errorf("%w: statistics of [%s][%d] missing from a stale reply", ErrBadMessage, r.index, r.num)
 		}
 		return nil, &staleStats{ShardStats{Stats: qp.Stale.Stats, Generation: qp.Stale.Gen}}
 	}
@@ -482,7 +482,7 @@ func (c *Coordinator) sendPhase(ctx context.Context, nodeID string, ph phase, rs
 	done := c.ars.begin(nodeID)
 	start := time.Now()
 	parts, err := call(ctx)
-	done(time.Since(start), err != nil && !errors.Is(err, errBadMessage))
+	done(time.Since(start), err != nil && !errors.Is(err, ErrBadMessage))
 	return parts, err
 }
 

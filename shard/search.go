@@ -159,12 +159,11 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 			for _, cp := range active {
 				if cp.NodeID != v.LocalNode {
 					remote = append(remote, cp)
-				} else if sc, ok := c.store.copy(cp.AllocationID); ok {
-					// A local copy that cannot index what it acknowledged
-					// (it is being failed) leaves the shard to the others.
-					if idx, err := sc.readable(); err == nil {
-						local = newLocalSearcher(name, cp.AllocationID, idx, srch, n, num)
-					}
+				} else if idx, err := c.store.Readable(cp.AllocationID); err == nil {
+					// A local copy that is not open, or cannot index what
+					// it acknowledged (it is being failed), leaves the
+					// shard to the others.
+					local = newLocalSearcher(name, cp.AllocationID, idx, srch, n, num)
 				}
 			}
 			switch {
@@ -537,7 +536,7 @@ func (f *fetchSet) matchNamed(ctx context.Context, srch *esdsl.Search, res *blev
 		for k, h := range hits {
 			ids[k] = h.ID
 		}
-		matched, err := matchedQueries(ctx, l.idx, named, ids)
+		matched, err := MatchedQueries(ctx, l.idx, named, ids)
 		if err != nil {
 			continue // the hits are still right; they lack matched_queries
 		}
@@ -547,9 +546,9 @@ func (f *fetchSet) matchNamed(ctx context.Context, srch *esdsl.Search, res *blev
 	}
 }
 
-// matchedQueries returns, per id, the names of the named queries it
+// MatchedQueries returns, per id, the names of the named queries it
 // matches, in the request's order.
-func matchedQueries(ctx context.Context, idx *index.Index, named []esdsl.NamedQuery, ids []string) (map[string][]string, error) {
+func MatchedQueries(ctx context.Context, idx *index.Index, named []esdsl.NamedQuery, ids []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, n := range named {
 		m, err := idx.Matching(ctx, n.Query, ids)

@@ -302,7 +302,7 @@ func fetchHits(ctx context.Context, idx *index.Index, m *FetchRequest, ids []str
 	}
 	var matched map[string][]string
 	if m.Named {
-		if matched, err = matchedQueries(ctx, idx, srch.NamedQueries(), ids); err != nil {
+		if matched, err = MatchedQueries(ctx, idx, srch.NamedQueries(), ids); err != nil {
 			return nil, err
 		}
 	}

@@ -495,7 +495,7 @@ func (d *dec) jsonBlob(v any) bool {
 
 func (d *dec) searchVersion() {
 	if v := d.u8(); d.err == nil && v != searchWireVersion {
-		d.err = fmt.Errorf("%w: search message version %d, this node speaks %d", errBadMessage, v, searchWireVersion)
+		d.err = fmt.Errorf("%w: search message version %d, this node speaks %d", ErrBadMessage, v, searchWireVersion)
 	}
 }
 
@@ -605,7 +605,7 @@ func replyDec(p []byte, n int) (dec, error) {
 	d := dec{b: p}
 	d.searchVersion()
 	if c := d.count(1); d.err == nil && c != n {
-		return d, fmt.Errorf("%w: %d parts for %d shards", errBadMessage, c, n)
+		return d, fmt.Errorf("%w: %d parts for %d shards", ErrBadMessage, c, n)
 	}
 	return d, nil
 }

@@ -99,7 +99,7 @@ func (s *Store) CommitScroll(_ context.Context, _ Header, id string, cur ScrollC
 
 // Report implements Copies.
 func (s *Store) Report(context.Context) (NodeReport, error) {
-	return NodeReport{Copies: s.localCopyStats(), Recoveries: s.Recoveries(), Counters: s.reportedCounters()}, nil
+	return NodeReport{Copies: s.LocalCopyStats(), Recoveries: s.Recoveries(), Counters: s.reportedCounters()}, nil
 }
 
 func (s *Store) serveReport(ctx context.Context, req *fabric.Request) ([]byte, error) {

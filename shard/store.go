@@ -263,7 +263,7 @@ func (s *Store) Reconcile(ctx context.Context, v *View) error {
 	}
 	assigned := map[string]bool{}
 	var errs []error
-	for _, ix := range sortedIndices(v) {
+	for _, ix := range SortedIndices(v) {
 		for num := range ix.Shards {
 			sh := &ix.Shards[num]
 			for _, c := range sh.Copies {
@@ -283,7 +283,7 @@ func (s *Store) Reconcile(ctx context.Context, v *View) error {
 	return errors.Join(errs...)
 }
 
-func sortedIndices(v *View) []*IndexView {
+func SortedIndices(v *View) []*IndexView {
 	out := make([]*IndexView, 0, len(v.Indices))
 	for _, ix := range v.Indices {
 		out = append(out, ix)

@@ -123,9 +123,9 @@ func fromRemote(err error) error {
 	return err
 }
 
-// errBadMessage: a message that does not decode. Every decoder returns it
+// ErrBadMessage: a message that does not decode. Every decoder returns it
 // (wrapped) rather than panic on any input.
-var errBadMessage = errors.New("malformed shard message")
+var ErrBadMessage = errors.New("malformed shard message")
 
 // enc appends a message.
 type enc struct{ b []byte }
@@ -153,7 +153,7 @@ type dec struct {
 
 func (d *dec) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", errBadMessage, what)
+		d.err = fmt.Errorf("%w: %s", ErrBadMessage, what)
 	}
 	d.b = nil
 }
@@ -244,7 +244,7 @@ func (d *dec) end() error {
 // version reads and checks the message version.
 func (d *dec) version() {
 	if v := d.u8(); d.err == nil && v != wireVersion {
-		d.err = fmt.Errorf("%w: version %d, this node speaks %d", errBadMessage, v, wireVersion)
+		d.err = fmt.Errorf("%w: version %d, this node speaks %d", ErrBadMessage, v, wireVersion)
 	}
 }
 
