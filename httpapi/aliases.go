@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -271,7 +272,7 @@ func (s *Server) aliasActions(v *shard.View, typ string, raw json.RawMessage) ([
 	if strings.Trim(indexExpr, ",") == "" {
 		return nil, &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: One of [index] or [indices] is required;"}
 	}
-	res, err := v.Resolve(indexExpr, shard.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
+	res, err := coord.Resolve(v, indexExpr, coord.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +375,7 @@ func (s *Server) handleGetAlias(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	expr := r.PathValue("index")
-	res, err := s.resolveReq(expr, r.URL.Query(), shard.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
+	res, err := s.resolveReq(expr, r.URL.Query(), coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
 	if err != nil {
 		return err
 	}
@@ -459,7 +460,7 @@ func dash(s string) string {
 // (aliases, open, close): concrete indices, open or closed, never through
 // aliases; a missing name is a 404 unless ignore_unavailable.
 func (s *Server) resolveAdmin(expr string, r *http.Request) ([]string, error) {
-	res, err := s.resolveReq(expr, r.URL.Query(), shard.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
+	res, err := s.resolveReq(expr, r.URL.Query(), coord.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
 	if err != nil {
 		return nil, err
 	}

@@ -12,15 +12,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/internal/testlog"
-	"github.com/weftsearch/weft/shard"
 )
 
 // benchAPI loads the sample corpus into one index and returns the handler
 // (served in-process, without sockets) and the engine.
-func benchAPI(b *testing.B) (http.Handler, *shard.Coordinator) {
+func benchAPI(b *testing.B) (http.Handler, *coord.Coordinator) {
 	b.Helper()
 	logger := testlog.New(b)
 	eng := openEngine(b, logger)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -42,7 +43,7 @@ type byQueryOptions struct {
 	proceed bool  // conflicts=proceed
 	maxDocs int64 // -1: all
 	batch   int   // scroll_size
-	refresh shard.WriteOptions
+	refresh coord.WriteOptions
 }
 
 // scanHit is one document a batch found.
@@ -144,11 +145,11 @@ func parseByQueryOptions(r *http.Request, body map[string]json.RawMessage) (byQu
 // resolved to, in _id order, and hands each batch to fn until fn stops it
 // (false) or maxDocs documents were handed. It returns the total of
 // matching documents.
-func (s *Server) scan(r *http.Request, res shard.Resolved, query json.RawMessage, params url.Values, o byQueryOptions,
+func (s *Server) scan(r *http.Request, res coord.Resolved, query json.RawMessage, params url.Values, o byQueryOptions,
 	fn func([]scanHit) (bool, error)) (int64, error) {
 	var total, handed int64
 	for _, name := range res.Indices {
-		sc, err := s.scopeOf(shard.Resolved{Indices: []string{name}, Filters: res.Filters, Routing: res.Routing}, params)
+		sc, err := s.scopeOf(coord.Resolved{Indices: []string{name}, Filters: res.Filters, Routing: res.Routing}, params)
 		if err != nil {
 			return total, err
 		}
@@ -258,7 +259,7 @@ func failureOf(op shard.Op, res shard.OpResult) byQueryFailure {
 }
 
 // runByQuery scans and writes: ops builds a batch's writes.
-func (s *Server) runByQuery(w http.ResponseWriter, r *http.Request, res shard.Resolved, query json.RawMessage, params url.Values,
+func (s *Server) runByQuery(w http.ResponseWriter, r *http.Request, res coord.Resolved, query json.RawMessage, params url.Values,
 	o byQueryOptions, ops func([]scanHit) ([]shard.Op, error)) error {
 	start := time.Now()
 	rep := newByQueryReply()
@@ -339,23 +340,23 @@ func byQuerySearchParams(q url.Values) url.Values {
 // readByQuery reads what _delete_by_query and _update_by_query share: the
 // body (with a query, or q=, when needQuery), its options and the indices
 // of the path.
-func (s *Server) readByQuery(w http.ResponseWriter, r *http.Request, needQuery bool) (map[string]json.RawMessage, byQueryOptions, shard.Resolved, error) {
+func (s *Server) readByQuery(w http.ResponseWriter, r *http.Request, needQuery bool) (map[string]json.RawMessage, byQueryOptions, coord.Resolved, error) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		return nil, byQueryOptions{}, shard.Resolved{}, err
+		return nil, byQueryOptions{}, coord.Resolved{}, err
 	}
 	b, err := readByQueryBody(body)
 	if err != nil {
-		return nil, byQueryOptions{}, shard.Resolved{}, err
+		return nil, byQueryOptions{}, coord.Resolved{}, err
 	}
 	if _, ok := b["query"]; needQuery && !ok && !r.URL.Query().Has("q") {
-		return nil, byQueryOptions{}, shard.Resolved{}, validationErr("query is missing")
+		return nil, byQueryOptions{}, coord.Resolved{}, validationErr("query is missing")
 	}
 	o, err := parseByQueryOptions(r, b)
 	if err != nil {
-		return nil, byQueryOptions{}, shard.Resolved{}, err
+		return nil, byQueryOptions{}, coord.Resolved{}, err
 	}
-	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), shard.DefaultResolve)
+	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
 	return b, o, res, err
 }
 
@@ -502,7 +503,7 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	if vt != shard.VersionInternal && opType == shard.OpCreate {
 		return validationErr("create operations only support internal versioning. use index instead")
 	}
-	res, err := s.resolveReq(strings.Join(srcNames, ","), url.Values{}, shard.DefaultResolve)
+	res, err := s.resolveReq(strings.Join(srcNames, ","), url.Values{}, coord.DefaultResolve)
 	if err != nil {
 		return err
 	}

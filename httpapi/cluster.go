@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -677,7 +678,7 @@ func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error 
 }
 
 // nodeIndicesStats is the "indices" section of a node in _nodes/stats.
-func nodeIndicesStats(docs uint64, store int64, st shard.NodeStats) map[string]any {
+func nodeIndicesStats(docs uint64, store int64, st coord.NodeStats) map[string]any {
 	var sum shard.IndexNodeStats
 	for _, s := range st.Indices {
 		sum.IndexTotal += s.IndexTotal

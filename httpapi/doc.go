@@ -4,6 +4,6 @@
 // pprof, and the cluster's endpoints (health, _cat, _nodes, _cluster/state,
 // settings, reroute, /_weft/raft). It owns the Engine interface it needs from
 // the shard layer and the ClusterAdmin interface it needs from the cluster;
-// the node package wires a *shard.Coordinator and the node's cluster into
+// the node package wires a *coord.Coordinator and the node's cluster into
 // it. Search bodies are translated by index/esdsl.
 package httpapi

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
@@ -151,7 +152,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, a
 		status = http.StatusOK
 	}
 	out := itemResult(res, false, s.newShardsCache())
-	out.ForcedRefresh = opts.Refresh == shard.RefreshTrue
+	out.ForcedRefresh = opts.Refresh == coord.RefreshTrue
 	if after != nil {
 		if err := after(&out); err != nil {
 			return err
@@ -236,7 +237,7 @@ func (s *Server) singleIndex(name, routing string, write bool) (string, string, 
 	if err != nil {
 		return "", "", err
 	}
-	ix, routing, err := v.SingleIndex(name, routing, write)
+	ix, routing, err := coord.SingleIndex(v, name, routing, write)
 	if err != nil {
 		return "", "", err
 	}
@@ -457,7 +458,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 			item = writeResult{Index: a.Index, ID: a.ID, Status: a.Err.Status, Error: &c}
 		} else {
 			item = itemResult(results[next], true, shards)
-			item.ForcedRefresh = opts.Refresh == shard.RefreshTrue && item.Error == nil
+			item.ForcedRefresh = opts.Refresh == coord.RefreshTrue && item.Error == nil
 			next++
 		}
 		if item.Error != nil {

@@ -7,13 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
 func TestErrorBodiesAsElasticsearch(t *testing.T) {
 	t.Run("a failed search says why in caused_by, and root_cause is the innermost", func(t *testing.T) {
-		err := fmt.Errorf("%w: shard logs/0: %w", shard.ErrAllShardsFailed, fmt.Errorf("%w: [logs][0] has no active copy", shard.ErrUnavailable))
+		err := fmt.Errorf("%w: shard logs/0: %w", coord.ErrAllShardsFailed, fmt.Errorf("%w: [logs][0] has no active copy", shard.ErrUnavailable))
 		ae := translate(err)
 		require.Equal(t, "search_phase_execution_exception", ae.Type)
 		raw, _ := json.Marshal(ae.response())

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/shard"
@@ -20,7 +21,7 @@ import (
 
 // refreshFails is the real engine with a Refresh that fails with err.
 type refreshFails struct {
-	*shard.Coordinator
+	*coord.Coordinator
 	err *error
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node/placement"
@@ -37,7 +38,7 @@ func apiConfig() httpapi.Config {
 // openEngine runs the real engine over a single-node cluster of its own
 // (Raft in memory, durable stores in a temporary directory), ready to
 // serve; the test's cleanup stops it.
-func openEngine(t testing.TB, logger *slog.Logger) *shard.Coordinator {
+func openEngine(t testing.TB, logger *slog.Logger) *coord.Coordinator {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := cluster.New(cluster.Config{NodeID: "node-1-id", NodeName: "node-1", DataDir: dir, Timing: cluster.LocalTiming(), Logger: logger})
@@ -46,7 +47,7 @@ func openEngine(t testing.TB, logger *slog.Logger) *shard.Coordinator {
 	meta := placement.New(c)
 	st, err := shard.OpenStore(filepath.Join(dir, "shards"), shard.DefaultConfig(), meta, nil, logger)
 	require.NoError(t, err)
-	eng := shard.NewCoordinator(st, shard.DefaultConfig(), logger)
+	eng := coord.NewCoordinator(st, shard.DefaultConfig(), logger)
 	eng.Start()
 	t.Cleanup(func() {
 		require.NoError(t, eng.Close())
@@ -64,7 +65,7 @@ func openEngine(t testing.TB, logger *slog.Logger) *shard.Coordinator {
 type testAPI struct {
 	t   *testing.T
 	srv *httptest.Server
-	eng *shard.Coordinator
+	eng *coord.Coordinator
 }
 
 func newTestAPI(t *testing.T, cfg httpapi.Config) *testAPI {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // handleInfo answers GET / with the body the official clients check. It
@@ -64,7 +64,7 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 			return badRequest("x_content_parse_exception", "failed to parse the create index body: %v", err)
 		}
 	}
-	settings := shard.IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}
+	settings := coord.IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}
 	ps, err := parseSettings(req.Settings)
 	if err != nil {
 		return err
@@ -123,14 +123,14 @@ func (s *Server) resolve(expr string) ([]string, error) {
 // concrete names), allow_no_indices (false: an expression that matches
 // nothing is an index_not_found_exception) and expand_wildcards (which
 // indices wildcards match: open, closed, all, hidden, none).
-func (s *Server) resolveReq(expr string, q url.Values, base shard.ResolveOptions) (shard.Resolved, error) {
+func (s *Server) resolveReq(expr string, q url.Values, base coord.ResolveOptions) (coord.Resolved, error) {
 	o := base
 	var err error
 	if o.IgnoreUnavailable, err = queryBool(q, "ignore_unavailable", base.IgnoreUnavailable); err != nil {
-		return shard.Resolved{}, err
+		return coord.Resolved{}, err
 	}
 	if o.AllowNoIndices, err = queryBool(q, "allow_no_indices", base.AllowNoIndices); err != nil {
-		return shard.Resolved{}, err
+		return coord.Resolved{}, err
 	}
 	if q.Has("expand_wildcards") {
 		o.ExpandOpen, o.ExpandClosed = false, false
@@ -144,14 +144,14 @@ func (s *Server) resolveReq(expr string, q url.Values, base shard.ResolveOptions
 				o.ExpandOpen, o.ExpandClosed = true, true
 			case "none":
 			default:
-				return shard.Resolved{}, illegalArgument("No enum constant org.elasticsearch.action.support.IndicesOptions.WildcardStates.%s; expand_wildcards takes open, closed, hidden, none or all", strings.ToUpper(v))
+				return coord.Resolved{}, illegalArgument("No enum constant org.elasticsearch.action.support.IndicesOptions.WildcardStates.%s; expand_wildcards takes open, closed, hidden, none or all", strings.ToUpper(v))
 			}
 		}
 	}
 	parts := splitComma(expr)
 	for k, p := range parts {
 		if parts[k], err = esdsl.ResolveDateMathName(p, s.now()); err != nil {
-			return shard.Resolved{}, err
+			return coord.Resolved{}, err
 		}
 	}
 	return s.eng.Resolve(strings.Join(parts, ","), o)
@@ -161,7 +161,7 @@ func (s *Server) resolveReq(expr string, q url.Values, base shard.ResolveOptions
 // field caps) under the request's indices options: closed indices are
 // refused, wildcards match open ones by default.
 func (s *Server) resolveOpts(expr string, q url.Values) ([]string, error) {
-	res, err := s.resolveReq(expr, q, shard.DefaultResolve)
+	res, err := s.resolveReq(expr, q, coord.DefaultResolve)
 	return res.Indices, err
 }
 
@@ -182,13 +182,13 @@ func splitComma(v string) []string {
 // infos describes the indices an administrative read (GET /{index},
 // _mapping, _settings, _cat/indices) names, open or closed, under the
 // request's indices options.
-func (s *Server) infos(expr string, q url.Values) ([]shard.IndexInfo, error) {
-	res, err := s.resolveReq(expr, q, shard.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
+func (s *Server) infos(expr string, q url.Values) ([]coord.IndexInfo, error) {
+	res, err := s.resolveReq(expr, q, coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
 	if err != nil {
 		return nil, err
 	}
 	names := res.Indices
-	out := make([]shard.IndexInfo, 0, len(names))
+	out := make([]coord.IndexInfo, 0, len(names))
 	for _, n := range names {
 		info, err := s.eng.Index(n)
 		if err != nil {
@@ -199,7 +199,7 @@ func (s *Server) infos(expr string, q url.Values) ([]shard.IndexInfo, error) {
 	return out, nil
 }
 
-func mappingJSON(info shard.IndexInfo) (json.RawMessage, error) {
+func mappingJSON(info coord.IndexInfo) (json.RawMessage, error) {
 	if info.Mapping == nil {
 		return json.RawMessage(`{}`), nil
 	}
@@ -243,7 +243,7 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 	}
-	res, err := s.resolveReq(expr, r.URL.Query(), shard.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, NoAliases: true})
+	res, err := s.resolveReq(expr, r.URL.Query(), coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, NoAliases: true})
 	if err != nil {
 		return err
 	}
@@ -374,7 +374,7 @@ func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request) error
 		if err := checkStaticSettings(ps.other, n, info.Closed); err != nil {
 			return err
 		}
-		if err := s.eng.UpdateSettings(ctx, n, shard.SettingsUpdate{NumberOfReplicas: ps.replicas, Other: ps.other}); err != nil {
+		if err := s.eng.UpdateSettings(ctx, n, coord.SettingsUpdate{NumberOfReplicas: ps.replicas, Other: ps.other}); err != nil {
 			return err
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // mgetBody is the body of _mget: docs naming their index (or taking the
@@ -144,13 +144,13 @@ func checkMgetDoc(k int, d mgetDoc, defIndex string) (expr, id string, err error
 
 // mgetItems lists the engine's reads for the targets that resolved, in
 // request order; itemOf[j] is the position in targets of items[j].
-func mgetItems(targets []mgetTarget) (items []shard.MgetItem, itemOf []int) {
+func mgetItems(targets []mgetTarget) (items []coord.MgetItem, itemOf []int) {
 	for k := range targets {
 		t := &targets[k]
 		if t.err != nil {
 			continue
 		}
-		items = append(items, shard.MgetItem{Index: t.name, ID: t.id, Routing: t.routing})
+		items = append(items, coord.MgetItem{Index: t.name, ID: t.id, Routing: t.routing})
 		itemOf = append(itemOf, k)
 	}
 	return items, itemOf
@@ -161,7 +161,7 @@ func mgetItems(targets []mgetTarget) (items []shard.MgetItem, itemOf []int) {
 // recorded in its target, and every target with an error gets an error
 // entry (logged when it is a 5xx). A found document whose stored_fields
 // or _source filter is invalid fails the whole request.
-func (s *Server) mgetReplies(q url.Values, targets []mgetTarget, itemOf []int, results []shard.MgetResult) ([]any, error) {
+func (s *Server) mgetReplies(q url.Values, targets []mgetTarget, itemOf []int, results []coord.MgetResult) ([]any, error) {
 	out := make([]any, len(targets))
 	for j, res := range results {
 		k := itemOf[j]

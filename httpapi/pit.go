@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"net/http"
 
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/coord"
 )
 
 // POST /{index}/_pit opens a point in time: one copy of every shard of the
@@ -32,7 +32,7 @@ func (s *Server) handleOpenPIT(w http.ResponseWriter, r *http.Request) error {
 	if len(bytes.TrimSpace(body)) > 0 && !bytes.Equal(bytes.TrimSpace(body), []byte("{}")) {
 		return illegalArgument("a point in time body ([index_filter]) is not supported; open it over the indices you name")
 	}
-	res, err := s.resolveReq(r.PathValue("index"), q, shard.DefaultResolve)
+	res, err := s.resolveReq(r.PathValue("index"), q, coord.DefaultResolve)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) handleClosePIT(w http.ResponseWriter, r *http.Request) error {
 	if b.ID == "" {
 		return validationErr("point in time id is missing")
 	}
-	pit, err := shard.DecodePIT(b.ID)
+	pit, err := coord.DecodePIT(b.ID)
 	if err != nil {
 		return err
 	}

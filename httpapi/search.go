@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
@@ -38,7 +39,7 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 		if expr != "" {
 			return nil, validationErr("[indices] cannot be used with point in time; the point in time names them")
 		}
-		p, err := shard.DecodePIT(pit)
+		p, err := coord.DecodePIT(pit)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +95,7 @@ func (s *Server) fieldsOf(names []string) indexFields {
 // with what their aliases and settings add to the request (an alias
 // filter, search routing set in params, limits).
 func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, error) {
-	res, err := s.resolveReq(expr, params, shard.DefaultResolve)
+	res, err := s.resolveReq(expr, params, coord.DefaultResolve)
 	if err != nil {
 		return nil, esdsl.Scope{}, err
 	}
@@ -107,11 +108,11 @@ func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, 
 // page ended with it. The shards of unfit's indices count as failed (see
 // parseOverIndices).
 func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time, unfit map[string]error) (*esdsl.SearchResponse, error) {
-	var pit *shard.PIT // a scroll's
+	var pit *coord.PIT // a scroll's
 	opened := false
 	if srch.Scroll > 0 {
 		id, _ := srch.PointInTime()
-		p, err := shard.DecodePIT(id)
+		p, err := coord.DecodePIT(id)
 		if id == "" {
 			p, err = s.eng.OpenPIT(r.Context(), names, srch.Scroll)
 			opened = true
@@ -316,7 +317,7 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pit, err := shard.DecodePIT(sc.PIT)
+	pit, err := coord.DecodePIT(sc.PIT)
 	if err != nil {
 		return err
 	}
@@ -368,7 +369,7 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 			}
 			return err
 		}
-		pit, err := shard.DecodePIT(sc.PIT)
+		pit, err := coord.DecodePIT(sc.PIT)
 		if err != nil {
 			continue
 		}
@@ -389,7 +390,7 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 }
 
 // shardFailures renders the shards a search lost as _shards.failures.
-func shardFailures(fs []shard.ShardFailure) []esdsl.ShardFailure {
+func shardFailures(fs []coord.ShardFailure) []esdsl.ShardFailure {
 	var out []esdsl.ShardFailure
 	for _, f := range fs {
 		ae := translate(f.Err)

@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"sort"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // parseOverIndices translates a search over several indices as
@@ -46,7 +46,7 @@ func (s *Server) parseOverIndices(sc esdsl.Scope, body []byte, params url.Values
 
 // addUnfit counts the shards of the indices the request did not fit (see
 // parseOverIndices) as failed.
-func (s *Server) addUnfit(res *shard.SearchResult, unfit map[string]error) {
+func (s *Server) addUnfit(res *coord.SearchResult, unfit map[string]error) {
 	if len(unfit) == 0 || res.Status == nil {
 		return
 	}
@@ -65,7 +65,7 @@ func (s *Server) addUnfit(res *shard.SearchResult, unfit map[string]error) {
 			continue
 		}
 		for k := 0; k < ix.NumberOfShards; k++ {
-			res.Failures = append(res.Failures, shard.ShardFailure{Index: n, Shard: k, Err: unfit[n]})
+			res.Failures = append(res.Failures, coord.ShardFailure{Index: n, Shard: k, Err: unfit[n]})
 			res.Status.Total++
 			res.Status.Failed++
 		}

@@ -23,48 +23,49 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
 
-// Engine is what the API needs from the shard layer; *shard.Coordinator
+// Engine is what the API needs from the shard layer; *coord.Coordinator
 // implements it (the node package checks that at compile time). Every
 // method may be called concurrently.
 type Engine interface {
-	CreateIndex(ctx context.Context, name string, s shard.IndexSettings, mp *index.Mapping) error
+	CreateIndex(ctx context.Context, name string, s coord.IndexSettings, mp *index.Mapping) error
 	DeleteIndex(ctx context.Context, name string) error
-	Index(name string) (shard.IndexInfo, error)
-	Indices() []shard.IndexInfo
+	Index(name string) (coord.IndexInfo, error)
+	Indices() []coord.IndexInfo
 	ResolveIndices(expr string) ([]string, error)
 	// Resolve expands an index expression (names, aliases, wildcards)
 	// under a request's indices options.
-	Resolve(expr string, o shard.ResolveOptions) (shard.Resolved, error)
+	Resolve(expr string, o coord.ResolveOptions) (coord.Resolved, error)
 	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
-	UpdateSettings(ctx context.Context, name string, u shard.SettingsUpdate) error
+	UpdateSettings(ctx context.Context, name string, u coord.SettingsUpdate) error
 	// UpdateAliases applies alias actions atomically.
 	UpdateAliases(ctx context.Context, actions []shard.AliasAction) error
 	// SetClosed closes indices or opens them again.
 	SetClosed(ctx context.Context, names []string, closed bool) error
-	Bulk(ctx context.Context, ops []shard.Op, opts shard.WriteOptions) ([]shard.OpResult, error)
+	Bulk(ctx context.Context, ops []shard.Op, opts coord.WriteOptions) ([]shard.OpResult, error)
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	// IndexStats gathers the named indices' statistics from the nodes
 	// that answer before ctx ends.
-	IndexStats(ctx context.Context, names []string) map[string]shard.IndexStats
+	IndexStats(ctx context.Context, names []string) map[string]coord.IndexStats
 	// OpenPIT pins one copy of every shard of the indices for keepAlive;
 	// ClosePIT releases them (reporting how many were open).
-	OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (shard.PIT, error)
-	ClosePIT(ctx context.Context, pit shard.PIT) (int, error)
+	OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (coord.PIT, error)
+	ClosePIT(ctx context.Context, pit coord.PIT) (int, error)
 	// ClaimScroll takes a scroll's cursor for its next page; CommitScroll
 	// stores the cursor that page ended at (or gives the page up).
-	ClaimScroll(ctx context.Context, pit shard.PIT) (shard.ScrollCursor, error)
-	CommitScroll(ctx context.Context, pit shard.PIT, cur shard.ScrollCursor) error
+	ClaimScroll(ctx context.Context, pit coord.PIT) (shard.ScrollCursor, error)
+	CommitScroll(ctx context.Context, pit coord.PIT, cur shard.ScrollCursor) error
 	// Mget reads many documents (realtime), grouped by shard.
-	Mget(ctx context.Context, items []shard.MgetItem) ([]shard.MgetResult, error)
+	Mget(ctx context.Context, items []coord.MgetItem) ([]coord.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shard.FieldTypes
-	Search(ctx context.Context, names []string, srch *esdsl.Search) (*shard.SearchResult, error)
-	Stats() shard.NodeStats
+	Search(ctx context.Context, names []string, srch *esdsl.Search) (*coord.SearchResult, error)
+	Stats() coord.NodeStats
 	// ClusterView is the committed cluster metadata as this node sees it
 	// (nodes, indices, shard copies), the last while it knows no leader;
 	// ErrClusterBlocked while the node has not joined a cluster.
@@ -426,16 +427,16 @@ func queryBool(q url.Values, name string, def bool) (bool, error) {
 
 // writeOptions reads a write's ?refresh=true|false|wait_for ("" means
 // true) and ?wait_for_active_shards=N|all (default 1: the primary).
-func writeOptions(r *http.Request) (shard.WriteOptions, error) {
+func writeOptions(r *http.Request) (coord.WriteOptions, error) {
 	q := r.URL.Query()
-	var opts shard.WriteOptions
+	var opts coord.WriteOptions
 	if q.Has("refresh") {
 		switch v := q.Get("refresh"); v {
 		case "", "true":
-			opts.Refresh = shard.RefreshTrue
+			opts.Refresh = coord.RefreshTrue
 		case "false":
 		case "wait_for":
-			opts.Refresh = shard.RefreshWaitFor
+			opts.Refresh = coord.RefreshWaitFor
 		default:
 			return opts, illegalArgument("Unknown value for refresh: [%s]; use true, false or wait_for", v)
 		}
@@ -443,7 +444,7 @@ func writeOptions(r *http.Request) (shard.WriteOptions, error) {
 	switch v := q.Get("wait_for_active_shards"); v {
 	case "":
 	case "all":
-		opts.WaitForActiveShards = shard.AllShards
+		opts.WaitForActiveShards = coord.AllShards
 	default:
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

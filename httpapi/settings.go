@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // Index settings: the ones Elasticsearch clients set are accepted, checked
@@ -291,7 +291,7 @@ func intSetting(v json.RawMessage) (int, error) {
 // settingsJSON is the "settings" object of GET /{index} and _settings:
 // nested under "index" like Elasticsearch's, or flat keys with
 // flat_settings.
-func settingsJSON(info shard.IndexInfo, flat bool) map[string]any {
+func settingsJSON(info coord.IndexInfo, flat bool) map[string]any {
 	all := map[string]any{
 		"index.number_of_shards":   strconv.Itoa(info.Settings.NumberOfShards),
 		"index.number_of_replicas": strconv.Itoa(info.Settings.NumberOfReplicas),
@@ -334,7 +334,7 @@ func settingsJSON(info shard.IndexInfo, flat bool) map[string]any {
 // settings set (the smallest over the indices). A request reaching indices
 // through aliases with different filters or routing at once is refused:
 // one request carries one filter.
-func (s *Server) scopeOf(res shard.Resolved, params map[string][]string) (esdsl.Scope, error) {
+func (s *Server) scopeOf(res coord.Resolved, params map[string][]string) (esdsl.Scope, error) {
 	var sc esdsl.Scope
 	var filters []json.RawMessage
 	var routing []string

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/coord"
 )
 
 // GET /_stats and /{index}/_stats[/{metric}]: each index's statistics,
@@ -44,7 +44,7 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 	default:
 		return illegalArgument("level parameter must be one of [cluster] or [indices] but was [%s]; Weft does not report shards", lvl)
 	}
-	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), shard.DefaultResolve)
+	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	var all shard.IndexStats
+	var all coord.IndexStats
 	indices := map[string]any{}
 	for _, name := range res.Indices {
 		st, ok := stats[name]
@@ -96,7 +96,7 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 // statsSection is the "primaries" or "total" object of one index (or of
 // all): the copy counts of primaries or of every copy; the request
 // counters are the same in both, since they count requests, not copies.
-func statsSection(st shard.IndexStats, primaries bool, metrics []string) map[string]any {
+func statsSection(st coord.IndexStats, primaries bool, metrics []string) map[string]any {
 	cs := st.Total
 	if primaries {
 		cs = st.Primaries

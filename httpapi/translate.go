@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
@@ -45,11 +46,11 @@ func translate(err error) *apiError {
 		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
 		{shard.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
 		{shard.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
-		{shard.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
+		{coord.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the
 		// engine ran (esdsl validates queries), so this is the node's side.
-		{shard.ErrAllShardsFailed, http.StatusServiceUnavailable, "search_phase_execution_exception"},
+		{coord.ErrAllShardsFailed, http.StatusServiceUnavailable, "search_phase_execution_exception"},
 		{shard.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
 		{shard.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
 		{shard.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/node/placement"
@@ -31,7 +32,7 @@ import (
 )
 
 // The engine is what the API serves.
-var _ httpapi.Engine = (*shard.Coordinator)(nil)
+var _ httpapi.Engine = (*coord.Coordinator)(nil)
 
 // Node is one running Weft node. New takes its data directory; Start joins
 // or forms the cluster and serves; Shutdown stops. Its methods are safe for
@@ -48,7 +49,7 @@ type Node struct {
 
 	mu       sync.Mutex
 	clu      *cluster.Cluster
-	engine   *shard.Coordinator
+	engine   *coord.Coordinator
 	peers    *peers
 	srv      *http.Server
 	ln       net.Listener
@@ -219,7 +220,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)
 	}
-	n.engine = shard.NewCoordinator(st, scfg, n.log.With("component", "shard"))
+	n.engine = coord.NewCoordinator(st, scfg, n.log.With("component", "shard"))
 	undo = append(undo, func() { _ = n.engine.Close() })
 	st.Register(&n.mux, n.streams)
 	if n.srv, err = n.newHTTPServer(); err != nil {

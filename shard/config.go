@@ -1,20 +1,19 @@
-// Package shard runs a node's part of the indexes: each Elasticsearch-style
-// index is split into shards (routing: murmur3 of the routing value or _id,
-// mod the shard count), every shard copy being a bleve index (package index)
-// plus a write-ahead shard log. The Store keeps this node's copies in line
-// with the cluster's shard table (creating, recovering and deleting them);
-// the Coordinator is what the HTTP API calls on every node: it routes writes
-// and realtime gets to each shard's primary (locally or over the fabric),
-// where the write path runs (version checks, sequence numbers, logging with
-// group commit, replication to the in-sync copies, batch apply), and fans
-// searches out to one copy of every shard with global BM25 statistics
-// through bleve's IndexAlias.
+// Package shard is the data node: a node's copies of the indexes' shards,
+// each a bleve index (package index) plus a write-ahead shard log
+// (shard/shardlog). The Store keeps this node's copies in line with the
+// cluster's shard table (creating, recovering and deleting them), runs the
+// write path of a primary (version checks, sequence numbers, logging with
+// group commit, replication to the in-sync copies, batch apply) and of a
+// replica, serves every shard request another node sends over the fabric
+// (Store.Register), and holds reader contexts. A coordinator (package
+// coord) calls a node's copies through Copies: the Store in place, or
+// Remote over the fabric.
 //
 // Refresh semantics: a primary logs a group of operations, waits for the
 // fsync, and applies them to its bleve index as one batch (as its replicas
 // do) before the group is acknowledged; documents are therefore searchable
-// when Bulk returns, whatever the RefreshPolicy, and Refresh only waits for
-// writes in flight.
+// when a write returns, whatever the refresh policy, and Refresh only waits
+// for writes in flight.
 package shard
 
 import (
@@ -34,9 +33,7 @@ var (
 	ErrVersionConflict  = errors.New("version conflict")
 	ErrClosed           = errors.New("shard manager closed")
 	ErrInvalidRequest   = errors.New("invalid request")
-	// ErrAllShardsFailed: no shard of a search answered; it wraps the first
-	// shard's error too (a malformed query fails this way on every shard).
-	ErrAllShardsFailed = errors.New("all shards failed")
+
 	// ErrClusterBlocked: this node cannot serve yet — it has not joined a
 	// cluster, or no leader is known (503 cluster_block_exception).
 	ErrClusterBlocked = errors.New("cluster block")
@@ -53,9 +50,6 @@ var (
 	// gone — expired, closed, or its node restarted (404
 	// search_context_missing_exception).
 	ErrContextMissing = errors.New("search context missing")
-	// ErrNotSupported: the node's metadata cannot do what was asked (a
-	// test double without IndexAdmin).
-	ErrNotSupported = errors.New("not supported")
 )
 
 // Config tunes the shard layer (Store and Coordinator).

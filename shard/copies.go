@@ -167,7 +167,7 @@ func (r Remote) callRead(ctx context.Context, m fabric.Method, payload []byte) (
 
 // Write implements Copies.
 func (r Remote) Write(ctx context.Context, h Header, items []Item) error {
-	reply, err := r.call(ctx, methodBulk, encodeBulk(h, items))
+	reply, err := r.call(ctx, MethodBulk, encodeBulk(h, items))
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (r Remote) Write(ctx context.Context, h Header, items []Item) error {
 
 // Get implements Copies.
 func (r Remote) Get(ctx context.Context, h Header, ids []string) ([]index.Doc, []bool, error) {
-	reply, err := r.callRead(ctx, methodMget, request(h, 16*len(ids), func(e *enc) {
+	reply, err := r.callRead(ctx, MethodMget, request(h, 16*len(ids), func(e *enc) {
 		e.uvarint(uint64(len(ids)))
 		for _, id := range ids {
 			e.str(id)
@@ -190,13 +190,13 @@ func (r Remote) Get(ctx context.Context, h Header, ids []string) ([]index.Doc, [
 
 // Refresh implements Copies.
 func (r Remote) Refresh(ctx context.Context, h Header) error {
-	_, err := r.call(ctx, methodRefresh, request(h, 0, nil))
+	_, err := r.call(ctx, MethodRefresh, request(h, 0, nil))
 	return err
 }
 
 // OpenContext implements Copies.
 func (r Remote) OpenContext(ctx context.Context, h Header, keep time.Duration) (string, error) {
-	reply, err := r.call(ctx, methodContextOpen, request(h, 8, func(e *enc) { e.varint(int64(keep)) }))
+	reply, err := r.call(ctx, MethodContextOpen, request(h, 8, func(e *enc) { e.varint(int64(keep)) }))
 	if err != nil {
 		return "", err
 	}
@@ -224,7 +224,7 @@ func (r Remote) contextCall(ctx context.Context, h Header, m fabric.Method, id s
 
 // CloseContext implements Copies.
 func (r Remote) CloseContext(ctx context.Context, h Header, id string) (bool, error) {
-	reply, err := r.contextCall(ctx, h, methodContextClose, id, nil)
+	reply, err := r.contextCall(ctx, h, MethodContextClose, id, nil)
 	if err != nil {
 		return false, err
 	}
@@ -233,7 +233,7 @@ func (r Remote) CloseContext(ctx context.Context, h Header, id string) (bool, er
 
 // ClaimScroll implements Copies.
 func (r Remote) ClaimScroll(ctx context.Context, h Header, id string) (ScrollCursor, error) {
-	reply, err := r.contextCall(ctx, h, methodScrollClaim, id, nil)
+	reply, err := r.contextCall(ctx, h, MethodScrollClaim, id, nil)
 	if err != nil {
 		return ScrollCursor{}, err
 	}
@@ -250,13 +250,13 @@ func (r Remote) CommitScroll(ctx context.Context, h Header, id string, cur Scrol
 	if err != nil {
 		return err
 	}
-	_, err = r.contextCall(ctx, h, methodScrollCommit, id, raw)
+	_, err = r.contextCall(ctx, h, MethodScrollCommit, id, raw)
 	return err
 }
 
 // Report implements Copies.
 func (r Remote) Report(ctx context.Context) (NodeReport, error) {
-	reply, err := r.callRead(ctx, methodCopyStats, []byte{wireVersion})
+	reply, err := r.callRead(ctx, MethodCopyStats, []byte{wireVersion})
 	if err != nil {
 		return NodeReport{}, err
 	}
@@ -274,7 +274,7 @@ func (r Remote) Report(ctx context.Context) (NodeReport, error) {
 // request names, all on this node: one part per shard, in order. An error
 // is the whole call's.
 func (r Remote) SearchStats(ctx context.Context, m *StatsRequest) ([]StatsPart, error) {
-	raw, err := r.callRead(ctx, methodSearchStats, encodeStatsRequest(m))
+	raw, err := r.callRead(ctx, MethodSearchStats, encodeStatsRequest(m))
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ func (r Remote) SearchStats(ctx context.Context, m *StatsRequest) ([]StatsPart, 
 // SearchQuery runs search phase 2 (ids, scores, sort keys, aggregations)
 // as SearchStats runs phase 1.
 func (r Remote) SearchQuery(ctx context.Context, m *QueryRequest) ([]QueryPart, error) {
-	raw, err := r.callRead(ctx, methodSearchQuery, encodeQueryRequest(m))
+	raw, err := r.callRead(ctx, MethodSearchQuery, encodeQueryRequest(m))
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (r Remote) SearchQuery(ctx context.Context, m *QueryRequest) ([]QueryPart, 
 // SearchFetch runs search phase 3 (the final page's stored fields and term
 // locations) as SearchStats runs phase 1.
 func (r Remote) SearchFetch(ctx context.Context, m *FetchRequest) ([]FetchPart, error) {
-	raw, err := r.callRead(ctx, methodSearchFetch, encodeFetchRequest(m))
+	raw, err := r.callRead(ctx, MethodSearchFetch, encodeFetchRequest(m))
 	if err != nil {
 		return nil, err
 	}

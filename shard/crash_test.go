@@ -1,4 +1,4 @@
-package shard
+package shard_test
 
 import (
 	"bufio"
@@ -16,6 +16,10 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/coord/coordtest"
+	"github.com/weftsearch/weft/shard"
+	"go.uber.org/goleak"
 )
 
 const crashChildEnv = "WEFT_SHARD_CRASH_CHILD_DIR"
@@ -28,29 +32,29 @@ func crashDoc(n int) json.RawMessage {
 // "ACK n" once the bulk holding documents up to n has been acknowledged.
 func crashChild() {
 	dir := os.Getenv(crashChildEnv)
-	meta := newMemCluster(crashTB{}, filepath.Join(dir, "test-meta.json"), "n1").node("n1")
-	st, err := OpenStore(filepath.Join(dir, "shards"), testConfig(), meta, nil, slog.New(slog.DiscardHandler))
+	meta := coordtest.NewMemCluster(crashTB{}, filepath.Join(dir, "test-meta.json"), "n1").Node("n1")
+	st, err := shard.OpenStore(filepath.Join(dir, "shards"), coordtest.NodeConfig(), meta, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
-	m := NewCoordinator(st, testConfig(), slog.New(slog.DiscardHandler))
+	m := coord.NewCoordinator(st, coordtest.NodeConfig(), slog.New(slog.DiscardHandler))
 	m.Start()
 	ctx := context.Background()
 	if _, err := m.Index("c"); err != nil {
-		if err := m.CreateIndex(ctx, "c", IndexSettings{NumberOfShards: 3}, nil); err != nil {
+		if err := m.CreateIndex(ctx, "c", coord.IndexSettings{NumberOfShards: 3}, nil); err != nil {
 			fmt.Println("ERR", err)
 			os.Exit(1)
 		}
 	}
 	out := bufio.NewWriter(os.Stdout)
 	for n := 0; ; {
-		ops := make([]Op, 25)
+		ops := make([]shard.Op, 25)
 		for k := range ops {
-			ops[k] = Op{Type: OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
+			ops[k] = shard.Op{Type: shard.OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
 			n++
 		}
-		res, err := m.Bulk(ctx, ops, WriteOptions{Refresh: RefreshFalse})
+		res, err := m.Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 		if err != nil {
 			fmt.Println("ERR", err)
 			os.Exit(1)
@@ -104,7 +108,7 @@ func TestKillAfterAcknowledgedBulkLosesNothing(t *testing.T) {
 	_ = cmd.Wait()
 	require.GreaterOrEqual(t, acked, 300)
 
-	m := openManager(t, dir)
+	m := coordtest.OpenManager(t, dir)
 	defer m.Close()
 	ctx := context.Background()
 	for n := 0; n <= acked; n++ {
@@ -117,7 +121,15 @@ func TestKillAfterAcknowledgedBulkLosesNothing(t *testing.T) {
 	require.GreaterOrEqual(t, inf.DocsCount, uint64(acked+1))
 	q := bleve.NewMatchQuery("crash")
 	q.SetField("text")
-	res, err := m.searchBleve(ctx, []string{"c"}, bleve.NewSearchRequest(q))
+	res, err := m.SearchBleve(ctx, []string{"c"}, bleve.NewSearchRequest(q))
 	require.NoError(t, err)
 	require.Equal(t, inf.DocsCount, res.Total, "replayed documents are searchable")
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		crashChild()
+		return
+	}
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 )
@@ -56,62 +54,6 @@ func FuzzBulkMessages(f *testing.F) {
 			}
 			_ = decodeBulkReply(p, slots)
 		}
-	})
-}
-
-// FuzzShardHandlers sends arbitrary payloads to every handler of the shard
-// layer on a node with an index: each answers (an error or a reply) and
-// never panics or hangs.
-func FuzzShardHandlers(f *testing.F) {
-	m := openManager(f, f.TempDir())
-	f.Cleanup(func() { _ = m.Close() })
-	require.NoError(f, m.CreateIndex(context.Background(), "f", IndexSettings{NumberOfShards: 2}, nil))
-	v := m.meta.View()
-	ix := v.Indices["f"]
-	p, _ := ix.Shards[0].Primary()
-	mux := &fabric.Mux{}
-	streams := fabric.NewStreamReceiver(time.Second)
-	f.Cleanup(func() { _ = streams.Close() })
-	mux.Handle(fabric.MethodStream, streams)
-	m.store.Register(mux, streams)
-	h := SearchHeader{Cluster: v.ClusterUUID, Indices: []string{"f"}, Wire: esdsl.Wire{Body: []byte(`{"query":{"match":{"a":"x"}}}`)}}
-	ref := ShardRef{Index: ix.UUID, Alloc: p.AllocationID, MappingVersion: ix.MappingVersion}
-	search := map[fabric.Method][]byte{
-		methodSearchStats: encodeStatsRequest(&StatsRequest{SearchHeader: h, Shards: []ShardRef{ref, ref}}),
-		methodSearchQuery: encodeQueryRequest(&QueryRequest{SearchHeader: h, Size: 3, Stats: &index.TermStats{DocCount: 1},
-			Shards: []QueryShard{{ShardRef: ref, Expect: 7}}}),
-		methodSearchFetch: encodeFetchRequest(&FetchRequest{SearchHeader: h, Fields: []string{index.SourceField}, Named: true,
-			Shards: []FetchShard{{ShardRef: ref, IDs: []string{"x"}}}}),
-	}
-	pitRef := ref
-	pitRef.Ctx = "no-such-context"
-	pitHeader := h
-	pitHeader.KeepAlive = time.Minute
-	pitHeader.Wire.Scope = esdsl.Scope{Filter: []byte(`{"term":{"a":"y"}}`), MaxResultWindow: 5}
-	f.Add(uint8(methodSearchQuery-methodBulk), encodeQueryRequest(&QueryRequest{SearchHeader: pitHeader, Size: 3,
-		Shards: []QueryShard{{ShardRef: pitRef}}}))
-	for m, seed := range search {
-		f.Add(uint8(m-methodBulk), seed)
-	}
-	items := []Item{{Op: &Op{Type: OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, Result: &OpResult{}}}
-	hdr := Header{Cluster: v.ClusterUUID, Index: ix.UUID, Alloc: p.AllocationID, Term: 1}
-	f.Add(uint8(0), encodeBulk(hdr, items))
-	f.Add(uint8(3), []byte{wireVersion})
-	f.Add(uint8(methodMget-methodBulk), request(hdr, 0, func(e *enc) {
-		e.uvarint(2)
-		e.str("a")
-		e.str("b")
-	}))
-	f.Add(uint8(methodContextOpen-methodBulk), request(hdr, 0, func(e *enc) { e.varint(int64(time.Second)) }))
-	f.Add(uint8(methodScrollCommit-methodBulk), request(hdr, 0, func(e *enc) {
-		e.str("no-such-context")
-		e.bytes([]byte(`{"p":1}`))
-	}))
-	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
-		method := methodBulk + fabric.Method(which%uint8(methodScrollCommit-methodBulk+1))
-		ctx, cancel := context.WithTimeout(context.Background(), 3*routingWait)
-		defer cancel()
-		_, _ = mux.ServeFabric(ctx, &fabric.Request{Method: method, Payload: payload})
 	})
 }
 

@@ -66,3 +66,11 @@ func (s *Store) CopyCounters() map[string]IndexNodeStats {
 	}
 	return out
 }
+
+// Metadata returns the cluster metadata the node's data node follows; the
+// node's coordinator reads the same.
+func (s *Store) Metadata() Metadata { return s.meta }
+
+// Peers returns how this node reaches other nodes' fabric; nil on a node
+// without a fabric.
+func (s *Store) Peers() Peers { return s.peers }

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/weftsearch/weft/index"
 )
@@ -71,37 +70,6 @@ type UpdateSpec struct {
 	// is written anyway (a new version), not answered "noop".
 	NoDetectNoop bool
 }
-
-// RefreshPolicy is the refresh parameter of a write. Writes are searchable
-// when Bulk returns whatever the policy (see the package doc).
-type RefreshPolicy int
-
-// Refresh policies.
-const (
-	RefreshFalse RefreshPolicy = iota
-	RefreshTrue
-	RefreshWaitFor
-)
-
-// WriteOptions are a write request's options.
-type WriteOptions struct {
-	// Refresh is the request's refresh policy.
-	Refresh RefreshPolicy
-	// WaitForActiveShards is how many copies of a shard (its primary
-	// included) must be active before a write to it proceeds, as
-	// Elasticsearch's wait_for_active_shards: 0 means 1, AllShards every
-	// copy the index should have. A write waits for them (up to a minute,
-	// or its context) and fails with ErrUnavailable otherwise.
-	WaitForActiveShards int
-	// Timeout, when positive, bounds how long a write waits for an active
-	// primary and for WaitForActiveShards (Elasticsearch's timeout on
-	// writes; the default wait is a minute). A write already on its
-	// primary is not cut short: it is acknowledged or not as usual.
-	Timeout time.Duration
-}
-
-// AllShards is WaitForActiveShards for every copy: 1 + number_of_replicas.
-const AllShards = -1
 
 // OpResult is the outcome of one Bulk item.
 type OpResult struct {
@@ -185,4 +153,16 @@ func (f FieldTypes) Paths() map[string]string {
 		}
 	}
 	return out
+}
+
+// IndexNodeStats are one index's counters.
+type IndexNodeStats struct {
+	Docs           uint64
+	StoreSizeBytes int64
+	IndexTotal     uint64
+	IndexTimeNanos uint64
+	DeleteTotal    uint64
+	SearchTotal    uint64
+	SearchNanos    uint64
+	LogFsyncs      uint64
 }

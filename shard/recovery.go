@@ -239,7 +239,7 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 		sc.leader.Unlock()
 	}
 	var plan recoveryPlan
-	if err := s.callJSON(ctx, p.NodeID, methodRecoveryStart, start, &plan); err != nil {
+	if err := s.callJSON(ctx, p.NodeID, MethodRecoveryStart, start, &plan); err != nil {
 		return fmt.Errorf("asking primary %s on node %s to recover from it: %w", p.AllocationID, p.NodeID, err)
 	}
 	r.update(func(i *RecoveryInfo) { i.Mode, i.StartSeq = plan.Mode, plan.StartSeq })
@@ -267,7 +267,7 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 	from := sc.nextSeq
 	sc.leader.Unlock()
 	var or recoveryOpsReply
-	if err := s.callJSON(ctx, p.NodeID, methodRecoveryOps, recoveryOps{ID: plan.ID, From: from}, &or); err != nil {
+	if err := s.callJSON(ctx, p.NodeID, MethodRecoveryOps, recoveryOps{ID: plan.ID, From: from}, &or); err != nil {
 		return fmt.Errorf("replaying the primary's operations from seq %d: %w", from, err)
 	}
 	r.update(func(i *RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
@@ -291,7 +291,7 @@ func (s *Store) recoverFiles(ctx context.Context, primaryNode, id, dir string, m
 	staging := s.stagingDir(id)
 	s.expectFiles(id, r)
 	var fr recoveryFilesReply
-	err := s.callJSON(ctx, primaryNode, methodRecoveryFiles, recoveryOps{ID: id}, &fr)
+	err := s.callJSON(ctx, primaryNode, MethodRecoveryFiles, recoveryOps{ID: id}, &fr)
 	s.expectFiles(id, nil)
 	defer os.RemoveAll(staging)
 	if err != nil {
@@ -443,7 +443,7 @@ func (s *Store) serveRecoveryFiles(ctx context.Context, req *fabric.Request) ([]
 		return nil, err
 	}
 	defer files.Close()
-	n, err := fabric.SendStream(ctx, nodeConn{peers: st.peers, node: sr.start.TargetNode}, methodRecoveryFiles, st.throttle.reader(ctx, files),
+	n, err := fabric.SendStream(ctx, nodeConn{peers: st.peers, node: sr.start.TargetNode}, MethodRecoveryFiles, st.throttle.reader(ctx, files),
 		fabric.StreamOptions{Chunk: recoveryFileChunk, Window: recoveryFileWindow})
 	if err != nil {
 		return nil, fmt.Errorf("streaming the snapshot to node %s: %w", sr.start.TargetNode, err)

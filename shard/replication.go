@@ -334,7 +334,7 @@ func (s *Store) sendReplicate(ctx context.Context, node string, msg []byte) (uin
 	if s.peers == nil {
 		return 0, fmt.Errorf("%w: the replica is on node %s and this node has no fabric", ErrUnavailable, node)
 	}
-	reply, err := s.peers.Call(ctx, node, methodReplicate, msg)
+	reply, err := s.peers.Call(ctx, node, MethodReplicate, msg)
 	if err != nil {
 		return 0, fromRemote(err)
 	}

@@ -1,4 +1,4 @@
-package shard
+package shard_test
 
 import (
 	"context"
@@ -16,72 +16,51 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/vfs"
+	"github.com/weftsearch/weft/shard"
 	"github.com/weftsearch/weft/shard/shardlog"
 )
 
 // withReplicas creates index name with shards primaries placed by the
 // memCluster and one replica of each on the next node, and waits until
 // every replica has recovered and joined the in-sync set.
-func withReplicas(t *testing.T, tc *testCluster, name string, shards int, nodes []string) {
+func withReplicas(t *testing.T, tc *coordtest.Cluster, name string, shards int, nodes []string) {
 	t.Helper()
-	n := tc.nodes[nodes[0]]
-	require.NoError(t, n.CreateIndex(context.Background(), name, IndexSettings{NumberOfShards: shards, NumberOfReplicas: 1}, sampleMapping(t)))
-	ix, err := n.meta.View().Index(name)
+	n := tc.Nodes[nodes[0]]
+	require.NoError(t, n.CreateIndex(context.Background(), name, coord.IndexSettings{NumberOfShards: shards, NumberOfReplicas: 1}, coordtest.SampleMapping(t)))
+	ix, err := n.Meta.View().Index(name)
 	require.NoError(t, err)
 	for num, sh := range ix.Shards {
 		p, _ := sh.Primary()
 		k := slices.Index(nodes, p.NodeID)
-		tc.mc.addReplica(t, name, num, nodes[(k+1)%len(nodes)])
+		tc.MC.AddReplica(t, name, num, nodes[(k+1)%len(nodes)])
 	}
-	awaitInSync(t, tc, name, 2)
-}
-
-// awaitInSync waits until every shard of name has want in-sync started copies.
-func awaitInSync(t *testing.T, tc *testCluster, name string, want int) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		v := tc.mc.node("x").View()
-		ix, ok := v.Indices[name]
-		if !ok {
-			return false
-		}
-		for _, sh := range ix.Shards {
-			started := 0
-			for _, c := range sh.Copies {
-				if c.Started && slices.Contains(sh.InSync, c.AllocationID) {
-					started++
-				}
-			}
-			if started < want {
-				return false
-			}
-		}
-		return true
-	}, 30*time.Second, 10*time.Millisecond)
+	coordtest.AwaitInSync(t, tc, name, 2)
 }
 
 // copyDocs returns the documents of every copy of shard num of name, by
 // allocation ID (only copies open on running nodes).
-func copyDocs(t *testing.T, tc *testCluster, name string, num int) map[string]map[string]string {
+func copyDocs(t *testing.T, tc *coordtest.Cluster, name string, num int) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
-	ix, err := tc.mc.node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").View().Index(name)
 	require.NoError(t, err)
 	for _, c := range ix.Shards[num].Copies {
-		n := tc.nodes[c.NodeID]
+		n := tc.Nodes[c.NodeID]
 		if n == nil {
 			continue
 		}
-		sc, ok := n.store.copy(c.AllocationID)
+		sc, ok := n.Store.CopyOf(c.AllocationID)
 		if !ok {
 			continue
 		}
 		docs := map[string]string{}
-		idx, err := sc.readable()
+		idx, err := sc.Readable()
 		require.NoError(t, err)
 		res, err := idx.Search(context.Background(), func() *bleve.SearchRequest {
 			r := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10000, 0, false)
@@ -103,14 +82,14 @@ func copyDocs(t *testing.T, tc *testCluster, name string, num int) map[string]ma
 // search served by a replica finds them.
 func TestReplicasHoldEveryAcknowledgedWrite(t *testing.T) {
 	nodes := []string{"n1", "n2", "n3"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "r", 3, nodes)
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes["n2"], "r", ids[:200], sources[:200])
-	res, err := tc.nodes["n3"].Bulk(context.Background(), []Op{
-		{Type: OpUpdate, Index: "r", ID: ids[0], Update: &UpdateSpec{Doc: json.RawMessage(`{"label":"changed"}`)}},
-		{Type: OpDelete, Index: "r", ID: ids[1]},
-	}, WriteOptions{Refresh: RefreshFalse})
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, tc.Nodes["n2"], "r", ids[:200], sources[:200])
+	res, err := tc.Nodes["n3"].Bulk(context.Background(), []shard.Op{
+		{Type: shard.OpUpdate, Index: "r", ID: ids[0], Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"label":"changed"}`)}},
+		{Type: shard.OpDelete, Index: "r", ID: ids[1]},
+	}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.NoError(t, res[1].Err)
@@ -131,7 +110,7 @@ func TestReplicasHoldEveryAcknowledgedWrite(t *testing.T) {
 	require.Equal(t, 199, total)
 	// Searches may be served by either copy; both have every document.
 	for range 4 {
-		r := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}},"size":0}`)
+		r := tc.Search(t, "n1", []string{"r"}, `{"query":{"match_all":{}},"size":0}`)
 		require.EqualValues(t, 199, r.Total)
 	}
 }
@@ -143,9 +122,9 @@ func TestReplicasHoldEveryAcknowledgedWrite(t *testing.T) {
 // retried by the clients, as Elasticsearch's are.
 func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	nodes := []string{"n1", "n2", "n3"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "f", 3, nodes)
-	ix, _ := tc.mc.node("x").View().Index("f")
+	ix, _ := tc.MC.Node("x").View().Index("f")
 	p0, _ := ix.Shards[0].Primary()
 	victim := p0.NodeID
 	var writers []string
@@ -163,7 +142,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := tc.nodes[writers[w%len(writers)]]
+			n := tc.Nodes[writers[w%len(writers)]]
 			for k := 0; ; k++ {
 				select {
 				case <-stop:
@@ -173,7 +152,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 				id := fmt.Sprintf("w%d-%d", w, k)
 				src := fmt.Sprintf(`{"w":%d,"k":%d}`, w, k)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				res, err := n.Bulk(ctx, []Op{{Type: OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, WriteOptions{Refresh: RefreshFalse})
+				res, err := n.Bulk(ctx, []shard.Op{{Type: shard.OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 				cancel()
 				attempts.Add(1)
 				if err == nil && res[0].Err == nil {
@@ -187,14 +166,14 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	tc.kill(victim)
-	tc.mc.failNode(t, victim)
+	tc.Kill(victim)
+	tc.MC.FailNode(t, victim)
 	time.Sleep(700 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d writes, %d acknowledged, %d refused during the failover", attempts.Load(), len(acked), refused.Load())
 	require.NotEmpty(t, acked)
-	v := tc.mc.node("x").View()
+	v := tc.MC.Node("x").View()
 	ix, _ = v.Indices["f"]
 	for num, sh := range ix.Shards {
 		p, ok := sh.Primary()
@@ -202,14 +181,14 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		require.NotEqual(t, victim, p.NodeID)
 	}
 	require.Equal(t, uint64(2), ix.Shards[0].PrimaryTerm, "the promotion bumped the term")
-	n := tc.nodes[writers[0]]
+	n := tc.Nodes[writers[0]]
 	for id, src := range acked {
 		d, err := n.Get(context.Background(), "f", id, "")
 		require.NoError(t, err, "acknowledged write %s lost", id)
 		require.JSONEq(t, src, string(d.Source))
 	}
 	// Writes keep working on the new primaries.
-	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, WriteOptions{Refresh: RefreshFalse})
+	res, err := n.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 }
@@ -220,50 +199,50 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 // a snapshot of the primary's index (file-based), then the operations.
 func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "rec", 1, nodes)
-	ix, _ := tc.mc.node("x").View().Index("rec")
+	ix, _ := tc.MC.Node("x").View().Index("rec")
 	p, _ := ix.Shards[0].Primary()
 	replicaNode := nodes[(slices.Index(nodes, p.NodeID)+1)%2]
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes[p.NodeID], "rec", ids[:100], sources[:100])
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "rec", ids[:100], sources[:100])
 
 	// The replica's node goes away; the next writes fail it out of the
 	// in-sync set; it comes back and recovers from its checkpoint.
-	tc.kill(replicaNode)
-	bulkIndex(t, tc.nodes[p.NodeID], "rec", ids[100:150], sources[100:150])
-	require.Len(t, tc.mc.node("x").View().Indices["rec"].Shards[0].InSync, 1, "the replica that missed writes left the in-sync set")
-	tc.revive(replicaNode)
-	awaitInSync(t, tc, "rec", 2)
-	rec := latestRecovery(t, tc.nodes[replicaNode])
-	require.Equal(t, RecoveryOps, rec.Mode)
+	tc.Kill(replicaNode)
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "rec", ids[100:150], sources[100:150])
+	require.Len(t, tc.MC.Node("x").View().Indices["rec"].Shards[0].InSync, 1, "the replica that missed writes left the in-sync set")
+	tc.Revive(replicaNode)
+	coordtest.AwaitInSync(t, tc, "rec", 2)
+	rec := latestRecovery(t, tc.Nodes[replicaNode])
+	require.Equal(t, shard.RecoveryOps, rec.Mode)
 	require.Equal(t, int64(50), rec.OpsDone, "only the missed operations are sent")
 	require.Zero(t, rec.BytesDone)
 	same(t, copyDocs(t, tc, "rec", 0))
 
 	// Wiped: the replica's files are gone; it gets the primary's snapshot.
-	tc.kill(replicaNode)
-	bulkIndex(t, tc.nodes[p.NodeID], "rec", ids[150:160], sources[150:160])
-	ix, _ = tc.mc.node("x").View().Indices["rec"]
+	tc.Kill(replicaNode)
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "rec", ids[150:160], sources[150:160])
+	ix, _ = tc.MC.Node("x").View().Indices["rec"]
 	for _, c := range ix.Shards[0].Copies {
 		if c.NodeID == replicaNode {
-			require.NoError(t, removeDir(fmt.Sprintf("%s/shards/%s", tc.dirs[replicaNode], c.AllocationID)))
+			require.NoError(t, shard.RemoveDir(fmt.Sprintf("%s/shards/%s", tc.Dirs[replicaNode], c.AllocationID)))
 		}
 	}
-	tc.revive(replicaNode)
-	awaitInSync(t, tc, "rec", 2)
-	rec = latestRecovery(t, tc.nodes[replicaNode])
-	require.Equal(t, RecoveryFiles, rec.Mode)
+	tc.Revive(replicaNode)
+	coordtest.AwaitInSync(t, tc, "rec", 2)
+	rec = latestRecovery(t, tc.Nodes[replicaNode])
+	require.Equal(t, shard.RecoveryFiles, rec.Mode)
 	require.Positive(t, rec.BytesDone)
 	same(t, copyDocs(t, tc, "rec", 0))
-	d, err := tc.nodes[replicaNode].Get(context.Background(), "rec", ids[155], "")
+	d, err := tc.Nodes[replicaNode].Get(context.Background(), "rec", ids[155], "")
 	require.NoError(t, err)
 	require.JSONEq(t, string(sources[155]), string(d.Source))
 }
 
-func latestRecovery(t *testing.T, n *testNode) RecoveryInfo {
+func latestRecovery(t *testing.T, n *coordtest.Node) shard.RecoveryInfo {
 	t.Helper()
-	rs := n.store.Recoveries()
+	rs := n.Store.Recoveries()
 	require.NotEmpty(t, rs)
 	require.Equal(t, "done", rs[0].Stage, "%+v", rs[0])
 	return rs[0]
@@ -307,23 +286,23 @@ func requireSameDocs(t *testing.T, a, b map[string]string, what string) {
 // 0 (term 2) while the primary's node keeps its old view, as a node cut off
 // from the leader would: its copy still believes it is the primary of term
 // 1. It returns that node, the old primary, and the other node.
-func deposePrimary(t *testing.T, tc *testCluster, name string) (old *testNode, p CopyView, other *testNode) {
+func deposePrimary(t *testing.T, tc *coordtest.Cluster, name string) (old *coordtest.Node, p shard.CopyView, other *coordtest.Node) {
 	t.Helper()
-	ix, err := tc.mc.node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").View().Index(name)
 	require.NoError(t, err)
 	p, _ = ix.Shards[0].Primary()
-	tc.mc.freeze(p.NodeID)
-	require.NoError(t, tc.mc.node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
+	tc.MC.Freeze(p.NodeID)
+	require.NoError(t, tc.MC.Node("leader").CopyFailed(context.Background(), ix.UUID, 0, p.AllocationID, 0, false, "partitioned"))
 	awaitTermOnOthers(t, tc, p.NodeID, name, 2)
-	for id, n := range tc.nodes {
+	for id, n := range tc.Nodes {
 		if id != p.NodeID {
 			other = n
 		}
 	}
-	sc, ok := tc.nodes[p.NodeID].store.copy(p.AllocationID)
+	sc, ok := tc.Nodes[p.NodeID].Store.CopyOf(p.AllocationID)
 	require.True(t, ok)
-	require.True(t, sc.primary.Load(), "the old primary was meant not to have heard of its replacement")
-	return tc.nodes[p.NodeID], p, other
+	require.True(t, sc.IsPrimary(), "the old primary was meant not to have heard of its replacement")
+	return tc.Nodes[p.NodeID], p, other
 }
 
 // TestDeposedPrimaryAcknowledgesNothing: a primary cut off from the
@@ -332,13 +311,12 @@ func deposePrimary(t *testing.T, tc *testCluster, name string) (old *testNode, p
 // cluster is refused too.
 func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "d", 1, nodes)
 	old, p, _ := deposePrimary(t, tc, "d")
-	sc, _ := old.store.copy(p.AllocationID)
-	items := []Item{{Op: &Op{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, Result: &OpResult{}}}
-	sc.prepare(items)
-	require.NoError(t, sc.write(items))
+	sc, _ := old.Store.CopyOf(p.AllocationID)
+	items := []shard.Item{{Op: &shard.Op{Type: shard.OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, Result: &shard.OpResult{}}}
+	require.NoError(t, sc.Write(items))
 	require.Error(t, items[0].Result.Err, "a deposed primary acknowledged a write")
 	require.Equal(t, http.StatusServiceUnavailable, items[0].Result.Status)
 }
@@ -348,14 +326,14 @@ func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 // get with what it has: its replication group refuses its term.
 func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "s", 1, nodes)
-	write := func(n *testNode, val int) {
-		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, WriteOptions{})
+	write := func(n *coordtest.Node, val int) {
+		res, err := n.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, coord.WriteOptions{})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 	}
-	for _, n := range tc.nodes {
+	for _, n := range tc.Nodes {
 		write(n, 1)
 		break
 	}
@@ -365,8 +343,8 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"v":2}`, string(d.Source))
 
-	docs, found, err := old.store.Get(context.Background(), Header{Alloc: p.AllocationID}, []string{"x"})
-	require.ErrorIs(t, err, ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %v", found, docs)
+	docs, found, err := old.Store.Get(context.Background(), shard.Header{Alloc: p.AllocationID}, []string{"x"})
+	require.ErrorIs(t, err, shard.ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %v", found, docs)
 }
 
 // TestDeposedPrimaryReportsNoStaleConflict: a conditional write sent to a
@@ -376,54 +354,53 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 // noop: each is a read of the state and is confirmed like a realtime get.
 func TestDeposedPrimaryReportsNoStaleConflict(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "c", 1, nodes)
-	var first *testNode
-	for _, n := range tc.nodes {
+	var first *coordtest.Node
+	for _, n := range tc.Nodes {
 		first = n
 		break
 	}
-	res, err := first.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":1}`)}}, WriteOptions{})
+	res, err := first.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":1}`)}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	old, p, other := deposePrimary(t, tc, "c")
-	res, err = other.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":2}`)}}, WriteOptions{})
+	res, err = other.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":2}`)}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	seq, term := res[0].SeqNo, res[0].PrimaryTerm
 
-	sc, ok := old.store.copy(p.AllocationID)
+	sc, ok := old.Store.CopyOf(p.AllocationID)
 	require.True(t, ok)
-	for _, op := range []*Op{
-		{Type: OpIndex, ID: "x", Source: json.RawMessage(`{"v":3}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
-		{Type: OpUpdate, ID: "x", Update: &UpdateSpec{Doc: json.RawMessage(`{"v":1}`)}},
+	for _, op := range []*shard.Op{
+		{Type: shard.OpIndex, ID: "x", Source: json.RawMessage(`{"v":3}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
+		{Type: shard.OpUpdate, ID: "x", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"v":1}`)}},
 	} {
-		items := []Item{{Op: op, Result: &OpResult{}}}
-		sc.prepare(items)
-		require.NoError(t, sc.write(items))
+		items := []shard.Item{{Op: op, Result: &shard.OpResult{}}}
+		require.NoError(t, sc.Write(items))
 		require.Equal(t, http.StatusServiceUnavailable, items[0].Result.Status, "the deposed primary answered %v from its stale copy: %v %s", op.Type, items[0].Result.Err, items[0].Result.Result)
 	}
 }
 
-func awaitTermOnOthers(t *testing.T, tc *testCluster, except, name string, term uint64) {
+func awaitTermOnOthers(t *testing.T, tc *coordtest.Cluster, except, name string, term uint64) {
 	t.Helper()
-	for id, n := range tc.nodes {
+	for id, n := range tc.Nodes {
 		if id == except {
 			continue
 		}
 		require.Eventually(t, func() bool {
-			ix, _ := tc.mc.node(id).View().Index(name)
+			ix, _ := tc.MC.Node(id).View().Index(name)
 			p, _ := ix.Shards[0].Primary()
-			sc, ok := n.store.copy(p.AllocationID)
-			return ok && sc.primary.Load() && sc.term.Load() == term
+			sc, ok := n.Store.CopyOf(p.AllocationID)
+			return ok && sc.IsPrimary() && sc.Term() == term
 		}, 10*time.Second, 5*time.Millisecond)
 	}
 }
 
 // replicaOf returns the shard's primary and its replica.
-func replicaOf(t *testing.T, tc *testCluster, name string) (p, r CopyView) {
+func replicaOf(t *testing.T, tc *coordtest.Cluster, name string) (p, r shard.CopyView) {
 	t.Helper()
-	ix, err := tc.mc.node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").View().Index(name)
 	require.NoError(t, err)
 	for _, c := range ix.Shards[0].Copies {
 		if c.Primary {
@@ -442,37 +419,34 @@ func replicaOf(t *testing.T, tc *testCluster, name string) (p, r CopyView) {
 // corrupted one, each with its coded error, and applies none of them.
 func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "div", 1, nodes)
 	p, r := replicaOf(t, tc, "div")
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes[p.NodeID], "div", ids[:20], sources[:20])
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "div", ids[:20], sources[:20])
 	before := copyDocs(t, tc, "div", 0)
-	rc, ok := tc.nodes[r.NodeID].store.copy(r.AllocationID)
+	rc, ok := tc.Nodes[r.NodeID].Store.CopyOf(r.AllocationID)
 	require.True(t, ok)
-	rc.leader.Lock()
-	next := rc.nextSeq
-	rc.leader.Unlock()
+	next := rc.NextSeq()
 
-	v := tc.mc.node("x").View()
+	v := tc.MC.Node("x").View()
 	ix, _ := v.Index("div")
 	msg := func(term, seq uint64) []byte {
 		rec := shardlog.Record{Term: term, Seq: seq, Version: 1, ID: "intruder", Source: []byte(`{"subject":"not replicated"}`)}
-		return encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: ix.UUID, shard: 0, alloc: r.AllocationID,
-			term: term, mappingVersion: ix.MappingVersion, recs: []shardlog.Record{rec}})
+		return shard.ReplicateRequest(v.ClusterUUID, ix.UUID, 0, r.AllocationID, term, ix.MappingVersion, []shardlog.Record{rec})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := tc.net.Node("tester").Dial(ctx, r.NodeID)
+	conn, err := tc.Net.Node("tester").Dial(ctx, r.NodeID)
 	require.NoError(t, err)
 	defer conn.Close()
 	send := func(payload []byte) error {
-		_, err := conn.Call(ctx, methodReplicate, payload)
+		_, err := conn.Call(ctx, shard.MethodReplicate, payload)
 		return err
 	}
 
-	require.ErrorIs(t, fromRemote(send(msg(0, next))), ErrStaleRouting, "an operation of an older primary term")
-	require.ErrorIs(t, fromRemote(send(msg(1, next+3))), ErrSeqGap, "an operation past a gap")
+	require.ErrorIs(t, shard.FromRemote(send(msg(0, next))), shard.ErrStaleRouting, "an operation of an older primary term")
+	require.ErrorIs(t, shard.FromRemote(send(msg(1, next+3))), shard.ErrSeqGap, "an operation past a gap")
 	corrupt := msg(1, next)
 	corrupt[len(corrupt)-5] ^= 0x40 // inside the record's bytes: its checksum no longer matches
 	var re *fabric.RemoteError
@@ -487,25 +461,25 @@ func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
 // to the same documents as the primary.
 func TestCorruptedReplicationIsRecovered(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "cor", 1, nodes)
 	p, r := replicaOf(t, tc, "cor")
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes[p.NodeID], "cor", ids[:10], sources[:10])
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "cor", ids[:10], sources[:10])
 	var corrupted atomic.Bool
-	remove := tc.net.AddFault(p.NodeID, r.NodeID, func(m fabrictest.Message) fabrictest.Action {
-		if m.Method == methodReplicate && !m.Reply && corrupted.CompareAndSwap(false, true) {
+	remove := tc.Net.AddFault(p.NodeID, r.NodeID, func(m fabrictest.Message) fabrictest.Action {
+		if m.Method == shard.MethodReplicate && !m.Reply && corrupted.CompareAndSwap(false, true) {
 			return fabrictest.Action{Corrupt: true}
 		}
 		return fabrictest.Action{}
 	})
-	bulkIndex(t, tc.nodes[p.NodeID], "cor", ids[10:20], sources[10:20])
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "cor", ids[10:20], sources[10:20])
 	remove()
 	require.True(t, corrupted.Load(), "no replication message was corrupted")
-	require.NotContains(t, tc.mc.node("x").View().Indices["cor"].Shards[0].InSync, r.AllocationID,
+	require.NotContains(t, tc.MC.Node("x").View().Indices["cor"].Shards[0].InSync, r.AllocationID,
 		"the write was acknowledged while the replica that missed it stayed in sync")
-	awaitInSync(t, tc, "cor", 2)
-	require.Equal(t, RecoveryOps, latestRecovery(t, tc.nodes[r.NodeID]).Mode)
+	coordtest.AwaitInSync(t, tc, "cor", 2)
+	require.Equal(t, shard.RecoveryOps, latestRecovery(t, tc.Nodes[r.NodeID]).Mode)
 	docs := copyDocs(t, tc, "cor", 0)
 	same(t, docs)
 	for _, d := range docs {
@@ -549,23 +523,23 @@ func (f fullDiskFile) WriteAt(p []byte, off int64) (int, error) {
 func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	full := map[string]*atomic.Bool{"n1": new(atomic.Bool), "n2": new(atomic.Bool)}
-	tc := newTestClusterWith(t, func(id string) Config {
-		c := testConfig()
+	tc := coordtest.NewClusterWith(t, func(id string) shard.Config {
+		c := coordtest.NodeConfig()
 		c.LogFS = fullDisk{vfs.OS, full[id]}
 		return c
 	}, nodes...)
 	withReplicas(t, tc, "disk", 1, nodes)
 	p, r := replicaOf(t, tc, "disk")
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes[p.NodeID], "disk", ids[:10], sources[:10])
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "disk", ids[:10], sources[:10])
 
 	full[r.NodeID].Store(true)
-	bulkIndex(t, tc.nodes[p.NodeID], "disk", ids[10:20], sources[10:20]) // every item acknowledged
-	require.NotContains(t, tc.mc.node("x").View().Indices["disk"].Shards[0].InSync, r.AllocationID,
+	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "disk", ids[10:20], sources[10:20]) // every item acknowledged
+	require.NotContains(t, tc.MC.Node("x").View().Indices["disk"].Shards[0].InSync, r.AllocationID,
 		"the write was acknowledged while the replica that could not log it stayed in sync")
 
 	full[r.NodeID].Store(false)
-	awaitInSync(t, tc, "disk", 2)
+	coordtest.AwaitInSync(t, tc, "disk", 2)
 	docs := copyDocs(t, tc, "disk", 0)
 	same(t, docs)
 	for _, d := range docs {
@@ -579,23 +553,23 @@ func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
 // and it takes writes again.
 func TestOnlyCopyOutOfDiskComesBack(t *testing.T) {
 	full := new(atomic.Bool)
-	tc := newTestClusterWith(t, func(string) Config {
-		c := testConfig()
+	tc := coordtest.NewClusterWith(t, func(string) shard.Config {
+		c := coordtest.NodeConfig()
 		c.LogFS = fullDisk{vfs.OS, full}
 		return c
 	}, "n1")
-	n := tc.nodes["n1"]
-	require.NoError(t, n.CreateIndex(context.Background(), "solo", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, n, "solo", ids[:10], sources[:10])
+	n := tc.Nodes["n1"]
+	require.NoError(t, n.CreateIndex(context.Background(), "solo", coord.IndexSettings{NumberOfShards: 1}, coordtest.SampleMapping(t)))
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, n, "solo", ids[:10], sources[:10])
 
 	full.Store(true)
-	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, WriteOptions{})
+	res, err := n.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.Error(t, res[0].Err, "a write was acknowledged on a full disk")
 	full.Store(false)
 	require.Eventually(t, func() bool {
-		res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, WriteOptions{})
+		res, err := n.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, coord.WriteOptions{})
 		return err == nil && res[0].Err == nil
 	}, 30*time.Second, 100*time.Millisecond, "the shard never took writes again")
 	for _, id := range append(ids[:10:10], ids[11]) {
@@ -609,26 +583,26 @@ func TestOnlyCopyOutOfDiskComesBack(t *testing.T) {
 // proceeds.
 func TestWaitForActiveShards(t *testing.T) {
 	nodes := []string{"n1", "n2"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "a", 1, nodes)
-	ix, _ := tc.mc.node("x").View().Index("a")
+	ix, _ := tc.MC.Node("x").View().Index("a")
 	p, _ := ix.Shards[0].Primary()
-	n := tc.nodes[p.NodeID]
-	write := func(ctx context.Context, id string, active int) OpResult {
-		res, err := n.Bulk(ctx, []Op{{Type: OpIndex, Index: "a", ID: id, Source: json.RawMessage(`{}`)}}, WriteOptions{WaitForActiveShards: active})
+	n := tc.Nodes[p.NodeID]
+	write := func(ctx context.Context, id string, active int) shard.OpResult {
+		res, err := n.Bulk(ctx, []shard.Op{{Type: shard.OpIndex, Index: "a", ID: id, Source: json.RawMessage(`{}`)}}, coord.WriteOptions{WaitForActiveShards: active})
 		require.NoError(t, err)
 		return res[0]
 	}
-	require.NoError(t, write(context.Background(), "1", AllShards).Err)
+	require.NoError(t, write(context.Background(), "1", coord.AllShards).Err)
 	for _, id := range nodes {
 		if id != p.NodeID {
-			tc.kill(id)
+			tc.Kill(id)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	r := write(ctx, "2", AllShards)
-	require.ErrorIs(t, r.Err, ErrUnavailable)
+	r := write(ctx, "2", coord.AllShards)
+	require.ErrorIs(t, r.Err, shard.ErrUnavailable)
 	require.Equal(t, http.StatusServiceUnavailable, r.Status)
 	require.ErrorContains(t, r.Err, "have 1, needed 2")
 	require.NoError(t, write(context.Background(), "3", 0).Err)

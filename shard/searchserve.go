@@ -312,3 +312,19 @@ func fetchHits(ctx context.Context, idx *index.Index, m *FetchRequest, ids []str
 	}
 	return out, nil
 }
+
+// MatchedQueries returns, per id, the names of the named queries it
+// matches, in the request's order.
+func MatchedQueries(ctx context.Context, idx *index.Index, named []esdsl.NamedQuery, ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, n := range named {
+		m, err := idx.Matching(ctx, n.Query, ids)
+		if err != nil {
+			return nil, err
+		}
+		for id := range m {
+			out[id] = append(out[id], n.Name)
+		}
+	}
+	return out, nil
+}

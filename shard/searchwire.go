@@ -14,8 +14,8 @@ import (
 	"github.com/weftsearch/weft/index/esdsl"
 )
 
-// The search phases' messages (methodSearchStats, methodSearchQuery,
-// methodSearchFetch). One message carries the parts of every shard whose
+// The search phases' messages (MethodSearchStats, MethodSearchQuery,
+// MethodSearchFetch). One message carries the parts of every shard whose
 // chosen copy is on the node it goes to, so a phase costs one round trip
 // per node, not per shard, and the node translates the request once. The
 // reply holds one part per shard, in the request's order: a shard can fail
@@ -776,3 +776,12 @@ func (d *dec) fetchedHits() []FetchedHit {
 	}
 	return hits
 }
+
+// Failure returns why the shard's part failed; nil when it did not.
+func (p StatsPart) Failure() error { return p.Err }
+
+// Failure returns why the shard's part failed; nil when it did not.
+func (p QueryPart) Failure() error { return p.Err }
+
+// Failure returns why the shard's part failed; nil when it did not.
+func (p FetchPart) Failure() error { return p.Err }

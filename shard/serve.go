@@ -20,23 +20,23 @@ import (
 // streams (a receiver the node registered on mux for fabric.MethodStream).
 // Call it before the fabric listens.
 func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
-	mux.HandleFunc(methodBulk, serveCopy(s, primaryCopy, decodeBulkItems, func(ctx context.Context, h Header, items []Item) ([]byte, error) {
+	mux.HandleFunc(MethodBulk, serveCopy(s, primaryCopy, decodeBulkItems, func(ctx context.Context, h Header, items []Item) ([]byte, error) {
 		if err := s.Write(ctx, h, items); err != nil {
 			return nil, err
 		}
 		return encodeBulkReply(items), nil
 	}))
-	mux.HandleFunc(methodMget, serveCopy(s, primaryCopy, decodeIDs, func(ctx context.Context, h Header, ids []string) ([]byte, error) {
+	mux.HandleFunc(MethodMget, serveCopy(s, primaryCopy, decodeIDs, func(ctx context.Context, h Header, ids []string) ([]byte, error) {
 		docs, found, err := s.Get(ctx, h, ids)
 		if err != nil {
 			return nil, err
 		}
 		return encodeMgetReply(docs, found), nil
 	}))
-	mux.HandleFunc(methodRefresh, serveCopy(s, anyCopy, noBody, func(ctx context.Context, h Header, _ struct{}) ([]byte, error) {
+	mux.HandleFunc(MethodRefresh, serveCopy(s, anyCopy, noBody, func(ctx context.Context, h Header, _ struct{}) ([]byte, error) {
 		return []byte{wireVersion}, s.Refresh(ctx, h)
 	}))
-	mux.HandleFunc(methodContextOpen, serveCopy(s, anyCopy, decodeKeepAlive, func(ctx context.Context, h Header, keep time.Duration) ([]byte, error) {
+	mux.HandleFunc(MethodContextOpen, serveCopy(s, anyCopy, decodeKeepAlive, func(ctx context.Context, h Header, keep time.Duration) ([]byte, error) {
 		id, err := s.OpenContext(ctx, h, keep)
 		if err != nil {
 			return nil, err
@@ -46,7 +46,7 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 		e.str(id)
 		return e.b, nil
 	}))
-	mux.HandleFunc(methodContextClose, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
+	mux.HandleFunc(MethodContextClose, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
 		open, err := s.CloseContext(ctx, h, a.id)
 		if err != nil {
 			return nil, err
@@ -56,7 +56,7 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 		}
 		return []byte{wireVersion, 0}, nil
 	}))
-	mux.HandleFunc(methodScrollClaim, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
+	mux.HandleFunc(MethodScrollClaim, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
 		cur, err := s.ClaimScroll(ctx, h, a.id)
 		if err != nil {
 			return nil, err
@@ -64,22 +64,22 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 		raw, err := json.Marshal(cur)
 		return append([]byte{wireVersion}, raw...), err
 	}))
-	mux.HandleFunc(methodScrollCommit, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
+	mux.HandleFunc(MethodScrollCommit, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
 		var cur ScrollCursor
 		if err := json.Unmarshal(a.arg, &cur); err != nil {
 			return nil, fmt.Errorf("%w: scroll cursor: %v", ErrInvalidRequest, err)
 		}
 		return []byte{wireVersion}, s.CommitScroll(ctx, h, a.id, cur)
 	}))
-	mux.HandleFunc(methodCopyStats, s.serveReport)
-	mux.HandleFunc(methodSearchStats, s.serveSearchStats)
-	mux.HandleFunc(methodSearchQuery, s.serveSearchQuery)
-	mux.HandleFunc(methodSearchFetch, s.serveSearchFetch)
-	mux.HandleFunc(methodReplicate, s.serveReplicate)
-	mux.HandleFunc(methodRecoveryStart, s.serveRecoveryStart)
-	mux.HandleFunc(methodRecoveryFiles, s.serveRecoveryFiles)
-	mux.HandleFunc(methodRecoveryOps, s.serveRecoveryOps)
-	streams.Handle(methodRecoveryFiles, s.receiveFiles)
+	mux.HandleFunc(MethodCopyStats, s.serveReport)
+	mux.HandleFunc(MethodSearchStats, s.serveSearchStats)
+	mux.HandleFunc(MethodSearchQuery, s.serveSearchQuery)
+	mux.HandleFunc(MethodSearchFetch, s.serveSearchFetch)
+	mux.HandleFunc(MethodReplicate, s.serveReplicate)
+	mux.HandleFunc(MethodRecoveryStart, s.serveRecoveryStart)
+	mux.HandleFunc(MethodRecoveryFiles, s.serveRecoveryFiles)
+	mux.HandleFunc(MethodRecoveryOps, s.serveRecoveryOps)
+	streams.Handle(MethodRecoveryFiles, s.receiveFiles)
 }
 
 // CloseContext implements Copies.

@@ -21,28 +21,28 @@ import (
 //
 // Methods (offsets from fabric.MethodShardBase; part of the wire format):
 const (
-	methodBulk          = fabric.MethodShardBase + iota // a group of writes to one primary
-	methodGet                                           // unused since wire version 4 (gets go as methodMget); never reused
-	methodRefresh                                       // wait for a copy's writes in flight
-	methodCopyStats                                     // a node's copies: document counts, recoveries
-	methodSearchStats                                   // search phase 1: term statistics
-	methodSearchQuery                                   // search phase 2: ids, scores, sort keys, facets
-	methodSearchFetch                                   // search phase 3: sources and term locations of the final page
-	methodReplicate                                     // a group of log records from a primary to a copy of its group
-	methodRecoveryStart                                 // a recovering copy asks its primary how to recover
-	methodRecoveryFiles                                 // the primary streams its index snapshot (also the stream's method)
-	methodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
-	methodMget                                          // realtime gets of several documents of one shard from its primary
-	methodContextOpen                                   // pin a copy in a reader context (point in time, scroll)
-	methodContextClose                                  // release a reader context
-	methodScrollClaim                                   // take a scroll's cursor from its home context for a page
-	methodScrollCommit                                  // store a scroll's cursor after a page
+	MethodBulk          = fabric.MethodShardBase + iota // a group of writes to one primary
+	MethodGet                                           // unused since wire version 4 (gets go as MethodMget); never reused
+	MethodRefresh                                       // wait for a copy's writes in flight
+	MethodCopyStats                                     // a node's copies: document counts, recoveries
+	MethodSearchStats                                   // search phase 1: term statistics
+	MethodSearchQuery                                   // search phase 2: ids, scores, sort keys, facets
+	MethodSearchFetch                                   // search phase 3: sources and term locations of the final page
+	MethodReplicate                                     // a group of log records from a primary to a copy of its group
+	MethodRecoveryStart                                 // a recovering copy asks its primary how to recover
+	MethodRecoveryFiles                                 // the primary streams its index snapshot (also the stream's method)
+	MethodRecoveryOps                                   // the primary replays its log to the copy and adds it to its group
+	MethodMget                                          // realtime gets of several documents of one shard from its primary
+	MethodContextOpen                                   // pin a copy in a reader context (point in time, scroll)
+	MethodContextClose                                  // release a reader context
+	MethodScrollClaim                                   // take a scroll's cursor from its home context for a page
+	MethodScrollCommit                                  // store a scroll's cursor after a page
 )
 
 // 2: bulk replies say how many copies hold each write; 3: external
 // versions in bulk ops, mget, reader contexts (point in time, scroll); 4:
 // every request to one copy starts with the same Header, and gets go as
-// methodMget.
+// MethodMget.
 const wireVersion = 4
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a

@@ -18,8 +18,8 @@ import (
 
 	"github.com/weftsearch/weft/benchmarks/enginebench"
 	"github.com/weftsearch/weft/benchmarks/fabricbench"
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/fabric"
-	"github.com/weftsearch/weft/shard"
 )
 
 const (
@@ -143,7 +143,7 @@ func TestReadPage(t *testing.T) {
 		src := `{"id":"` + id + `","body":"` + strings.Repeat("x", len(hits)*7) + `"}`
 		hits = append(hits, `{"_index":"i","_id":"`+id+`","_score":1,"_source":`+src+`}`)
 		total += int64(len(src))
-		if shardNode[shard.ShardFor(id, "", 3)] != "n1" {
+		if shardNode[coord.ShardFor(id, "", 3)] != "n1" {
 			remote += int64(len(src))
 		}
 	}

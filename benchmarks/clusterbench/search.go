@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/internal/ctl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // setup is one side of the search comparison: an index searched through
@@ -106,7 +106,7 @@ func readPage(data []byte, shards int, shardNode map[int]string, local string) (
 		p.hits++
 		n := int64(len(h.Source))
 		p.sourceBytes += n
-		if node, ok := shardNode[shard.ShardFor(h.ID, "", shards)]; ok && node != local {
+		if node, ok := shardNode[coord.ShardFor(h.ID, "", shards)]; ok && node != local {
 			p.remoteSource += n
 		}
 	}

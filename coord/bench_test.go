@@ -1,4 +1,4 @@
-package shard
+package coord_test
 
 import (
 	"context"
@@ -10,12 +10,15 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard"
 )
 
 // benchDocs returns n sample documents with distinct ids.
 func benchDocs(b *testing.B, n int) ([]string, []json.RawMessage) {
-	ids, srcs := sampleDocs(b)
+	ids, srcs := coordtest.SampleDocs(b)
 	outIDs := make([]string, n)
 	outSrc := make([]json.RawMessage, n)
 	for k := range n {
@@ -30,21 +33,21 @@ const benchBatch = 500
 // BenchmarkBulkManager indexes batches through Manager.Bulk (log + fsync +
 // batch apply), one shard, explicit ids.
 func BenchmarkBulkManager(b *testing.B) {
-	m := openManager(b, b.TempDir())
+	m := coordtest.OpenManager(b, b.TempDir())
 	defer m.Close()
-	raw, err := json.Marshal(sampleMapping(b))
+	raw, err := json.Marshal(coordtest.SampleMapping(b))
 	require.NoError(b, err)
 	mp, err := index.ParseMapping(raw)
 	require.NoError(b, err)
-	require.NoError(b, m.CreateIndex(context.Background(), "b", IndexSettings{NumberOfShards: 1}, mp))
+	require.NoError(b, m.CreateIndex(context.Background(), "b", coord.IndexSettings{NumberOfShards: 1}, mp))
 	ids, srcs := benchDocs(b, b.N*benchBatch)
 	b.ResetTimer()
 	for k := range b.N {
-		ops := make([]Op, benchBatch)
+		ops := make([]shard.Op, benchBatch)
 		for j := range ops {
-			ops[j] = Op{Type: OpIndex, Index: "b", ID: ids[k*benchBatch+j], Source: srcs[k*benchBatch+j]}
+			ops[j] = shard.Op{Type: shard.OpIndex, Index: "b", ID: ids[k*benchBatch+j], Source: srcs[k*benchBatch+j]}
 		}
-		res, err := m.Bulk(context.Background(), ops, WriteOptions{Refresh: RefreshFalse})
+		res, err := m.Bulk(context.Background(), ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 		if err != nil || res[0].Err != nil {
 			b.Fatal(err, res[0].Err)
 		}
@@ -55,7 +58,7 @@ func BenchmarkBulkManager(b *testing.B) {
 // BenchmarkBulkRawBleve indexes the same batches into plain bleve (default
 // scorch config: Batch waits for persistence) with the equivalent mapping.
 func BenchmarkBulkRawBleve(b *testing.B) {
-	idx, err := bleve.New(filepath.Join(b.TempDir(), "raw"), sampleMapping(b).BleveMapping())
+	idx, err := bleve.New(filepath.Join(b.TempDir(), "raw"), coordtest.SampleMapping(b).BleveMapping())
 	require.NoError(b, err)
 	defer idx.Close()
 	ids, srcs := benchDocs(b, b.N*benchBatch)
@@ -78,18 +81,18 @@ func BenchmarkBulkRawBleve(b *testing.B) {
 	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "docs/s")
 }
 
-func benchSearchSetup(b *testing.B) (*testNode, bleve.Index) {
-	m := openManager(b, b.TempDir())
+func benchSearchSetup(b *testing.B) (*coordtest.Node, bleve.Index) {
+	m := coordtest.OpenManager(b, b.TempDir())
 	b.Cleanup(func() { _ = m.Close() })
-	require.NoError(b, m.CreateIndex(context.Background(), "b", IndexSettings{NumberOfShards: 1}, sampleMapping(b)))
-	ids, srcs := sampleDocs(b)
-	ops := make([]Op, len(ids))
+	require.NoError(b, m.CreateIndex(context.Background(), "b", coord.IndexSettings{NumberOfShards: 1}, coordtest.SampleMapping(b)))
+	ids, srcs := coordtest.SampleDocs(b)
+	ops := make([]shard.Op, len(ids))
 	for k := range ids {
-		ops[k] = Op{Type: OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
+		ops[k] = shard.Op{Type: shard.OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
 	}
-	_, err := m.Bulk(context.Background(), ops, WriteOptions{Refresh: RefreshFalse})
+	_, err := m.Bulk(context.Background(), ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(b, err)
-	raw, err := bleve.New(filepath.Join(b.TempDir(), "raw"), sampleMapping(b).BleveMapping())
+	raw, err := bleve.New(filepath.Join(b.TempDir(), "raw"), coordtest.SampleMapping(b).BleveMapping())
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = raw.Close() })
 	batch := raw.NewBatch()
@@ -145,7 +148,7 @@ func BenchmarkSearchKinds(b *testing.B) {
 		b.Run(kind+"/manager", func(b *testing.B) {
 			mk := benchQueries(false)[kind]
 			for b.Loop() {
-				res, err := m.searchBleve(context.Background(), []string{"b"}, mk())
+				res, err := m.SearchBleve(context.Background(), []string{"b"}, mk())
 				if err != nil || len(res.Hits) == 0 {
 					b.Fatal(err, "no hits")
 				}
@@ -175,7 +178,7 @@ func BenchmarkSearchManager(b *testing.B) {
 	m, _ := benchSearchSetup(b)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := m.searchBleve(context.Background(), []string{"b"}, benchQuery()); err != nil {
+		if _, err := m.SearchBleve(context.Background(), []string{"b"}, benchQuery()); err != nil {
 			b.Fatal(err)
 		}
 	}

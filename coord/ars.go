@@ -1,9 +1,11 @@
-package shard
+package coord
 
 import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/weftsearch/weft/shard"
 )
 
 // copySelector ranks the copies of a shard for a search by what this node
@@ -29,8 +31,8 @@ const arsAlpha = 0.3
 func newCopySelector() *copySelector { return &copySelector{nodes: map[string]*nodeLoad{}} }
 
 // order returns the copies, best first.
-func (s *copySelector) order(copies []CopyView) []CopyView {
-	out := append([]CopyView(nil), copies...)
+func (s *copySelector) order(copies []shard.CopyView) []shard.CopyView {
+	out := append([]shard.CopyView(nil), copies...)
 	s.mu.Lock()
 	score := make(map[string]float64, len(out))
 	for _, c := range out {

@@ -1,4 +1,4 @@
-package shard
+package coord
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/weftsearch/weft/shard"
 )
 
 // Resolving index expressions, as Elasticsearch does: a request names
@@ -64,7 +66,7 @@ type reach struct {
 }
 
 // Resolve expands expr ("" means every index) under o.
-func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
+func Resolve(v *shard.View, expr string, o ResolveOptions) (Resolved, error) {
 	found := map[string]*reach{}
 	add := func(name string) *reach {
 		r := found[name]
@@ -98,12 +100,12 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 			if part == "_all" {
 				part = "*"
 			}
-			matched, err := v.expandPattern(part, o, add)
+			matched, err := expandPattern(v, part, o, add)
 			if err != nil {
 				return Resolved{}, err
 			}
 			if !matched && !o.AllowNoIndices {
-				return Resolved{}, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, part)
+				return Resolved{}, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, part)
 			}
 			continue
 		}
@@ -117,19 +119,19 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 			add(part).direct = true
 			continue
 		}
-		names := v.aliases()[part]
+		names := aliases(v)[part]
 		switch {
 		case len(names) > 0 && o.NoAliases:
 			if o.IgnoreUnavailable {
 				continue
 			}
 			//lint:ignore ST1005 Elasticsearch's own message, word for word
-			return Resolved{}, fmt.Errorf("%w: The provided expression [%s] matches an alias, specify the corresponding concrete indices instead.", ErrInvalidRequest, part)
+			return Resolved{}, fmt.Errorf("%w: The provided expression [%s] matches an alias, specify the corresponding concrete indices instead.", shard.ErrInvalidRequest, part)
 		case len(names) == 0:
 			if o.IgnoreUnavailable {
 				continue
 			}
-			return Resolved{}, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, part)
+			return Resolved{}, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, part)
 		}
 		for _, name := range names {
 			ix := v.Indices[name]
@@ -143,7 +145,7 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 		}
 	}
 	if len(found) == 0 && !o.AllowNoIndices {
-		return Resolved{}, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, expr)
+		return Resolved{}, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, expr)
 	}
 	out := Resolved{Indices: append([]string{}, slices.Sorted(maps.Keys(found))...)}
 	for _, name := range out.Indices {
@@ -167,11 +169,11 @@ func (v *View) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 // expandPattern adds what a wildcard matches: indices (those o expands
 // to) and the indices of aliases it matches. It reports whether it matched
 // anything.
-func (v *View) expandPattern(pat string, o ResolveOptions, add func(string) *reach) (bool, error) {
+func expandPattern(v *shard.View, pat string, o ResolveOptions, add func(string) *reach) (bool, error) {
 	matched := false
 	for _, name := range slices.Sorted(maps.Keys(v.Indices)) {
 		ix := v.Indices[name]
-		if ok, _ := path.Match(pat, name); !ok || !v.expands(ix, o) {
+		if ok, _ := path.Match(pat, name); !ok || !expands(v, ix, o) {
 			continue
 		}
 		if ix.Closed && o.ForbidClosed {
@@ -186,12 +188,12 @@ func (v *View) expandPattern(pat string, o ResolveOptions, add func(string) *rea
 	if o.NoAliases {
 		return matched, nil
 	}
-	for alias, names := range v.aliases() {
+	for alias, names := range aliases(v) {
 		if ok, _ := path.Match(pat, alias); !ok {
 			continue
 		}
 		for _, name := range names {
-			if ix := v.Indices[name]; v.expands(ix, o) && !(ix.Closed && o.ForbidClosed) {
+			if ix := v.Indices[name]; expands(v, ix, o) && !(ix.Closed && o.ForbidClosed) {
 				add(name).through(ix.Aliases[alias])
 				matched = true
 			}
@@ -200,7 +202,7 @@ func (v *View) expandPattern(pat string, o ResolveOptions, add func(string) *rea
 	return matched, nil
 }
 
-func (r *reach) through(a AliasSpec) {
+func (r *reach) through(a shard.AliasSpec) {
 	if len(a.Filter) > 0 {
 		r.filters = append(r.filters, a.Filter)
 	} else {
@@ -218,7 +220,7 @@ func (r *reach) through(a AliasSpec) {
 }
 
 // expands reports whether a wildcard under o matches the index.
-func (v *View) expands(ix *IndexView, o ResolveOptions) bool {
+func expands(v *shard.View, ix *shard.IndexView, o ResolveOptions) bool {
 	if ix.Closed {
 		return o.ExpandClosed
 	}
@@ -228,11 +230,11 @@ func (v *View) expands(ix *IndexView, o ResolveOptions) bool {
 func isPattern(s string) bool { return strings.ContainsAny(s, "*?") }
 
 func closedErr(name string) error {
-	return fmt.Errorf("%w: closed [%s]", ErrIndexClosed, name)
+	return fmt.Errorf("%w: closed [%s]", shard.ErrIndexClosed, name)
 }
 
 // aliases maps every alias to its indices, sorted.
-func (v *View) aliases() map[string][]string {
+func aliases(v *shard.View) map[string][]string {
 	out := map[string][]string{}
 	for name, ix := range v.Indices {
 		for alias := range ix.Aliases {
@@ -246,7 +248,7 @@ func (v *View) aliases() map[string][]string {
 }
 
 // IsAlias reports whether name is an alias of some index.
-func (v *View) IsAlias(name string) bool { return len(v.aliases()[name]) > 0 }
+func IsAlias(v *shard.View, name string) bool { return len(aliases(v)[name]) > 0 }
 
 // SingleIndex resolves the target of a single-document operation named
 // name: an index, or an alias — for a write (write true), the alias's
@@ -254,16 +256,16 @@ func (v *View) IsAlias(name string) bool { return len(v.aliases()[name]) > 0 }
 // for a read, its only index. routing is the request's; an alias's index
 // routing applies when the request has none, and a different one is
 // refused, as in Elasticsearch. A closed index is ErrIndexClosed.
-func (v *View) SingleIndex(name, routing string, write bool) (*IndexView, string, error) {
+func SingleIndex(v *shard.View, name, routing string, write bool) (*shard.IndexView, string, error) {
 	if ix, ok := v.Indices[name]; ok {
 		if ix.Closed {
 			return nil, "", closedErr(name)
 		}
 		return ix, routing, nil
 	}
-	names := v.aliases()[name]
+	names := aliases(v)[name]
 	if len(names) == 0 {
-		return nil, "", fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+		return nil, "", fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
 	}
 	target := ""
 	if write {
@@ -276,11 +278,11 @@ func (v *View) SingleIndex(name, routing string, write bool) (*IndexView, string
 			target = names[0]
 		}
 		if target == "" {
-			return nil, "", fmt.Errorf("%w: no write index is defined for alias [%s]. The write index may be explicitly disabled using is_write_index=false or the alias points to multiple indices without one being designated as a write index", ErrInvalidRequest, name)
+			return nil, "", fmt.Errorf("%w: no write index is defined for alias [%s]. The write index may be explicitly disabled using is_write_index=false or the alias points to multiple indices without one being designated as a write index", shard.ErrInvalidRequest, name)
 		}
 	} else {
 		if len(names) > 1 {
-			return nil, "", fmt.Errorf("%w: alias [%s] has more than one index associated with it [%s], can't execute a single index op", ErrInvalidRequest, name, strings.Join(names, ", "))
+			return nil, "", fmt.Errorf("%w: alias [%s] has more than one index associated with it [%s], can't execute a single index op", shard.ErrInvalidRequest, name, strings.Join(names, ", "))
 		}
 		target = names[0]
 	}
@@ -290,7 +292,7 @@ func (v *View) SingleIndex(name, routing string, write bool) (*IndexView, string
 	}
 	if r := ix.Aliases[name].IndexRouting; r != "" {
 		if routing != "" && routing != r {
-			return nil, "", fmt.Errorf("%w: Alias [%s] has index routing associated with it [%s], and was provided with routing value [%s], rejecting operation", ErrInvalidRequest, name, r, routing)
+			return nil, "", fmt.Errorf("%w: Alias [%s] has index routing associated with it [%s], and was provided with routing value [%s], rejecting operation", shard.ErrInvalidRequest, name, r, routing)
 		}
 		routing = r
 	}

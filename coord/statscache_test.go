@@ -1,4 +1,4 @@
-package shard
+package coord
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
 )
 
 // TestStatsCacheKeysByWhatStatisticsDependOn: searches share kept
@@ -19,7 +20,7 @@ import (
 // (a scroll's pages) have no place in the cache.
 func TestStatsCacheKeysByWhatStatisticsDependOn(t *testing.T) {
 	c := newStatsCache(1 << 20)
-	v := &View{Indices: map[string]*IndexView{
+	v := &shard.View{Indices: map[string]*shard.IndexView{
 		"a": {Name: "a", UUID: "ua", MappingVersion: 1},
 		"b": {Name: "b", UUID: "ub", MappingVersion: 1},
 	}}

@@ -1,4 +1,4 @@
-package shard
+package coordtest
 
 import (
 	"context"
@@ -13,56 +13,57 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/shard"
 )
 
-// memCluster is the shard layer's own test double of the cluster's
+// MemCluster is the shard layer's own test double of the cluster's
 // metadata: one in-memory shard table shared by the test's nodes (each
 // reads it through memMeta, which names it the local node), with
 // primaries placed on the node holding the fewest. It can persist to a
 // file, for tests that restart a node in another process. The real thing
 // (Raft, memberlist) is package cluster, exercised with this layer in
 // package node's tests.
-type memCluster struct {
+type MemCluster struct {
 	mu       sync.Mutex
-	v        *View // LocalNode unset
+	v        *shard.View // LocalNode unset
 	watchers map[chan struct{}]struct{}
-	path     string           // "" : not persisted
-	frozen   map[string]*View // by node: the view it is stuck with (it hears of no change)
+	path     string                 // "" : not persisted
+	frozen   map[string]*shard.View // by node: the view it is stuck with (it hears of no change)
 }
 
-func newMemCluster(t testing.TB, path string, nodes ...string) *memCluster {
-	mc := &memCluster{watchers: map[chan struct{}]struct{}{}, path: path}
+func NewMemCluster(t testing.TB, path string, nodes ...string) *MemCluster {
+	mc := &MemCluster{watchers: map[chan struct{}]struct{}{}, path: path}
 	if path != "" {
 		if raw, err := os.ReadFile(path); err == nil {
-			var v View
+			var v shard.View
 			require.NoError(t, json.Unmarshal(raw, &v))
 			mc.v = &v
 			return mc
 		}
 	}
-	mc.v = &View{Version: 1, ClusterUUID: "test-cluster", Nodes: map[string]NodeView{}, Indices: map[string]*IndexView{}}
+	mc.v = &shard.View{Version: 1, ClusterUUID: "test-cluster", Nodes: map[string]shard.NodeView{}, Indices: map[string]*shard.IndexView{}}
 	for _, n := range nodes {
-		mc.v.Nodes[n] = NodeView{ID: n, Name: n, Live: true}
+		mc.v.Nodes[n] = shard.NodeView{ID: n, Name: n, Live: true}
 	}
 	return mc
 }
 
-// freeze makes node id keep seeing the current view from now on, as a node
+// Freeze makes node id keep seeing the current view from now on, as a node
 // cut off from the leader would.
-func (mc *memCluster) freeze(id string) {
+func (mc *MemCluster) Freeze(id string) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	if mc.frozen == nil {
-		mc.frozen = map[string]*View{}
+		mc.frozen = map[string]*shard.View{}
 	}
 	mc.frozen[id] = mc.v
 }
 
-// node is the metadata as node id sees it.
-func (mc *memCluster) node(id string) *memMeta { return &memMeta{mc: mc, id: id} }
+// Node is the metadata as Node id sees it.
+func (mc *MemCluster) Node(id string) *MemMeta { return &MemMeta{mc: mc, id: id} }
 
-// update applies fn to a copy of the view and publishes it.
-func (mc *memCluster) update(fn func(v *View) error) error {
+// Update applies fn to a copy of the view and publishes it.
+func (mc *MemCluster) Update(fn func(v *shard.View) error) error {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	nv := *mc.v
@@ -91,9 +92,9 @@ func (mc *memCluster) update(fn func(v *View) error) error {
 	return nil
 }
 
-// setLive marks a node up or down, as the cluster's failure detection would.
-func (mc *memCluster) setLive(id string, live bool) {
-	_ = mc.update(func(v *View) error {
+// SetLive marks a node up or down, as the cluster's failure detection would.
+func (mc *MemCluster) SetLive(id string, live bool) {
+	_ = mc.Update(func(v *shard.View) error {
 		n := v.Nodes[id]
 		n.Live = live
 		v.Nodes[id] = n
@@ -101,12 +102,12 @@ func (mc *memCluster) setLive(id string, live bool) {
 	})
 }
 
-// cloneIndex returns a copy of the named index that can be changed.
-func cloneIndex(v *View, name string) *IndexView {
+// CloneIndex returns a copy of the named index that can be changed.
+func CloneIndex(v *shard.View, name string) *shard.IndexView {
 	ix := *v.Indices[name]
-	ix.Shards = make([]ShardView, len(v.Indices[name].Shards))
+	ix.Shards = make([]shard.ShardView, len(v.Indices[name].Shards))
 	for k, sh := range v.Indices[name].Shards {
-		sh.Copies = append([]CopyView(nil), sh.Copies...)
+		sh.Copies = append([]shard.CopyView(nil), sh.Copies...)
 		sh.InSync = append([]string(nil), sh.InSync...)
 		ix.Shards[k] = sh
 	}
@@ -114,14 +115,14 @@ func cloneIndex(v *View, name string) *IndexView {
 	return &ix
 }
 
-type memMeta struct {
-	mc *memCluster
+type MemMeta struct {
+	mc *MemCluster
 	id string
 }
 
-var _ Metadata = (*memMeta)(nil)
+var _ shard.Metadata = (*MemMeta)(nil)
 
-func (m *memMeta) View() *View {
+func (m *MemMeta) View() *shard.View {
 	m.mc.mu.Lock()
 	defer m.mc.mu.Unlock()
 	v := *m.mc.v
@@ -132,7 +133,7 @@ func (m *memMeta) View() *View {
 	return &v
 }
 
-func (m *memMeta) Watch() (<-chan struct{}, func()) {
+func (m *MemMeta) Watch() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	m.mc.mu.Lock()
 	m.mc.watchers[ch] = struct{}{}
@@ -144,7 +145,7 @@ func (m *memMeta) Watch() (<-chan struct{}, func()) {
 	}
 }
 
-func (m *memMeta) AwaitView(ctx context.Context, ok func(*View) bool) (*View, error) {
+func (m *MemMeta) AwaitView(ctx context.Context, ok func(*shard.View) bool) (*shard.View, error) {
 	ch, stop := m.Watch()
 	defer stop()
 	for {
@@ -159,14 +160,14 @@ func (m *memMeta) AwaitView(ctx context.Context, ok func(*View) bool) (*View, er
 	}
 }
 
-func (m *memMeta) Ready() error { return nil }
+func (m *MemMeta) Ready() error { return nil }
 
-func (m *memMeta) Serving() error { return nil }
+func (m *MemMeta) Serving() error { return nil }
 
-func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
-	return m.mc.update(func(v *View) error {
+func (m *MemMeta) CreateIndex(_ context.Context, spec shard.IndexSpec) error {
+	return m.mc.Update(func(v *shard.View) error {
 		if _, ok := v.Indices[spec.Name]; ok {
-			return fmt.Errorf("%w: index [%s] already exists", ErrIndexExists, spec.Name)
+			return fmt.Errorf("%w: index [%s] already exists", shard.ErrIndexExists, spec.Name)
 		}
 		load := map[string]int{}
 		for _, ix := range v.Indices {
@@ -176,7 +177,7 @@ func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
 				}
 			}
 		}
-		ix := &IndexView{Name: spec.Name, UUID: uuid.NewString(), NumberOfShards: spec.NumberOfShards,
+		ix := &shard.IndexView{Name: spec.Name, UUID: uuid.NewString(), NumberOfShards: spec.NumberOfShards,
 			NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping, MappingVersion: 1, CreationDate: time.Now().UTC().Truncate(time.Millisecond)}
 		for k := 0; k < spec.NumberOfShards; k++ {
 			best := ""
@@ -186,34 +187,34 @@ func (m *memMeta) CreateIndex(_ context.Context, spec IndexSpec) error {
 				}
 			}
 			load[best]++
-			ix.Shards = append(ix.Shards, ShardView{PrimaryTerm: 1, Copies: []CopyView{{AllocationID: uuid.NewString(), NodeID: best, Primary: true}}})
+			ix.Shards = append(ix.Shards, shard.ShardView{PrimaryTerm: 1, Copies: []shard.CopyView{{AllocationID: uuid.NewString(), NodeID: best, Primary: true}}})
 		}
 		v.Indices[spec.Name] = ix
 		return nil
 	})
 }
 
-func (m *memMeta) DeleteIndex(_ context.Context, name, id string) error {
-	return m.mc.update(func(v *View) error {
+func (m *MemMeta) DeleteIndex(_ context.Context, name, id string) error {
+	return m.mc.Update(func(v *shard.View) error {
 		if ix, ok := v.Indices[name]; !ok || ix.UUID != id {
-			return fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+			return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
 		}
 		delete(v.Indices, name)
 		return nil
 	})
 }
 
-func (m *memMeta) PutMapping(_ context.Context, name, id string, mapping json.RawMessage, base uint64) (uint64, error) {
+func (m *MemMeta) PutMapping(_ context.Context, name, id string, mapping json.RawMessage, base uint64) (uint64, error) {
 	var ver uint64
-	err := m.mc.update(func(v *View) error {
+	err := m.mc.Update(func(v *shard.View) error {
 		ix, ok := v.Indices[name]
 		if !ok || ix.UUID != id {
-			return fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+			return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
 		}
 		if ix.MappingVersion != base {
-			return fmt.Errorf("%w: at %d, not %d", ErrMappingVersion, ix.MappingVersion, base)
+			return fmt.Errorf("%w: at %d, not %d", shard.ErrMappingVersion, ix.MappingVersion, base)
 		}
-		ix = cloneIndex(v, name)
+		ix = CloneIndex(v, name)
 		ix.Mapping, ix.MappingVersion = mapping, base+1
 		ver = ix.MappingVersion
 		return nil
@@ -221,40 +222,40 @@ func (m *memMeta) PutMapping(_ context.Context, name, id string, mapping json.Ra
 	return ver, err
 }
 
-func (m *memMeta) UpdateReplicas(_ context.Context, name, id string, replicas int) error {
-	return m.mc.update(func(v *View) error {
+func (m *MemMeta) UpdateReplicas(_ context.Context, name, id string, replicas int) error {
+	return m.mc.Update(func(v *shard.View) error {
 		if ix, ok := v.Indices[name]; !ok || ix.UUID != id {
-			return fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+			return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
 		}
-		cloneIndex(v, name).NumberOfReplicas = replicas
+		CloneIndex(v, name).NumberOfReplicas = replicas
 		return nil
 	})
 }
 
 // copyOp changes one copy; it is refused from a node that is not live
 // (a dead or partitioned node reaches no leader).
-func (m *memMeta) copyOp(id string, num int, alloc string, fn func(sh *ShardView, k int) error) error {
-	return m.mc.update(func(v *View) error {
+func (m *MemMeta) copyOp(id string, num int, alloc string, fn func(sh *shard.ShardView, k int) error) error {
+	return m.mc.Update(func(v *shard.View) error {
 		if n, ok := v.Nodes[m.id]; ok && !n.Live {
-			return fmt.Errorf("%w: node %s is cut off from the cluster", ErrClusterBlocked, m.id)
+			return fmt.Errorf("%w: node %s is cut off from the cluster", shard.ErrClusterBlocked, m.id)
 		}
 		ix, ok := v.IndexByUUID(id)
 		if !ok {
-			return fmt.Errorf("%w: index %s", ErrIndexNotFound, id)
+			return fmt.Errorf("%w: index %s", shard.ErrIndexNotFound, id)
 		}
-		ix = cloneIndex(v, ix.Name)
+		ix = CloneIndex(v, ix.Name)
 		sh := &ix.Shards[num]
 		for k := range sh.Copies {
 			if sh.Copies[k].AllocationID == alloc {
 				return fn(sh, k)
 			}
 		}
-		return fmt.Errorf("%w: no copy %s", ErrStaleRouting, alloc)
+		return fmt.Errorf("%w: no copy %s", shard.ErrStaleRouting, alloc)
 	})
 }
 
-func (m *memMeta) CopyStarted(_ context.Context, id string, num int, alloc string) error {
-	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) error {
+func (m *MemMeta) CopyStarted(_ context.Context, id string, num int, alloc string) error {
+	return m.copyOp(id, num, alloc, func(sh *shard.ShardView, k int) error {
 		sh.Copies[k].Started = true
 		sh.Started = sh.Started || sh.Copies[k].Primary
 		if !slices.Contains(sh.InSync, alloc) {
@@ -268,17 +269,17 @@ func (m *memMeta) CopyStarted(_ context.Context, id string, num int, alloc strin
 // in-sync set (and, with remove, the shard); a failed primary is replaced
 // by an in-sync started replica on a live node with the next primary term,
 // or, without one, stays the primary to be reopened.
-func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string, byTerm uint64, remove bool, _ string) error {
-	var nodes map[string]NodeView
+func (m *MemMeta) CopyFailed(_ context.Context, id string, num int, alloc string, byTerm uint64, remove bool, _ string) error {
+	var nodes map[string]shard.NodeView
 	m.mc.mu.Lock()
 	nodes = m.mc.v.Nodes
 	m.mc.mu.Unlock()
-	return m.copyOp(id, num, alloc, func(sh *ShardView, k int) error {
+	return m.copyOp(id, num, alloc, func(sh *shard.ShardView, k int) error {
 		if byTerm != 0 && byTerm < sh.PrimaryTerm {
-			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", ErrStaleRouting, byTerm, sh.PrimaryTerm)
+			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", shard.ErrStaleRouting, byTerm, sh.PrimaryTerm)
 		}
 		wasPrimary := sh.Copies[k].Primary
-		promotable := slices.ContainsFunc(sh.Copies, func(c CopyView) bool {
+		promotable := slices.ContainsFunc(sh.Copies, func(c shard.CopyView) bool {
 			return c.AllocationID != alloc && c.Started && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID)
 		})
 		if wasPrimary && !remove && !promotable {
@@ -308,28 +309,28 @@ func (m *memMeta) CopyFailed(_ context.Context, id string, num int, alloc string
 	})
 }
 
-// addReplica assigns a new replica (initializing) of a shard to a node, as
+// AddReplica assigns a new replica (initializing) of a shard to a node, as
 // the allocator would.
-func (mc *memCluster) addReplica(t testing.TB, name string, num int, node string) string {
+func (mc *MemCluster) AddReplica(t testing.TB, name string, num int, node string) string {
 	alloc := uuid.NewString()
-	require.NoError(t, mc.update(func(v *View) error {
-		ix := cloneIndex(v, name)
-		ix.Shards[num].Copies = append(ix.Shards[num].Copies, CopyView{AllocationID: alloc, NodeID: node})
+	require.NoError(t, mc.Update(func(v *shard.View) error {
+		ix := CloneIndex(v, name)
+		ix.Shards[num].Copies = append(ix.Shards[num].Copies, shard.CopyView{AllocationID: alloc, NodeID: node})
 		return nil
 	}))
 	return alloc
 }
 
-// failNode fails a node's copies as the leader would once the node is
+// FailNode fails a node's copies as the leader would once the node is
 // down: primaries are replaced by in-sync replicas, replicas leave the
 // in-sync set.
-func (mc *memCluster) failNode(t testing.TB, node string) {
-	v := mc.node(node).View()
+func (mc *MemCluster) FailNode(t testing.TB, node string) {
+	v := mc.Node(node).View()
 	for _, ix := range v.Indices {
 		for num, sh := range ix.Shards {
 			for _, c := range sh.Copies {
 				if c.NodeID == node {
-					require.NoError(t, mc.node("leader").CopyFailed(context.Background(), ix.UUID, num, c.AllocationID, 0, false, "node left"))
+					require.NoError(t, mc.Node("leader").CopyFailed(context.Background(), ix.UUID, num, c.AllocationID, 0, false, "node left"))
 				}
 			}
 		}

@@ -1,4 +1,4 @@
-package shard
+package coord_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/scoring"
 )
@@ -105,18 +107,18 @@ func acceptanceQueries() map[string]query.Query {
 // documents in a 1-shard and a 5-shard index give, for every query, the same
 // total, the same top-10 ids and the same scores.
 func TestOneShardRanksLikeFive(t *testing.T) {
-	m := openManager(t, t.TempDir())
+	m := coordtest.OpenManager(t, t.TempDir())
 	defer m.Close()
 	ctx := context.Background()
-	ids, sources := sampleDocs(t)
-	mp := sampleMapping(t)
-	require.NoError(t, m.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, mp))
-	require.NoError(t, m.CreateIndex(ctx, "five", IndexSettings{NumberOfShards: 5}, mp))
+	ids, sources := coordtest.SampleDocs(t)
+	mp := coordtest.SampleMapping(t)
+	require.NoError(t, m.CreateIndex(ctx, "one", coord.IndexSettings{NumberOfShards: 1}, mp))
+	require.NoError(t, m.CreateIndex(ctx, "five", coord.IndexSettings{NumberOfShards: 5}, mp))
 	// A second bulk overwrites some documents, so that the field-length
 	// bookkeeping of updates is exercised too.
 	for _, name := range []string{"one", "five"} {
-		bulkIndex(t, m, name, ids, sources)
-		bulkIndex(t, m, name, ids[:30], sources[:30])
+		coordtest.BulkIndex(t, m, name, ids, sources)
+		coordtest.BulkIndex(t, m, name, ids[:30], sources[:30])
 	}
 	for _, name := range []string{"one", "five"} {
 		inf, err := m.Index(name)
@@ -132,7 +134,7 @@ func TestOneShardRanksLikeFive(t *testing.T) {
 				req := bleve.NewSearchRequestOptions(q, 10, 0, false)
 				req.SortBy([]string{"-_score", "_id"})
 				req.Fields = []string{index.SourceField}
-				res, err := m.searchBleve(ctx, []string{idx}, req)
+				res, err := m.SearchBleve(ctx, []string{idx}, req)
 				require.NoError(t, err)
 				require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
 				return res

@@ -1,4 +1,4 @@
-package shard
+package coord
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
 )
 
 // The search phases of shard copies on other nodes, coordinator side: the
@@ -28,7 +29,7 @@ import (
 
 // remoteSearch is what the remote searchers of one search share.
 type remoteSearch struct {
-	header SearchHeader
+	header shard.SearchHeader
 	// The fetch phase's needs: the stored fields to load, and whether the
 	// data node must run the query (term locations, named queries).
 	fields    []string
@@ -78,14 +79,14 @@ type remoteSearcher struct {
 	pitCtx         string // a point-in-time search: the copy's reader context
 
 	mu      sync.Mutex
-	copies  []CopyView // untried or working, best first
+	copies  []shard.CopyView // untried or working, best first
 	aggs    esdsl.AggPartials
 	batches [numPhases]*nodeBatch // the next call of each phase goes with these
 	sent    *dispatch             // told when the query phase's message leaves
 	told    atomic.Bool           // sent was told
 	// prefetched are the hits whose stored fields came with the query
 	// phase, by id.
-	prefetched map[string]*FetchedHit
+	prefetched map[string]*shard.FetchedHit
 }
 
 // dispatch counts the remote searchers of a query phase whose messages have
@@ -169,7 +170,7 @@ const (
 
 // partArgs is one shard's part of a phase request.
 type partArgs struct {
-	cp CopyView
+	cp shard.CopyView
 	// Query phase: the global statistics (the same for every shard),
 	// the page, and the generation they assume of this copy.
 	stats      *index.TermStats
@@ -181,11 +182,7 @@ type partArgs struct {
 
 // A part is one shard's answer in a phase reply: a StatsPart, QueryPart or
 // FetchPart.
-type part interface{ failure() error }
-
-func (p StatsPart) failure() error { return p.Err }
-func (p QueryPart) failure() error { return p.Err }
-func (p FetchPart) failure() error { return p.Err }
+type part interface{ Failure() error }
 
 // call runs one phase for this shard on its best copy, moving to the next
 // copy when a node fails.
@@ -203,7 +200,7 @@ func (r *remoteSearcher) call(ctx context.Context, ph phase, a partArgs) (part, 
 			if last != nil {
 				return nil, last
 			}
-			return nil, fmt.Errorf("%w: no copy of [%s][%d] answered", ErrUnavailable, r.index, r.num)
+			return nil, fmt.Errorf("%w: no copy of [%s][%d] answered", shard.ErrUnavailable, r.index, r.num)
 		}
 		a.cp = r.copies[0]
 		r.mu.Unlock()
@@ -221,7 +218,7 @@ func (r *remoteSearcher) call(ctx context.Context, ph phase, a partArgs) (part, 
 			}
 		}
 		if err == nil {
-			err = p.failure()
+			err = p.Failure()
 		}
 		if err != nil {
 			err = &remoteFailure{node: a.cp.NodeID, err: err}
@@ -245,7 +242,7 @@ func copyFault(err error) bool {
 	if errors.As(err, &re) {
 		return re.Code == fabric.CodeUnavailable || re.Code == fabric.CodeInternal
 	}
-	return !errors.Is(err, ErrInvalidRequest) // sentinels of the copy's state, transport errors
+	return !errors.Is(err, shard.ErrInvalidRequest) // sentinels of the copy's state, transport errors
 }
 
 func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardStats, error) {
@@ -253,9 +250,9 @@ func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardSta
 	if err != nil {
 		return ShardStats{}, err
 	}
-	sp := p.(StatsPart)
+	sp := p.(shard.StatsPart)
 	if sp.Stats == nil {
-		return ShardStats{}, fmt.Errorf("%w: statistics of [%s][%d] missing from the reply", ErrBadMessage, r.index, r.num)
+		return ShardStats{}, fmt.Errorf("%w: statistics of [%s][%d] missing from the reply", shard.ErrBadMessage, r.index, r.num)
 	}
 	return ShardStats{Stats: sp.Stats, Generation: sp.Gen}, nil
 }
@@ -272,17 +269,17 @@ func (r *remoteSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (
 	if err != nil {
 		return nil, err
 	}
-	qp := p.(QueryPart)
+	qp := p.(shard.QueryPart)
 	if qp.Stale != nil {
 		if qp.Stale.Stats == nil {
-			return nil, fmt.Errorf("%w: statistics of [%s][%d] missing from a stale reply", ErrBadMessage, r.index, r.num)
+			return nil, fmt.Errorf("%w: statistics of [%s][%d] missing from a stale reply", shard.ErrBadMessage, r.index, r.num)
 		}
 		return nil, &staleStats{ShardStats{Stats: qp.Stale.Stats, Generation: qp.Stale.Gen}}
 	}
 	rep := &qp.Res
 	r.mu.Lock()
 	r.aggs = rep.Aggs
-	r.prefetched = make(map[string]*FetchedHit, len(rep.Fetched))
+	r.prefetched = make(map[string]*shard.FetchedHit, len(rep.Fetched))
 	for k := range rep.Fetched {
 		r.prefetched[rep.Fetched[k].ID] = &rep.Fetched[k]
 	}
@@ -319,8 +316,8 @@ func (r *remoteSearcher) fetch(ctx context.Context, hits []*search.DocumentMatch
 		if err != nil {
 			return err
 		}
-		got := p.(FetchPart).Hits
-		all := make(map[string]*FetchedHit, len(byID)+len(got))
+		got := p.(shard.FetchPart).Hits
+		all := make(map[string]*shard.FetchedHit, len(byID)+len(got))
 		for id, f := range byID {
 			all[id] = f
 		}
@@ -446,31 +443,31 @@ func (b *nodeBatch) send(ctx context.Context) {
 // part per shard. An error is the whole call's.
 func (c *Coordinator) sendPhase(ctx context.Context, nodeID string, ph phase, rs []*remoteSearcher, args []partArgs) ([]part, error) {
 	share := rs[0].rs
-	refs := make([]ShardRef, len(rs))
+	refs := make([]shard.ShardRef, len(rs))
 	for k, r := range rs {
-		refs[k] = ShardRef{Index: r.uuid, Shard: r.num, Alloc: args[k].cp.AllocationID, MappingVersion: r.mappingVersion, Ctx: r.pitCtx}
+		refs[k] = shard.ShardRef{Index: r.uuid, Shard: r.num, Alloc: args[k].cp.AllocationID, MappingVersion: r.mappingVersion, Ctx: r.pitCtx}
 	}
 	var call func(context.Context) ([]part, error)
-	node := NewRemote(c.peers, nodeID)
+	node := shard.NewRemote(c.peers, nodeID)
 	switch ph {
 	case phaseStats:
-		m := &StatsRequest{SearchHeader: share.header, Shards: refs}
+		m := &shard.StatsRequest{SearchHeader: share.header, Shards: refs}
 		call = func(ctx context.Context) ([]part, error) { return asParts(node.SearchStats(ctx, m)) }
 	case phaseQuery:
-		m := &QueryRequest{SearchHeader: share.header, Stats: args[0].stats, From: args[0].from, Size: args[0].size,
-			Prefetch: share.prefetchHits(len(rs)), Shards: make([]QueryShard, len(rs))}
+		m := &shard.QueryRequest{SearchHeader: share.header, Stats: args[0].stats, From: args[0].from, Size: args[0].size,
+			Prefetch: share.prefetchHits(len(rs)), Shards: make([]shard.QueryShard, len(rs))}
 		if m.Prefetch > 0 {
 			m.Fields = share.fields
 		}
 		for k := range rs {
-			m.Shards[k] = QueryShard{ShardRef: refs[k], Expect: args[k].expect}
+			m.Shards[k] = shard.QueryShard{ShardRef: refs[k], Expect: args[k].expect}
 		}
 		call = func(ctx context.Context) ([]part, error) { return asParts(node.SearchQuery(ctx, m)) }
 	default:
-		m := &FetchRequest{SearchHeader: share.header, Fields: share.fields, Locations: share.locations, Named: share.named,
-			Shards: make([]FetchShard, len(rs))}
+		m := &shard.FetchRequest{SearchHeader: share.header, Fields: share.fields, Locations: share.locations, Named: share.named,
+			Shards: make([]shard.FetchShard, len(rs))}
 		for k := range rs {
-			m.Shards[k] = FetchShard{ShardRef: refs[k], IDs: args[k].ids}
+			m.Shards[k] = shard.FetchShard{ShardRef: refs[k], IDs: args[k].ids}
 		}
 		call = func(ctx context.Context) ([]part, error) { return asParts(node.SearchFetch(ctx, m)) }
 	}
@@ -482,7 +479,7 @@ func (c *Coordinator) sendPhase(ctx context.Context, nodeID string, ph phase, rs
 	done := c.ars.begin(nodeID)
 	start := time.Now()
 	parts, err := call(ctx)
-	done(time.Since(start), err != nil && !errors.Is(err, ErrBadMessage))
+	done(time.Since(start), err != nil && !errors.Is(err, shard.ErrBadMessage))
 	return parts, err
 }
 

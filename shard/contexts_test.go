@@ -2,12 +2,10 @@ package shard
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
 	"github.com/weftsearch/weft/index"
 )
 
@@ -52,36 +50,4 @@ func TestReaderContexts(t *testing.T) {
 	_, err = view.Search(context.Background(), nil)
 	require.ErrorIs(t, err, index.ErrClosed, "a closed context releases its view")
 	require.ErrorIs(t, r.commit(long, ScrollCursor{}), ErrContextMissing)
-}
-
-func TestPITIDs(t *testing.T) {
-	p := PIT{Shards: []PITShard{{Index: "b", UUID: "u", Shard: 1, Node: "n", Alloc: "a", Ctx: "c"}, {Index: "a", Shard: 0}, {Index: "b", Shard: 0}}}
-	got, err := DecodePIT(p.Encode())
-	require.NoError(t, err)
-	require.Equal(t, p, got)
-	require.Equal(t, []string{"a", "b"}, got.Indices())
-	for _, bad := range []string{"", "!!", "e30", "bnVsbA"} {
-		_, err := DecodePIT(bad)
-		require.ErrorIs(t, err, ErrInvalidRequest, bad)
-	}
-}
-
-// FuzzDecodePIT: a point in time id comes from clients; any string decodes
-// to a point in time with shards or fails with ErrInvalidRequest.
-func FuzzDecodePIT(f *testing.F) {
-	f.Add(PIT{Shards: []PITShard{{Index: "i", UUID: "u", Node: "n", Alloc: "a", Ctx: "c"}}}.Encode())
-	f.Add("eyJzIjpbXX0")
-	f.Fuzz(func(t *testing.T, id string) {
-		p, err := DecodePIT(id)
-		if err != nil {
-			require.ErrorIs(t, err, ErrInvalidRequest)
-			return
-		}
-		require.NotEmpty(t, p.Shards)
-		again, err := DecodePIT(p.Encode())
-		require.NoError(t, err)
-		raw1, _ := json.Marshal(p)
-		raw2, _ := json.Marshal(again)
-		require.JSONEq(t, string(raw1), string(raw2))
-	})
 }

@@ -1,257 +1,23 @@
-package shard
+package coord_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftsearch/weft/fabric"
-	"github.com/weftsearch/weft/fabric/fabrictest"
+	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
 )
-
-// memPeers reaches the test's other nodes over the in-memory fabric,
-// dialling each once and again after its connection broke.
-type memPeers struct {
-	tr    fabric.Transport
-	mu    sync.Mutex
-	conns map[string]fabric.Conn
-	calls map[peerCall]int // calls made, by node and method
-}
-
-type peerCall struct {
-	node   string
-	method fabric.Method
-}
-
-// callsTo counts the calls of method m made to node ("": to any node).
-func (p *memPeers) callsTo(node string, m fabric.Method) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for c, k := range p.calls {
-		if c.method == m && (node == "" || c.node == node) {
-			n += k
-		}
-	}
-	return n
-}
-
-func (p *memPeers) Call(ctx context.Context, id string, m fabric.Method, payload []byte) ([]byte, error) {
-	p.mu.Lock()
-	if p.calls == nil {
-		p.calls = map[peerCall]int{}
-	}
-	p.calls[peerCall{id, m}]++
-	c := p.conns[id]
-	p.mu.Unlock()
-	if c == nil {
-		var err error
-		if c, err = p.tr.Dial(ctx, id); err != nil {
-			return nil, err
-		}
-		p.mu.Lock()
-		p.conns[id] = c
-		p.mu.Unlock()
-	}
-	reply, err := c.Call(ctx, m, payload)
-	if err != nil && ctx.Err() == nil {
-		p.mu.Lock()
-		if p.conns[id] == c {
-			delete(p.conns, id)
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-	}
-	return reply, err
-}
-
-func (p *memPeers) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-// testCluster is several nodes of the shard layer sharing a memCluster's
-// shard table and talking over an in-memory fabric with fault hooks.
-type testCluster struct {
-	t     *testing.T
-	net   *fabrictest.Network
-	mc    *memCluster
-	nodes map[string]*testNode
-	peers map[string]*memPeers // each node's outbound calls
-	dirs  map[string]string
-	stops map[string]func()
-	cfg   func(id string) Config // each node's configuration
-}
-
-func newTestCluster(t *testing.T, ids ...string) *testCluster {
-	return newTestClusterWith(t, func(string) Config { return testConfig() }, ids...)
-}
-
-// newTestClusterWith starts nodes ids, each with the configuration cfg
-// gives it.
-func newTestClusterWith(t *testing.T, cfg func(id string) Config, ids ...string) *testCluster {
-	tc := &testCluster{t: t, net: fabrictest.NewNetwork(), mc: newMemCluster(t, "", ids...),
-		nodes: map[string]*testNode{}, peers: map[string]*memPeers{}, dirs: map[string]string{}, stops: map[string]func(){}, cfg: cfg}
-	for _, id := range ids {
-		tc.dirs[id] = t.TempDir()
-		tc.start(id)
-	}
-	t.Cleanup(func() {
-		for id := range tc.stops {
-			tc.stop(id)
-		}
-	})
-	return tc
-}
-
-// start starts node id on its data directory, serving the fabric.
-func (tc *testCluster) start(id string) *testNode {
-	t := tc.t
-	mux := &fabric.Mux{}
-	streams := fabric.NewStreamReceiver(10 * time.Second)
-	mux.Handle(fabric.MethodStream, streams)
-	tr := tc.net.Node(id)
-	ln, err := tr.Listen(context.Background(), id, mux)
-	require.NoError(t, err)
-	peers := &memPeers{tr: tr, conns: map[string]fabric.Conn{}}
-	tc.peers[id] = peers
-	n := startNodeWith(t, tc.mc, id, tc.dirs[id], peers, tc.cfg(id), func(c *Coordinator) { c.store.Register(mux, streams) })
-	tc.nodes[id] = n
-	tc.stops[id] = func() {
-		_ = n.Close()
-		peers.close()
-		_ = ln.Close()
-		_ = streams.Close()
-	}
-	return n
-}
-
-// stop shuts node id down cleanly.
-func (tc *testCluster) stop(id string) {
-	if stop := tc.stops[id]; stop != nil {
-		stop()
-		delete(tc.stops, id)
-		delete(tc.nodes, id)
-	}
-}
-
-// kill takes node id down at once: the cluster marks it not live (so it
-// reaches no leader any more), its fabric connections break, and it stops.
-func (tc *testCluster) kill(id string) {
-	tc.mc.setLive(id, false)
-	tc.net.Kill(id)
-	tc.stop(id)
-}
-
-// revive marks node id live again and starts it.
-func (tc *testCluster) revive(id string) *testNode {
-	tc.mc.setLive(id, true)
-	return tc.start(id)
-}
-
-// search runs an ES search body over names through node id.
-func (tc *testCluster) search(t *testing.T, id string, names []string, body string) *SearchResult {
-	t.Helper()
-	n := tc.nodes[id]
-	srch, err := esdsl.ParseSearch([]byte(body), nil, n.Fields(names))
-	require.NoError(t, err, body)
-	res, err := n.Search(context.Background(), names, srch)
-	require.NoError(t, err, body)
-	return res
-}
-
-// queryBodies are the acceptance queries of testdata/sample/queries.json.
-func queryBodies(t *testing.T) map[string]json.RawMessage {
-	raw, err := os.ReadFile("../testdata/sample/queries.json")
-	require.NoError(t, err)
-	var qs map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(raw, &qs))
-	require.Len(t, qs, 26)
-	return qs
-}
-
-// requireSameJSON requires two decoded JSON values to be equal: numbers
-// within a relative 1e-9, except under "pct" (percentiles merged from
-// several t-digests), within 0.5% of the value.
-func requireSameJSON(t *testing.T, want, got any, path string) {
-	t.Helper()
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		require.True(t, ok, "%s: %v is not an object", path, got)
-		require.Len(t, g, len(w), "%s: keys %v vs %v", path, keysOf(w), keysOf(g))
-		for k, v := range w {
-			requireSameJSON(t, v, g[k], path+"."+k)
-		}
-	case []any:
-		g, ok := got.([]any)
-		require.True(t, ok, "%s: %v is not an array", path, got)
-		require.Len(t, g, len(w), path)
-		for k := range w {
-			requireSameJSON(t, w[k], g[k], fmt.Sprintf("%s.%d", path, k))
-		}
-	case float64:
-		g, ok := got.(float64)
-		require.True(t, ok, "%s: %v is not a number", path, got)
-		tol := 1e-9
-		if strings.Contains(path, ".pct.") {
-			tol = 5e-3
-		}
-		require.LessOrEqual(t, math.Abs(w-g), tol*math.Max(math.Abs(w), 1), "%s: %v vs %v", path, w, g)
-	default:
-		require.Equal(t, want, got, path)
-	}
-}
-
-func keysOf(m map[string]any) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// sameHits requires two results to rank the same hits with the same scores.
-func sameHits(t *testing.T, want, got *bleve.SearchResult, what string) {
-	t.Helper()
-	require.Equal(t, want.Total, got.Total, what)
-	require.Len(t, got.Hits, len(want.Hits), what)
-	for k := range want.Hits {
-		require.Equal(t, want.Hits[k].ID, got.Hits[k].ID, "%s: hit %d", what, k)
-		a, b := want.Hits[k].Score, got.Hits[k].Score
-		require.LessOrEqual(t, math.Abs(a-b), 1e-9*math.Max(math.Abs(a), math.Abs(b)), "%s: hit %d (%s): %v vs %v", what, k, want.Hits[k].ID, a, b)
-	}
-}
-
-// sameSorted requires two results of a search sorted by fields (whose
-// response shows no scores) to hold the same hits with the same sort keys.
-func sameSorted(t *testing.T, want, got *bleve.SearchResult, what string) {
-	t.Helper()
-	require.Equal(t, want.Total, got.Total, what)
-	require.Len(t, got.Hits, len(want.Hits), what)
-	for k := range want.Hits {
-		require.Equal(t, want.Hits[k].ID, got.Hits[k].ID, "%s: hit %d", what, k)
-		require.Equal(t, want.Hits[k].Sort, got.Hits[k].Sort, "%s: hit %d", what, k)
-	}
-}
 
 // TestClusterRanksLikeOneShard: six shards spread over three nodes, searched
 // through a node that holds only some of them, rank exactly like one shard
@@ -259,15 +25,15 @@ func sameSorted(t *testing.T, want, got *bleve.SearchResult, what string) {
 // fetched only for the final page — and aggregate, search_after and scroll
 // the same way.
 func TestClusterRanksLikeOneShard(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	n1 := tc.nodes["n1"]
-	require.NoError(t, n1.CreateIndex(ctx, "six", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	require.NoError(t, n1.CreateIndex(ctx, "one", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	n1 := tc.Nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "six", coord.IndexSettings{NumberOfShards: 6}, coordtest.SampleMapping(t)))
+	require.NoError(t, n1.CreateIndex(ctx, "one", coord.IndexSettings{NumberOfShards: 1}, coordtest.SampleMapping(t)))
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
-	ix, err := n1.meta.View().Index("six")
+	ix, err := n1.Meta.View().Index("six")
 	require.NoError(t, err)
 	perNode := map[string]int{}
 	for _, sh := range ix.Shards {
@@ -276,19 +42,19 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"n1": 2, "n2": 2, "n3": 2}, perNode)
 
-	ids, sources := sampleDocs(t)
+	ids, sources := coordtest.SampleDocs(t)
 	for _, name := range []string{"six", "one"} {
-		bulkIndex(t, tc.nodes["n2"], name, ids, sources) // routed from n2 to every primary
-		bulkIndex(t, tc.nodes["n3"], name, ids[:30], sources[:30])
+		coordtest.BulkIndex(t, tc.Nodes["n2"], name, ids, sources) // routed from n2 to every primary
+		coordtest.BulkIndex(t, tc.Nodes["n3"], name, ids[:30], sources[:30])
 	}
-	for name, q := range queryBodies(t) {
+	for name, q := range coordtest.QueryBodies(t) {
 		t.Run(name, func(t *testing.T) {
 			for _, page := range []string{`"from":0,"size":10`, `"from":10,"size":10`} {
 				body := fmt.Sprintf(`{"query":%s,%s,"sort":["_score",{"_id":"asc"}]}`, q, page)
-				one := tc.search(t, "n1", []string{"one"}, body)
-				six := tc.search(t, "n1", []string{"six"}, body)
+				one := tc.Search(t, "n1", []string{"one"}, body)
+				six := tc.Search(t, "n1", []string{"six"}, body)
 				require.Zero(t, six.Status.Failed, "%v", six.Status.Errors)
-				sameHits(t, one.SearchResult, six.SearchResult, page)
+				coordtest.SameHits(t, one.SearchResult, six.SearchResult, page)
 				require.Zero(t, six.Status.Failed)
 				require.Equal(t, 6, six.Status.Total)
 				for _, h := range six.Hits {
@@ -319,7 +85,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 			"nosubject":{"missing":{"field":"subject.keyword"}},
 			"pages":{"composite":{"size":5,"sources":[{"l":{"terms":{"field":"label"}}},{"g":{"terms":{"field":"group"}}}]}}}}`
 		render := func(name string) map[string]any {
-			n := tc.nodes["n3"]
+			n := tc.Nodes["n3"]
 			srch, err := esdsl.ParseSearch([]byte(body), nil, n.Fields([]string{name}))
 			require.NoError(t, err)
 			res, err := n.Search(ctx, []string{name}, srch)
@@ -336,7 +102,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		}
 		one, six := render("one"), render("six")
 		require.NotEmpty(t, one["labels"].(map[string]any)["buckets"])
-		requireSameJSON(t, one, six, "aggregations")
+		coordtest.RequireSameJSON(t, one, six, "aggregations")
 	})
 	t.Run("matched_queries", func(t *testing.T) {
 		// Named queries are tested on the final page's hits: in place on
@@ -345,7 +111,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		for _, src := range []string{"true", "false"} {
 			body := `{"query":{"bool":{"should":[{"match":{"body":{"query":"linux","_name":"l"}}},{"match":{"subject":{"query":"re","_name":"r"}}}]}},
 				"size":30,"sort":[{"_id":"asc"}],"_source":` + src + `}`
-			one, six := tc.search(t, "n3", []string{"one"}, body), tc.search(t, "n3", []string{"six"}, body)
+			one, six := tc.Search(t, "n3", []string{"one"}, body), tc.Search(t, "n3", []string{"six"}, body)
 			require.Len(t, six.Hits, 30)
 			both := 0
 			for k := range one.Hits {
@@ -365,8 +131,8 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		var oneIDs, sixIDs []string
 		for page := 0; page < 5; page++ {
 			body := `{"query":{"match":{"body":"the"}},"size":7,"sort":[{"date":"desc"},{"_id":"asc"}]` + after + `}`
-			one, six := tc.search(t, "n2", []string{"one"}, body), tc.search(t, "n2", []string{"six"}, body)
-			sameSorted(t, one.SearchResult, six.SearchResult, body)
+			one, six := tc.Search(t, "n2", []string{"one"}, body), tc.Search(t, "n2", []string{"six"}, body)
+			coordtest.SameSorted(t, one.SearchResult, six.SearchResult, body)
 			for k := range one.Hits {
 				oneIDs, sixIDs = append(oneIDs, one.Hits[k].ID), append(sixIDs, six.Hits[k].ID)
 			}
@@ -384,7 +150,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 	})
 	t.Run("scroll", func(t *testing.T) {
 		scrollAll := func(name string) []string {
-			n := tc.nodes["n2"]
+			n := tc.Nodes["n2"]
 			params := map[string][]string{"scroll": {"1m"}}
 			srch, err := esdsl.ParseSearch([]byte(`{"query":{"match":{"subject":"re"}},"size":9}`), params, n.Fields([]string{name}))
 			require.NoError(t, err)
@@ -427,17 +193,17 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 // it, and a dynamic field added on one node's primary is committed before
 // the write is acknowledged and reaches every node's mapping.
 func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "w", IndexSettings{NumberOfShards: 3}, nil))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	require.NoError(t, tc.Nodes["n1"].CreateIndex(ctx, "w", coord.IndexSettings{NumberOfShards: 3}, nil))
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
-	var ops []Op
+	var ops []shard.Op
 	for k := range 60 {
-		ops = append(ops, Op{Type: OpIndex, Index: "w", ID: fmt.Sprint("d", k), Source: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag%d":"x"}`, k, k%3))})
+		ops = append(ops, shard.Op{Type: shard.OpIndex, Index: "w", ID: fmt.Sprint("d", k), Source: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag%d":"x"}`, k, k%3))})
 	}
-	res, err := tc.nodes["n2"].Bulk(ctx, ops, WriteOptions{Refresh: RefreshFalse})
+	res, err := tc.Nodes["n2"].Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	for _, r := range res {
 		require.NoError(t, r.Err, r.ID)
@@ -445,90 +211,62 @@ func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
 	}
 	for _, id := range []string{"n1", "n2", "n3"} {
 		for _, f := range []string{"tag0", "tag1", "tag2"} {
-			require.Eventually(t, func() bool { return tc.nodes[id].Fields([]string{"w"}).FieldType(f) == "text" }, 10e9, 1e6, "node %s field %s", id, f)
+			require.Eventually(t, func() bool { return tc.Nodes[id].Fields([]string{"w"}).FieldType(f) == "text" }, 10e9, 1e6, "node %s field %s", id, f)
 		}
-		d, err := tc.nodes[id].Get(ctx, "w", "d7", "")
+		d, err := tc.Nodes[id].Get(ctx, "w", "d7", "")
 		require.NoError(t, err)
 		require.JSONEq(t, `{"n":7,"tag1":"x"}`, string(d.Source))
-		_, err = tc.nodes[id].Get(ctx, "w", "nope", "")
-		require.ErrorIs(t, err, ErrDocumentNotFound)
+		_, err = tc.Nodes[id].Get(ctx, "w", "nope", "")
+		require.ErrorIs(t, err, shard.ErrDocumentNotFound)
 	}
 	// Versions and conflicts cross the fabric as they are.
-	res, err = tc.nodes["n3"].Bulk(ctx, []Op{
-		{Type: OpCreate, Index: "w", ID: "d7", Source: json.RawMessage(`{"n":1}`)},
-		{Type: OpUpdate, Index: "w", ID: "d8", Update: &UpdateSpec{Doc: json.RawMessage(`{"m":1}`)}},
-		{Type: OpIndex, Index: "w", ID: "d9", Source: json.RawMessage(`{"n":"not a number"}`)},
-	}, WriteOptions{Refresh: RefreshFalse})
+	res, err = tc.Nodes["n3"].Bulk(ctx, []shard.Op{
+		{Type: shard.OpCreate, Index: "w", ID: "d7", Source: json.RawMessage(`{"n":1}`)},
+		{Type: shard.OpUpdate, Index: "w", ID: "d8", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"m":1}`)}},
+		{Type: shard.OpIndex, Index: "w", ID: "d9", Source: json.RawMessage(`{"n":"not a number"}`)},
+	}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, res[0].Err, ErrVersionConflict)
+	require.ErrorIs(t, res[0].Err, shard.ErrVersionConflict)
 	require.Equal(t, 409, res[0].Status)
 	require.NoError(t, res[1].Err)
 	require.Equal(t, int64(2), res[1].Version)
 	require.ErrorIs(t, res[2].Err, index.ErrDocParse)
-	inf, err := tc.nodes["n1"].Index("w")
+	inf, err := tc.Nodes["n1"].Index("w")
 	require.NoError(t, err)
 	require.Equal(t, uint64(60), inf.DocsCount, "document counts are gathered from every node")
-}
-
-// loadSampleIndex creates index name with shards shards (no replicas) and
-// the sample mapping through n1, waits until every node has opened its
-// copies, and loads the sample documents; it returns their ids.
-func (tc *testCluster) loadSampleIndex(t *testing.T, name string, shards int) []string {
-	t.Helper()
-	require.NoError(t, tc.nodes["n1"].CreateIndex(context.Background(), name, IndexSettings{NumberOfShards: shards}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
-	}
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, tc.nodes["n1"], name, ids, sources)
-	return ids
-}
-
-// docOn is one of ids whose shard's primary is on node.
-func (tc *testCluster) docOn(t *testing.T, name, node string, ids []string) string {
-	t.Helper()
-	ix, err := tc.nodes["n1"].meta.View().Index(name)
-	require.NoError(t, err)
-	for _, id := range ids {
-		if p, _ := ix.Shards[ShardFor(id, "", len(ix.Shards))].Primary(); p.NodeID == node {
-			return id
-		}
-	}
-	t.Fatalf("no document of %s has its primary on %s", name, node)
-	return ""
 }
 
 // TestClusterSearchWithDeadNodeGivesPartialResults: a node that dies takes
 // its shards out of searches, which answer from the others with the failed
 // shards counted, instead of waiting for it.
 func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	ids := tc.loadSampleIndex(t, "p", 6)
-	all := tc.search(t, "n1", []string{"p"}, `{"query":{"match_all":{}}}`)
+	ids := tc.LoadSampleIndex(t, "p", 6)
+	all := tc.Search(t, "n1", []string{"p"}, `{"query":{"match_all":{}}}`)
 	require.Equal(t, uint64(len(ids)), all.Total)
 
 	// The node dies; the shard table still says it is live (failure
 	// detection has not noticed yet): its shards fail fast.
-	tc.net.Kill("n3")
-	res := tc.search(t, "n1", []string{"p"}, `{"query":{"match_all":{}},"timeout":"5s"}`)
+	tc.Net.Kill("n3")
+	res := tc.Search(t, "n1", []string{"p"}, `{"query":{"match_all":{}},"timeout":"5s"}`)
 	require.Equal(t, 6, res.Status.Total)
 	require.Equal(t, 2, res.Status.Failed)
 	require.Len(t, res.Failures, 2)
 	require.Less(t, res.Total, all.Total)
 	require.Positive(t, res.Total)
 	// Once the cluster knows, the node's shards are skipped outright.
-	tc.mc.setLive("n3", false)
-	res = tc.search(t, "n2", []string{"p"}, `{"query":{"match":{"body":"linux"}}}`)
+	tc.MC.SetLive("n3", false)
+	res = tc.Search(t, "n2", []string{"p"}, `{"query":{"match":{"body":"linux"}}}`)
 	require.Equal(t, 2, res.Status.Failed)
 	for _, f := range res.Failures {
-		require.ErrorIs(t, f.Err, ErrUnavailable)
+		require.ErrorIs(t, f.Err, shard.ErrUnavailable)
 	}
 	// Writes to its shards fail with 503 once their wait for a primary ends.
 	wctx, cancel := context.WithTimeout(ctx, 300e6)
 	defer cancel()
-	onDead := tc.docOn(t, "p", "n3", ids)
-	out, err := tc.nodes["n1"].Bulk(wctx, []Op{{Type: OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, WriteOptions{Refresh: RefreshFalse})
+	onDead := tc.DocOn(t, "p", "n3", ids)
+	out, err := tc.Nodes["n1"].Bulk(wctx, []shard.Op{{Type: shard.OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.Equal(t, 503, out[0].Status, "%v", out[0].Err)
 }
@@ -540,24 +278,24 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 // realtime get through them still find every shard and document, on a
 // connection dialled to the new process, instead of failing n3's shards.
 func TestClusterReadsReachARestartedNode(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	ids := tc.loadSampleIndex(t, "r", 6)
-	onN3 := tc.docOn(t, "r", "n3", ids)
-	all := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}}}`)
+	ids := tc.LoadSampleIndex(t, "r", 6)
+	onN3 := tc.DocOn(t, "r", "n3", ids)
+	all := tc.Search(t, "n1", []string{"r"}, `{"query":{"match_all":{}}}`)
 	require.Equal(t, uint64(len(ids)), all.Total)
-	_, err := tc.nodes["n2"].Get(ctx, "r", onN3, "")
+	_, err := tc.Nodes["n2"].Get(ctx, "r", onN3, "")
 	require.NoError(t, err)
-	require.Positive(t, tc.peers["n1"].callsTo("n3", methodSearchQuery))
-	require.Positive(t, tc.peers["n2"].callsTo("n3", methodMget), "n2 holds a connection to n3")
+	require.Positive(t, tc.Peers["n1"].CallsTo("n3", shard.MethodSearchQuery))
+	require.Positive(t, tc.Peers["n2"].CallsTo("n3", shard.MethodMget), "n2 holds a connection to n3")
 
-	tc.stop("n3")
-	tc.start("n3").awaitOpen(t)
+	tc.Stop("n3")
+	tc.Start("n3").AwaitOpen(t)
 
-	res := tc.search(t, "n1", []string{"r"}, `{"query":{"match_all":{}},"timeout":"5s"}`)
+	res := tc.Search(t, "n1", []string{"r"}, `{"query":{"match_all":{}},"timeout":"5s"}`)
 	require.Zero(t, res.Status.Failed, "%v", res.Failures)
 	require.Equal(t, all.Total, res.Total)
-	d, err := tc.nodes["n2"].Get(ctx, "r", onN3, "")
+	d, err := tc.Nodes["n2"].Get(ctx, "r", onN3, "")
 	require.NoError(t, err)
 	require.Equal(t, onN3, d.ID)
 }
@@ -566,38 +304,38 @@ func TestClusterReadsReachARestartedNode(t *testing.T) {
 // searches only the shards they route to (over every node), so documents
 // routed elsewhere are not found and _shards counts those shards only.
 func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, "r", IndexSettings{NumberOfShards: 6}, nil))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	require.NoError(t, tc.Nodes["n1"].CreateIndex(ctx, "r", coord.IndexSettings{NumberOfShards: 6}, nil))
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
 	// Two routing values on different shards, a document under each, and
 	// one document per shard without routing.
 	a, b := "alpha", ""
 	for _, c := range []string{"beta", "gamma", "delta", "epsilon", "zeta"} {
-		if ShardFor("", c, 6) != ShardFor("", a, 6) {
+		if coord.ShardFor("", c, 6) != coord.ShardFor("", a, 6) {
 			b = c
 			break
 		}
 	}
 	require.NotEmpty(t, b)
-	ops := []Op{
-		{Type: OpIndex, Index: "r", ID: "ra", Routing: a, Source: json.RawMessage(`{"k":"x"}`)},
-		{Type: OpIndex, Index: "r", ID: "rb", Routing: b, Source: json.RawMessage(`{"k":"x"}`)},
+	ops := []shard.Op{
+		{Type: shard.OpIndex, Index: "r", ID: "ra", Routing: a, Source: json.RawMessage(`{"k":"x"}`)},
+		{Type: shard.OpIndex, Index: "r", ID: "rb", Routing: b, Source: json.RawMessage(`{"k":"x"}`)},
 	}
 	for k := 0; k < 60; k++ {
-		ops = append(ops, Op{Type: OpIndex, Index: "r", ID: fmt.Sprint("d", k), Source: json.RawMessage(`{"k":"x"}`)})
+		ops = append(ops, shard.Op{Type: shard.OpIndex, Index: "r", ID: fmt.Sprint("d", k), Source: json.RawMessage(`{"k":"x"}`)})
 	}
-	res, err := tc.nodes["n2"].Bulk(ctx, ops, WriteOptions{Refresh: RefreshTrue})
+	res, err := tc.Nodes["n2"].Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshTrue})
 	require.NoError(t, err)
 	for _, r := range res {
 		require.NoError(t, r.Err)
 	}
-	count := func(routing string) *SearchResult {
-		srch, err := esdsl.ParseSearch([]byte(`{"size":100,"query":{"match":{"k":"x"}}}`), map[string][]string{"routing": {routing}}, tc.nodes["n1"].Fields([]string{"r"}))
+	count := func(routing string) *coord.SearchResult {
+		srch, err := esdsl.ParseSearch([]byte(`{"size":100,"query":{"match":{"k":"x"}}}`), map[string][]string{"routing": {routing}}, tc.Nodes["n1"].Fields([]string{"r"}))
 		require.NoError(t, err)
-		out, err := tc.nodes["n1"].Search(ctx, []string{"r"}, srch)
+		out, err := tc.Nodes["n1"].Search(ctx, []string{"r"}, srch)
 		require.NoError(t, err)
 		return out
 	}
@@ -606,7 +344,7 @@ func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
 	var ids []string
 	for _, h := range onA.Hits {
 		ids = append(ids, h.ID)
-		require.Equal(t, ShardFor(h.ID, "", 6) == ShardFor("", a, 6) || h.ID == "ra", true, h.ID)
+		require.Equal(t, coord.ShardFor(h.ID, "", 6) == coord.ShardFor("", a, 6) || h.ID == "ra", true, h.ID)
 	}
 	require.Contains(t, ids, "ra")
 	require.NotContains(t, ids, "rb")
@@ -618,39 +356,11 @@ func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
 	require.EqualValues(t, 62, all.Total)
 }
 
-// TestOlderViewDeletesNoCopy: a view older than the one that assigned a
-// copy (as a node replaying the cluster's log after a restart goes
-// through, where the index does not exist yet) neither closes nor deletes
-// it; a newer view without it does.
-func TestOlderViewDeletesNoCopy(t *testing.T) {
-	tc := newTestCluster(t, "n1")
-	n := tc.nodes["n1"]
-	require.NoError(t, n.CreateIndex(context.Background(), "keep", IndexSettings{NumberOfShards: 1}, sampleMapping(t)))
-	res, err := n.Bulk(context.Background(), []Op{{Type: OpIndex, Index: "keep", ID: "1", Source: json.RawMessage(`{"a":1}`)}}, WriteOptions{})
-	require.NoError(t, err)
-	require.NoError(t, res[0].Err)
-	now := n.meta.View()
-	ix, err := now.Index("keep")
-	require.NoError(t, err)
-	p, _ := ix.Shards[0].Primary()
-	dir := filepath.Join(n.store.dir, p.AllocationID)
-
-	older := &View{Version: 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
-	require.NoError(t, n.store.Reconcile(context.Background(), older))
-	require.DirExists(t, dir, "a view older than the copy's assignment deleted it")
-	_, open := n.store.copy(p.AllocationID)
-	require.True(t, open, "a view older than the copy's assignment closed it")
-
-	newer := &View{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*IndexView{}}
-	require.NoError(t, n.store.Reconcile(context.Background(), newer))
-	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
-}
-
 // idsOnNodes returns, for each node, n new document ids that route to
 // shards of name whose primary is on that node.
-func idsOnNodes(t *testing.T, tc *testCluster, name string, n int, nodes ...string) map[string][]string {
+func idsOnNodes(t *testing.T, tc *coordtest.Cluster, name string, n int, nodes ...string) map[string][]string {
 	t.Helper()
-	ix, err := tc.mc.node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").View().Index(name)
 	require.NoError(t, err)
 	out := map[string][]string{}
 	for k := 0; len(out) < len(nodes) || func() bool {
@@ -662,7 +372,7 @@ func idsOnNodes(t *testing.T, tc *testCluster, name string, n int, nodes ...stri
 		return false
 	}(); k++ {
 		id := fmt.Sprint("new-", k)
-		p, _ := ix.Shards[ShardFor(id, "", ix.NumberOfShards)].Primary()
+		p, _ := ix.Shards[coord.ShardFor(id, "", ix.NumberOfShards)].Primary()
 		if slices.Contains(nodes, p.NodeID) && len(out[p.NodeID]) < n {
 			out[p.NodeID] = append(out[p.NodeID], id)
 		}
@@ -672,18 +382,18 @@ func idsOnNodes(t *testing.T, tc *testCluster, name string, n int, nodes ...stri
 
 // sixAndOne starts nodes n1, n2 and n3 with the sample documents in the
 // index "six" (6 shards) and in "one" (1 shard), loaded through n2.
-func sixAndOne(t *testing.T) *testCluster {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+func sixAndOne(t *testing.T) *coordtest.Cluster {
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
 	for name, shards := range map[string]int{"six": 6, "one": 1} {
-		require.NoError(t, tc.nodes["n1"].CreateIndex(ctx, name, IndexSettings{NumberOfShards: shards}, sampleMapping(t)))
+		require.NoError(t, tc.Nodes["n1"].CreateIndex(ctx, name, coord.IndexSettings{NumberOfShards: shards}, coordtest.SampleMapping(t)))
 	}
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
-	ids, sources := sampleDocs(t)
+	ids, sources := coordtest.SampleDocs(t)
 	for _, name := range []string{"six", "one"} {
-		bulkIndex(t, tc.nodes["n2"], name, ids, sources)
+		coordtest.BulkIndex(t, tc.Nodes["n2"], name, ids, sources)
 	}
 	return tc
 }
@@ -691,7 +401,7 @@ func sixAndOne(t *testing.T) *testCluster {
 // addQueryTerms writes new documents full of the terms "linux kernel" to
 // "six" (on a shard of n1 and one of n2) and "one", through n3, which
 // changes every score of a search for them, and returns their ids.
-func addQueryTerms(t *testing.T, tc *testCluster) []string {
+func addQueryTerms(t *testing.T, tc *coordtest.Cluster) []string {
 	news := idsOnNodes(t, tc, "six", 3, "n1", "n2")
 	var newIDs []string
 	var newSources []json.RawMessage
@@ -702,7 +412,7 @@ func addQueryTerms(t *testing.T, tc *testCluster) []string {
 		}
 	}
 	for _, name := range []string{"six", "one"} {
-		bulkIndex(t, tc.nodes["n3"], name, newIDs, newSources)
+		coordtest.BulkIndex(t, tc.Nodes["n3"], name, newIDs, newSources)
 	}
 	return newIDs
 }
@@ -715,20 +425,20 @@ func addQueryTerms(t *testing.T, tc *testCluster) []string {
 // the query phase runs again. Each phase sends one message per node.
 func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
 	tc := sixAndOne(t)
-	peers := tc.peers["n1"]
+	peers := tc.Peers["n1"]
 	type counts struct{ stats, query, fetch int }
 	calls := func() counts {
-		return counts{peers.callsTo("", methodSearchStats), peers.callsTo("", methodSearchQuery), peers.callsTo("", methodSearchFetch)}
+		return counts{peers.CallsTo("", shard.MethodSearchStats), peers.CallsTo("", shard.MethodSearchQuery), peers.CallsTo("", shard.MethodSearchFetch)}
 	}
 	body := `{"query":{"match":{"body":"linux kernel"}},"size":10,"sort":["_score",{"_id":"asc"}]}`
 	search := func(what string) counts {
 		before := calls()
-		six := tc.search(t, "n1", []string{"six"}, body)
+		six := tc.Search(t, "n1", []string{"six"}, body)
 		after := calls()
-		one := tc.search(t, "n1", []string{"one"}, body)
+		one := tc.Search(t, "n1", []string{"one"}, body)
 		require.Zero(t, six.Status.Failed, "%s: %v", what, six.Status.Errors)
 		require.Positive(t, one.Total)
-		sameHits(t, one.SearchResult, six.SearchResult, what)
+		coordtest.SameHits(t, one.SearchResult, six.SearchResult, what)
 		return counts{after.stats - before.stats, after.query - before.query, after.fetch - before.fetch}
 	}
 	first := search("first search")
@@ -756,18 +466,14 @@ func TestClusterKeepsStatisticsUntilAShardChanges(t *testing.T) {
 func TestClusterPointInTimeKeepsNoStatistics(t *testing.T) {
 	tc := sixAndOne(t)
 	ctx := context.Background()
-	n1 := tc.nodes["n1"]
-	peers := tc.peers["n1"]
+	n1 := tc.Nodes["n1"]
+	peers := tc.Peers["n1"]
 	body := `{"query":{"match":{"body":"linux kernel"}},"size":10,"sort":["_score",{"_id":"asc"}]}`
-	tc.search(t, "n1", []string{"six"}, body) // keeps the request's statistics
-	kept := func() (int, int64) {
-		n1.stats.mu.Lock()
-		defer n1.stats.mu.Unlock()
-		return n1.stats.lru.Len(), n1.stats.used
-	}
+	tc.Search(t, "n1", []string{"six"}, body) // keeps the request's statistics
+	kept := func() (int, int64) { return coord.StatsCacheUsage(n1.Coordinator) }
 	entries, used := kept()
 	require.Positive(t, entries)
-	pits := map[string]PIT{}
+	pits := map[string]coord.PIT{}
 	for _, name := range []string{"six", "one"} {
 		pit, err := n1.OpenPIT(ctx, []string{name}, time.Minute)
 		require.NoError(t, err)
@@ -775,7 +481,7 @@ func TestClusterPointInTimeKeepsNoStatistics(t *testing.T) {
 		defer func() { _, _ = n1.ClosePIT(ctx, pit) }()
 	}
 	newIDs := addQueryTerms(t, tc)
-	pitSearch := func(name string) *SearchResult {
+	pitSearch := func(name string) *coord.SearchResult {
 		srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{name}))
 		require.NoError(t, err)
 		srch.SetPointInTime(pits[name].Encode(), time.Minute)
@@ -784,11 +490,11 @@ func TestClusterPointInTimeKeepsNoStatistics(t *testing.T) {
 		require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
 		return res
 	}
-	statsBefore := peers.callsTo("", methodSearchStats)
+	statsBefore := peers.CallsTo("", shard.MethodSearchStats)
 	six := pitSearch("six")
-	require.Positive(t, peers.callsTo("", methodSearchStats)-statsBefore, "the point in time ran its own statistics phase")
+	require.Positive(t, peers.CallsTo("", shard.MethodSearchStats)-statsBefore, "the point in time ran its own statistics phase")
 	one := pitSearch("one")
-	sameHits(t, one.SearchResult, six.SearchResult, "pinned views")
+	coordtest.SameHits(t, one.SearchResult, six.SearchResult, "pinned views")
 	for _, h := range six.Hits {
 		require.NotContains(t, newIDs, h.ID, "a point in time sees no later write")
 	}
@@ -803,26 +509,26 @@ func TestClusterPointInTimeKeepsNoStatistics(t *testing.T) {
 // copies and the search loses nothing.
 func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 	nodes := []string{"n1", "n2", "n3"}
-	tc := newTestCluster(t, nodes...)
+	tc := coordtest.NewCluster(t, nodes...)
 	ctx := context.Background()
-	n1 := tc.nodes["n1"]
-	require.NoError(t, n1.CreateIndex(ctx, "m", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	n1 := tc.Nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "m", coord.IndexSettings{NumberOfShards: 6}, coordtest.SampleMapping(t)))
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
-	ix, err := n1.meta.View().Index("m")
+	ix, err := n1.Meta.View().Index("m")
 	require.NoError(t, err)
 	var onN2 []int
 	for num, sh := range ix.Shards {
 		if p, _ := sh.Primary(); p.NodeID == "n2" {
-			tc.mc.addReplica(t, "m", num, "n3")
+			tc.MC.AddReplica(t, "m", num, "n3")
 			onN2 = append(onN2, num)
 		}
 	}
 	require.Len(t, onN2, 2)
-	awaitInSync(t, tc, "m", 1)
+	coordtest.AwaitInSync(t, tc, "m", 1)
 	require.Eventually(t, func() bool {
-		ix, _ := tc.mc.node("x").View().Index("m")
+		ix, _ := tc.MC.Node("x").View().Index("m")
 		for _, num := range onN2 {
 			active := 0
 			for _, c := range ix.Shards[num].Copies {
@@ -836,18 +542,18 @@ func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 		}
 		return true
 	}, 30*time.Second, 10*time.Millisecond)
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, n1, "m", ids, sources)
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, n1, "m", ids, sources)
 
-	tc.net.Kill("n2")
-	peers := tc.peers["n1"]
-	res := tc.search(t, "n1", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20,"timeout":"10s"}`)
+	tc.Net.Kill("n2")
+	peers := tc.Peers["n1"]
+	res := tc.Search(t, "n1", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20,"timeout":"10s"}`)
 	require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
 	require.Equal(t, 6, res.Status.Total)
-	all := tc.search(t, "n3", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20}`)
-	sameHits(t, all.SearchResult, res.SearchResult, "after n2 died")
-	require.Equal(t, 2, peers.callsTo("n2", methodSearchStats), "both shards of n2 were in one message, sent once more when its connection broke (callRead)")
-	require.Zero(t, peers.callsTo("n2", methodSearchQuery), "the shards moved to n3 for good")
+	all := tc.Search(t, "n3", []string{"m"}, `{"query":{"match":{"body":"the"}},"size":20}`)
+	coordtest.SameHits(t, all.SearchResult, res.SearchResult, "after n2 died")
+	require.Equal(t, 2, peers.CallsTo("n2", shard.MethodSearchStats), "both shards of n2 were in one message, sent once more when its connection broke (callRead)")
+	require.Zero(t, peers.CallsTo("n2", shard.MethodSearchQuery), "the shards moved to n3 for good")
 	for _, h := range res.Hits {
 		require.NotEmpty(t, h.Fields[index.SourceField])
 	}
@@ -859,18 +565,18 @@ func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 // that takes no more than those from it needs no fetch message, one that
 // takes more asks for the rest only.
 func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	n1 := tc.nodes["n1"]
-	require.NoError(t, n1.CreateIndex(ctx, "p", IndexSettings{NumberOfShards: 6}, nil))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	n1 := tc.Nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "p", coord.IndexSettings{NumberOfShards: 6}, nil))
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
 	on := idsOnNodes(t, tc, "p", 12, "n1", "n2", "n3")
-	var ops []Op
+	var ops []shard.Op
 	add := func(k string, ids []string) {
 		for _, id := range ids {
-			ops = append(ops, Op{Type: OpIndex, Index: "p", ID: id, Source: json.RawMessage(`{"k":"` + k + `","id":"` + id + `"}`)})
+			ops = append(ops, shard.Op{Type: shard.OpIndex, Index: "p", ID: id, Source: json.RawMessage(`{"k":"` + k + `","id":"` + id + `"}`)})
 		}
 	}
 	// Page a: 3 + 4 + 3 documents on n1, n2, n3; page b: 1 + 8 + 1.
@@ -880,21 +586,21 @@ func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
 	add("b", on["n1"][3:4])
 	add("b", on["n2"][4:12])
 	add("b", on["n3"][3:4])
-	res, err := n1.Bulk(ctx, ops, WriteOptions{Refresh: RefreshTrue})
+	res, err := n1.Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshTrue})
 	require.NoError(t, err)
 	for _, r := range res {
 		require.NoError(t, r.Err)
 	}
-	peers := tc.peers["n1"]
+	peers := tc.Peers["n1"]
 	page := func(k string) (fetchesN2, fetchesN3 int) {
-		f2, f3 := peers.callsTo("n2", methodSearchFetch), peers.callsTo("n3", methodSearchFetch)
-		out := tc.search(t, "n1", []string{"p"}, `{"query":{"term":{"k":"`+k+`"}},"size":10,"sort":[{"_id":"asc"}]}`)
+		f2, f3 := peers.CallsTo("n2", shard.MethodSearchFetch), peers.CallsTo("n3", shard.MethodSearchFetch)
+		out := tc.Search(t, "n1", []string{"p"}, `{"query":{"term":{"k":"`+k+`"}},"size":10,"sort":[{"_id":"asc"}]}`)
 		require.Zero(t, out.Status.Failed, "%v", out.Status.Errors)
 		require.Len(t, out.Hits, 10)
 		for _, h := range out.Hits {
 			require.JSONEq(t, `{"k":"`+k+`","id":"`+h.ID+`"}`, h.Fields[index.SourceField].(string))
 		}
-		return peers.callsTo("n2", methodSearchFetch) - f2, peers.callsTo("n3", methodSearchFetch) - f3
+		return peers.CallsTo("n2", shard.MethodSearchFetch) - f2, peers.CallsTo("n3", shard.MethodSearchFetch) - f3
 	}
 	f2, f3 := page("a")
 	require.Zero(t, f2, "n2's 4 hits came with its query phase")
@@ -909,14 +615,14 @@ func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
 // the hits and aggregations one shard gives.
 func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
 	tc := sixAndOne(t)
-	n1 := tc.nodes["n1"]
-	peers := tc.peers["n1"]
+	n1 := tc.Nodes["n1"]
+	peers := tc.Peers["n1"]
 	stats := func(body string) int {
-		before := peers.callsTo("", methodSearchStats)
-		one := tc.search(t, "n1", []string{"one"}, body)
-		six := tc.search(t, "n1", []string{"six"}, body)
+		before := peers.CallsTo("", shard.MethodSearchStats)
+		one := tc.Search(t, "n1", []string{"one"}, body)
+		six := tc.Search(t, "n1", []string{"six"}, body)
 		require.Zero(t, six.Status.Failed, "%v", six.Status.Errors)
-		sameSorted(t, one.SearchResult, six.SearchResult, body)
+		coordtest.SameSorted(t, one.SearchResult, six.SearchResult, body)
 		srch, err := esdsl.ParseSearch([]byte(body), nil, n1.Fields([]string{"one"}))
 		require.NoError(t, err)
 		a, err := srch.RenderAggs(one.Aggs)
@@ -924,7 +630,7 @@ func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
 		b, err := srch.RenderAggs(six.Aggs)
 		require.NoError(t, err)
 		require.Equal(t, a, b, body)
-		return peers.callsTo("", methodSearchStats) - before
+		return peers.CallsTo("", shard.MethodSearchStats) - before
 	}
 	require.Zero(t, stats(`{"query":{"match":{"body":"linux kernel"}},"size":15,"sort":[{"date":"desc"},{"_id":"asc"}]}`))
 	require.Zero(t, stats(`{"query":{"match":{"body":"linux"}},"size":0,"aggs":{"l":{"terms":{"field":"label"}}}}`))
@@ -936,25 +642,25 @@ func TestClusterUnscoredSearchHasNoStatisticsPhase(t *testing.T) {
 // as failed, and the search answers with the others' hits, their sources
 // fetched, and timed out.
 func TestClusterSearchTimeoutLeavesASlowNodeOut(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc := coordtest.NewCluster(t, "n1", "n2", "n3")
 	ctx := context.Background()
-	n1 := tc.nodes["n1"]
-	require.NoError(t, n1.CreateIndex(ctx, "s", IndexSettings{NumberOfShards: 6}, sampleMapping(t)))
-	for _, n := range tc.nodes {
-		n.awaitOpen(t)
+	n1 := tc.Nodes["n1"]
+	require.NoError(t, n1.CreateIndex(ctx, "s", coord.IndexSettings{NumberOfShards: 6}, coordtest.SampleMapping(t)))
+	for _, n := range tc.Nodes {
+		n.AwaitOpen(t)
 	}
-	ids, sources := sampleDocs(t)
-	bulkIndex(t, n1, "s", ids, sources)
+	ids, sources := coordtest.SampleDocs(t)
+	coordtest.BulkIndex(t, n1, "s", ids, sources)
 	body := `{"query":{"match":{"body":"the"}},"size":10,"sort":[{"date":"desc"}],"timeout":"300ms"}`
-	all := tc.search(t, "n1", []string{"s"}, body)
+	all := tc.Search(t, "n1", []string{"s"}, body)
 	require.False(t, all.TimedOut)
 
-	remove := tc.net.SetDelay("n1", "n3", 10*time.Second)
+	remove := tc.Net.SetDelay("n1", "n3", 10*time.Second)
 	defer remove()
 	// Sorted by a field (no statistics phase), then scored (the slow
 	// node's statistics do not come either).
 	for _, body := range []string{body, `{"query":{"match":{"body":"the"}},"size":10,"timeout":"300ms"}`} {
-		res := tc.search(t, "n1", []string{"s"}, body)
+		res := tc.Search(t, "n1", []string{"s"}, body)
 		require.True(t, res.TimedOut, body)
 		require.Equal(t, 6, res.Status.Total)
 		require.Equal(t, 2, res.Status.Failed, "n3's two shards: %v", res.Status.Errors)
@@ -969,19 +675,4 @@ func TestClusterSearchTimeoutLeavesASlowNodeOut(t *testing.T) {
 			require.NotEmpty(t, h.Fields[index.SourceField], "the page's hits were fetched after the timeout")
 		}
 	}
-}
-
-// TestRecoveryRateFollowsTheCluster: the recovery throttle is the
-// cluster's indices.recovery.max_bytes_per_sec once set (0 included), and
-// the node's own configuration otherwise.
-func TestRecoveryRateFollowsTheCluster(t *testing.T) {
-	tc := newTestCluster(t, "n1")
-	st := tc.nodes["n1"].store
-	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
-	for _, rate := range []int64{0, 5 << 20} {
-		require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = &rate; return nil }))
-		require.Equal(t, rate, st.recoveryRate())
-	}
-	require.NoError(t, tc.mc.update(func(v *View) error { v.RecoveryMaxBytesPerSec = nil; return nil }))
-	require.Equal(t, testConfig().RecoveryMaxBytesPerSec, st.recoveryRate())
 }

@@ -1,4 +1,4 @@
-package shard
+package coord
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/weftsearch/weft/shard"
 )
 
 // Index administration beyond creation and deletion: aliases, opening and
@@ -13,8 +15,8 @@ import (
 // (IndexAdmin) and returns once this node's view holds it.
 
 // admin returns the metadata's IndexAdmin, or ErrNotSupported.
-func (c *Coordinator) admin() (IndexAdmin, error) {
-	a, ok := c.meta.(IndexAdmin)
+func (c *Coordinator) admin() (shard.IndexAdmin, error) {
+	a, ok := c.meta.(shard.IndexAdmin)
 	if !ok {
 		return nil, fmt.Errorf("%w: this node's metadata has no index administration (aliases, open and close, index settings)", ErrNotSupported)
 	}
@@ -24,9 +26,9 @@ func (c *Coordinator) admin() (IndexAdmin, error) {
 // checkNewNames refuses, before anything is proposed, an index name that is
 // an alias and aliases that are index names (the cluster refuses them too;
 // this gives the error Elasticsearch gives).
-func checkNewNames(v *View, index string, aliases map[string]AliasSpec) error {
-	if v.IsAlias(index) {
-		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", ErrInvalidIndexName, index)
+func checkNewNames(v *shard.View, index string, aliases map[string]shard.AliasSpec) error {
+	if IsAlias(v, index) {
+		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", shard.ErrInvalidIndexName, index)
 	}
 	for a := range aliases {
 		if err := checkAliasName(v, a, index); err != nil {
@@ -37,21 +39,21 @@ func checkNewNames(v *View, index string, aliases map[string]AliasSpec) error {
 }
 
 // checkAliasName applies Elasticsearch's alias name rules.
-func checkAliasName(v *View, alias, index string) error {
+func checkAliasName(v *shard.View, alias, index string) error {
 	if alias == index {
-		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", ErrInvalidRequest, alias)
+		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shard.ErrInvalidRequest, alias)
 	}
 	if _, ok := v.Indices[alias]; ok {
-		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", ErrInvalidRequest, alias)
+		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shard.ErrInvalidRequest, alias)
 	}
 	if err := ValidateIndexName(alias); err != nil {
-		return fmt.Errorf("%w: Invalid alias name [%s]: %v", ErrInvalidRequest, alias, err)
+		return fmt.Errorf("%w: Invalid alias name [%s]: %v", shard.ErrInvalidRequest, alias, err)
 	}
 	return nil
 }
 
 // UpdateAliases applies alias actions atomically: all of them, or none.
-func (c *Coordinator) UpdateAliases(ctx context.Context, actions []AliasAction) error {
+func (c *Coordinator) UpdateAliases(ctx context.Context, actions []shard.AliasAction) error {
 	v, err := c.view()
 	if err != nil {
 		return err
@@ -65,7 +67,7 @@ func (c *Coordinator) UpdateAliases(ctx context.Context, actions []AliasAction) 
 		if err != nil {
 			return err
 		}
-		if a.Op == AliasAdd {
+		if a.Op == shard.AliasAdd {
 			if err := checkAliasName(v, a.Alias, ix.Name); err != nil {
 				return err
 			}
@@ -74,13 +76,13 @@ func (c *Coordinator) UpdateAliases(ctx context.Context, actions []AliasAction) 
 	if err := admin.UpdateAliases(ctx, v, actions); err != nil {
 		return err
 	}
-	_, err = c.meta.AwaitView(ctx, func(nv *View) bool { return aliasesApplied(v, nv, actions) })
+	_, err = c.meta.AwaitView(ctx, func(nv *shard.View) bool { return aliasesApplied(v, nv, actions) })
 	return err
 }
 
 // aliasesApplied reports whether now shows the effect of actions proposed
 // from the view before (or their indices are gone).
-func aliasesApplied(before, now *View, actions []AliasAction) bool {
+func aliasesApplied(before, now *shard.View, actions []shard.AliasAction) bool {
 	for _, a := range actions {
 		old := before.Indices[a.Index]
 		cur, ok := now.Indices[a.Index]
@@ -89,13 +91,13 @@ func aliasesApplied(before, now *View, actions []AliasAction) bool {
 		}
 		got, has := cur.Aliases[a.Alias]
 		switch a.Op {
-		case AliasRemoveIndex:
+		case shard.AliasRemoveIndex:
 			return false
-		case AliasRemove:
+		case shard.AliasRemove:
 			if has {
 				return false
 			}
-		case AliasAdd:
+		case shard.AliasAdd:
 			if !has || !sameAlias(got, a.Spec) {
 				return false
 			}
@@ -104,7 +106,7 @@ func aliasesApplied(before, now *View, actions []AliasAction) bool {
 	return true
 }
 
-func sameAlias(a, b AliasSpec) bool {
+func sameAlias(a, b shard.AliasSpec) bool {
 	return bytes.Equal(a.Filter, b.Filter) && a.IndexRouting == b.IndexRouting && a.SearchRouting == b.SearchRouting &&
 		(a.IsWriteIndex == nil) == (b.IsWriteIndex == nil) && (a.IsWriteIndex == nil || *a.IsWriteIndex == *b.IsWriteIndex) && a.IsHidden == b.IsHidden
 }
@@ -133,7 +135,7 @@ func (c *Coordinator) SetClosed(ctx context.Context, names []string, closed bool
 		}
 		c.logger.Info("index state changed", "index", name, "closed", closed)
 	}
-	_, err = c.meta.AwaitView(ctx, func(nv *View) bool {
+	_, err = c.meta.AwaitView(ctx, func(nv *shard.View) bool {
 		return !slices.ContainsFunc(names, func(n string) bool { cur, ok := nv.Indices[n]; return ok && cur.Closed != closed })
 	})
 	return err

@@ -1,4 +1,4 @@
-package shard
+package coord
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/shard"
 )
 
 // Search, as Elasticsearch runs it, in phases over one copy of every
@@ -121,7 +122,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 // searchers picks one active copy of every shard of the named indexes: the
 // local one when there is one, else by adaptive replica selection. Shards
 // with no active copy are failures from the start.
-func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
+func (c *Coordinator) searchers(v *shard.View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
 	if pit, keep := srch.PointInTime(); pit != "" {
 		p, err := DecodePIT(pit)
 		if err != nil {
@@ -142,7 +143,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 			if !routedTo(routing, num, ix.NumberOfShards) {
 				continue
 			}
-			var active []CopyView
+			var active []shard.CopyView
 			for _, cp := range ix.Shards[num].Copies {
 				if v.Active(cp) && cp.RelocatingFrom == "" {
 					active = append(active, cp)
@@ -150,11 +151,11 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 			}
 			if len(active) == 0 {
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
-					Err: fmt.Errorf("%w: [%s][%d] has no active copy", ErrUnavailable, n, num)})
+					Err: fmt.Errorf("%w: [%s][%d] has no active copy", shard.ErrUnavailable, n, num)})
 				continue
 			}
 			name := fmt.Sprintf("%s/%d", n, num)
-			var remote []CopyView
+			var remote []shard.CopyView
 			var local *localSearcher
 			for _, cp := range active {
 				if cp.NodeID != v.LocalNode {
@@ -174,7 +175,7 @@ func (c *Coordinator) searchers(v *View, names []string, srch *esdsl.Search) ([]
 					mappingVersion: ix.MappingVersion, copies: c.ars.order(remote)})
 			default:
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
-					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", ErrUnavailable, n, num)})
+					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", shard.ErrUnavailable, n, num)})
 			}
 		}
 	}
@@ -232,8 +233,8 @@ type aggSearcher interface {
 
 // newRemoteSearch is what the remote searchers of srch over the indices
 // names share; its caller sets shards once it knows them.
-func newRemoteSearch(v *View, names []string, srch *esdsl.Search) *remoteSearch {
-	return &remoteSearch{header: SearchHeader{Cluster: v.ClusterUUID, Indices: names, Wire: srch.Wire()},
+func newRemoteSearch(v *shard.View, names []string, srch *esdsl.Search) *remoteSearch {
+	return &remoteSearch{header: shard.SearchHeader{Cluster: v.ClusterUUID, Indices: names, Wire: srch.Wire()},
 		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
 		from: srch.Request.From, size: srch.Request.Size}
 }
@@ -372,7 +373,7 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 // phase and the query phase.
 func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search, scope *statsScope) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
-		return nil, fmt.Errorf("%w: search request has no query", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: search request has no query", shard.ErrInvalidRequest)
 	}
 	if len(searchers) == 0 {
 		out := &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}
@@ -536,7 +537,7 @@ func (f *fetchSet) matchNamed(ctx context.Context, srch *esdsl.Search, res *blev
 		for k, h := range hits {
 			ids[k] = h.ID
 		}
-		matched, err := MatchedQueries(ctx, l.idx, named, ids)
+		matched, err := shard.MatchedQueries(ctx, l.idx, named, ids)
 		if err != nil {
 			continue // the hits are still right; they lack matched_queries
 		}
@@ -544,22 +545,6 @@ func (f *fetchSet) matchNamed(ctx context.Context, srch *esdsl.Search, res *blev
 			setMatched(h, matched[h.ID])
 		}
 	}
-}
-
-// MatchedQueries returns, per id, the names of the named queries it
-// matches, in the request's order.
-func MatchedQueries(ctx context.Context, idx *index.Index, named []esdsl.NamedQuery, ids []string) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, n := range named {
-		m, err := idx.Matching(ctx, n.Query, ids)
-		if err != nil {
-			return nil, err
-		}
-		for id := range m {
-			out[id] = append(out[id], n.Name)
-		}
-	}
-	return out, nil
 }
 
 func setMatched(h *search.DocumentMatch, names []string) {
@@ -770,4 +755,11 @@ func (f *fetchSet) fetch(ctx context.Context, req *bleve.SearchRequest, res *ble
 		}
 		res.Hits = kept
 	}
+}
+
+// IndexSearcher returns a ShardSearcher over idx alone, named name: a
+// local shard as a search reads it, for tools and tests that run bleve
+// requests through the phases and the reduce (SearchShards).
+func IndexSearcher(name string, idx *index.Index) ShardSearcher {
+	return &localSearcher{name: name, idx: idx}
 }

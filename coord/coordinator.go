@@ -1,4 +1,4 @@
-package shard
+package coord
 
 import (
 	"bytes"
@@ -12,40 +12,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shard"
 )
-
-// Peers reaches the fabric of other nodes by node ID. It is owned here and
-// implemented by the node (a pool of adaptive connections addressed from
-// the cluster's node records). A call that fails with fabric.ErrClosed
-// (its connection was closed or broke) must leave the pool to dial the node
-// afresh for the next call.
-type Peers interface {
-	Call(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error)
-}
-
-// callRead is peers.Call for a request that only reads (see
-// Remote.callRead): one that failed with fabric.ErrClosed is sent once
-// more, on the connection the pool dials in place of the broken one.
-func callRead(ctx context.Context, peers Peers, nodeID string, method fabric.Method, payload []byte) ([]byte, error) {
-	reply, err := peers.Call(ctx, nodeID, method, payload)
-	if errors.Is(err, fabric.ErrClosed) && ctx.Err() == nil {
-		reply, err = peers.Call(ctx, nodeID, method, payload)
-	}
-	return reply, err
-}
 
 // copiesOn returns the shard copies of node as this coordinator calls
 // them: in place on its own node, over the fabric on another.
-func (c *Coordinator) copiesOn(v *View, node string) (Copies, error) {
+func (c *Coordinator) copiesOn(v *shard.View, node string) (shard.Copies, error) {
 	if node == v.LocalNode {
 		return c.store, nil
 	}
 	if c.peers == nil {
-		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", ErrUnavailable, node)
+		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", shard.ErrUnavailable, node)
 	}
-	return NewRemote(c.peers, node), nil
+	return shard.NewRemote(c.peers, node), nil
 }
 
 // Coordinator is the engine the HTTP API calls on every node. It resolves
@@ -55,10 +35,10 @@ func (c *Coordinator) copiesOn(v *View, node string) (Copies, error) {
 // reconciles the node's Store with the shard table. All methods are safe
 // for concurrent use.
 type Coordinator struct {
-	cfg    Config
-	meta   Metadata
-	store  *Store
-	peers  Peers // nil: a node without a fabric never routes elsewhere
+	cfg    shard.Config
+	meta   shard.Metadata
+	store  *shard.Store
+	peers  shard.Peers // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
 	stats  *statsCache // nil: none kept
@@ -86,7 +66,7 @@ type IndexSettings struct {
 	Other map[string]json.RawMessage `json:"-"`
 	// Aliases are the index's aliases (given at creation; changed with
 	// UpdateAliases).
-	Aliases map[string]AliasSpec `json:"-"`
+	Aliases map[string]shard.AliasSpec `json:"-"`
 }
 
 // IndexInfo describes one index.
@@ -102,22 +82,10 @@ type IndexInfo struct {
 	StoreSizeBytes int64  // bytes of every copy that answered
 }
 
-// IndexNodeStats are one index's counters.
-type IndexNodeStats struct {
-	Docs           uint64
-	StoreSizeBytes int64
-	IndexTotal     uint64
-	IndexTimeNanos uint64
-	DeleteTotal    uint64
-	SearchTotal    uint64
-	SearchNanos    uint64
-	LogFsyncs      uint64
-}
-
 // NodeStats are the node's index statistics: what this node coordinated,
 // and the copies it holds.
 type NodeStats struct {
-	Indices map[string]IndexNodeStats
+	Indices map[string]shard.IndexNodeStats
 }
 
 // primaryWait bounds how long a write or get waits for a shard's primary
@@ -126,11 +94,11 @@ const primaryWait = time.Minute
 
 // NewCoordinator builds the engine over a store (and the store's metadata
 // and peers). Start runs its reconcile loop.
-func NewCoordinator(store *Store, cfg Config, logger *slog.Logger) *Coordinator {
+func NewCoordinator(store *shard.Store, cfg shard.Config, logger *slog.Logger) *Coordinator {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Coordinator{cfg: cfg, meta: store.meta, store: store, peers: store.peers, logger: logger, ars: newCopySelector(),
+	c := &Coordinator{cfg: cfg, meta: store.Metadata(), store: store, peers: store.Peers(), logger: logger, ars: newCopySelector(),
 		stats:    newStatsCache(cfg.SearchStatsCacheBytes),
 		counters: map[string]*indexCounters{}}
 	store.SetRequestCounters(c.counterStats)
@@ -162,18 +130,18 @@ func (c *Coordinator) countersFor(name string) *indexCounters {
 
 // view returns the committed view for writes and metadata changes:
 // ErrClosed after Close, ErrClusterBlocked while the node is not Ready.
-func (c *Coordinator) view() (*View, error) { return c.viewWhen(c.meta.Ready) }
+func (c *Coordinator) view() (*shard.View, error) { return c.viewWhen(c.meta.Ready) }
 
 // readView returns the view for reads: the last one while this node knows
 // no leader (Metadata.Serving).
-func (c *Coordinator) readView() (*View, error) { return c.viewWhen(c.meta.Serving) }
+func (c *Coordinator) readView() (*shard.View, error) { return c.viewWhen(c.meta.Serving) }
 
-func (c *Coordinator) viewWhen(ok func() error) (*View, error) {
+func (c *Coordinator) viewWhen(ok func() error) (*shard.View, error) {
 	c.closeMu.Lock()
 	closed := c.closed
 	c.closeMu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, shard.ErrClosed
 	}
 	if err := ok(); err != nil {
 		return nil, err
@@ -185,23 +153,23 @@ func (c *Coordinator) viewWhen(ok func() error) (*View, error) {
 // last one while this node knows no leader (for reads: writes check Ready
 // themselves); ErrClusterBlocked until the node has first joined a
 // cluster (Metadata.Serving).
-func (c *Coordinator) ClusterView() (*View, error) { return c.readView() }
+func (c *Coordinator) ClusterView() (*shard.View, error) { return c.readView() }
 
 // ValidateIndexName applies Elasticsearch's index name rules.
 func ValidateIndexName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: index name must not be empty", ErrInvalidIndexName)
+		return fmt.Errorf("%w: index name must not be empty", shard.ErrInvalidIndexName)
 	case name == "." || name == "..":
-		return fmt.Errorf("%w: [%s]: must not be '.' or '..'", ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must not be '.' or '..'", shard.ErrInvalidIndexName, name)
 	case strings.ToLower(name) != name:
-		return fmt.Errorf("%w: [%s]: must be lowercase", ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must be lowercase", shard.ErrInvalidIndexName, name)
 	case strings.ContainsAny(name, "\\/*?\"<>| ,#:"):
-		return fmt.Errorf("%w: [%s]: must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?, #, :]", ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?, #, :]", shard.ErrInvalidIndexName, name)
 	case strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "+"):
-		return fmt.Errorf("%w: [%s]: must not start with '_', '-', or '+'", ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must not start with '_', '-', or '+'", shard.ErrInvalidIndexName, name)
 	case len(name) > 255:
-		return fmt.Errorf("%w: [%s]: index name is too long, (%d > 255)", ErrInvalidIndexName, name, len(name))
+		return fmt.Errorf("%w: [%s]: index name is too long, (%d > 255)", shard.ErrInvalidIndexName, name, len(name))
 	}
 	return nil
 }
@@ -225,10 +193,10 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 		s.NumberOfShards = 1
 	}
 	if s.NumberOfShards < 1 || s.NumberOfShards > c.cfg.MaxShards {
-		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
+		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", shard.ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
 	}
 	if s.NumberOfReplicas < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", ErrInvalidRequest, s.NumberOfReplicas)
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shard.ErrInvalidRequest, s.NumberOfReplicas)
 	}
 	if mp == nil {
 		mp = index.NewDynamicMapping()
@@ -240,14 +208,14 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 	if err := checkNewNames(c.meta.View(), name, s.Aliases); err != nil {
 		return err
 	}
-	if err := c.meta.CreateIndex(ctx, IndexSpec{Name: name, NumberOfShards: s.NumberOfShards, NumberOfReplicas: s.NumberOfReplicas, Mapping: raw,
+	if err := c.meta.CreateIndex(ctx, shard.IndexSpec{Name: name, NumberOfShards: s.NumberOfShards, NumberOfReplicas: s.NumberOfReplicas, Mapping: raw,
 		Settings: s.Other, Aliases: s.Aliases}); err != nil {
 		return err
 	}
 	c.logger.Info("index created", "index", name, "shards", s.NumberOfShards, "replicas", s.NumberOfReplicas)
 	wctx, cancel := context.WithTimeout(ctx, activeShardsWait)
 	defer cancel()
-	if _, err := c.meta.AwaitView(wctx, func(v *View) bool {
+	if _, err := c.meta.AwaitView(wctx, func(v *shard.View) bool {
 		ix, ok := v.Indices[name]
 		return ok && primariesActive(v, ix)
 	}); err != nil && ctx.Err() == nil {
@@ -256,7 +224,7 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 	return ctx.Err()
 }
 
-func primariesActive(v *View, ix *IndexView) bool {
+func primariesActive(v *shard.View, ix *shard.IndexView) bool {
 	for k := range ix.Shards {
 		p, ok := ix.Shards[k].Primary()
 		if !ok || !v.Active(p) {
@@ -280,7 +248,7 @@ func (c *Coordinator) DeleteIndex(ctx context.Context, name string) error {
 		return err
 	}
 	c.logger.Info("index deleted", "index", name)
-	_, err = c.meta.AwaitView(ctx, func(v *View) bool {
+	_, err = c.meta.AwaitView(ctx, func(v *shard.View) bool {
 		cur, ok := v.Indices[name]
 		return !ok || cur.UUID != ix.UUID
 	})
@@ -298,7 +266,7 @@ func (c *Coordinator) Index(name string) (IndexInfo, error) {
 	if err != nil {
 		return IndexInfo{}, err
 	}
-	infos := c.describe(v, []*IndexView{ix})
+	infos := c.describe(v, []*shard.IndexView{ix})
 	return infos[0], nil
 }
 
@@ -308,12 +276,12 @@ func (c *Coordinator) Indices() []IndexInfo {
 	if err != nil {
 		return nil
 	}
-	return c.describe(v, SortedIndices(v))
+	return c.describe(v, shard.SortedIndices(v))
 }
 
 // describe builds IndexInfos, asking every node holding copies for their
 // counts (in parallel, briefly: a node that does not answer counts nothing).
-func (c *Coordinator) describe(v *View, ixs []*IndexView) []IndexInfo {
+func (c *Coordinator) describe(v *shard.View, ixs []*shard.IndexView) []IndexInfo {
 	ctx, cancel := context.WithTimeout(context.Background(), statsWait)
 	defer cancel()
 	stats := c.gatherCopyStats(ctx, v)
@@ -359,7 +327,7 @@ func (c *Coordinator) Resolve(expr string, o ResolveOptions) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	return v.Resolve(expr, o)
+	return Resolve(v, expr, o)
 }
 
 // PutMapping merges mp into the index's committed mapping (new fields only;
@@ -391,9 +359,9 @@ func (c *Coordinator) PutMapping(ctx context.Context, name string, mp *index.Map
 			return nil
 		}
 		ver, err := c.meta.PutMapping(ctx, name, ix.UUID, raw, ix.MappingVersion)
-		if errors.Is(err, ErrMappingVersion) {
+		if errors.Is(err, shard.ErrMappingVersion) {
 			base := ix.MappingVersion
-			if _, err := c.meta.AwaitView(ctx, func(v *View) bool {
+			if _, err := c.meta.AwaitView(ctx, func(v *shard.View) bool {
 				cur, ok := v.Indices[name]
 				return !ok || cur.MappingVersion > base
 			}); err != nil {
@@ -404,7 +372,7 @@ func (c *Coordinator) PutMapping(ctx context.Context, name string, mp *index.Map
 		if err != nil {
 			return err
 		}
-		_, err = c.meta.AwaitView(ctx, func(v *View) bool {
+		_, err = c.meta.AwaitView(ctx, func(v *shard.View) bool {
 			cur, ok := v.Indices[name]
 			return !ok || cur.MappingVersion >= ver
 		})
@@ -423,7 +391,7 @@ type SettingsUpdate struct {
 // UpdateSettings changes an index's dynamic settings.
 func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u SettingsUpdate) error {
 	if r := u.NumberOfReplicas; r != nil && *r < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", ErrInvalidRequest, *r)
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shard.ErrInvalidRequest, *r)
 	}
 	v, err := c.view()
 	if err != nil {
@@ -437,7 +405,7 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 		if err := c.meta.UpdateReplicas(ctx, name, ix.UUID, *r); err != nil {
 			return err
 		}
-		if _, err := c.meta.AwaitView(ctx, func(v *View) bool {
+		if _, err := c.meta.AwaitView(ctx, func(v *shard.View) bool {
 			cur, ok := v.Indices[name]
 			return !ok || cur.NumberOfReplicas == *r
 		}); err != nil {
@@ -454,7 +422,7 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 	if err := admin.UpdateIndexSettings(ctx, name, ix.UUID, u.Other); err != nil {
 		return err
 	}
-	_, err = c.meta.AwaitView(ctx, func(v *View) bool {
+	_, err = c.meta.AwaitView(ctx, func(v *shard.View) bool {
 		cur, ok := v.Indices[name]
 		if !ok || cur.UUID != ix.UUID {
 			return true
@@ -472,15 +440,15 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 
 // Fields returns the merged mapping view of the named indexes (unknown
 // names are skipped).
-func (c *Coordinator) Fields(names []string) FieldTypes { return c.store.Fields(names) }
+func (c *Coordinator) Fields(names []string) shard.FieldTypes { return c.store.Fields(names) }
 
 // counterStats are this node's request counters by index name.
-func (c *Coordinator) counterStats() map[string]IndexNodeStats {
-	out := map[string]IndexNodeStats{}
+func (c *Coordinator) counterStats() map[string]shard.IndexNodeStats {
+	out := map[string]shard.IndexNodeStats{}
 	c.countersMu.Lock()
 	defer c.countersMu.Unlock()
 	for name, ic := range c.counters {
-		out[name] = IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
+		out[name] = shard.IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
 			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
 	}
 	return out
