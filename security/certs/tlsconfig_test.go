@@ -83,6 +83,10 @@ func TestMutualTLSRefuses(t *testing.T) {
 	}
 	noCert := certs.ClientConfig(n2, "n1")
 	noCert.Certificates = nil
+	// A client of another cluster that trusts this one's CA, so that only
+	// the server's check of its certificate can refuse it.
+	strangerClient := certs.ClientConfig(otherCA, "n1")
+	strangerClient.RootCAs = n1.Pool
 	tls12 := certs.ClientConfig(n2, "n1")
 	tls12.MinVersion, tls12.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
 	for _, tc := range []struct {
@@ -91,7 +95,7 @@ func TestMutualTLSRefuses(t *testing.T) {
 		clientSees     string // in the client's error, when the client detects it
 	}{
 		{"client without a certificate", certs.ServerConfig(n1, nil), noCert, ""},
-		{"client certificate of another CA", certs.ServerConfig(n1, nil), certs.ClientConfig(otherCA, "n1"), ""},
+		{"client certificate of another CA", certs.ServerConfig(n1, nil), strangerClient, ""},
 		{"client node not admitted", certs.ServerConfig(n1, onlyN3), certs.ClientConfig(n2, "n1"), ""},
 		{"server names another node than dialled", certs.ServerConfig(n1, nil), certs.ClientConfig(n2, "n3"), "n3"},
 		{"server certificate of another CA", certs.ServerConfig(otherCA, nil), certs.ClientConfig(n1, "n2"), ""},
