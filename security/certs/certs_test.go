@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/security/certs"
@@ -248,4 +249,11 @@ func TestLoadKeyPairChecksTheKeyMode(t *testing.T) {
 	_, err = certs.LoadKeyPair(crt, key)
 	require.ErrorIs(t, err, certs.ErrKeyPermissions)
 	require.ErrorContains(t, err, "chmod 600 "+key)
+}
+
+func TestGossipKeyIsAMemberlistSecretKey(t *testing.T) {
+	b := load(t, create(t, "n1"), "n1")
+	ring, err := memberlist.NewKeyring(nil, b.GossipKey)
+	require.NoError(t, err)
+	require.Equal(t, b.GossipKey, ring.GetPrimaryKey())
 }
