@@ -75,6 +75,24 @@ type Config struct {
 	// CurvePreferences empty to keep Go's default key exchange, the
 	// post-quantum hybrid X25519MLKEM768.
 	ServerTLS, ClientTLS *tls.Config
+	// TLSServerName, when set, names the server Dial expects at addr (the
+	// address given to Dial, also when it opens lanes): Dial sets it as
+	// the ServerName of a clone of ClientTLS, so the server's certificate
+	// must carry that name. Used with a node name and a cluster CA whose
+	// certificates name their node (security/certs), it makes a dial of
+	// node X fail during the TLS handshake unless the server proves to be
+	// X. An empty result, or a ClientTLS with ServerName set, keeps the
+	// rules above.
+	TLSServerName func(addr string) string
+	// PeerIdentity, when set, is called on the server with the TLS state of
+	// every accepted connection once its TLS handshake has completed, and
+	// before the protocol handshake: an error closes the connection, so no
+	// request of it reaches the handler; otherwise the returned name is the
+	// peer's identity, and the connection's requests carry
+	// fabric.Request.Peer "NAME@HOST:PORT". It requires ServerTLS, which
+	// should require and verify client certificates (security/certs's
+	// ServerConfig and PeerNode fit together).
+	PeerIdentity func(tls.ConnectionState) (string, error)
 	// Logger receives connection-level events; nil discards them.
 	Logger *slog.Logger
 }
@@ -131,6 +149,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tcp: Config.SocketBuffer %d must be 0 (kernel autotuning) or positive", c.SocketBuffer)
 	case c.ServerTLS != nil && len(c.ServerTLS.Certificates) == 0 && c.ServerTLS.GetCertificate == nil && c.ServerTLS.GetConfigForClient == nil:
 		return fmt.Errorf("tcp: Config.ServerTLS has no certificate; set Certificates or GetCertificate")
+	case c.PeerIdentity != nil && c.ServerTLS == nil:
+		return fmt.Errorf("tcp: Config.PeerIdentity is set but ServerTLS is nil; peers can only be identified over TLS")
 	}
 	return nil
 }

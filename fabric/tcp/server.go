@@ -221,10 +221,14 @@ func (l *Listener) serve(nc net.Conn) {
 	}
 	ln := newLink(&l.t.cfg, l.t.log, nc, raw, nc.RemoteAddr().String())
 	deadline := time.Now().Add(l.t.cfg.HandshakeTimeout)
-	if err := tlsHandshake(nc, deadline); err != nil {
+	name, err := tlsHandshake(nc, deadline, l.t.cfg.PeerIdentity)
+	if err != nil {
 		l.t.log.Info("fabric TLS handshake failed", "remote", ln.remote, "err", err)
 		_ = nc.Close()
 		return
+	}
+	if name != "" {
+		ln.remote = name + "@" + ln.remote
 	}
 	if err := ln.handshake(false, deadline); err != nil {
 		l.t.log.Info("fabric handshake failed", "remote", ln.remote, "err", err)

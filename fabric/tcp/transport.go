@@ -126,8 +126,7 @@ func (t *Transport) dial(ctx context.Context, addr string, parent *Conn) (*Conn,
 		cfg := t.cfg.ClientTLS
 		if cfg.ServerName == "" {
 			cfg = cfg.Clone()
-			host, _, _ := net.SplitHostPort(addr)
-			cfg.ServerName = host
+			cfg.ServerName = t.serverName(addr)
 		}
 		tc := tls.Client(nc, cfg)
 		hctx, cancel := context.WithDeadline(ctx, deadline)
@@ -156,6 +155,18 @@ func (t *Transport) dial(ctx context.Context, addr string, parent *Conn) (*Conn,
 	return newConn(l, parent, ls), nil
 }
 
+// serverName is the TLS ServerName a dial of addr expects: the one
+// Config.TLSServerName gives, else addr's host.
+func (t *Transport) serverName(addr string) string {
+	if t.cfg.TLSServerName != nil {
+		if name := t.cfg.TLSServerName(addr); name != "" {
+			return name
+		}
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return host
+}
+
 // tune sets socket options on a fresh connection.
 func (t *Transport) tune(c *net.TCPConn) {
 	if c == nil {
@@ -180,14 +191,25 @@ func (c *Conn) TLSConnectionState() (tls.ConnectionState, bool) {
 
 func tlsServer(nc net.Conn, cfg *tls.Config) net.Conn { return tls.Server(nc, cfg) }
 
-// tlsHandshake completes a server-side TLS handshake by deadline; plain
-// connections pass through.
-func tlsHandshake(nc net.Conn, deadline time.Time) error {
+// tlsHandshake completes a server-side TLS handshake by deadline and
+// returns the peer's name as identify (Config.PeerIdentity) gives it, ""
+// when identify is nil; plain connections pass through unnamed.
+func tlsHandshake(nc net.Conn, deadline time.Time, identify func(tls.ConnectionState) (string, error)) (string, error) {
 	tc, ok := nc.(*tls.Conn)
 	if !ok {
-		return nil
+		return "", nil
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	return tc.HandshakeContext(ctx)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return "", err
+	}
+	if identify == nil {
+		return "", nil
+	}
+	name, err := identify(tc.ConnectionState())
+	if err != nil {
+		return "", fmt.Errorf("peer identity: %w", err)
+	}
+	return name, nil
 }

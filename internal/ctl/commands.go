@@ -101,7 +101,8 @@ func NewCommand(stdio IO) *cobra.Command {
 		Short: "Administer a Weft node over its Elasticsearch-compatible HTTP API",
 		Long: "searchctl administers a Weft cluster over a node's HTTP API: cluster health, indexes,\n" +
 			"bulk loading of NDJSON files, query-string searches, the node-to-node fabric (devices and\n" +
-			"peer connections), and the cluster (status, nodes, shards, Raft, node drains, shard moves).\n\n" +
+			"peer connections), and the cluster (status, nodes, shards, Raft, node drains, shard moves);\n" +
+			"certs create writes the cluster's certificates, offline.\n\n" +
 			"Exit codes: 0 ok, 1 the node reported an error or documents failed, 2 bad usage or input,\n" +
 			"3 the node could not be reached.",
 		SilenceUsage:  true,
@@ -120,7 +121,7 @@ func NewCommand(stdio IO) *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 
 	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio), countCommand(g, stdio),
-		fabricCommand(g, stdio), clusterCommand(g, stdio), shardCommand(g, stdio))
+		fabricCommand(g, stdio), clusterCommand(g, stdio), shardCommand(g, stdio), certsCommand(g, stdio))
 	return root
 }
 
