@@ -23,6 +23,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/crypto v0.57.0
 	golang.org/x/net v0.60.0
 	golang.org/x/perf v0.0.0-20250813145418-2f7363a06fe1
 	golang.org/x/sys v0.50.0
