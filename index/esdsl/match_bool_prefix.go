@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
 )
 
 // boolPrefixParams are the parameters match_bool_prefix takes besides
@@ -42,7 +44,8 @@ func (t *translator) matchBoolPrefix(body json.RawMessage) (query.Query, error) 
 // buildBoolPrefix builds a match_bool_prefix on one field: a bool of one
 // clause per analyzed term, the final term a prefix query and the others
 // term queries (fuzzy ones under fuzziness, which never applies to the
-// prefix), joined by operator and minimum_should_match. As in
+// prefix), joined by operator and minimum_should_match. The prefix scores
+// as its best expansion (index.BestPrefix). As in
 // Elasticsearch, a field that holds values matches the text exactly.
 func (t *translator) buildBoolPrefix(field string, m matchOpts) (query.Query, error) {
 	if field == "_id" || isValueType(t.fieldType(field)) {
@@ -63,8 +66,7 @@ func (t *translator) buildBoolPrefix(field string, m matchOpts) (query.Query, er
 	for _, term := range terms[:len(terms)-1] {
 		clauses = append(clauses, t.termClause(field, term, m))
 	}
-	pq := query.NewPrefixQuery(terms[len(terms)-1])
-	pq.SetField(field)
+	pq := index.NewBestPrefix(terms[len(terms)-1], field)
 	clauses = append(clauses, pq)
 	if len(clauses) == 1 {
 		return setBoost(pq, m.boost), nil
