@@ -14,8 +14,10 @@
 //
 // Mapping knowledge comes from the caller-owned Fields interface (field
 // types by dotted path). Optional abilities, checked at run time, widen what
-// can be translated: Analyzer (minimum_should_match and zero_terms_query need
-// the terms before the search runs), AnalyzerResolver (an "analyzer" named
+// can be translated: Analyzer (minimum_should_match, zero_terms_query,
+// match_bool_prefix, multi_match cross_fields and bool_prefix, and
+// fuzziness AUTO:low,high other than AUTO:3,6 need the terms before the
+// search runs), AnalyzerResolver (an "analyzer" named
 // in a query), FieldLister (the default "*" field list and field patterns
 // such as "title*") and DateFormatter (a date field's mapping format).
 // Without them, those requests are refused (ErrInvalidRequest) with a
@@ -30,17 +32,25 @@
 //
 // Where bleve cannot express Elasticsearch's behaviour the request is
 // refused (ErrInvalidRequest) naming the feature, never answered differently:
-// phrase slop > 0, aggregations on range fields and scripts, and the body
+// phrase slop > 0 (match_phrase, match_phrase_prefix, multi_match phrase
+// types, query_string "a b"~N), aggregations on range fields and scripts, and the body
 // keys listed in unsupportedBodyKeys. Aggregations are computed per shard
 // from doc values (AggCollector), merged (ReduceAggs) and rendered
 // (RenderAggs); see aggs.go. Known differences that do not change
 // which documents match:
 //   - bleve normalises query weights, so absolute scores differ from
 //     Elasticsearch's (a lone boost does not show in the score); dis_max,
-//     multi_match best_fields/phrase and query_string over several fields
-//     take the best clause plus tie_breaker times the others
-//     (index/scoring.DisMax), and boosts on bool, terms and other compound
-//     queries are applied (index/scoring.Boost), as in Elasticsearch;
+//     every multi_match type and query_string over several fields take the
+//     best clause plus tie_breaker times the others (index/scoring.DisMax;
+//     most_fields and bool_prefix default to a tie_breaker of 1, a sum),
+//     and boosts on bool, terms and other compound queries are applied
+//     (index/scoring.Boost), as in Elasticsearch;
+//   - multi_match cross_fields matches as Elasticsearch's does (fields
+//     grouped by how they analyze the text, each term a dis_max over a
+//     group's fields) but does not blend the fields' term statistics; the
+//     final prefix of match_bool_prefix scores as its best expansion where
+//     Elasticsearch scores it as a constant (see multi_match_cross.go and
+//     index.BestPrefix);
 //   - highlights are cut from _source around the matched terms' offsets
 //     (bleve's term locations), so they need term vectors on the field;
 //   - scroll pages are search_after pages under a total sort (the request's

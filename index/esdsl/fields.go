@@ -23,8 +23,11 @@ type Fields interface {
 // analyzer is not empty) over text and returns the terms in order. The
 // translator needs it only where the terms must be known before the search
 // runs: minimum_should_match on match, multi_match and
-// simple_query_string/query_string clauses. Without it those requests get a
-// 400 that says so.
+// simple_query_string/query_string clauses, match_bool_prefix (and
+// multi_match bool_prefix), multi_match cross_fields (which groups fields by
+// their terms) and fuzziness AUTO:low,high with thresholds other than 3,6
+// (each term gets its own edits). Without it those requests get a 400 that
+// says so.
 type Analyzer interface {
 	AnalyzeField(path, analyzer, text string) ([]string, error)
 }

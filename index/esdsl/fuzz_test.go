@@ -30,6 +30,14 @@ var fuzzSeeds = []string{
 	`{"query":{"bool":{"should":[{"regexp":{"body":"(?i)f.x"}},{"query_string":{"query":"/qu.*k/ OR body:b?own"}}]}}}`,
 	`{"query":{"query_string":{"query":"lazy (dog OR cat) bread","minimum_should_match":"-1"}},"aggs":{"t":{"terms":{"field":"tags","include":{"partition":1,"num_partitions":3}}}}}`,
 	`{"query":{"simple_query_string":{"query":"lazy dog | bread","minimum_should_match":"67%"}},"aggs":{"v":{"terms":{"field":"views","value_type":"long","include":{"partition":0,"num_partitions":2}}}}}`,
+	// @elastic/search-ui's default query and Searchkit's.
+	`{"query":{"bool":{"should":[{"multi_match":{"query":"quick bro","fields":["title^3","body","user.name"],"type":"best_fields","operator":"and"}},{"multi_match":{"query":"quick bro","fields":["title^3","body","user.name"],"type":"cross_fields"}},{"multi_match":{"query":"quick bro","fields":["title^3","body","user.name"],"type":"phrase_prefix"}}]}},"from":0,"size":20}`,
+	`{"query":{"bool":{"should":[{"multi_match":{"query":"quik","fields":["title^3","body"],"fuzziness":"AUTO:4,8"}},{"multi_match":{"query":"quik","fields":["title^3","body"],"type":"bool_prefix"}}]}}}`,
+	`{"query":{"multi_match":{"query":"alice fox 100","type":"cross_fields","fields":["user.*","title","views","tags"],"operator":"and","minimum_should_match":"50%","tie_breaker":0.3,"lenient":true}}}`,
+	`{"query":{"multi_match":{"query":"lazy d","type":"most_fields","fields":["title","body^2"],"fuzziness":"AUTO:2,5","prefix_length":1}}}`,
+	`{"query":{"match_phrase_prefix":{"body":{"query":"the quick b","max_expansions":2,"slop":0,"zero_terms_query":"all"}}}}`,
+	`{"query":{"match_bool_prefix":{"title":{"query":"quick re","fuzziness":"auto:3,6","operator":"or","minimum_should_match":1}}}}`,
+	`{"query":{"fuzzy":{"title":{"value":"recipy","fuzziness":"AUTO:0,1"}}}}`,
 }
 
 func FuzzParseSearch(f *testing.F) {

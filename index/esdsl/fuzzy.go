@@ -8,7 +8,7 @@ import (
 
 func (t *translator) fuzzy(body json.RawMessage) (query.Query, error) {
 	c := newCommon()
-	opts := matchOpts{autoFuzzy: true}
+	opts := matchOpts{fuzzy: autoFuzziness}
 	var value string
 	has := false
 	ps := params{
@@ -35,10 +35,10 @@ func (t *translator) fuzzy(body json.RawMessage) (query.Query, error) {
 	}
 	q := query.NewFuzzyQuery(value)
 	q.SetField(field)
-	if opts.autoFuzzy {
+	if opts.fuzzy.defaultAuto() {
 		q.SetAutoFuzziness(true)
 	} else {
-		q.SetFuzziness(opts.fuzziness)
+		q.SetFuzziness(opts.fuzzy.editsFor(value))
 	}
 	q.SetPrefix(opts.prefix)
 	return t.apply(q, c), nil

@@ -89,6 +89,11 @@ func testMapping(t testing.TB) *mapping.IndexMappingImpl {
 		return fm
 	}
 	doc.AddFieldMappingsAt("title", text("title"), kw("title.keyword"))
+	// As the index layer does: the sub-field is also found by its path,
+	// so bleve resolves its analyzer (keyword) for query text.
+	kwLookup := bleve.NewDocumentStaticMapping()
+	kwLookup.AddFieldMapping(kw(""))
+	doc.Properties["title"].AddSubDocumentMapping("keyword", kwLookup)
 	doc.AddFieldMappingsAt("body", text("body"))
 	doc.AddFieldMappingsAt("tags", kw("tags"))
 	num := bleve.NewNumericFieldMapping()

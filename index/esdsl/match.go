@@ -2,11 +2,12 @@ package esdsl
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/weftsearch/weft/index"
 )
 
 // matchOpts are the options of a full-text match, shared by match,
@@ -15,8 +16,7 @@ type matchOpts struct {
 	text         string
 	isNumber     bool
 	operatorAnd  bool
-	fuzziness    int
-	autoFuzzy    bool
+	fuzzy        fuzziness
 	prefix       int
 	analyzer     string
 	msm          string
@@ -24,6 +24,14 @@ type matchOpts struct {
 	zeroTermsAll bool
 	boost        float64
 	hasFuzziness bool
+	// maxExpansions bounds the terms a phrase prefix stands for; fuzzy
+	// matching takes every candidate within the edits.
+	maxExpansions int
+}
+
+// newMatchOpts returns the defaults of the match options.
+func newMatchOpts() matchOpts {
+	return matchOpts{boost: 1, maxExpansions: index.DefaultMaxExpansions}
 }
 
 // queryText reads the text to match: a string, number or boolean.
@@ -48,7 +56,7 @@ func (m *matchOpts) params() params {
 		"minimum_should_match": scalarParam(&m.msm),
 		"lenient":              boolParam(&m.lenient),
 		"zero_terms_query":     zeroTermsParam(&m.zeroTermsAll),
-		"max_expansions":       ignoredInt,
+		"max_expansions":       m.maxExpansionsParam,
 		"fuzzy_max_expansions": ignoredInt,
 		// bleve's fuzzy matching counts a transposition as two edits
 		// either way; synonyms are not configured, so both are no-ops.
@@ -89,8 +97,18 @@ func (m *matchOpts) fuzzinessParam(v json.RawMessage, where string) error {
 		return err
 	}
 	m.hasFuzziness = true
-	m.fuzziness, m.autoFuzzy, err = parseFuzziness(s)
+	m.fuzzy, err = parseFuzziness(s)
 	return err
+}
+
+func (m *matchOpts) maxExpansionsParam(v json.RawMessage, where string) (err error) {
+	if m.maxExpansions, err = asInt(v, where); err != nil {
+		return err
+	}
+	if m.maxExpansions < 0 {
+		return argErr("No negative maxExpansions allowed.")
+	}
+	return nil
 }
 
 func (m *matchOpts) prefixParam(v json.RawMessage, where string) (err error) {
@@ -126,7 +144,7 @@ func zeroTermsParam(all *bool) param {
 
 func (t *translator) match(body json.RawMessage) (query.Query, error) {
 	c := newCommon()
-	opts := matchOpts{boost: 1}
+	opts := newMatchOpts()
 	hasQuery := false
 	ps := opts.params()
 	ps["query"] = opts.queryText(&hasQuery)
@@ -145,21 +163,6 @@ func (t *translator) match(body json.RawMessage) (query.Query, error) {
 	return t.apply(q, common{boost: 1, name: c.name}), nil
 }
 
-func parseFuzziness(s string) (int, bool, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	if u == "AUTO" || strings.HasPrefix(u, "AUTO:3,6") {
-		return 0, true, nil
-	}
-	if strings.HasPrefix(u, "AUTO:") {
-		return 0, false, argErr("fuzziness [%s]: only AUTO and AUTO:3,6 (the default thresholds) are supported; use AUTO or 0, 1, 2", s)
-	}
-	f, err := strconv.ParseFloat(u, 64)
-	if err != nil || f != math.Trunc(f) || f < 0 || f > 2 {
-		return 0, false, argErr("fuzziness [%s] must be AUTO, 0, 1 or 2", s)
-	}
-	return int(f), false, nil
-}
-
 // buildMatch builds a match on one field, honouring the field's type the
 // way Elasticsearch does: full text for text/keyword, an exact value for
 // numbers, dates and booleans.
@@ -169,7 +172,7 @@ func (t *translator) buildMatch(field string, m matchOpts) (query.Query, error) 
 	case field == "_id":
 		return setBoost(query.NewDocIDQuery([]string{m.text}), m.boost), nil
 	case isValueType(ft):
-		if m.hasFuzziness && (m.fuzziness > 0 || m.autoFuzzy) && !m.lenient {
+		if m.hasFuzziness && m.fuzzy.enabled() && !m.lenient {
 			return nil, argErr("can only use fuzzy queries on keyword and text fields, not on [%s] which is of type [%s]", field, ft)
 		}
 		q, err := t.exactValue(field, ft, m.text, m.isNumber)
@@ -181,8 +184,10 @@ func (t *translator) buildMatch(field string, m matchOpts) (query.Query, error) 
 		}
 		return setBoost(q, m.boost), nil
 	}
-	if m.msm != "" && !m.operatorAnd {
-		return t.matchWithMinimum(field, m)
+	if (m.msm != "" && !m.operatorAnd) || (m.fuzzy.auto && !m.fuzzy.defaultAuto()) {
+		// Per-term clauses: minimum_should_match counts them, and custom
+		// AUTO thresholds give each term its own edits.
+		return t.matchTerms(field, m)
 	}
 	analyzer, err := t.resolveAnalyzer(m.analyzer)
 	if err != nil {
@@ -194,10 +199,10 @@ func (t *translator) buildMatch(field string, m matchOpts) (query.Query, error) 
 	if m.operatorAnd {
 		mq.SetOperator(query.MatchQueryOperatorAnd)
 	}
-	if m.autoFuzzy {
-		mq.SetAutoFuzziness(true)
+	if m.fuzzy.auto {
+		mq.SetAutoFuzziness(true) // bleve's AUTO is AUTO:3,6
 	} else {
-		mq.SetFuzziness(m.fuzziness)
+		mq.SetFuzziness(m.fuzzy.edits)
 	}
 	mq.SetPrefix(m.prefix)
 	if m.zeroTermsAll {
@@ -226,15 +231,18 @@ func (t *translator) analyze(field, analyzer, text string) ([]string, bool, erro
 	return terms, true, nil
 }
 
-// matchWithMinimum expands a match into one clause per analyzed term and
-// requires minimum_should_match of them.
-func (t *translator) matchWithMinimum(field string, m matchOpts) (query.Query, error) {
+// matchTerms expands a match into one clause per analyzed term and
+// requires all of them (operator and), minimum_should_match of them, or one.
+func (t *translator) matchTerms(field string, m matchOpts) (query.Query, error) {
 	terms, ok, err := t.analyze(field, m.analyzer, m.text)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, argErr("minimum_should_match on field [%s] needs the index's analyzer, which this node does not expose; use operator and/or instead", field)
+		if m.msm != "" {
+			return nil, argErr("minimum_should_match on field [%s] needs the index's analyzer, which this node does not expose; use operator and/or instead", field)
+		}
+		return nil, argErr("fuzziness [AUTO:%d,%d] on field [%s] needs the index's analyzer, which this node does not expose; use AUTO, 0, 1 or 2", m.fuzzy.low, m.fuzzy.high, field)
 	}
 	if len(terms) == 0 {
 		if m.zeroTermsAll {
@@ -242,37 +250,36 @@ func (t *translator) matchWithMinimum(field string, m matchOpts) (query.Query, e
 		}
 		return query.NewMatchNoneQuery(), nil
 	}
-	min, err := minimumShouldMatch(m.msm, len(terms))
-	if err != nil {
-		return nil, err
-	}
-	if min < 1 {
-		min = 1
-	}
 	clauses := make([]query.Query, 0, len(terms))
 	for _, term := range terms {
 		clauses = append(clauses, t.termClause(field, term, m))
+	}
+	return combineTerms(clauses, m)
+}
+
+// combineTerms joins the per-term clauses of a match as its operator and
+// minimum_should_match say.
+func combineTerms(clauses []query.Query, m matchOpts) (query.Query, error) {
+	if m.operatorAnd {
+		return setBoost(query.NewConjunctionQuery(clauses), m.boost), nil
+	}
+	min := 1
+	if m.msm != "" {
+		var err error
+		if min, err = minimumShouldMatch(m.msm, len(clauses)); err != nil {
+			return nil, err
+		}
+		min = max(min, 1)
 	}
 	d := query.NewDisjunctionQuery(clauses)
 	d.SetMin(float64(min))
 	return setBoost(d, m.boost), nil
 }
 
+// termClause is the clause of one analyzed term: a term query, or a fuzzy
+// one with the edits the match's fuzziness gives the term.
 func (t *translator) termClause(field, term string, m matchOpts) query.Query {
-	if m.autoFuzzy || m.fuzziness > 0 {
-		fq := query.NewFuzzyQuery(term)
-		fq.SetField(field)
-		if m.autoFuzzy {
-			fq.SetAutoFuzziness(true)
-		} else {
-			fq.SetFuzziness(m.fuzziness)
-		}
-		fq.SetPrefix(m.prefix)
-		return fq
-	}
-	tq := query.NewTermQuery(term)
-	tq.SetField(field)
-	return tq
+	return m.fuzzy.fuzzyTerm(field, term, m.prefix)
 }
 
 // minimumShouldMatch resolves an Elasticsearch minimum_should_match value

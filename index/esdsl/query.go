@@ -76,8 +76,12 @@ func queryKind(name string) func(t *translator, body json.RawMessage) (query.Que
 		return (*translator).matchAll
 	case "match_none":
 		return (*translator).matchNone
+	case "match_bool_prefix":
+		return (*translator).matchBoolPrefix
 	case "match_phrase":
 		return (*translator).matchPhrase
+	case "match_phrase_prefix":
+		return (*translator).matchPhrasePrefix
 	case "multi_match":
 		return (*translator).multiMatch
 	case "prefix":
@@ -101,7 +105,7 @@ func queryKind(name string) func(t *translator, body json.RawMessage) (query.Que
 }
 
 // queryNames lists the supported query names for error messages.
-const queryNames = "bool, constant_score, dis_max, exists, fuzzy, ids, match, match_all, match_none, match_phrase, multi_match, prefix, query_string, range, regexp, simple_query_string, term, terms, wildcard"
+const queryNames = "bool, constant_score, dis_max, exists, fuzzy, ids, match, match_all, match_bool_prefix, match_none, match_phrase, match_phrase_prefix, multi_match, prefix, query_string, range, regexp, simple_query_string, term, terms, wildcard"
 
 // query translates one query object such as {"match": {...}}.
 func (t *translator) query(raw json.RawMessage, where string) (query.Query, error) {
