@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 )
 
 // Bulk applies ops and returns one result per op, in op order. A bad item
-// fails only itself (see OpResult.Status); the error is for whole-request
+// fails only itself (its OpResult.Err); the error is for whole-request
 // failures (cancelled ctx, the node not in a cluster). Each touched shard
 // logs its ops with one fsync (shared with concurrent Bulks) and indexes
 // them as one batch before Bulk returns.
@@ -51,20 +50,20 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 			if errors.Is(err, shard.ErrClusterBlocked) || ctx.Err() != nil {
 				return nil, err
 			}
-			res.Fail(statusOf(err), err)
+			res.Fail(resolveFailure(err))
 			continue
 		}
 		autoID := false
 		if op.ID == "" {
 			if op.Type != shard.OpIndex && op.Type != shard.OpCreate {
-				res.Fail(http.StatusBadRequest, fmt.Errorf("%w: an id is required for update and delete", shard.ErrInvalidRequest))
+				res.Fail(fmt.Errorf("%w: an id is required for update and delete", shard.ErrInvalidRequest))
 				continue
 			}
 			op.ID, autoID = NewID(), true
 			res.ID = op.ID
 		}
 		if len(op.ID) > 512 {
-			res.Fail(http.StatusBadRequest, fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shard.ErrInvalidRequest, op.ID, len(op.ID)))
+			res.Fail(fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shard.ErrInvalidRequest, op.ID, len(op.ID)))
 			continue
 		}
 		kk := key{ix.UUID, ShardFor(op.ID, op.Routing, ix.NumberOfShards)}
@@ -105,16 +104,17 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 	return results, nil // documents are searchable on return, whatever opts.Refresh (package doc)
 }
 
-// statusOf is the HTTP status of an item that failed before reaching its
-// shard.
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, shard.ErrInvalidIndexName), errors.Is(err, shard.ErrInvalidRequest), errors.Is(err, shard.ErrIndexClosed):
-		return http.StatusBadRequest
-	case errors.Is(err, shard.ErrIndexNotFound):
-		return http.StatusNotFound
+// resolveFailure is the failure of an item whose index could not be
+// resolved or created: an error of a known kind (a bad name or request, a
+// closed or missing index) as it is; any other means the metadata could
+// not be reached or changed now (ErrUnavailable).
+func resolveFailure(err error) error {
+	for _, kind := range []error{shard.ErrInvalidIndexName, shard.ErrInvalidRequest, shard.ErrIndexClosed, shard.ErrIndexNotFound} {
+		if errors.Is(err, kind) {
+			return err
+		}
 	}
-	return http.StatusServiceUnavailable
+	return fmt.Errorf("%w: %v", shard.ErrUnavailable, err)
 }
 
 // indexForWrite returns the op's index, creating it (one shard, one
@@ -178,22 +178,26 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 		}
 		for _, it := range items {
 			if it.Result.Err == nil && it.Result.Result == "" {
-				it.Result.Fail(statusForGroupErr(err), err)
+				it.Result.Fail(groupFailure(err))
 			}
 		}
 		return
 	}
 }
 
-func statusForGroupErr(err error) int {
+// groupFailure is the failure of the items of a write group that never
+// reached a primary that could take it: giving up waiting (ctx), a broken
+// connection or routing that stayed stale mean the shard is unavailable
+// (ErrUnavailable); any other error stays what it is.
+func groupFailure(err error) error {
 	switch {
-	case errors.Is(err, shard.ErrIndexNotFound):
-		return http.StatusNotFound
+	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrIndexNotFound):
+		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
-		return http.StatusServiceUnavailable
+		errors.Is(err, shard.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
+		return fmt.Errorf("%w: %w", shard.ErrUnavailable, err)
 	}
-	return http.StatusInternalServerError
+	return err
 }
 
 // enoughActive checks wait_for_active_shards against v.

@@ -237,7 +237,7 @@ func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed 
 			// Deleted since the search saw it: a conflict, as in Elasticsearch.
 			rep.VersionConflicts++
 			if !proceed {
-				res.Err, res.Status = fmt.Errorf("%w: [%s]: version conflict, document already deleted", shard.ErrVersionConflict, ops[k].ID), http.StatusConflict
+				res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already deleted", shard.ErrVersionConflict, ops[k].ID))
 				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
 				ok = false
 			}
@@ -250,12 +250,7 @@ func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed 
 }
 
 func failureOf(op shard.Op, res shard.OpResult) byQueryFailure {
-	ae := translate(res.Err)
-	status := res.Status
-	if status == 0 {
-		status = ae.Status
-	}
-	return byQueryFailure{Index: res.Index, ID: op.ID, Cause: ae.cause(), Status: status}
+	return byQueryFailure{Index: res.Index, ID: op.ID, Cause: translate(res.Err).cause(), Status: itemStatus(res)}
 }
 
 // runByQuery scans and writes: ops builds a batch's writes.

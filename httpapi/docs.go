@@ -77,7 +77,7 @@ func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeR
 		res.Err = nil // a delete of a missing document is a result, not an error
 	}
 	if withStatus {
-		out.Status = res.Status
+		out.Status = itemStatus(res)
 	}
 	if res.Err != nil {
 		ae := translate(res.Err)
@@ -86,9 +86,6 @@ func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeR
 		}
 		c := ae.cause()
 		out.Error = &c
-		if out.Status == 0 && withStatus {
-			out.Status = ae.Status
-		}
 		return out
 	}
 	seq := res.SeqNo
@@ -102,6 +99,21 @@ func itemResult(res shard.OpResult, withStatus bool, shards *shardsCache) writeR
 	}
 	out.Shards = &h
 	return out
+}
+
+// itemStatus is the HTTP status of one write's result: the status of its
+// error's kind when it failed; 201 for a document created, 404 for a
+// delete that found nothing, 200 for any other success.
+func itemStatus(res shard.OpResult) int {
+	switch {
+	case res.Result == "not_found":
+		return http.StatusNotFound
+	case res.Err != nil:
+		return translate(res.Err).Status
+	case res.Result == "created":
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 // writeOne runs one write through the engine and replies as Elasticsearch
@@ -138,19 +150,13 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, a
 	res := results[0]
 	if res.Err != nil && !(op.Type == shard.OpDelete && res.Result == "not_found") {
 		ae := translate(res.Err)
-		if res.Status >= 400 && res.Status != ae.Status {
-			ae = &apiError{Status: res.Status, Type: ae.Type, Reason: ae.Reason, Index: ae.Index}
-		}
 		if ae.Index == "" {
 			ae.Index = op.Index
 		}
 		return ae
 	}
+	status := itemStatus(res)
 	res.Err = nil
-	status := res.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
 	out := itemResult(res, false, s.newShardsCache())
 	out.ForcedRefresh = opts.Refresh == coord.RefreshTrue
 	if after != nil {

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -38,4 +40,33 @@ func TestErrorBodiesAsElasticsearch(t *testing.T) {
 			"root_cause":[{"type":"parsing_exception","reason":"Unknown key [bogus] in the search request"}],
 			"type":"parsing_exception","reason":"Unknown key [bogus] in the search request"},"status":400}`, string(raw))
 	})
+}
+
+// TestItemStatus: a write's status comes from its result, or from its
+// error's kind, as Elasticsearch answers each bulk item.
+func TestItemStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		res  shard.OpResult
+		want int
+	}{
+		{"created", shard.OpResult{Result: "created"}, 201},
+		{"updated", shard.OpResult{Result: "updated"}, 200},
+		{"deleted", shard.OpResult{Result: "deleted"}, 200},
+		{"noop", shard.OpResult{Result: "noop"}, 200},
+		{"delete of a missing document", shard.OpResult{Result: "not_found", Err: shard.ErrDocumentNotFound}, 404},
+		{"version conflict", shard.OpResult{Err: fmt.Errorf("%w: [1]", shard.ErrVersionConflict)}, 409},
+		{"document that does not parse", shard.OpResult{Err: fmt.Errorf("%w: x", index.ErrDocParse)}, 400},
+		{"strict mapping", shard.OpResult{Err: fmt.Errorf("%w: x", index.ErrStrictDynamic)}, 400},
+		{"invalid request", shard.OpResult{Err: fmt.Errorf("%w: no id", shard.ErrInvalidRequest)}, 400},
+		{"update of a missing document", shard.OpResult{Err: fmt.Errorf("%w: [9]", shard.ErrDocumentNotFound)}, 404},
+		{"missing index", shard.OpResult{Err: fmt.Errorf("%w: [x]", shard.ErrIndexNotFound)}, 404},
+		{"unavailable shard", shard.OpResult{Err: fmt.Errorf("%w: not acknowledged", shard.ErrUnavailable)}, 503},
+		{"anything else", shard.OpResult{Err: errors.New("disk on fire")}, 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, itemStatus(tc.res))
+		})
+	}
 }

@@ -27,7 +27,10 @@ import (
 
 func TestMain(m *testing.M) {
 	// bleve starts its analysis workers once per process, in an init function.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
+		// Raft never resolves a future whose entry its FSM had not applied
+		// when it shut down (see cluster.waitFuture).
+		goleak.IgnoreAnyFunction("github.com/weftsearch/weft/cluster.waitFuture.func1"))
 }
 
 // apiConfig is a small configuration for tests.

@@ -202,7 +202,6 @@ func encodeBulkReply(items []Item) []byte {
 	e.uvarint(uint64(len(items)))
 	for _, it := range items {
 		r := it.Result
-		e.u16(uint16(r.Status))
 		e.str(r.Result)
 		e.varint(r.Version)
 		e.u64(r.SeqNo)
@@ -228,7 +227,6 @@ func decodeBulkReply(p []byte, items []Item) error {
 	}
 	for _, it := range items {
 		r := it.Result
-		r.Status = int(d.u16())
 		r.Result = d.str()
 		r.Version = d.varint()
 		r.SeqNo = d.u64()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -93,7 +92,7 @@ func (s *shardCopy) prepare(items []Item) {
 		}
 		iop := &index.Op{ID: it.Op.ID, Source: it.Op.Source}
 		if err := s.idx.Prepare(iop); err != nil {
-			it.Result.Fail(http.StatusBadRequest, err)
+			it.Result.Fail(badDocument(err))
 			continue
 		}
 		it.prepared = iop
@@ -243,7 +242,7 @@ func (s *shardCopy) commit(group []*writeReq) error {
 	if len(p.ops) == 0 {
 		if len(p.answered) > 0 {
 			if err := s.store.confirmPrimary(s, p.term, s.lastSeq()); err != nil {
-				return s.failGroup(p, http.StatusServiceUnavailable, err)
+				return s.failGroup(p, err)
 			}
 		}
 		return nil
@@ -299,11 +298,11 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 	op, res := it.Op, it.Result
 	cur, prev, err := s.currentDoc(it, p.pending)
 	if err != nil {
-		res.Fail(http.StatusInternalServerError, err)
+		res.Fail(err)
 		return false
 	}
 	if err := checkConditions(op, cur); err != nil {
-		res.Fail(http.StatusConflict, err)
+		res.Fail(err)
 		return false
 	}
 	source, del, ok := newSource(op, cur, res)
@@ -312,7 +311,7 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 	}
 	iop, err := s.indexOp(it, source, del, prev, p.term)
 	if err != nil {
-		res.Fail(http.StatusBadRequest, err)
+		res.Fail(badDocument(err))
 		return false
 	}
 	iop.SeqNo = s.nextSeq
@@ -322,11 +321,11 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 		iop.Version = op.Version
 	}
 	if del {
-		res.Result, res.Status = "deleted", http.StatusOK
+		res.Result = "deleted"
 	} else if cur.exists {
-		res.Result, res.Status = "updated", http.StatusOK
+		res.Result = "updated"
 	} else {
-		res.Result, res.Status = "created", http.StatusCreated
+		res.Result = "created"
 	}
 	res.Version, res.SeqNo, res.PrimaryTerm = iop.Version, iop.SeqNo, p.term
 	p.pending[op.ID] = &pendingDoc{exists: !del, version: iop.Version, seq: iop.SeqNo, term: p.term, source: source}
@@ -379,7 +378,7 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 	switch op.Type {
 	case OpCreate:
 		if cur.exists {
-			res.Fail(http.StatusConflict, fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
+			res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
 			return nil, false, false
 		}
 		return op.Source, false, true
@@ -387,14 +386,14 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 		return op.Source, false, true
 	case OpDelete:
 		if !cur.exists {
-			res.Result, res.Status, res.Err = "not_found", http.StatusNotFound, fmt.Errorf("%w: [%s]", ErrDocumentNotFound, op.ID)
+			res.Result, res.Err = "not_found", fmt.Errorf("%w: [%s]", ErrDocumentNotFound, op.ID)
 			return nil, false, false
 		}
 		return nil, true, true
 	case OpUpdate:
 		u := op.Update
 		if u == nil {
-			res.Fail(http.StatusBadRequest, fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
+			res.Fail(fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
 			return nil, false, false
 		}
 		if !cur.exists {
@@ -404,22 +403,22 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 			case len(u.Upsert) > 0:
 				return u.Upsert, false, true
 			}
-			res.Fail(http.StatusNotFound, fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
+			res.Fail(fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
 			return nil, false, false
 		}
 		merged, changed, err := mergeSource(cur.source, u.Doc)
 		if err != nil {
-			res.Fail(http.StatusBadRequest, err)
+			res.Fail(badDocument(err))
 			return nil, false, false
 		}
 		if !changed && !u.NoDetectNoop {
-			res.Result, res.Status = "noop", http.StatusOK
+			res.Result = "noop"
 			res.Version, res.SeqNo, res.PrimaryTerm = cur.version, cur.seq, cur.term
 			return nil, false, false
 		}
 		return merged, false, true
 	}
-	res.Fail(http.StatusBadRequest, fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
+	res.Fail(fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
 	return nil, false, false
 }
 
@@ -449,7 +448,7 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 	mv, err := s.store.commitMapping(s.mapping)
 	if err != nil {
 		s.nextSeq -= uint64(len(p.ops))
-		return s.failGroup(p, http.StatusBadRequest, err)
+		return s.failGroup(p, err)
 	}
 	// The replicas log and index while this copy does; the group is
 	// acknowledged once both are done.
@@ -461,11 +460,11 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 		// they were never acknowledged) takes over.
 		_, _ = replicated()
 		s.store.failCopy(s, fmt.Sprintf("its log failed: %v", err))
-		return s.failGroup(p, http.StatusInternalServerError, fmt.Errorf("shard %s: %w", s.name, err))
+		return s.failGroup(p, fmt.Errorf("shard %s: %w", s.name, err))
 	}
 	if err := s.idx.Apply(context.Background(), p.ops); err != nil {
 		_, _ = replicated()
-		return s.failGroup(p, http.StatusInternalServerError, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
+		return s.failGroup(p, fmt.Errorf("shard %s: logged but not indexed (replayed on restart): %w", s.name, err))
 	}
 	acked, err := replicated()
 	if err != nil {
@@ -475,7 +474,7 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 		// it still is the primary and it has resynced its replicas.
 		s.primary.Store(false)
 		s.logger.Warn("shard copy stops serving as primary: a group could not be replicated", "shard", s.name, "allocation_id", s.meta.AllocationID, "err", err)
-		return s.failGroup(p, http.StatusServiceUnavailable, fmt.Errorf("shard %s: not acknowledged: %w", s.name, err))
+		return s.failGroup(p, fmt.Errorf("%w: shard %s: not acknowledged: %v", ErrUnavailable, s.name, err))
 	}
 	for _, it := range p.logged {
 		it.Result.Copies = 1 + acked
@@ -484,16 +483,16 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 	return nil
 }
 
-// failGroup fails the items of p: the logged ones with status and err, the
-// answered ones with 503 (ErrUnavailable), since this copy could not
+// failGroup fails the items of p: the logged ones with err, the
+// answered ones with ErrUnavailable, since this copy could not
 // confirm it is still the primary. It returns nil, commit's result for a
 // group whose items carry their errors.
-func (s *shardCopy) failGroup(p *groupPlan, status int, err error) error {
+func (s *shardCopy) failGroup(p *groupPlan, err error) error {
 	for _, it := range p.logged {
-		it.Result.Fail(status, err)
+		it.Result.Fail(err)
 	}
 	for _, it := range p.answered {
-		it.Result.Fail(http.StatusServiceUnavailable, fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+		it.Result.Fail(fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
 	}
 	return nil
 }
@@ -535,9 +534,26 @@ func optU64(v *uint64) string {
 	return fmt.Sprint(*v)
 }
 
-// Fail records that the item failed with err, answered with status.
-func (res *OpResult) Fail(status int, err error) {
-	res.Status, res.Err, res.Result = status, err, ""
+// Fail records that the item failed with err. The error says what kind of
+// failure it was through the sentinel it wraps (ErrVersionConflict,
+// index.ErrDocParse, ErrUnavailable, ...): the HTTP API decides the status
+// from it.
+func (res *OpResult) Fail(err error) {
+	res.Err, res.Result = err, ""
+}
+
+// badDocument classes an error of parsing or indexing a document as the
+// document's fault: it keeps an error that already names its kind (a
+// mapping or parse error, an invalid request) and makes any other a parse
+// error of the document.
+func badDocument(err error) error {
+	for _, kind := range []error{index.ErrDocParse, index.ErrStrictDynamic, index.ErrMappingConflict, index.ErrInvalidMapping,
+		index.ErrIllegalArgument, ErrInvalidRequest, ErrVersionConflict, ErrDocumentNotFound} {
+		if errors.Is(err, kind) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %v", index.ErrDocParse, err)
 }
 
 // externalConflict is the conflict of an externally versioned write with

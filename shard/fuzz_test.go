@@ -32,8 +32,8 @@ func FuzzBulkMessages(f *testing.F) {
 		items[k] = Item{Op: &ops[k], Result: &res[k], AutoID: k == 0}
 	}
 	f.Add(encodeBulk(Header{Cluster: "c", Index: "u", Shard: 3, Alloc: "a", Term: 2}, items))
-	res[1] = OpResult{Status: 409, Err: ErrVersionConflict}
-	res[0] = OpResult{Status: 201, Result: "created", Version: 1, SeqNo: 4, PrimaryTerm: 2}
+	res[1] = OpResult{Err: ErrVersionConflict}
+	res[0] = OpResult{Result: "created", Version: 1, SeqNo: 4, PrimaryTerm: 2}
 	f.Add(encodeBulkReply(items))
 	f.Add([]byte{wireVersion, 0, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {

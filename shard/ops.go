@@ -79,7 +79,6 @@ type OpResult struct {
 	SeqNo       uint64
 	PrimaryTerm uint64
 	Result      string // created|updated|deleted|not_found|noop ("" when Err is set)
-	Status      int    // HTTP status for this item
 	// Copies is how many copies of the shard hold the write: the primary
 	// and every replica that acknowledged it (0 when Err is set, or for a
 	// noop).

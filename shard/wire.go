@@ -42,8 +42,9 @@ const (
 // 2: bulk replies say how many copies hold each write; 3: external
 // versions in bulk ops, mget, reader contexts (point in time, scroll); 4:
 // every request to one copy starts with the same Header, and gets go as
-// MethodMget.
-const wireVersion = 4
+// MethodMget; 5: bulk replies carry no HTTP status (the error's kind, its
+// wire code, says what failed).
+const wireVersion = 5
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request
@@ -73,6 +74,7 @@ var wireErrors = []error{
 	20: shardlog.ErrFailed,
 	21: shardlog.ErrCorrupt,
 	22: ErrContextMissing,
+	23: index.ErrIllegalArgument,
 }
 
 // ErrStaleRouting: the request was routed with an older (or newer) view of
