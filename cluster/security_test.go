@@ -371,3 +371,34 @@ func TestSecurityListings(t *testing.T) {
 		})
 	}
 }
+
+// securitySeeds are one valid command of each security type, against
+// secFixture, for the fuzz tests' corpora.
+func securitySeeds(t testing.TB) []Command {
+	h := hashOf(t, "seed-password")
+	return []Command{
+		{PutUser: &PutUser{User: auth.User{Username: "carol", PasswordHash: h, Roles: []string{"reader"}, FullName: "Carol",
+			Email: "c@example.com", Metadata: map[string]any{"team": "ops"}, Enabled: true}}},
+		{DeleteUser: &DeleteUser{Username: "bob"}},
+		{ChangePassword: &ChangePassword{Username: "alice", PasswordHash: h}},
+		{SetUserEnabled: &SetUserEnabled{Username: auth.ElasticUser, Enabled: false}},
+		{PutRole: &PutRole{Name: "writer", Role: auth.Role{Cluster: []string{"monitor"},
+			Indices: []auth.IndexPrivileges{{Names: []string{"logs-*", "/met.*/"}, Privileges: []string{"write"}}}}}},
+		{DeleteRole: &DeleteRole{Name: "reader"}},
+		{CreateAPIKey: &CreateAPIKey{Key: auth.APIKey{ID: "k9", Name: "n", Hash: auth.HashAPIKeySecret("s"), Owner: "alice",
+			Realm: auth.RealmNative, Created: time.Unix(1, 0).UTC(), LimitedBy: map[string]auth.Role{"reader": {}}}}},
+		{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{IDs: []string{"k1"}, Name: "ci-*", Owner: "alice", Realm: auth.RealmNative}}},
+		{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: h}},
+	}
+}
+
+// Every fuzz seed is a command the state accepts, so the fuzzers start
+// from the paths that change it.
+func TestSecuritySeedsApply(t *testing.T) {
+	for _, c := range securitySeeds(t) {
+		c, err := c.normalized()
+		require.NoError(t, err)
+		_, err = apply(secFixture(t), 8, c)
+		require.NoError(t, err, "%s", c.Type)
+	}
+}
