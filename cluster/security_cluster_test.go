@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -40,8 +42,13 @@ func TestElasticPasswordIsGeneratedOnceAndSurvivesRestart(t *testing.T) {
 	sink := &passwordSink{}
 	cfg := Config{NodeID: "id-solo", NodeName: "solo", DataDir: t.TempDir(), Timing: LocalTiming(), Logger: testLogger(t),
 		PasswordHasher: testHasher, ElasticPasswordGenerated: sink.record}
+	raftDir := filepath.Join(cfg.DataDir, raftDirName)
+	require.NoError(t, os.Mkdir(raftDir, 0o755)) // as an older version left it
 	n := newTestNet(t)
 	solo := n.start(cfg)
+	fi, err := os.Stat(raftDir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "the Raft state holds password hashes: owner only")
 	s := awaitState(t, solo.c, 10*time.Second, func(s *State) bool { return s.Security.ElasticPasswordSet() })
 	eventually(t, 5*time.Second, "the generated password handed out", func() bool { return len(sink.all()) == 1 })
 	password := sink.all()[0]
