@@ -27,11 +27,20 @@ const (
 // it was but for Version, and the error (wrapping one of the package's
 // sentinels) is the same on every node.
 func apply(s *State, version uint64, cmd Command) (*State, error) {
+	next, _, err := applyCommand(s, version, cmd)
+	return next, err
+}
+
+// applyCommand is apply that also reports what the command found
+// (Result's Created, Found and API key lists); Version and the leader's
+// fields are the caller's to fill.
+func applyCommand(s *State, version uint64, cmd Command) (*State, Result, error) {
 	next := s.at(version)
 	if err := cmd.checkShape(); err != nil {
-		return next, err
+		return next, Result{}, err
 	}
 	var err error
+	var res Result
 	switch cmd.Type {
 	case CmdSetClusterUUID:
 		err = next.setClusterUUID(cmd.SetClusterUUID)
@@ -63,11 +72,13 @@ func apply(s *State, version uint64, cmd Command) (*State, error) {
 		err = next.updateAliases(cmd.UpdateAliases)
 	case CmdSetIndexClosed:
 		err = next.setIndexClosed(cmd.SetIndexClosed)
+	default:
+		res, err = next.applySecurity(cmd)
 	}
 	if err != nil {
-		return s.at(version), fmt.Errorf("%s: %w", cmd.Type, err)
+		return s.at(version), Result{}, fmt.Errorf("%s: %w", cmd.Type, err)
 	}
-	return next, nil
+	return next, res, nil
 }
 
 // at returns a shallow copy of s at version: maps and indices are shared

@@ -53,6 +53,22 @@ type Result struct {
 	// AllocationID is the new copy's (AllocateCopy) or the move target's
 	// (MoveCopy).
 	AllocationID string `json:"allocation_id,omitempty"`
+	// Created: PutUser or PutRole made a new record (false: it replaced
+	// one).
+	Created bool `json:"created,omitempty"`
+	// Found: DeleteUser or DeleteRole found the record it deleted.
+	Found bool `json:"found,omitempty"`
+	// Invalidated and PreviouslyInvalidated are the IDs of the API keys
+	// InvalidateAPIKeys invalidated and found invalidated already, sorted.
+	Invalidated           []string `json:"invalidated,omitempty"`
+	PreviouslyInvalidated []string `json:"previously_invalidated,omitempty"`
+}
+
+// withApplied adds what the FSM reported applying the command.
+func (r Result) withApplied(a Result) Result {
+	r.Created, r.Found = a.Created, a.Found
+	r.Invalidated, r.PreviouslyInvalidated = a.Invalidated, a.PreviouslyInvalidated
+	return r
 }
 
 // RaftInfo describes this node's Raft.

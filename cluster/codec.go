@@ -84,6 +84,15 @@ func (c Command) bodies() map[CommandType]bool {
 		CmdSetSettings:         c.SetSettings != nil,
 		CmdUpdateAliases:       c.UpdateAliases != nil,
 		CmdSetIndexClosed:      c.SetIndexClosed != nil,
+		CmdPutUser:             c.PutUser != nil,
+		CmdDeleteUser:          c.DeleteUser != nil,
+		CmdChangePassword:      c.ChangePassword != nil,
+		CmdSetUserEnabled:      c.SetUserEnabled != nil,
+		CmdPutRole:             c.PutRole != nil,
+		CmdDeleteRole:          c.DeleteRole != nil,
+		CmdCreateAPIKey:        c.CreateAPIKey != nil,
+		CmdInvalidateAPIKeys:   c.InvalidateAPIKeys != nil,
+		CmdSetReservedPassword: c.SetReservedPassword != nil,
 	}
 }
 
@@ -103,4 +112,6 @@ var commandTypes = []CommandType{
 	CmdSetClusterUUID, CmdUpsertNode, CmdNodeLeft, CmdCreateIndex, CmdDeleteIndex,
 	CmdPutMapping, CmdUpdateIndexSettings, CmdAllocateCopy, CmdStartCopy, CmdFailCopy,
 	CmdMoveCopy, CmdCancelMove, CmdSetSettings, CmdUpdateAliases, CmdSetIndexClosed,
+	CmdPutUser, CmdDeleteUser, CmdChangePassword, CmdSetUserEnabled, CmdPutRole, CmdDeleteRole,
+	CmdCreateAPIKey, CmdInvalidateAPIKeys, CmdSetReservedPassword,
 }

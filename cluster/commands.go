@@ -1,6 +1,10 @@
 package cluster
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/weftsearch/weft/security/auth"
+)
 
 // CommandVersion is the version of the command encoding this build writes.
 // The FSM applies commands of versions it knows and refuses others with
@@ -39,6 +43,16 @@ type Command struct {
 	SetSettings         *SetSettings         `json:"set_settings,omitempty"`
 	UpdateAliases       *UpdateAliases       `json:"update_aliases,omitempty"`
 	SetIndexClosed      *SetIndexClosed      `json:"set_index_closed,omitempty"`
+
+	PutUser             *PutUser             `json:"put_user,omitempty"`
+	DeleteUser          *DeleteUser          `json:"delete_user,omitempty"`
+	ChangePassword      *ChangePassword      `json:"change_password,omitempty"`
+	SetUserEnabled      *SetUserEnabled      `json:"set_user_enabled,omitempty"`
+	PutRole             *PutRole             `json:"put_role,omitempty"`
+	DeleteRole          *DeleteRole          `json:"delete_role,omitempty"`
+	CreateAPIKey        *CreateAPIKey        `json:"create_api_key,omitempty"`
+	InvalidateAPIKeys   *InvalidateAPIKeys   `json:"invalidate_api_keys,omitempty"`
+	SetReservedPassword *SetReservedPassword `json:"set_reserved_password,omitempty"`
 }
 
 // CommandType names a command.
@@ -61,6 +75,16 @@ const (
 	CmdSetSettings         CommandType = "set_settings"
 	CmdUpdateAliases       CommandType = "update_aliases"
 	CmdSetIndexClosed      CommandType = "set_index_closed"
+
+	CmdPutUser             CommandType = "put_user"
+	CmdDeleteUser          CommandType = "delete_user"
+	CmdChangePassword      CommandType = "change_password"
+	CmdSetUserEnabled      CommandType = "set_user_enabled"
+	CmdPutRole             CommandType = "put_role"
+	CmdDeleteRole          CommandType = "delete_role"
+	CmdCreateAPIKey        CommandType = "create_api_key"
+	CmdInvalidateAPIKeys   CommandType = "invalidate_api_keys"
+	CmdSetReservedPassword CommandType = "set_reserved_password"
 )
 
 // SetClusterUUID sets State.ClusterUUID if it is empty; once set it never
@@ -225,4 +249,79 @@ type SetIndexClosed struct {
 	Index  string `json:"index"`
 	UUID   string `json:"uuid"`
 	Closed bool   `json:"closed"`
+}
+
+// The security commands change State.Security. Secrets travel only as
+// hashes, made on the proposing node: the FSM refuses a password hash that
+// is not bcrypt and an API key hash that is not a hex SHA-256, so a clear
+// secret cannot reach the log by mistake. The rules the FSM checks (names
+// as auth.ValidateUsername and auth.ValidateRoleName say, hash forms) are
+// part of the command version: every node must check the same ones.
+
+// PutUser creates a native user or replaces one (Result.Created says
+// which). An empty User.PasswordHash keeps an existing user's hash; a new
+// user needs one. Reserved users are refused (only their password and
+// enabled flag change, through ChangePassword and SetUserEnabled).
+type PutUser struct {
+	User auth.User `json:"user"`
+}
+
+// DeleteUser removes a native user (Result.Found says whether it
+// existed). Reserved users cannot be deleted. The user's API keys stay
+// (they stop authenticating without their owner).
+type DeleteUser struct {
+	Username string `json:"username"`
+}
+
+// ChangePassword replaces the password hash of a native user
+// (ErrUserNotFound when there is none) or of a reserved user.
+type ChangePassword struct {
+	Username     string `json:"username"`
+	PasswordHash string `json:"password_hash"`
+}
+
+// SetUserEnabled enables or disables a native user (ErrUserNotFound when
+// there is none) or a reserved user.
+type SetUserEnabled struct {
+	Username string `json:"username"`
+	Enabled  bool   `json:"enabled"`
+}
+
+// PutRole creates a role or replaces one (Result.Created says which).
+// Built-in role names are refused. The role's privileges are checked by
+// the proposer (auth.Role.Validate), not here: which privilege names exist
+// may change between builds, and the FSM must answer alike on every node.
+type PutRole struct {
+	Name string    `json:"name"`
+	Role auth.Role `json:"role"`
+}
+
+// DeleteRole removes a stored role (Result.Found says whether it existed).
+// Built-in roles cannot be deleted.
+type DeleteRole struct {
+	Name string `json:"name"`
+}
+
+// CreateAPIKey stores a new API key (auth.NewAPIKey made it on the
+// proposing node, with the SHA-256 of its secret). A key of that ID with
+// the same hash is the same command retried and is accepted again.
+type CreateAPIKey struct {
+	Key auth.APIKey `json:"key"`
+}
+
+// InvalidateAPIKeys marks every key Filter matches invalidated;
+// Result.Invalidated and Result.PreviouslyInvalidated list their IDs. An
+// empty filter is refused: invalidating every key takes Name "*".
+type InvalidateAPIKeys struct {
+	Filter APIKeyFilter `json:"filter"`
+}
+
+// SetReservedPassword sets a reserved user's password hash. With IfUnset
+// it is the bootstrap of the first start: refused with ErrAlreadySet when
+// the user has a password already, so two leaders racing at the first
+// start cannot replace the password one of them has shown the operator.
+type SetReservedPassword struct {
+	Username     string `json:"username"`
+	PasswordHash string `json:"password_hash"`
+	IfUnset      bool   `json:"if_unset,omitempty"`
 }

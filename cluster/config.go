@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/security/auth"
 )
 
 // Config configures a Cluster. NodeID, NodeName and DataDir are required;
@@ -52,6 +53,22 @@ type Config struct {
 	// Logger receives the cluster's, Raft's and memberlist's logs; nil
 	// discards them.
 	Logger *slog.Logger
+	// ElasticPassword is the elastic user's password for the cluster's
+	// first start (WEFT_ELASTIC_PASSWORD); "" lets the first leader
+	// generate one. It is used only while the password was never set: a
+	// later start never changes it (see ResetElasticPassword). It must
+	// pass auth.ValidatePassword.
+	ElasticPassword auth.Secret
+	// ElasticPasswordGenerated receives the password the first leader
+	// generated for the elastic user, once, after its hash is committed;
+	// the node prints it for the operator (never to a log). It runs on
+	// the leader's goroutine and must return promptly. With it nil and
+	// ElasticPassword "", no password is bootstrapped (a node without
+	// security); the first leader that has one of them does it.
+	ElasticPasswordGenerated func(password auth.Secret)
+	// PasswordHasher hashes the elastic password this package sets; nil
+	// means auth.BcryptHasher{} (the FSM accepts only bcrypt hashes).
+	PasswordHasher auth.PasswordHasher
 	// Test hooks, nil in production: they wrap Raft's stream layer and
 	// memberlist's transport so that tests can partition nodes.
 	RaftLayer  func(raft.StreamLayer) raft.StreamLayer
@@ -153,6 +170,11 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if c.ElasticPassword != "" {
+		if err := auth.ValidatePassword(c.ElasticPassword.Reveal()); err != nil {
+			return fmt.Errorf("cluster: Config.ElasticPassword (WEFT_ELASTIC_PASSWORD) is refused: %w", err)
+		}
+	}
 	for _, n := range c.InitialNodes {
 		if n == "" || len(n) > MaxNameBytes {
 			return fmt.Errorf("cluster: Config.InitialNodes has a name %q outside 1 to %d bytes", n, MaxNameBytes)
@@ -204,6 +226,13 @@ func (c Config) timing() Timing {
 		return DefaultTiming()
 	}
 	return c.Timing
+}
+
+func (c Config) hasher() auth.PasswordHasher {
+	if c.PasswordHasher == nil {
+		return auth.BcryptHasher{}
+	}
+	return c.PasswordHasher
 }
 
 func (c Config) maxVoters() int {

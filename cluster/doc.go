@@ -6,6 +6,15 @@
 // Raft leader allocates and moves shard copies; every node reads the
 // committed State and reconciles its own copies with it.
 //
+// The Raft state also holds the security metadata (State.Security: users,
+// roles, API keys and the reserved elastic user's password, only as
+// hashes), which SecurityStore serves to security/auth. State's JSON
+// leaves it out, so a State rendered for a client never shows it; only
+// the Raft snapshots persist it. The elastic password is set by the first
+// leader at the cluster's first start (Config.ElasticPassword, or a
+// generated one handed to Config.ElasticPasswordGenerated) and reset with
+// ResetElasticPassword.
+//
 // On disk, a node keeps DataDir/raft: raft.db (Raft's log and stable
 // store, bolt), snapshots/ (the two latest state snapshots, JSON) and
 // cluster_uuid (the cluster this state belongs to, gossiped from start-up

@@ -41,6 +41,15 @@ var (
 	ErrClusterMismatch = errors.New("cluster: cluster mismatch")
 	// ErrClosed: the Cluster has been shut down.
 	ErrClosed = errors.New("cluster: closed")
+	// ErrUserNotFound: a security command names a native user that does
+	// not exist (changing its password, enabling or disabling it).
+	// Elasticsearch answers 404 for enable and disable, and 400
+	// ("user must exist in order to change password") for a password.
+	ErrUserNotFound = errors.New("cluster: user not found")
+	// ErrAlreadySet: a command that sets something only once found it set
+	// (the bootstrap of the elastic user's password). 409 if it ever
+	// reaches a client.
+	ErrAlreadySet = errors.New("cluster: already set")
 
 	// errNotLeader: a forwarded proposal reached a node that is no longer
 	// the leader; the proposer retries with the new one. Never returned
@@ -70,6 +79,8 @@ var errorCodes = []struct {
 	{ErrClusterMismatch, codeBase + 8},
 	{ErrClosed, codeBase + 9},
 	{errNotLeader, codeBase + 10},
+	{ErrUserNotFound, codeBase + 11},
+	{ErrAlreadySet, codeBase + 12},
 }
 
 // toRemote turns an error of a local proposal into the *fabric.RemoteError

@@ -20,7 +20,10 @@ type fsm struct {
 
 // fsmResult is what Apply answers (raft.ApplyFuture.Response on the
 // leader that proposed the command).
-type fsmResult struct{ err error }
+type fsmResult struct {
+	err error
+	res Result // what the command found (Result.withApplied)
+}
 
 var _ raft.FSM = (*fsm)(nil)
 
@@ -39,11 +42,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	cur := f.State()
 	cmd, err := DecodeCommand(l.Data)
 	next := cur.at(l.Index)
+	var res Result
 	if err == nil {
-		next, err = apply(cur, l.Index, cmd)
+		next, res, err = applyCommand(cur, l.Index, cmd)
 	}
 	f.publish(next)
-	return fsmResult{err: err}
+	return fsmResult{err: err, res: res}
 }
 
 func (f *fsm) publish(s *State) {
@@ -62,18 +66,42 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with a snapshot's.
 func (f *fsm) Restore(r io.ReadCloser) error {
 	defer r.Close()
-	var s State
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
-		return fmt.Errorf("cluster: restoring the metadata snapshot: %w", err)
+	s, err := decodeSnapshot(r)
+	if err != nil {
+		return err
 	}
-	f.publish(&s)
+	f.publish(s)
 	return nil
+}
+
+// snapshotDoc is a Raft snapshot's JSON: State's own fields, and beside
+// them the security metadata that State's JSON leaves out (so that a State
+// rendered for a client never carries a hash). A snapshot written before
+// there was security metadata decodes with Security nil.
+type snapshotDoc struct {
+	*State
+	Security *Security `json:"security,omitempty"`
+}
+
+// encodeSnapshot writes s as a snapshot, its security metadata included.
+func encodeSnapshot(w io.Writer, s *State) error {
+	return json.NewEncoder(w).Encode(snapshotDoc{State: s, Security: s.Security})
+}
+
+// decodeSnapshot reads what encodeSnapshot writes.
+func decodeSnapshot(r io.Reader) (*State, error) {
+	doc := snapshotDoc{State: &State{}}
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("cluster: restoring the metadata snapshot: %w", err)
+	}
+	doc.State.Security = doc.Security
+	return doc.State, nil
 }
 
 type fsmSnapshot struct{ state *State }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := json.NewEncoder(sink).Encode(s.state); err != nil {
+	if err := encodeSnapshot(sink, s.state); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("cluster: writing the metadata snapshot: %w", err)
 	}

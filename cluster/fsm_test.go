@@ -106,7 +106,13 @@ func FuzzDecodeCommand(f *testing.F) {
 	} {
 		f.Add(encode(f, c))
 	}
+	for _, c := range securitySeeds(f) {
+		f.Add(encode(f, c))
+	}
 	f.Add([]byte(`{"v":1,"type":"put_mapping","put_mapping":{"mapping":[}}`))
+	f.Add([]byte(`{"v":1,"type":"put_user","put_user":{"user":{"username":"x","roles":"r"}}}`))
+	f.Add([]byte(`{"v":1,"type":"put_role","put_role":{"name":"r","role":{"indices":[{"names":"a","privileges":"read","extra":1}]}}}`))
+	sec := secFixture(f).Security // immutable: apply never changes it
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {
@@ -121,6 +127,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, c.Type, c2.Type)
 		s := fixture()
+		s.Security = sec
 		next, err := apply(s, 9, c)
 		if err == nil {
 			require.NoError(t, checkInvariants(next))

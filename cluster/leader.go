@@ -52,9 +52,10 @@ func (c *Cluster) watchLeadership(ctx context.Context) {
 
 // leaderLoop is one term of leadership: after a Raft barrier (so the state
 // holds everything earlier leaders committed) it sets the cluster UUID if
-// there is none, then keeps the Raft configuration and the node records in
-// line with gossip and proposes what Plan says, on every state change,
-// membership change and AllocationInterval tick, until ctx ends.
+// there is none, then sets the elastic user's password while it was never
+// set, keeps the Raft configuration and the node records in line with
+// gossip and proposes what Plan says, on every state change, membership
+// change and AllocationInterval tick, until ctx ends.
 type leaderLoop struct {
 	c     *Cluster
 	since time.Time // when this node became leader
@@ -86,6 +87,7 @@ func (l *leaderLoop) run(ctx context.Context) {
 	tick := time.NewTicker(c.cfg.Timing.AllocationInterval)
 	defer tick.Stop()
 	for {
+		l.bootstrapElasticPassword(ctx)
 		l.reconcileMembers(ctx)
 		l.allocate(ctx)
 		select {

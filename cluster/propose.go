@@ -86,7 +86,7 @@ func retryable(err error) bool {
 		return true
 	case errors.Is(err, ErrIndexExists), errors.Is(err, ErrIndexNotFound), errors.Is(err, ErrMappingVersion),
 		errors.Is(err, ErrStale), errors.Is(err, ErrInvalidCommand), errors.Is(err, ErrUnknownCommand),
-		errors.Is(err, ErrClusterMismatch):
+		errors.Is(err, ErrClusterMismatch), errors.Is(err, ErrUserNotFound), errors.Is(err, ErrAlreadySet):
 		return false
 	}
 	var re *fabric.RemoteError
@@ -124,8 +124,11 @@ func (c *Cluster) proposeLocal(ctx context.Context, cmd Command) (Result, error)
 		}
 		return Result{}, err
 	}
-	if r, ok := f.Response().(fsmResult); ok && r.err != nil {
-		return Result{}, r.err
+	if r, ok := f.Response().(fsmResult); ok {
+		if r.err != nil {
+			return Result{}, r.err
+		}
+		res = res.withApplied(r.res)
 	}
 	res.Version = f.Index()
 	return res, nil

@@ -28,6 +28,7 @@ type raftNode struct {
 
 const (
 	raftDirName      = "raft"
+	raftDirMode      = 0o700
 	snapshotsRetain  = 2
 	raftMaxPool      = 3
 	raftTransportIO  = 10 * time.Second
@@ -39,8 +40,14 @@ const (
 // Raft with the FSM. It does not bootstrap.
 func openRaft(cfg Config, f raft.FSM, logger hclog.Logger) (_ *raftNode, err error) {
 	dir := filepath.Join(cfg.DataDir, raftDirName)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, raftDirMode); err != nil {
 		return nil, fmt.Errorf("cluster: creating %s: %w", dir, err)
+	}
+	// The log and the snapshots hold the security metadata's hashes:
+	// only the node's user may read them, also in a directory an older
+	// version created open to all.
+	if err := os.Chmod(dir, raftDirMode); err != nil {
+		return nil, fmt.Errorf("cluster: restricting %s to its owner: %w", dir, err)
 	}
 	n := &raftNode{notify: make(chan bool, raftNotifyBuffer)}
 	var closers []io.Closer

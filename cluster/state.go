@@ -24,6 +24,11 @@ type State struct {
 	Indices map[string]*Index `json:"indices"`
 	// Settings are the cluster-wide settings (_cluster/settings).
 	Settings Settings `json:"settings"`
+	// Security is the security metadata (users, roles, API keys, the
+	// reserved users' password hashes); nil before the first security
+	// command. It is never part of State's JSON, which is what clients may
+	// be shown: the Raft snapshot persists it beside (snapshotDoc).
+	Security *Security `json:"-"`
 }
 
 // Node is one node's record. Addresses come from its gossip metadata.

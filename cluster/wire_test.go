@@ -38,6 +38,11 @@ func FuzzDecodeProposal(f *testing.F) {
 	good, err := json.Marshal(proposal{V: proposalVersion, From: "n1", ClusterUUID: "c", Command: data})
 	require.NoError(f, err)
 	f.Add(good)
+	for _, c := range securitySeeds(f) {
+		b, err := json.Marshal(proposal{V: proposalVersion, From: "n1", ClusterUUID: "c", Command: encode(f, c)})
+		require.NoError(f, err)
+		f.Add(b)
+	}
 	f.Add([]byte(`{"v":2,"command":{}}`))
 	f.Add([]byte(`{"v":1,"command":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
