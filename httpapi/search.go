@@ -367,6 +367,13 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	if len(ids) == 0 {
+		// Nothing to clear: the action, on no index, still needs read
+		// somewhere.
+		if err := s.authorizeAction(r.Context(), auth.ActionClearScroll, nil); err != nil {
+			return err
+		}
+	}
 	freed := 0
 	for _, id := range ids {
 		if id == "_all" {

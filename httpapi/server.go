@@ -210,8 +210,11 @@ func (s *Server) serveRule(w http.ResponseWriter, r *http.Request, rule routeRul
 	if err != nil {
 		s.fail(w, r, err)
 	}
-	if rec, ok := w.(*statusRecorder); ok && s.sec != nil {
-		s.checkDecided(r, rec.status())
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.pattern = r.Pattern
+		if s.sec != nil {
+			s.checkDecided(r, rec.status())
+		}
 	}
 }
 
@@ -249,6 +252,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		endpoint := r.Pattern
 		if endpoint == "" {
+			endpoint = rec.pattern // set below the authentication middleware's copy of r
+		}
+		if endpoint == "" {
 			endpoint = "unmatched"
 		}
 		took := time.Since(start)
@@ -281,6 +287,8 @@ type statusRecorder struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
+	// pattern is the route served, for the metrics.
+	pattern string
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
