@@ -278,6 +278,18 @@ func TestSecurityBulkRefusesItemsAlone(t *testing.T) {
 	a.must(200, "GET", "/logs-a/_doc/b1", "", as("elastic")...)
 }
 
+func TestSecurityMgetAndMsearchRefuseEntriesAlone(t *testing.T) {
+	a := newSecureAPI(t, apiConfig())
+	out := a.must(200, "POST", "/_mget", `{"docs":[{"_index":"logs-a","_id":"1"},{"_index":"secret","_id":"1"}]}`, as("reader")...)
+	require.Equal(t, true, path(t, out, "docs", 0, "found"))
+	require.Equal(t, "security_exception", path(t, out, "docs", 1, "error", "type"))
+	body := "{\"index\":\"logs-a\"}\n{}\n{\"index\":\"secret\"}\n{}\n"
+	out = a.must(200, "POST", "/_msearch", body, append(as("reader"), "Content-Type", "application/x-ndjson")...)
+	require.EqualValues(t, 200, path(t, out, "responses", 0, "status"))
+	require.EqualValues(t, 403, path(t, out, "responses", 1, "status"))
+	require.Equal(t, "security_exception", path(t, out, "responses", 1, "error", "type"))
+}
+
 // createKey creates an API key as user with body and returns its reply.
 func createKey(t *testing.T, a *secureAPI, user, body string) map[string]any {
 	t.Helper()
