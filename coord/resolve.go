@@ -36,6 +36,15 @@ type ResolveOptions struct {
 	// NoAliases: names are indices only, as for index deletion: a name
 	// that is an alias is ErrInvalidRequest, wildcards match no alias.
 	NoAliases bool
+	// Visible, when set, limits what wildcards and _all (or an empty
+	// expression) expand to: an index it refuses is left out, as if it
+	// did not exist, whether a pattern matched it by name or through an
+	// alias. Explicit names are not filtered: authorizing them (and
+	// refusing them by name) is the caller's. The security layer sets it
+	// to "the principal may run this action here", Elasticsearch's rule
+	// that a wildcard expands only to the indices a user may see. It must
+	// not block.
+	Visible func(index string) bool
 }
 
 // DefaultResolve are the options of a request that names none: wildcards
@@ -173,7 +182,7 @@ func expandPattern(v *shard.View, pat string, o ResolveOptions, add func(string)
 	matched := false
 	for _, name := range slices.Sorted(maps.Keys(v.Indices)) {
 		ix := v.Indices[name]
-		if ok, _ := path.Match(pat, name); !ok || !expands(v, ix, o) {
+		if ok, _ := path.Match(pat, name); !ok || !expands(v, ix, o) || !o.visible(name) {
 			continue
 		}
 		if ix.Closed && o.ForbidClosed {
@@ -193,7 +202,7 @@ func expandPattern(v *shard.View, pat string, o ResolveOptions, add func(string)
 			continue
 		}
 		for _, name := range names {
-			if ix := v.Indices[name]; expands(v, ix, o) && !(ix.Closed && o.ForbidClosed) {
+			if ix := v.Indices[name]; expands(v, ix, o) && !(ix.Closed && o.ForbidClosed) && o.visible(name) {
 				add(name).through(ix.Aliases[alias])
 				matched = true
 			}
@@ -201,6 +210,9 @@ func expandPattern(v *shard.View, pat string, o ResolveOptions, add func(string)
 	}
 	return matched, nil
 }
+
+// visible reports whether a wildcard may expand to the index.
+func (o ResolveOptions) visible(index string) bool { return o.Visible == nil || o.Visible(index) }
 
 func (r *reach) through(a shard.AliasSpec) {
 	if len(a.Filter) > 0 {

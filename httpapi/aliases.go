@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -251,7 +252,7 @@ func (s *Server) handleUpdateAliases(w http.ResponseWriter, r *http.Request) err
 			return badRequest("x_content_parse_exception", "[aliases] action %d must have exactly one of add, remove, remove_index", k)
 		}
 		for typ, raw := range entry {
-			acts, err := s.aliasActions(v, typ, raw)
+			acts, err := s.aliasActions(r.Context(), v, typ, raw)
 			if err != nil {
 				return err
 			}
@@ -263,7 +264,7 @@ func (s *Server) handleUpdateAliases(w http.ResponseWriter, r *http.Request) err
 
 // aliasActions expands one _aliases action over the indices and aliases
 // it names.
-func (s *Server) aliasActions(v *shard.View, typ string, raw json.RawMessage) ([]shard.AliasAction, error) {
+func (s *Server) aliasActions(ctx context.Context, v *shard.View, typ string, raw json.RawMessage) ([]shard.AliasAction, error) {
 	var a aliasActionBody
 	if err := decodeStrict(raw, &a); err != nil {
 		return nil, badRequest("x_content_parse_exception", "failed to parse the [%s] action: %v", typ, err)
@@ -272,8 +273,8 @@ func (s *Server) aliasActions(v *shard.View, typ string, raw json.RawMessage) ([
 	if strings.Trim(indexExpr, ",") == "" {
 		return nil, &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: One of [index] or [indices] is required;"}
 	}
-	res, err := coord.Resolve(v, indexExpr, coord.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
-	if err != nil {
+	res, err := coord.Resolve(v, indexExpr, coord.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true, Visible: visibility(ctx)})
+	if err := s.authorizeResolved(ctx, indexExpr, res.Indices, err); err != nil {
 		return nil, err
 	}
 	aliases := append(a.Aliases, a.Alias)
@@ -375,7 +376,7 @@ func (s *Server) handleGetAlias(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	expr := r.PathValue("index")
-	res, err := s.resolveReq(expr, r.URL.Query(), coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
+	res, err := s.resolveReq(r.Context(), expr, r.URL.Query(), coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
 	if err != nil {
 		return err
 	}
@@ -429,8 +430,15 @@ func (s *Server) handleCatAliases(w http.ResponseWriter, r *http.Request) error 
 	t := catTable{cols: []string{"alias", "index", "filter", "routing.index", "routing.search", "is_write_index"},
 		aliases: map[string]string{"a": "alias", "i": "index", "idx": "index", "f": "filter", "fi": "filter", "ri": "routing.index",
 			"routingIndex": "routing.index", "rs": "routing.search", "routingSearch": "routing.search", "w": "is_write_index", "isWriteIndex": "is_write_index"}}
+	visible := visibility(r.Context())
+	if err := s.authorize(r.Context(), nil); err != nil {
+		return err
+	}
 	for _, n := range slices.Sorted(maps.Keys(v.Indices)) {
 		ix := v.Indices[n]
+		if visible != nil && !visible(n) {
+			continue
+		}
 		for _, a := range slices.Sorted(maps.Keys(ix.Aliases)) {
 			if len(patterns) > 0 && !slices.ContainsFunc(patterns, func(p string) bool { return aliasMatches(p, a) }) {
 				continue
@@ -460,7 +468,7 @@ func dash(s string) string {
 // (aliases, open, close): concrete indices, open or closed, never through
 // aliases; a missing name is a 404 unless ignore_unavailable.
 func (s *Server) resolveAdmin(expr string, r *http.Request) ([]string, error) {
-	res, err := s.resolveReq(expr, r.URL.Query(), coord.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
+	res, err := s.resolveReq(r.Context(), expr, r.URL.Query(), coord.ResolveOptions{ExpandOpen: true, ExpandClosed: true, NoAliases: true})
 	if err != nil {
 		return nil, err
 	}

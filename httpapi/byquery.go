@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weftsearch/weft/security/auth"
 	"net/http"
 	"net/url"
 	"slices"
@@ -351,7 +352,12 @@ func (s *Server) readByQuery(w http.ResponseWriter, r *http.Request, needQuery b
 	if err != nil {
 		return nil, byQueryOptions{}, coord.Resolved{}, err
 	}
-	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
+	res, err := s.resolveReq(r.Context(), r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
+	if err == nil {
+		// The documents are found by a search: read too, as in
+		// Elasticsearch.
+		err = s.authorizeAction(r.Context(), auth.ActionSearch, res.Indices)
+	}
 	return b, o, res, err
 }
 
@@ -498,8 +504,11 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	if vt != shard.VersionInternal && opType == shard.OpCreate {
 		return validationErr("create operations only support internal versioning. use index instead")
 	}
-	res, err := s.resolveReq(strings.Join(srcNames, ","), url.Values{}, coord.DefaultResolve)
+	res, err := s.resolveReq(withAction(r.Context(), auth.ActionSearch), strings.Join(srcNames, ","), url.Values{}, coord.DefaultResolve)
 	if err != nil {
+		return err
+	}
+	if err := s.authorizeWrite(r.Context(), shard.Op{Type: opType, Index: b.Dest.Index}); err != nil {
 		return err
 	}
 	for _, n := range res.Indices {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -82,12 +83,12 @@ func worse(a, b string) string {
 
 // health summarises the indexes expr names (all when empty) at level
 // ("cluster", "indices" or "shards").
-func (s *Server) health(expr, level string) (health, error) {
+func (s *Server) health(ctx context.Context, expr, level string) (health, error) {
 	v, err := s.eng.ClusterView()
 	if err != nil {
 		return health{}, err
 	}
-	names, err := s.resolve(expr)
+	names, err := s.resolve(ctx, expr)
 	if err != nil {
 		return health{}, err
 	}
@@ -218,7 +219,7 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 	waits := want != "" || q.Get("wait_for_nodes") != "" || q.Has("wait_for_active_shards") ||
 		q.Has("wait_for_no_relocating_shards") || q.Has("wait_for_no_initializing_shards")
 	for {
-		h, err := s.health(r.PathValue("index"), level)
+		h, err := s.health(r.Context(), r.PathValue("index"), level)
 		blocked := err != nil && waits && errors.Is(err, shard.ErrClusterBlocked) && time.Now().Before(deadline)
 		if err != nil && !blocked {
 			return err
@@ -567,7 +568,7 @@ func byteSize(n int64, unit string) (string, error) {
 }
 
 func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
+	infos, err := s.infos(r.Context(), r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -606,7 +607,7 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 // handleCatCount serves GET /_cat/count[/{index}]: the documents of the
 // indices, counted by a search (what a refresh made visible).
 func (s *Server) handleCatCount(w http.ResponseWriter, r *http.Request) error {
-	names, err := s.resolveOpts(r.PathValue("index"), url.Values{})
+	names, err := s.resolveOpts(r.Context(), r.PathValue("index"), url.Values{})
 	if err != nil {
 		return err
 	}
@@ -626,7 +627,7 @@ func (s *Server) handleCatCount(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.health("", "cluster")
+	h, err := s.health(r.Context(), "", "cluster")
 	if err != nil {
 		return err
 	}

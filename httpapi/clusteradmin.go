@@ -244,7 +244,7 @@ func (s *Server) handleCatShards(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolve(r.Context(), r.PathValue("index"))
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (s *Server) handleCatShards(w http.ResponseWriter, r *http.Request) error {
 // shard copies (from the primary's files or log), latest first;
 // ?active_only=true keeps those in progress.
 func (s *Server) handleCatRecovery(w http.ResponseWriter, r *http.Request) error {
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolve(r.Context(), r.PathValue("index"))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,13 +125,16 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shard.Op, a
 	if err != nil {
 		return err
 	}
+	if op.RequireAlias, err = boolParam(r, "require_alias", false); err != nil {
+		return err
+	}
+	if err := s.authorizeWrite(r.Context(), op); err != nil {
+		return err
+	}
 	if op.IfSeqNo, err = uintParam(r, "if_seq_no"); err != nil {
 		return err
 	}
 	if op.IfPrimaryTerm, err = uintParam(r, "if_primary_term"); err != nil {
-		return err
-	}
-	if op.RequireAlias, err = boolParam(r, "require_alias", false); err != nil {
 		return err
 	}
 	if q := r.URL.Query(); q.Has("version") || q.Has("version_type") {
@@ -218,7 +222,7 @@ type getResult struct {
 // disabled in its mapping: partial updates, which merge into the stored
 // source, are refused there as Elasticsearch refuses them.
 func (s *Server) sourceDisabled(expr string) bool {
-	name, _, err := s.singleIndex(expr, "", false)
+	name, _, err := s.singleIndex(context.Background(), expr, "", false) // a lookup, authorized by the caller
 	if err != nil {
 		return false
 	}
@@ -237,14 +241,23 @@ func errSourceMissing(index, id string) *apiError {
 
 // singleIndex resolves the target of a single-document request: an index,
 // or an alias with one index (a read) or a write index (write true), with
-// the routing the request and the alias give.
-func (s *Server) singleIndex(name, routing string, write bool) (string, string, error) {
+// the routing the request and the alias give. With security on it
+// authorizes the request's action on the index, or, when name does not
+// resolve, on name itself (so a 404 says nothing of an index the
+// principal may not touch).
+func (s *Server) singleIndex(ctx context.Context, name, routing string, write bool) (string, string, error) {
 	v, err := s.eng.ClusterView()
 	if err != nil {
 		return "", "", err
 	}
 	ix, routing, err := coord.SingleIndex(v, name, routing, write)
 	if err != nil {
+		if aerr := s.authorize(ctx, []string{name}); aerr != nil {
+			return "", "", aerr
+		}
+		return "", "", err
+	}
+	if err := s.authorize(ctx, []string{ix.Name}); err != nil {
 		return "", "", err
 	}
 	return ix.Name, routing, nil
@@ -271,7 +284,7 @@ func (s *Server) getDoc(r *http.Request, expr, id, routing string) (string, inde
 	default:
 		return expr, index.Doc{}, illegalArgument("No version type match [%s]; use internal, external, external_gte or force", vt)
 	}
-	name, routing, err := s.singleIndex(expr, routing, false)
+	name, routing, err := s.singleIndex(r.Context(), expr, routing, false)
 	if err != nil {
 		return expr, index.Doc{}, err
 	}
@@ -336,7 +349,7 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) handleDeleteDoc(w http.ResponseWriter, r *http.Request) error {
 	op := shard.Op{Type: shard.OpDelete, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
-	if _, _, err := s.singleIndex(op.Index, op.Routing, true); err != nil {
+	if _, _, err := s.singleIndex(r.Context(), op.Index, op.Routing, true); err != nil {
 		return err // deleting from a missing index is 404 index_not_found, not an auto-create
 	}
 	return s.writeOne(w, r, op, nil)
@@ -350,6 +363,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if aerr := a.setSource(body); aerr != nil {
 		return aerr
+	}
+	if err := s.authorizeWrite(r.Context(), shard.Op{Type: shard.OpUpdate, Index: a.Index, Routing: r.URL.Query().Get("routing")}); err != nil {
+		return err
 	}
 	if s.sourceDisabled(a.Index) {
 		return errSourceMissing(a.Index, a.ID)
@@ -365,7 +381,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.writeOne(w, r, op, func(out *writeResult) error {
-		_, routing, err := s.singleIndex(op.Index, op.Routing, true)
+		_, routing, err := s.singleIndex(r.Context(), op.Index, op.Routing, true)
 		if err != nil {
 			return err
 		}
@@ -381,6 +397,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	})
 }
+
+// bulkOpTypes are the op types of the bulk actions.
+var bulkOpTypes = map[string]shard.OpType{actionIndex: shard.OpIndex, actionCreate: shard.OpCreate, actionUpdate: shard.OpUpdate, actionDelete: shard.OpDelete}
 
 // bulkReply is the reply of _bulk.
 type bulkReply struct {
@@ -420,6 +439,13 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 			Version: a.Version, VersionType: a.VersionType}
 		if a.RequireAlias != nil {
 			op.RequireAlias = *a.RequireAlias
+		}
+		check := op
+		check.Type = bulkOpTypes[a.Action]
+		if err := s.authorizeWrite(r.Context(), check); err != nil {
+			// A refused item fails alone, as in Elasticsearch.
+			actions[i].Err = translate(err)
+			continue
 		}
 		switch a.Action {
 		case actionIndex:
@@ -483,7 +509,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) error {
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolve(r.Context(), r.PathValue("index"))
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	if err := s.authorize(r.Context(), []string{name}); err != nil {
+		return err
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
@@ -111,9 +114,17 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 // resolve turns an index expression from the URL into index names. For
 // endpoints where Elasticsearch answers a missing concrete index with 404,
 // ResolveIndices already does; a wildcard matching nothing gives no names.
-func (s *Server) resolve(expr string) ([]string, error) {
+//
+// With security on, wildcards expand only to the indices the principal may
+// run the request's action on, and the action is authorized on the
+// concrete indices (authorizeResolved).
+func (s *Server) resolve(ctx context.Context, expr string) ([]string, error) {
 	if expr == "" {
 		expr = "_all"
+	}
+	if visible := visibility(ctx); visible != nil {
+		res, err := s.eng.Resolve(expr, coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, Visible: visible})
+		return res.Indices, s.authorizeResolved(ctx, expr, res.Indices, err)
 	}
 	return s.eng.ResolveIndices(expr)
 }
@@ -122,8 +133,9 @@ func (s *Server) resolve(expr string) ([]string, error) {
 // options, on top of base: ignore_unavailable (skip missing and closed
 // concrete names), allow_no_indices (false: an expression that matches
 // nothing is an index_not_found_exception) and expand_wildcards (which
-// indices wildcards match: open, closed, all, hidden, none).
-func (s *Server) resolveReq(expr string, q url.Values, base coord.ResolveOptions) (coord.Resolved, error) {
+// indices wildcards match: open, closed, all, hidden, none). With
+// security on it authorizes as resolve does.
+func (s *Server) resolveReq(ctx context.Context, expr string, q url.Values, base coord.ResolveOptions) (coord.Resolved, error) {
 	o := base
 	var err error
 	if o.IgnoreUnavailable, err = queryBool(q, "ignore_unavailable", base.IgnoreUnavailable); err != nil {
@@ -154,14 +166,20 @@ func (s *Server) resolveReq(expr string, q url.Values, base coord.ResolveOptions
 			return coord.Resolved{}, err
 		}
 	}
-	return s.eng.Resolve(strings.Join(parts, ","), o)
+	expr = strings.Join(parts, ",")
+	o.Visible = visibility(ctx)
+	res, err := s.eng.Resolve(expr, o)
+	if err := s.authorizeResolved(ctx, expr, res.Indices, err); err != nil {
+		return coord.Resolved{}, err
+	}
+	return res, nil
 }
 
 // resolveOpts expands the index expression of a read (search, count,
 // field caps) under the request's indices options: closed indices are
 // refused, wildcards match open ones by default.
-func (s *Server) resolveOpts(expr string, q url.Values) ([]string, error) {
-	res, err := s.resolveReq(expr, q, coord.DefaultResolve)
+func (s *Server) resolveOpts(ctx context.Context, expr string, q url.Values) ([]string, error) {
+	res, err := s.resolveReq(ctx, expr, q, coord.DefaultResolve)
 	return res.Indices, err
 }
 
@@ -182,8 +200,8 @@ func splitComma(v string) []string {
 // infos describes the indices an administrative read (GET /{index},
 // _mapping, _settings, _cat/indices) names, open or closed, under the
 // request's indices options.
-func (s *Server) infos(expr string, q url.Values) ([]coord.IndexInfo, error) {
-	res, err := s.resolveReq(expr, q, coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
+func (s *Server) infos(ctx context.Context, expr string, q url.Values) ([]coord.IndexInfo, error) {
+	res, err := s.resolveReq(ctx, expr, q, coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true})
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +225,7 @@ func mappingJSON(info coord.IndexInfo) (json.RawMessage, error) {
 }
 
 func (s *Server) handleGetIndex(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
+	infos, err := s.infos(r.Context(), r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -243,7 +261,7 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 	}
-	res, err := s.resolveReq(expr, r.URL.Query(), coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, NoAliases: true})
+	res, err := s.resolveReq(r.Context(), expr, r.URL.Query(), coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, NoAliases: true})
 	if err != nil {
 		return err
 	}
@@ -262,7 +280,7 @@ func (s *Server) handleDeleteIndex(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) handleGetMapping(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
+	infos, err := s.infos(r.Context(), r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -279,7 +297,7 @@ func (s *Server) handleGetMapping(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error {
-	names, err := s.resolve(r.PathValue("index"))
+	names, err := s.resolve(r.Context(), r.PathValue("index"))
 	if err != nil {
 		return err
 	}
@@ -314,7 +332,7 @@ func (s *Server) handlePutMapping(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request) error {
-	infos, err := s.infos(r.PathValue("index"), r.URL.Query())
+	infos, err := s.infos(r.Context(), r.PathValue("index"), r.URL.Query())
 	if err != nil {
 		return err
 	}

@@ -77,8 +77,16 @@ func (s *Server) handleAnalyze(w http.ResponseWriter, r *http.Request) error {
 	}
 	m := index.NewDynamicMapping() // no index: the analyzer by name, or standard
 	maxTokens := maxAnalyzeTokens
-	if expr := r.PathValue("index"); expr != "" {
-		name, _, err := s.singleIndex(expr, "", false)
+	expr := r.PathValue("index")
+	if expr == "" {
+		// No index: the standard or a named analyzer. Elasticsearch asks
+		// for the action on some index.
+		if err := s.authorize(r.Context(), nil); err != nil {
+			return err
+		}
+	}
+	if expr != "" {
+		name, _, err := s.singleIndex(r.Context(), expr, "", false)
 		if err != nil {
 			return err
 		}
@@ -184,7 +192,7 @@ func (s *Server) handleFieldCaps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.resolveOpts(r.PathValue("index"), q)
+	names, err := s.resolveOpts(r.Context(), r.PathValue("index"), q)
 	if err != nil {
 		return err
 	}
@@ -335,7 +343,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	names, sc, err := s.scoped(r.PathValue("index"), q)
+	names, sc, err := s.scoped(r.Context(), r.PathValue("index"), q)
 	if err != nil {
 		return err
 	}
@@ -386,11 +394,11 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	expr, id := r.PathValue("index"), r.PathValue("id")
-	name, routing, err := s.singleIndex(expr, r.URL.Query().Get("routing"), false)
+	name, routing, err := s.singleIndex(r.Context(), expr, r.URL.Query().Get("routing"), false)
 	if err != nil {
 		return err
 	}
-	_, sc, err := s.scoped(expr, url.Values{})
+	_, sc, err := s.scoped(r.Context(), expr, url.Values{})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -48,7 +49,7 @@ func (s *Server) handleMget(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	targets, err := s.resolveMget(docs, r.PathValue("index"), q.Get("routing"))
+	targets, err := s.resolveMget(r.Context(), docs, r.PathValue("index"), q.Get("routing"))
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ type mgetTarget struct {
 // request with the first such document's error; an index that does not
 // resolve (missing, closed, an alias of several) fails only that
 // document, whose target keeps the expression as its name.
-func (s *Server) resolveMget(docs []mgetDoc, defIndex, defRouting string) ([]mgetTarget, error) {
+func (s *Server) resolveMget(ctx context.Context, docs []mgetDoc, defIndex, defRouting string) ([]mgetTarget, error) {
 	targets := make([]mgetTarget, len(docs))
 	for k, d := range docs {
 		expr, id, err := checkMgetDoc(k, d, defIndex)
@@ -114,7 +115,7 @@ func (s *Server) resolveMget(docs []mgetDoc, defIndex, defRouting string) ([]mge
 		if routing == "" {
 			routing = defRouting
 		}
-		t.name, t.routing, t.err = s.singleIndex(expr, routing, false)
+		t.name, t.routing, t.err = s.singleIndex(ctx, expr, routing, false)
 		if t.err != nil {
 			t.name = expr
 		}

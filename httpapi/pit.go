@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
+	"github.com/weftsearch/weft/security/auth"
 	"net/http"
 
 	"github.com/weftsearch/weft/coord"
@@ -32,7 +34,7 @@ func (s *Server) handleOpenPIT(w http.ResponseWriter, r *http.Request) error {
 	if len(bytes.TrimSpace(body)) > 0 && !bytes.Equal(bytes.TrimSpace(body), []byte("{}")) {
 		return illegalArgument("a point in time body ([index_filter]) is not supported; open it over the indices you name")
 	}
-	res, err := s.resolveReq(r.PathValue("index"), q, coord.DefaultResolve)
+	res, err := s.resolveReq(r.Context(), r.PathValue("index"), q, coord.DefaultResolve)
 	if err != nil {
 		return err
 	}
@@ -46,6 +48,7 @@ func (s *Server) handleOpenPIT(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.recordOwner(r.Context(), pit)
 	s.writeJSON(w, r, http.StatusOK, map[string]any{"id": pit.Encode(),
 		"_shards": shardsHeader{Total: len(pit.Shards), Successful: len(pit.Shards)}})
 	return nil
@@ -70,6 +73,15 @@ func (s *Server) handleClosePIT(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.authorizePIT(r.Context(), pit, auth.ActionClosePointInTime); err != nil {
+		if errors.Is(err, errForeignContext) {
+			// Another user's: answered as a point in time already gone.
+			s.writeJSON(w, r, http.StatusNotFound, map[string]any{"succeeded": true, "num_freed": 0})
+			return nil
+		}
+		return err
+	}
+	s.forgetOwner(pit)
 	n, err := s.eng.ClosePIT(r.Context(), pit)
 	if err != nil {
 		return err

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weftsearch/weft/security/auth"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -43,6 +45,9 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 		if err != nil {
 			return nil, err
 		}
+		if err := s.authorizePIT(r.Context(), p, auth.ActionSearch); err != nil {
+			return nil, err
+		}
 		names := p.Indices()
 		srch, err := esdsl.ParseSearch(body, params, s.fieldsOf(names))
 		if err != nil {
@@ -54,7 +59,7 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 		}
 		return resp, err
 	}
-	names, sc, err := s.scoped(expr, params)
+	names, sc, err := s.scoped(r.Context(), expr, params)
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +99,8 @@ func (s *Server) fieldsOf(names []string) indexFields {
 // validate) under the request's indices options, and returns the indices
 // with what their aliases and settings add to the request (an alias
 // filter, search routing set in params, limits).
-func (s *Server) scoped(expr string, params url.Values) ([]string, esdsl.Scope, error) {
-	res, err := s.resolveReq(expr, params, coord.DefaultResolve)
+func (s *Server) scoped(ctx context.Context, expr string, params url.Values) ([]string, esdsl.Scope, error) {
+	res, err := s.resolveReq(ctx, expr, params, coord.DefaultResolve)
 	if err != nil {
 		return nil, esdsl.Scope{}, err
 	}
@@ -119,6 +124,9 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 		}
 		if err != nil {
 			return nil, err
+		}
+		if opened {
+			s.recordOwner(r.Context(), p)
 		}
 		pit = &p
 		srch.SetPointInTime(p.Encode(), srch.Scroll)
@@ -190,7 +198,7 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 		}
 		params.Del("terminate_after")
 	}
-	names, sc, err := s.scoped(r.PathValue("index"), params)
+	names, sc, err := s.scoped(r.Context(), r.PathValue("index"), params)
 	if err != nil {
 		return err
 	}
@@ -321,6 +329,9 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.authorizePIT(r.Context(), pit, auth.ActionScroll); err != nil {
+		return err
+	}
 	cur, err := s.eng.ClaimScroll(r.Context(), pit)
 	if err != nil {
 		return err
@@ -356,6 +367,13 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	if len(ids) == 0 {
+		// Nothing to clear: the action, on no index, still needs read
+		// somewhere.
+		if err := s.authorizeAction(r.Context(), auth.ActionClearScroll, nil); err != nil {
+			return err
+		}
+	}
 	freed := 0
 	for _, id := range ids {
 		if id == "_all" {
@@ -373,6 +391,13 @@ func (s *Server) handleClearScroll(w http.ResponseWriter, r *http.Request) error
 		if err != nil {
 			continue
 		}
+		if err := s.authorizePIT(r.Context(), pit, auth.ActionClearScroll); err != nil {
+			if errors.Is(err, errForeignContext) {
+				continue // another user's: as if missing
+			}
+			return err
+		}
+		s.forgetOwner(pit)
 		n, err := s.eng.ClosePIT(r.Context(), pit)
 		if err != nil {
 			return err

@@ -93,6 +93,11 @@ type Config struct {
 	// Cluster serves the Raft status, cluster settings and shard moves;
 	// nil answers those endpoints with 404.
 	Cluster ClusterAdmin
+	// Security, when set, authenticates every request (before its body
+	// is read) and authorizes it by the rules of routeRules, audits the
+	// outcomes, and serves the /_security APIs. Nil serves every request
+	// unauthenticated, and the /_security APIs answer 501.
+	Security *Security
 }
 
 // Version is the Elasticsearch version Weft reports in GET /: the 8.x REST
@@ -110,6 +115,16 @@ type Server struct {
 	mux     *http.ServeMux
 	gather  prometheus.Gatherer
 	now     func() time.Time
+	// sec is nil with security off.
+	sec *securityState
+	// serve is the mux behind content negotiation, behind the
+	// authentication middleware with security on.
+	serve http.Handler
+	// unruled lists routes registered without an authorization rule.
+	unruled []string
+	// onUndecided, when set (tests), is told of a request served 2xx
+	// without an authorization decision.
+	onUndecided func(pattern string)
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -134,7 +149,17 @@ func New(cfg Config, eng Engine, logger *slog.Logger, reg *prometheus.Registry) 
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
 	s := &Server{cfg: cfg, eng: eng, log: logger, metrics: m, mux: http.NewServeMux(), gather: reg, now: time.Now}
+	s.serve = http.HandlerFunc(s.negotiated)
+	if cfg.Security != nil {
+		if s.sec, err = newSecurityState(*cfg.Security, logger); err != nil {
+			return nil, err
+		}
+		s.serve = s.sec.mw.Wrap(s.serve)
+	}
 	s.routes()
+	if len(s.unruled) > 0 {
+		return nil, fmt.Errorf("httpapi: routes without an authorization rule (add them to routeRuleSpecs): %s", strings.Join(s.unruled, ", "))
+	}
 	return s, nil
 }
 
@@ -152,6 +177,7 @@ func (s *Server) handle(pattern string, h handlerFunc, params ...string) {
 		allowed[p] = true
 	}
 	checkParams := params != nil
+	rule := s.ruleOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if checkParams {
 			for p := range r.URL.Query() {
@@ -161,9 +187,45 @@ func (s *Server) handle(pattern string, h handlerFunc, params ...string) {
 				}
 			}
 		}
-		if err := h(w, r); err != nil {
-			s.fail(w, r, err)
+		s.serveRule(w, r, rule, h)
+	})
+}
+
+// ruleOf returns pattern's authorization rule, noting a pattern without
+// one (New then fails).
+func (s *Server) ruleOf(pattern string) routeRule {
+	rule, ok := routeRules[pattern]
+	if !ok {
+		s.unruled = append(s.unruled, pattern)
+	}
+	return rule
+}
+
+// serveRule authorizes r by rule and runs h.
+func (s *Server) serveRule(w http.ResponseWriter, r *http.Request, rule routeRule, h handlerFunc) {
+	r, err := s.authorizeRoute(r, rule)
+	if err == nil {
+		err = h(w, r)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+	}
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.pattern = r.Pattern
+		if s.sec != nil {
+			s.checkDecided(r, rec.status())
 		}
+	}
+}
+
+// guarded is handle for a plain http.Handler (metrics, pprof).
+func (s *Server) guarded(pattern string, h http.Handler) {
+	rule := s.ruleOf(pattern)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s.serveRule(w, r, rule, func(w http.ResponseWriter, r *http.Request) error {
+			h.ServeHTTP(w, r)
+			return nil
+		})
 	})
 }
 
@@ -190,6 +252,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		endpoint := r.Pattern
 		if endpoint == "" {
+			endpoint = rec.pattern // set below the authentication middleware's copy of r
+		}
+		if endpoint == "" {
 			endpoint = "unmatched"
 		}
 		took := time.Since(start)
@@ -203,13 +268,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get("X-Opaque-Id"); id != "" {
 		h.Set("X-Opaque-Id", id) // echoed, as Elasticsearch does, to tie replies to requests
 	}
+	s.serve.ServeHTTP(rec, r)
+}
+
+// negotiated checks media types and hands r to the mux.
+func (s *Server) negotiated(w http.ResponseWriter, r *http.Request) {
 	n, aerr := negotiate(r)
-	h.Set("Content-Type", n.responseType())
+	w.Header().Set("Content-Type", n.responseType())
 	if aerr != nil {
-		s.fail(rec, r, aerr)
+		s.fail(w, r, aerr)
 		return
 	}
-	s.mux.ServeHTTP(rec, r)
+	s.mux.ServeHTTP(w, r)
 }
 
 // statusRecorder remembers the status written, for metrics and the panic path.
@@ -217,6 +287,8 @@ type statusRecorder struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
+	// pattern is the route served, for the metrics.
+	pattern string
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
@@ -483,6 +555,7 @@ func (s *Server) routes() {
 	s.clusterRoutes()
 	s.catRoutes()
 	s.weftRoutes()
+	s.securityRoutes()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 }
 
@@ -671,20 +744,20 @@ func (s *Server) weftRoutes() {
 	s.handle("GET /_weft/fabric/conns", s.handleFabricConns, noParams...)
 	s.handle("GET /_weft/raft", s.handleRaft, noParams...)
 
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}))
+	s.guarded("GET /metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{}))
 	if s.cfg.EnablePprof {
-		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		s.mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
-		s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		s.guarded("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
+		s.guarded("GET /debug/pprof/cmdline", http.HandlerFunc(pprof.Cmdline))
+		s.guarded("GET /debug/pprof/profile", http.HandlerFunc(pprof.Profile))
+		s.guarded("GET /debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
+		s.guarded("POST /debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
+		s.guarded("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
 	}
 }
 
 // serveUnrouted runs h for a path handleNoRoute recognised, checking its
-// parameters as handle does.
-func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, h handlerFunc, params ...string) {
+// parameters and authorizing it by pattern's rule as handle does.
+func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, pattern string, h handlerFunc, params ...string) {
 	allowed := map[string]bool{"pretty": true, "human": true, "error_trace": true, "filter_path": true}
 	for _, p := range params {
 		allowed[p] = true
@@ -695,9 +768,12 @@ func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, h handler
 			return
 		}
 	}
-	if err := h(w, r); err != nil {
-		s.fail(w, r, err)
+	rule, ok := routeRules[pattern]
+	if !ok {
+		s.fail(w, r, fmt.Errorf("httpapi: no authorization rule for %s", pattern))
+		return
 	}
+	s.serveRule(w, r, rule, h)
 }
 
 // handleNoRoute answers paths no endpoint serves (400, as Elasticsearch
@@ -706,18 +782,18 @@ func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, h handler
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	if id, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && id != "" && !strings.Contains(id, "/") {
 		r.SetPathValue("node_id", id)
-		s.serveUnrouted(w, r, s.handleNodes, "timeout")
+		s.serveUnrouted(w, r, "GET /_nodes/{node_id}", s.handleNodes, "timeout")
 		return
 	}
 	if metric, ok := strings.CutPrefix(r.URL.Path, "/_stats/"); ok && r.Method == http.MethodGet && metric != "" && !strings.Contains(metric, "/") {
 		r.SetPathValue("metric", metric)
-		s.serveUnrouted(w, r, s.handleIndicesStats, statsParams...)
+		s.serveUnrouted(w, r, "GET /_stats/{metric}", s.handleIndicesStats, statsParams...)
 		return
 	}
 	if name, ok := strings.CutPrefix(r.URL.Path, "/_alias/"); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 		name != "" && !strings.Contains(name, "/") {
 		r.SetPathValue("name", name)
-		s.serveUnrouted(w, r, s.handleGetAlias, aliasReadParams...)
+		s.serveUnrouted(w, r, "GET /_alias/{name}", s.handleGetAlias, aliasReadParams...)
 		return
 	}
 	var allowed []string

@@ -44,7 +44,7 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 	default:
 		return illegalArgument("level parameter must be one of [cluster] or [indices] but was [%s]; Weft does not report shards", lvl)
 	}
-	res, err := s.resolveReq(r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
+	res, err := s.resolveReq(r.Context(), r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
 	if err != nil {
 		return err
 	}

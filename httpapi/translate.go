@@ -8,6 +8,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -26,6 +27,9 @@ func translate(err error) *apiError {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return errContentTooLong(mbe.Limit)
+	}
+	if ae := securityError(err); ae != nil {
+		return ae
 	}
 	reason := err.Error()
 	for _, t := range []struct {
@@ -117,4 +121,26 @@ func notFoundName(reason string) string {
 		return ""
 	}
 	return reason[i+1 : j]
+}
+
+// securityError translates the errors of security/auth: a refused action
+// is 403 security_exception naming the action and the user; a request the
+// security APIs refuse is a 400 in Elasticsearch's shape.
+func securityError(err error) *apiError {
+	var fe *auth.ForbiddenError
+	switch {
+	case errors.As(err, &fe):
+		return &apiError{Status: http.StatusForbidden, Type: "security_exception", Reason: fe.Error()}
+	case errors.Is(err, auth.ErrForbidden):
+		return &apiError{Status: http.StatusForbidden, Type: "security_exception", Reason: err.Error()}
+	case errors.Is(err, auth.ErrPasswordPolicy), errors.Is(err, auth.ErrInvalidName), errors.Is(err, auth.ErrInvalidAPIKeyRequest):
+		reason := err.Error()
+		for _, sentinel := range []error{auth.ErrInvalidName, auth.ErrInvalidAPIKeyRequest} {
+			reason = strings.TrimPrefix(reason, sentinel.Error()+": ")
+		}
+		return validationErr(reason)
+	case errors.Is(err, auth.ErrInvalidRole):
+		return &apiError{Status: http.StatusBadRequest, Type: "parse_exception", Reason: err.Error()}
+	}
+	return nil
 }

@@ -110,6 +110,7 @@ const (
 	ActionGetUser          Action = "cluster:admin/xpack/security/user/get"
 	ActionDeleteUser       Action = "cluster:admin/xpack/security/user/delete"
 	ActionChangePassword   Action = "cluster:admin/xpack/security/user/change_password" // see CheckChangePassword
+	ActionSetEnabledUser   Action = "cluster:admin/xpack/security/user/set_enabled"
 	ActionPutRole          Action = "cluster:admin/xpack/security/role/put"
 	ActionGetRole          Action = "cluster:admin/xpack/security/role/get"
 	ActionDeleteRole       Action = "cluster:admin/xpack/security/role/delete"
@@ -139,7 +140,7 @@ func Catalogue() map[Action]Scope {
 		ActionNodesStats, ActionNodesHotThreads, ActionPendingTasks, ActionTasksList,
 		ActionPutIndexTemplate, ActionGetIndexTemplate, ActionDeleteIndexTemplate,
 		ActionWeftMonitor, ActionWeftMetrics, ActionWeftAdmin, ActionWeftPprof,
-		ActionAuthenticate, ActionPutUser, ActionGetUser, ActionDeleteUser, ActionChangePassword,
+		ActionAuthenticate, ActionPutUser, ActionGetUser, ActionDeleteUser, ActionChangePassword, ActionSetEnabledUser,
 		ActionPutRole, ActionGetRole, ActionDeleteRole, ActionCreateAPIKey, ActionGetAPIKey,
 		ActionInvalidateAPIKey, ActionClearRealmCache,
 	}
