@@ -14,6 +14,10 @@ import (
 // 409). Secrets are hashed by the caller, on the proposing node, before
 // they are proposed; none of these methods logs a record.
 //
+// Each returns once the change is applied on this node too, so a request
+// served here next sees it (an authentication right after a user was
+// created, a GET right after a PUT).
+//
 // A proposal retried after a leader failed may find its own earlier
 // commit: then PutUser and PutRole report created false, DeleteUser and
 // DeleteRole found false, InvalidateAPIKeys the keys as previously
@@ -23,26 +27,26 @@ import (
 // bcrypt hash, or "" to keep an existing user's) and reports whether it
 // created it.
 func (c *Cluster) PutUser(ctx context.Context, u auth.User) (created bool, err error) {
-	res, err := c.Propose(ctx, Command{PutUser: &PutUser{User: u}})
+	res, err := c.proposeVisible(ctx, Command{PutUser: &PutUser{User: u}})
 	return res.Created, err
 }
 
 // DeleteUser deletes the native user name and reports whether it existed.
 func (c *Cluster) DeleteUser(ctx context.Context, name string) (found bool, err error) {
-	res, err := c.Propose(ctx, Command{DeleteUser: &DeleteUser{Username: name}})
+	res, err := c.proposeVisible(ctx, Command{DeleteUser: &DeleteUser{Username: name}})
 	return res.Found, err
 }
 
 // SetPassword replaces the password hash (bcrypt) of a native or reserved
 // user.
 func (c *Cluster) SetPassword(ctx context.Context, username, passwordHash string) error {
-	_, err := c.Propose(ctx, Command{ChangePassword: &ChangePassword{Username: username, PasswordHash: passwordHash}})
+	_, err := c.proposeVisible(ctx, Command{ChangePassword: &ChangePassword{Username: username, PasswordHash: passwordHash}})
 	return err
 }
 
 // SetUserEnabled enables or disables a native or reserved user.
 func (c *Cluster) SetUserEnabled(ctx context.Context, username string, enabled bool) error {
-	_, err := c.Propose(ctx, Command{SetUserEnabled: &SetUserEnabled{Username: username, Enabled: enabled}})
+	_, err := c.proposeVisible(ctx, Command{SetUserEnabled: &SetUserEnabled{Username: username, Enabled: enabled}})
 	return err
 }
 
@@ -53,33 +57,33 @@ func (c *Cluster) PutRole(ctx context.Context, name string, r auth.Role) (create
 	if err := r.Validate(); err != nil {
 		return false, fmt.Errorf("%w: role [%s]: %w", ErrInvalidCommand, name, err)
 	}
-	res, err := c.Propose(ctx, Command{PutRole: &PutRole{Name: name, Role: r}})
+	res, err := c.proposeVisible(ctx, Command{PutRole: &PutRole{Name: name, Role: r}})
 	return res.Created, err
 }
 
 // DeleteRole deletes the stored role name and reports whether it existed.
 func (c *Cluster) DeleteRole(ctx context.Context, name string) (found bool, err error) {
-	res, err := c.Propose(ctx, Command{DeleteRole: &DeleteRole{Name: name}})
+	res, err := c.proposeVisible(ctx, Command{DeleteRole: &DeleteRole{Name: name}})
 	return res.Found, err
 }
 
 // CreateAPIKey stores k, as auth.NewAPIKey made it (with the hash of its
 // secret, never the secret).
 func (c *Cluster) CreateAPIKey(ctx context.Context, k auth.APIKey) error {
-	_, err := c.Propose(ctx, Command{CreateAPIKey: &CreateAPIKey{Key: k}})
+	_, err := c.proposeVisible(ctx, Command{CreateAPIKey: &CreateAPIKey{Key: k}})
 	return err
 }
 
 // InvalidateAPIKeys invalidates the keys f matches and returns their IDs:
 // those it invalidated and those invalidated before, each sorted.
 func (c *Cluster) InvalidateAPIKeys(ctx context.Context, f APIKeyFilter) (invalidated, previously []string, err error) {
-	res, err := c.Propose(ctx, Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: f}})
+	res, err := c.proposeVisible(ctx, Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: f}})
 	return res.Invalidated, res.PreviouslyInvalidated, err
 }
 
 // SetElasticPassword replaces the elastic user's password hash (bcrypt).
 func (c *Cluster) SetElasticPassword(ctx context.Context, passwordHash string) error {
-	_, err := c.Propose(ctx, Command{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: passwordHash}})
+	_, err := c.proposeVisible(ctx, Command{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: passwordHash}})
 	return err
 }
 
@@ -147,4 +151,16 @@ func (l *leaderLoop) bootstrapElasticPassword(ctx context.Context) {
 	}
 	c.log.Info("cluster: the elastic user's password was generated; this node shows it once on its standard output")
 	c.cfg.ElasticPasswordGenerated(password)
+}
+
+// proposeVisible proposes cmd and waits until this node's state holds it.
+func (c *Cluster) proposeVisible(ctx context.Context, cmd Command) (Result, error) {
+	res, err := c.Propose(ctx, cmd)
+	if err != nil {
+		return res, err
+	}
+	if _, err := c.Await(ctx, func(st *State) bool { return st.Version >= res.Version }); err != nil {
+		return res, fmt.Errorf("cluster: committed, but not yet applied on this node: %w", err)
+	}
+	return res, nil
 }
