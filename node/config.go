@@ -83,6 +83,10 @@ type Config struct {
 	// sets DefaultRecoveryMaxBytesPerSec.
 	RecoveryMaxBytesPerSec int64
 
+	// Security is the node's transport security: TLS on every port, the
+	// cluster's certificates and the gossip key. DefaultConfig turns it on.
+	Security SecurityConfig
+
 	// Hooks are for tests: zero in production.
 	Hooks Hooks
 }
@@ -148,6 +152,7 @@ func DefaultConfig() Config {
 		FabricTransport: FabricAdaptive,
 
 		RecoveryMaxBytesPerSec: DefaultRecoveryMaxBytesPerSec,
+		Security:               SecurityConfig{Enabled: true},
 	}
 }
 
@@ -218,5 +223,6 @@ func (c Config) Validate() error {
 	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
 		errs = append(errs, fmt.Errorf("node: the gossip key is %d bytes; it must be 16, 24 or 32 (base64 in --gossip-key, WEFT_GOSSIP_KEY)", n))
 	}
+	errs = append(errs, c.validateSecurity()...)
 	return errors.Join(errs...)
 }

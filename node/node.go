@@ -6,6 +6,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,10 +17,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -46,6 +49,10 @@ type Node struct {
 	// streams receives the fabric streams (shard recovery's file copies);
 	// registered on mux for fabric.MethodStream.
 	streams *fabric.StreamReceiver
+	sec     *security // nil with security off
+	// cluRef is clu for the TLS layers' name look-ups, which run on the
+	// transports' goroutines without mu.
+	cluRef atomic.Pointer[cluster.Cluster]
 
 	mu       sync.Mutex
 	clu      *cluster.Cluster
@@ -95,6 +102,12 @@ func New(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err := checkLegacy(cfg); err != nil {
 		_ = lock.Close()
 		return nil, err
+	}
+	if cfg.Security.Enabled {
+		if n.sec, err = loadSecurity(cfg); err != nil {
+			_ = lock.Close()
+			return nil, err
+		}
 	}
 	return n, nil
 }
@@ -179,6 +192,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return errors.New("node: Start called twice")
 	}
 	n.started = true
+	n.logSecurity()
 	var undo []func()
 	defer func() {
 		if err != nil {
@@ -189,7 +203,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 	}()
 	if n.cfg.FabricAddr != "" || n.cfg.Hooks.Fabric != nil {
-		if n.fab, err = startFabric(ctx, n.cfg, &n.mux, n.log.With("component", "fabric")); err != nil {
+		if n.fab, err = startFabric(ctx, n.cfg, n.fabricTLS(), &n.mux, n.log.With("component", "fabric")); err != nil {
 			return err
 		}
 		undo = append(undo, func() { _ = n.fab.Close() })
@@ -200,11 +214,17 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("node: listening on %s: %w; pick another --http-addr or stop what uses it", n.cfg.HTTPAddr, err)
 	}
 	n.ln = httpapi.CoalescingListener(ln)
+	if n.sec != nil {
+		// TLS above the coalescing layer: a reply's records leave in one
+		// write, and the server sees a *tls.Conn (Request.TLS is set).
+		n.ln = tls.NewListener(n.ln, n.sec.http)
+	}
 	undo = append(undo, func() { _ = n.ln.Close() })
 
 	if n.clu, err = n.newCluster(); err != nil {
 		return err
 	}
+	n.cluRef.Store(n.clu)
 	n.clu.Register(&n.mux)
 	meta := placement.New(n.clu)
 	var sp shard.Peers
@@ -271,6 +291,14 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 		Timing: cluster.DefaultTiming(), Logger: n.log.With("component", "cluster"),
 		RaftLayer: n.cfg.Hooks.RaftLayer, GossipWrap: n.cfg.Hooks.GossipWrap,
 	}
+	if n.sec != nil {
+		ccfg.GossipKey = n.sec.bundle.GossipKey
+		secure, hook := n.sec.raftLayer(n.raftNameOf, n.log.With("component", "raft-tls")), n.cfg.Hooks.RaftLayer
+		ccfg.RaftLayer = secure
+		if hook != nil { // a test's partitions wrap the TLS layer
+			ccfg.RaftLayer = func(l raft.StreamLayer) raft.StreamLayer { return hook(secure(l)) }
+		}
+	}
 	if n.cfg.Hooks.ClusterTiming.Gossip != "" {
 		ccfg.Timing = n.cfg.Hooks.ClusterTiming
 	}
@@ -321,12 +349,21 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 	}
 	return &http.Server{
 		Handler:           api,
-		ConnContext:       httpapi.ConnContext, // with CoalescingListener in Start: one write per reply
+		ConnContext:       connContext, // with CoalescingListener in Start: one write per reply
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 	}, nil
+}
+
+// connContext is httpapi.ConnContext, also for the TLS connections whose
+// inner connection is the coalescing one.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	return httpapi.ConnContext(ctx, c)
 }
 
 // Cluster returns the node's cluster (nil before Start), for tests and
@@ -377,12 +414,17 @@ func (n *Node) DialFabric(ctx context.Context, addr string) (fabric.Conn, error)
 	return f.dial(ctx, addr)
 }
 
-// URL is the API's base URL, e.g. http://127.0.0.1:9200, or "" before Start.
+// URL is the API's base URL, e.g. https://127.0.0.1:9200 (http:// with
+// security off), or "" before Start.
 func (n *Node) URL() string {
-	if a := n.HTTPAddr(); a != "" {
-		return "http://" + a
+	a := n.HTTPAddr()
+	switch {
+	case a == "":
+		return ""
+	case n.sec != nil:
+		return "https://" + a
 	}
-	return ""
+	return "http://" + a
 }
 
 // Shutdown stops the node: it stops accepting connections, lets in-flight

@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 // client keeps no idle connections, so no goroutine outlives a test.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// testConfig is a small, fast configuration on a free loopback port.
+// testConfig is a small, fast configuration on a free loopback port, with
+// security off (security_test.go turns it on).
 func testConfig(dir string) node.Config {
 	cfg := node.DefaultConfig()
 	cfg.DataDir = dir
@@ -47,6 +48,7 @@ func testConfig(dir string) node.Config {
 	cfg.NodeName = "test-node"
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.Hooks.ClusterTiming = cluster.LocalTiming()
+	cfg.Security.Enabled = false
 	return cfg
 }
 
@@ -94,6 +96,28 @@ func TestConfigValidate(t *testing.T) {
 		{"one processor", func(c *node.Config) { c.Processors = 1 }, ""},
 		{"negative processors", func(c *node.Config) { c.Processors = -2 }, "Processors -2"},
 		{"more processors than CPUs", func(c *node.Config) { c.Processors = runtime.NumCPU() + 1 }, "set --processors"},
+		{"security off on loopback", func(c *node.Config) { c.Security.Enabled = false; c.FabricAddr = "localhost:9300" }, ""},
+		{"security off on all interfaces", func(c *node.Config) { c.Security.Enabled = false; c.HTTPAddr = "0.0.0.0:9200" },
+			`HTTPAddr "0.0.0.0:9200" (--http-addr) is reachable from other machines`},
+		{"security off on a host name", func(c *node.Config) { c.Security.Enabled = false; c.HTTPAddr = "search.example.com:9200" },
+			"--allow-insecure-network"},
+		{"security off on the network, acknowledged", func(c *node.Config) {
+			c.Security = node.SecurityConfig{AllowInsecureNetwork: true}
+			c.HTTPAddr = ":9200"
+		}, ""},
+		{"security off on a network Raft address", func(c *node.Config) {
+			c.Security.Enabled = false
+			c.GossipAddr, c.RaftAddr, c.FabricAddr, c.Seeds = "127.0.0.1:9400", "10.0.0.2:9500", "127.0.0.1:9300", []string{"127.0.0.1:9400"}
+		}, `RaftAddr "10.0.0.2:9500" (--raft-addr)`},
+		{"security off with certificates", func(c *node.Config) { c.Security = node.SecurityConfig{CertsDir: "/c"} }, "need security on"},
+		{"http key without certificate", func(c *node.Config) { c.Security.HTTPKey = "/k" }, "--http-cert and --http-key go together"},
+		{"security on, cluster without certificates", func(c *node.Config) {
+			c.NodeName, c.GossipAddr, c.RaftAddr, c.FabricAddr, c.InitialNodes = "n1", "127.0.0.1:9400", "127.0.0.1:9500", "127.0.0.1:9300", []string{"n1", "n2"}
+		}, "searchctl certs create"},
+		{"security on, cluster with certificates", func(c *node.Config) {
+			c.NodeName, c.GossipAddr, c.RaftAddr, c.FabricAddr, c.InitialNodes = "n1", "127.0.0.1:9400", "127.0.0.1:9500", "127.0.0.1:9300", []string{"n1", "n2"}
+			c.Security.CertsDir = "/c"
+		}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +139,7 @@ func TestConfigValidate(t *testing.T) {
 	require.NotEmpty(t, d.NodeName)
 	require.Empty(t, d.FabricAddr)
 	require.Equal(t, node.FabricRDMAAuto, d.FabricRDMA)
+	require.Equal(t, node.SecurityConfig{Enabled: true}, d.Security, "security is on by default")
 }
 
 func TestIndexesSurviveRestart(t *testing.T) {

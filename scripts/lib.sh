@@ -7,6 +7,7 @@ cd "$root"
 GO="${GO:-go}"
 index=emails
 nodes=() # pids of the searchnode processes started
+cacert="" # the CA certificate clients trust (use_ca); "" with security off
 
 log() { echo "${0##*/}: $*" >&2; }
 
@@ -38,6 +39,44 @@ corpus() {
 		fi
 	fi
 	echo "$c"
+}
+
+# use_ca FILE: trust FILE, the cluster CA's certificate, in every client
+# call below (curl and searchctl); without it they speak plain HTTP.
+use_ca() { cacert="$1"; }
+
+# curl_node ARGS...: curl with the cluster CA trusted.
+curl_node() {
+	if [[ -n "$cacert" ]]; then curl --cacert "$cacert" "$@"; else curl "$@"; fi
+}
+
+# ctl ARGS...: bin/searchctl with the cluster CA trusted (Go's TLS takes
+# the CAs it trusts from the file SSL_CERT_FILE names).
+ctl() {
+	if [[ -n "$cacert" ]]; then SSL_CERT_FILE="$cacert" bin/searchctl "$@"; else bin/searchctl "$@"; fi
+}
+
+# client_lines URL: the ready-to-paste command prefixes that reach URL
+# with what this setup has (the CA; credentials join here once the nodes
+# ask for them). Sets curl_line and ctl_line.
+client_lines() {
+	if [[ -n "$cacert" ]]; then
+		curl_line="curl -s --cacert ${cacert}"
+		ctl_line="SSL_CERT_FILE=${cacert} bin/searchctl --addr $1"
+	else
+		curl_line="curl -s"
+		ctl_line="bin/searchctl --addr $1"
+	fi
+}
+
+# print_security: what protects the nodes, in words.
+print_security() {
+	if [[ -n "$cacert" ]]; then
+		echo "Security is on: HTTPS (TLS 1.3) with the CA certificate ${cacert};"
+		echo "node-to-node traffic (fabric, Raft) uses mutual TLS, gossip is encrypted."
+	else
+		echo "Security is OFF (WEFT_SECURITY=false): plain HTTP, for this machine only."
+	fi
 }
 
 # start_node ARGS...: start a searchnode in its own session (so Ctrl-C
@@ -73,7 +112,7 @@ wait_healthy() {
 				stop_nodes
 			fi
 		done
-		if curl -fsS -o /dev/null --max-time 5 "${url}/_cluster/health?${query}&timeout=1s" 2>/dev/null; then
+		if curl_node -fsS -o /dev/null --max-time 5 "${url}/_cluster/health?${query}&timeout=1s" 2>/dev/null; then
 			return 0
 		fi
 		if ((i >= 240)); then
@@ -88,17 +127,16 @@ wait_healthy() {
 # and load the corpus into it (unless it already holds it).
 load_emails() {
 	local url="$1" shards="$2" replicas="$3" c want have
-	local ctl=(bin/searchctl --addr "$url")
 	c="$(corpus)"
 	want=$(grep -c . "$c")
-	have=$("${ctl[@]}" count "$index" 2>/dev/null || echo 0)
+	have=$(ctl --addr "$url" count "$index" 2>/dev/null || echo 0)
 	if [[ "$have" -ge "$want" ]]; then
 		log "index ${index} already holds ${have} documents; not loading again"
 		return 0
 	fi
-	if ! "${ctl[@]}" index get "$index" >/dev/null 2>&1; then
-		"${ctl[@]}" index create "$index" --shards "$shards" --replicas "$replicas" --mapping testdata/sample/emails.mapping.json
+	if ! ctl --addr "$url" index get "$index" >/dev/null 2>&1; then
+		ctl --addr "$url" index create "$index" --shards "$shards" --replicas "$replicas" --mapping testdata/sample/emails.mapping.json
 	fi
 	log "loading ${want} emails from ${c}"
-	"${ctl[@]}" bulk "$c" --index "$index" --id-field id
+	ctl --addr "$url" bulk "$c" --index "$index" --id-field id
 }

@@ -8,6 +8,11 @@
 #
 # Node i (1..3) uses HTTP 127.0.0.1:920i, fabric 930i, gossip 940i, Raft
 # 950i, and data in ${WEFT_CLUSTER_DIR:-./data-cluster}/ni.
+# Security is on: the cluster's certificates (a CA, one certificate per
+# node, the gossip key) are created once with searchctl certs create in
+# ${WEFT_CLUSTER_DIR:-./data-cluster}/certs, every node gets --certs, and
+# the clients here trust its ca.crt.
+#
 # Environment: WEFT_CLUSTER_DIR, WEFT_SAMPLE=small (the 400 checked-in
 # emails instead of the full corpus), GO (the go command).
 set -euo pipefail
@@ -23,6 +28,12 @@ procs=$(( $(nproc) / 3 ))
 [ "$procs" -ge 1 ] || procs=1
 
 build
+certs="${dir}/certs"
+if [[ ! -f "${certs}/ca.crt" ]]; then
+	log "creating the cluster's certificates in ${certs}"
+	bin/searchctl certs create --out "$certs" --nodes n1,n2,n3 >&2
+fi
+use_ca "${certs}/ca.crt"
 for i in 1 2 3; do
 	for p in 920 930 940 950; do refuse_busy "127.0.0.1:${p}${i}"; done
 done
@@ -32,26 +43,30 @@ for i in 1 2 3; do
 	start_node --node-name "n${i}" --data-dir "${dir}/n${i}" --log-level warn --processors "$procs" \
 		--http-addr "127.0.0.1:920${i}" --fabric-addr "127.0.0.1:930${i}" \
 		--gossip-addr "127.0.0.1:940${i}" --raft-addr "127.0.0.1:950${i}" \
-		--seeds "$seeds" --initial-nodes n1,n2,n3
+		--seeds "$seeds" --initial-nodes n1,n2,n3 --certs "$certs"
 done
-url=http://127.0.0.1:9201
+url=https://127.0.0.1:9201
 wait_healthy "$url" "wait_for_nodes=3&wait_for_status=green"
 load_emails "$url" 6 0
 
+client_lines https://127.0.0.1:9202
+ctl2="$ctl_line"
+client_lines https://127.0.0.1:9201
 cat <<MSG
 
 A three-node Weft cluster is running (data in ${dir}; Ctrl-C stops it):
-  n1 http://127.0.0.1:9201   n2 http://127.0.0.1:9202   n3 http://127.0.0.1:9203
+  n1 https://127.0.0.1:9201   n2 https://127.0.0.1:9202   n3 https://127.0.0.1:9203
 Any node answers any request; searches fan out over the fabric to the nodes holding the shards.
+$(print_security)
 
 Try:
-  bin/searchctl --addr http://127.0.0.1:9202 cluster status
-  bin/searchctl --addr http://127.0.0.1:9202 cluster nodes
-  bin/searchctl --addr http://127.0.0.1:9202 cluster shards ${index}
-  curl -s 'http://127.0.0.1:9203/${index}/_search' -H 'Content-Type: application/json' \\
+  ${ctl2} cluster status
+  ${ctl2} cluster nodes
+  ${ctl2} cluster shards ${index}
+  ${curl_line} 'https://127.0.0.1:9203/${index}/_search' -H 'Content-Type: application/json' \\
        -d '{"query":{"match":{"subject":"linux kernel"}},"size":3}'
-  bin/searchctl --addr http://127.0.0.1:9201 shard move ${index} 0 n1 n2
-  bin/searchctl --addr http://127.0.0.1:9201 cluster drain n3 --wait 2m
+  ${ctl_line} shard move ${index} 0 n1 n2
+  ${ctl_line} cluster drain n3 --wait 2m
 
 MSG
 wait -n "${nodes[@]}" || true

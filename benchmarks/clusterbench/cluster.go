@@ -89,7 +89,8 @@ func (cl *cluster) name() string {
 // args are node m's flags.
 func (cl *cluster) args(m *member) []string {
 	a := []string{"--node-name", m.name, "--data-dir", m.dir, "--http-addr", m.http, "--log-level", "warn",
-		"--recovery-max-bytes-per-sec", strconv.FormatInt(cl.throttle, 10)}
+		"--recovery-max-bytes-per-sec", strconv.FormatInt(cl.throttle, 10),
+		"--security=false"} // plain transports until the benchmark measures security on and off side by side
 	if cl.procs > 0 {
 		a = append(a, "--processors", strconv.Itoa(cl.procs))
 	}

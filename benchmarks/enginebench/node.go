@@ -30,7 +30,8 @@ func startNode(ctx context.Context, bin, dir string) (*nodeProcess, error) {
 		return nil, fmt.Errorf("pick a port for searchnode: %w", err)
 	}
 	p, err := nodeproc.Start(bin, filepath.Join(dir, "searchnode.log"), []string{"WEFT_LOG_LEVEL=warn"},
-		"--data-dir", filepath.Join(dir, "node-data"), "--http-addr", addr)
+		"--data-dir", filepath.Join(dir, "node-data"), "--http-addr", addr,
+		"--security=false") // plain HTTP until the benchmark measures security on and off side by side
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (np *nodeProc) start(t *testing.T) {
 	t.Helper()
 	np.p = startProcArgs(t, np.bin, "--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
 		"--http-addr", np.http, "--fabric-addr", np.fabric, "--gossip-addr", np.gossip, "--raft-addr", np.rf,
-		"--seeds", np.seeds, "--initial-nodes", np.initial)
+		"--seeds", np.seeds, "--initial-nodes", np.initial, "--security=false")
 }
 
 func (np *nodeProc) kill(t *testing.T) {

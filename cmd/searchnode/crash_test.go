@@ -23,13 +23,13 @@ type proc struct {
 	url string
 }
 
-var readyLine = regexp.MustCompile(`^searchnode ready: (http://\S+) `)
+var readyLine = regexp.MustCompile(`^searchnode ready: (https?://\S+) `)
 
 // startProc runs the binary on a free loopback port over dataDir and waits
 // for its ready line, which carries the URL.
 func startProc(t *testing.T, bin, dataDir string) *proc {
 	t.Helper()
-	return startProcArgs(t, bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--node-name", "crash-test", "--log-level", "warn")
+	return startProcArgs(t, bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--node-name", "crash-test", "--log-level", "warn", "--security=false")
 }
 
 // buildBinary builds searchnode into dir.

@@ -117,13 +117,34 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			fs.Var(listFlag{&cfg.InitialNodes}, "initial-nodes", "comma-separated names of the nodes that form a new cluster once they see each other (like Elasticsearch's cluster.initial_master_nodes); ignored by a node that already belongs to a cluster (WEFT_INITIAL_NODES)")
 		}},
 		{"gossip-key", "WEFT_GOSSIP_KEY", func() {
-			fs.Var(keyFlag{&cfg.GossipKey}, "gossip-key", "base64 of a 16, 24 or 32 byte key that encrypts gossip; every node the same (WEFT_GOSSIP_KEY)")
+			fs.Var(keyFlag{&cfg.GossipKey}, "gossip-key", "base64 of a 16, 24 or 32 byte key that encrypts gossip; every node the same; with security on the key comes from --certs DIR/gossip.key instead (WEFT_GOSSIP_KEY)")
 		}},
 		{"processors", "WEFT_PROCESSORS", func() {
 			fs.IntVar(&cfg.Processors, "processors", cfg.Processors, "how many processors this node runs on at once (GOMAXPROCS), like Elasticsearch's node.processors; set it when several nodes share one host, e.g. 1 each for three nodes on two CPUs; 0 (the default): every CPU the process may use (WEFT_PROCESSORS)")
 		}},
 		{"recovery-max-bytes-per-sec", "WEFT_RECOVERY_MAX_BYTES_PER_SEC", func() {
 			fs.Var(&recoveryRate, "recovery-max-bytes-per-sec", "limit on the index files this node streams to recovering copies, all its recoveries together, in bytes per second or with a unit (kb, mb, gb); 0 is no limit (WEFT_RECOVERY_MAX_BYTES_PER_SEC)")
+		}},
+		{"security", "WEFT_SECURITY", func() {
+			fs.BoolVar(&cfg.Security.Enabled, "security", cfg.Security.Enabled, "TLS on every port with the cluster's certificates, and encrypted gossip (the default); --security=false turns it off, which is logged as a warning at every start and allowed only on loopback addresses unless --allow-insecure-network is given (WEFT_SECURITY)")
+		}},
+		{"allow-insecure-network", "WEFT_ALLOW_INSECURE_NETWORK", func() {
+			fs.BoolVar(&cfg.Security.AllowInsecureNetwork, "allow-insecure-network", cfg.Security.AllowInsecureNetwork, "with --security=false, acknowledge serving on addresses other than loopback, where anyone who reaches them can read and change everything (WEFT_ALLOW_INSECURE_NETWORK)")
+		}},
+		{"certs", "WEFT_CERTS", func() {
+			fs.StringVar(&cfg.Security.CertsDir, "certs", cfg.Security.CertsDir, "`DIR` holding the cluster's certificates, as written by searchctl certs create (ca.crt, NODE.crt, NODE.key, gossip.key); required for a node of a cluster; without it a lone node makes its own CA in DATA-DIR/certs (WEFT_CERTS)")
+		}},
+		{"http-cert", "WEFT_HTTP_CERT", func() {
+			fs.StringVar(&cfg.Security.HTTPCert, "http-cert", cfg.Security.HTTPCert, "PEM certificate (chain) the HTTP API serves instead of the node's cluster certificate, e.g. a public one; needs --http-key (WEFT_HTTP_CERT)")
+		}},
+		{"http-key", "WEFT_HTTP_KEY", func() {
+			fs.StringVar(&cfg.Security.HTTPKey, "http-key", cfg.Security.HTTPKey, "PEM private key of --http-cert; mode 0600 or stricter (WEFT_HTTP_KEY)")
+		}},
+		{"audit-log", "WEFT_AUDIT_LOG", func() {
+			fs.StringVar(&cfg.Security.AuditLog, "audit-log", cfg.Security.AuditLog, "file that gets one JSON line per authentication failure and denied request (WEFT_AUDIT_LOG)")
+		}},
+		{"audit-log-granted", "WEFT_AUDIT_LOG_GRANTED", func() {
+			fs.BoolVar(&cfg.Security.AuditGranted, "audit-log-granted", cfg.Security.AuditGranted, "also write granted requests to --audit-log (WEFT_AUDIT_LOG_GRANTED)")
 		}},
 		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
 		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},

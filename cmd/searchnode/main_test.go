@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/weftsearch/weft/node"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -31,6 +33,63 @@ func TestParseOptions(t *testing.T) {
 				require.Equal(t, "auto", o.node.FabricRDMA)
 				require.EqualValues(t, 40<<20, o.node.RecoveryMaxBytesPerSec, "Elasticsearch's default recovery throttle")
 				require.Zero(t, o.node.Processors, "every CPU the process may use")
+				require.True(t, o.node.Security.Enabled, "security is on by default")
+				require.False(t, o.node.Security.AllowInsecureNetwork)
+				require.Empty(t, o.node.Security.CertsDir)
+			},
+		},
+		{
+			name: "security flags",
+			args: []string{"--certs", "/etc/weft/certs", "--http-cert", "/etc/weft/web.crt", "--http-key", "/etc/weft/web.key",
+				"--audit-log", "/var/log/weft/audit.json", "--audit-log-granted"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, node.SecurityConfig{Enabled: true, CertsDir: "/etc/weft/certs", HTTPCert: "/etc/weft/web.crt",
+					HTTPKey: "/etc/weft/web.key", AuditLog: "/var/log/weft/audit.json", AuditGranted: true}, o.node.Security)
+			},
+		},
+		{
+			name: "security from the environment",
+			env: map[string]string{"WEFT_SECURITY": "false", "WEFT_ALLOW_INSECURE_NETWORK": "true", "WEFT_HTTP_ADDR": "0.0.0.0:9200",
+				"WEFT_AUDIT_LOG": "/tmp/audit", "WEFT_AUDIT_LOG_GRANTED": "true"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, node.SecurityConfig{AllowInsecureNetwork: true, AuditLog: "/tmp/audit", AuditGranted: true}, o.node.Security)
+			},
+		},
+		{
+			name: "certs from the environment, flag over it",
+			args: []string{"--certs", "/flag"},
+			env:  map[string]string{"WEFT_CERTS": "/env"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, "/flag", o.node.Security.CertsDir)
+			},
+		},
+		{
+			name: "security off on loopback",
+			args: []string{"--security=false", "--http-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:9400", "--raft-addr", "localhost:9500",
+				"--fabric-addr", "[::1]:9300", "--seeds", "127.0.0.1:9400"},
+			check: func(t *testing.T, o options) {
+				require.False(t, o.node.Security.Enabled)
+			},
+		},
+		{name: "security off on all interfaces", args: []string{"--security=false", "--http-addr", ":9200"}, wantErr: "--allow-insecure-network"},
+		{name: "security off on a LAN address", env: map[string]string{"WEFT_SECURITY": "false"},
+			args: []string{"--fabric-addr", "10.1.2.3:9300"}, wantErr: `FabricAddr "10.1.2.3:9300" (--fabric-addr) is reachable`},
+		{name: "security off with certificates", args: []string{"--security=false", "--certs", "/c"}, wantErr: "need security on"},
+		{name: "http cert without key", args: []string{"--http-cert", "/c.crt"}, wantErr: "--http-cert and --http-key go together"},
+		{name: "audit granted without a log", args: []string{"--audit-log-granted"}, wantErr: "--audit-log-granted needs --audit-log"},
+		{
+			name: "cluster node without certificates",
+			args: []string{"--node-name", "n1", "--gossip-addr", "127.0.0.1:9400", "--raft-addr", "127.0.0.1:9500", "--fabric-addr", "127.0.0.1:9300",
+				"--seeds", "127.0.0.1:9400", "--initial-nodes", "n1,n2"},
+			wantErr: "searchctl certs create --out DIR --nodes n1,n2,n3",
+		},
+		{
+			name: "cluster of one makes its own certificates",
+			args: []string{"--node-name", "n1", "--gossip-addr", "127.0.0.1:9400", "--raft-addr", "127.0.0.1:9500", "--fabric-addr", "127.0.0.1:9300",
+				"--initial-nodes", "n1"},
+			check: func(t *testing.T, o options) {
+				require.Empty(t, o.node.Security.CertsDir)
+				require.True(t, o.node.Security.Enabled)
 			},
 		},
 		{

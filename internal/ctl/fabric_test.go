@@ -32,6 +32,7 @@ func startFabricNode(t *testing.T) *node.Node {
 	cfg.NodeName = "ctl-fabric-test"
 	cfg.FabricAddr = "127.0.0.1:0"
 	cfg.FabricRDMA = node.FabricRDMAOff
+	cfg.Security.Enabled = false // plain HTTP and fabric: these tests are about the commands
 	n, err := node.New(cfg, testlog.NewLevel(t, slog.LevelWarn))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(context.Background()))

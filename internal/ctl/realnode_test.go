@@ -27,6 +27,7 @@ func startNode(t *testing.T) string {
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.NodeName = "ctl-test"
+	cfg.Security.Enabled = false // plain HTTP: these tests are about the commands
 	n, err := node.New(cfg, testlog.NewLevel(t, slog.LevelWarn))
 	require.NoError(t, err)
 	require.NoError(t, n.Start(context.Background()))

@@ -210,7 +210,7 @@ func startNode(t *testing.T) string {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building searchnode: %s", out)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, bin, "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--security=false")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()
