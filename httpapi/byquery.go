@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weftsearch/weft/security/auth"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weftsearch/weft/security/auth"
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"

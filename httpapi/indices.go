@@ -22,7 +22,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) error {
 	if v, err := s.eng.ClusterView(); err == nil && v.ClusterUUID != "" {
 		uuid = v.ClusterUUID
 	}
-	s.writeJSON(w, r, http.StatusOK, map[string]any{
+	info := map[string]any{
 		"name":         s.cfg.NodeName,
 		"cluster_name": s.cfg.ClusterName,
 		"cluster_uuid": uuid,
@@ -38,7 +38,11 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) error {
 			"minimum_index_compatibility_version": "7.0.0",
 		},
 		"tagline": "You Know, for Search",
-	})
+	}
+	if s.cfg.SecurityInfo != nil {
+		info["security"] = s.cfg.SecurityInfo
+	}
+	s.writeJSON(w, r, http.StatusOK, info)
 	return nil
 }
 

@@ -3,8 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"errors"
-	"github.com/weftsearch/weft/security/auth"
 	"net/http"
+
+	"github.com/weftsearch/weft/security/auth"
 
 	"github.com/weftsearch/weft/coord"
 )

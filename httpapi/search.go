@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weftsearch/weft/security/auth"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/weftsearch/weft/security/auth"
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"

@@ -98,6 +98,10 @@ type Config struct {
 	// outcomes, and serves the /_security APIs. Nil serves every request
 	// unauthenticated, and the /_security APIs answer 501.
 	Security *Security
+	// SecurityInfo is what GET / reports of the node's security (its
+	// "security" object): whether it is on, and the CA clients trust, or
+	// the warning with it off. Any JSON value; nil reports nothing.
+	SecurityInfo any
 }
 
 // Version is the Elasticsearch version Weft reports in GET /: the 8.x REST

@@ -31,6 +31,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/node/placement"
+	"github.com/weftsearch/weft/security/audit"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -49,7 +50,8 @@ type Node struct {
 	// streams receives the fabric streams (shard recovery's file copies);
 	// registered on mux for fabric.MethodStream.
 	streams *fabric.StreamReceiver
-	sec     *security // nil with security off
+	sec     *security     // nil with security off
+	audit   *audit.Logger // the audit log (--audit-log), nil without
 	// cluRef is clu for the TLS layers' name look-ups, which run on the
 	// transports' goroutines without mu.
 	cluRef atomic.Pointer[cluster.Cluster]
@@ -292,6 +294,8 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 		RaftLayer: n.cfg.Hooks.RaftLayer, GossipWrap: n.cfg.Hooks.GossipWrap,
 	}
 	if n.sec != nil {
+		ccfg.ElasticPassword = n.cfg.Security.ElasticPassword
+		ccfg.ElasticPasswordGenerated = n.announceElasticPassword
 		ccfg.GossipKey = n.sec.bundle.GossipKey
 		secure, hook := n.sec.raftLayer(n.raftNameOf, n.log.With("component", "raft-tls")), n.cfg.Hooks.RaftLayer
 		ccfg.RaftLayer = secure
@@ -335,7 +339,7 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, fmt.Errorf("node: registering process metrics: %w", err)
 	}
-	api, err := httpapi.New(httpapi.Config{
+	hcfg := httpapi.Config{
 		ClusterName:  n.cfg.ClusterName,
 		NodeName:     n.cfg.NodeName,
 		NodeID:       n.meta.NodeID,
@@ -343,7 +347,15 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 		EnablePprof:  n.cfg.EnablePprof,
 		Fabric:       fabricDiag{n},
 		Cluster:      clusterAdmin{n.clu},
-	}, n.engine, n.log.With("component", "httpapi"), reg)
+		SecurityInfo: n.Security(),
+	}
+	if n.sec != nil {
+		var err error
+		if hcfg.Security, err = n.httpSecurity(); err != nil {
+			return nil, err
+		}
+	}
+	api, err := httpapi.New(hcfg, n.engine, n.log.With("component", "httpapi"), reg)
 	if err != nil {
 		return nil, err
 	}
@@ -465,6 +477,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if prs != nil {
 		prs.Close()
 	}
+	if n.audit != nil {
+		if err := n.audit.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: closing the audit log: %w", err))
+		}
+	}
 	if fab != nil {
 		if err := fab.Close(); err != nil {
 			errs = append(errs, err)
@@ -508,6 +525,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url st
 		"processors", runtime.GOMAXPROCS(0))
 	if ready != nil {
 		ready(n.URL())
+	}
+	if cfg.Security.Enabled && cfg.Security.ResetElasticPassword {
+		if err := n.ResetElasticPassword(ctx); err != nil {
+			_ = n.Shutdown(context.Background())
+			return err
+		}
 	}
 	select {
 	case <-ctx.Done():

@@ -6,8 +6,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +19,9 @@ import (
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/tcp"
+	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/security/audit"
+	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/certs"
 	"github.com/weftsearch/weft/security/raftstream"
 )
@@ -53,6 +58,20 @@ type SecurityConfig struct {
 	// layer.
 	AuditLog     string
 	AuditGranted bool
+	// ElasticPassword is the password of the elastic superuser at the
+	// cluster's first start (WEFT_ELASTIC_PASSWORD; never a flag, since a
+	// command line is visible to every user of the machine). Empty, the
+	// first start generates one and prints it once (Announce). Only its
+	// bcrypt hash is kept, in the Raft state.
+	ElasticPassword auth.Secret
+	// ResetElasticPassword sets the elastic user's password anew once
+	// this node has joined (--reset-elastic-password): to ElasticPassword,
+	// or to a generated one printed once. It is how an operator with
+	// shell access to a node recovers a lost password.
+	ResetElasticPassword bool
+	// Announce receives what the operator must see once and no log may
+	// hold: a generated elastic password. nil: standard output.
+	Announce io.Writer
 }
 
 // Errors of the security configuration, wrapped with the values concerned.
@@ -379,4 +398,48 @@ func fabricPathIs(recorded, addr string) bool {
 func (n *Node) raftNameOf(addr raft.ServerAddress) string {
 	return nodeNameAt(n.cluRef.Load(), string(addr), func(a, b string) bool { return a == b },
 		func(nd *cluster.Node) string { return nd.RaftAddr }, func(m cluster.Member) string { return m.RaftAddr })
+}
+
+// announceElasticPassword prints a generated elastic password once, to
+// SecurityConfig.Announce, never to the log.
+func (n *Node) announceElasticPassword(pw auth.Secret) {
+	out := n.cfg.Security.Announce
+	if out == nil {
+		out = os.Stdout
+	}
+	fmt.Fprintf(out, "\nThe password of the elastic user is:\n\n  %s\n\nIt is shown once; keep it. Reset it with searchnode --reset-elastic-password on any node.\n\n", pw.Reveal())
+}
+
+// ResetElasticPassword runs --reset-elastic-password: once the node
+// serves, it sets the elastic user's password (a given one, or a
+// generated one it announces).
+func (n *Node) ResetElasticPassword(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	pw, err := n.clu.ResetElasticPassword(ctx, n.cfg.Security.ElasticPassword)
+	if err != nil {
+		return fmt.Errorf("node: resetting the elastic user's password: %w", err)
+	}
+	if n.cfg.Security.ElasticPassword.Reveal() == "" {
+		n.announceElasticPassword(pw)
+	}
+	n.log.Info("node: the elastic user's password was reset")
+	return nil
+}
+
+// httpSecurity is the HTTP API's authentication and authorization: users,
+// roles and API keys from the Raft state, the audit log when asked for.
+func (n *Node) httpSecurity() (*httpapi.Security, error) {
+	authn, err := auth.NewAuthenticator(n.clu.SecurityStore(), auth.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	sec := &httpapi.Security{Authenticator: authn, Admin: newSecurityAdmin(n.clu)}
+	if path := n.cfg.Security.AuditLog; path != "" {
+		if sec.Audit, err = audit.Open(path, audit.Options{IncludeGranted: n.cfg.Security.AuditGranted}); err != nil {
+			return nil, fmt.Errorf("node: opening the audit log (--audit-log %s): %w", path, err)
+		}
+		n.audit = sec.Audit
+	}
+	return sec, nil
 }

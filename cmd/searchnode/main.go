@@ -22,6 +22,7 @@ import (
 
 	"github.com/weftsearch/weft/internal/bytesize"
 	"github.com/weftsearch/weft/node"
+	"github.com/weftsearch/weft/security/auth"
 )
 
 func main() {
@@ -46,6 +47,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	logger := newLogger(stderr, opts.logLevel, opts.logFormat)
+	opts.node.Security.Announce = stdout
+	opts.node.Security.ElasticPassword = auth.Secret(getenv("WEFT_ELASTIC_PASSWORD"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	err = node.Run(ctx, opts.node, logger, func(url string) {
@@ -145,6 +148,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		}},
 		{"audit-log-granted", "WEFT_AUDIT_LOG_GRANTED", func() {
 			fs.BoolVar(&cfg.Security.AuditGranted, "audit-log-granted", cfg.Security.AuditGranted, "also write granted requests to --audit-log (WEFT_AUDIT_LOG_GRANTED)")
+		}},
+		{"reset-elastic-password", "WEFT_RESET_ELASTIC_PASSWORD", func() {
+			fs.BoolVar(&cfg.Security.ResetElasticPassword, "reset-elastic-password", cfg.Security.ResetElasticPassword, "once the node serves, set the elastic user's password anew: to WEFT_ELASTIC_PASSWORD, or to a generated one printed once (WEFT_RESET_ELASTIC_PASSWORD)")
 		}},
 		{"log-level", "WEFT_LOG_LEVEL", func() { fs.Var(level, "log-level", "debug, info (the default), warn or error (WEFT_LOG_LEVEL)") }},
 		{"log-format", "WEFT_LOG_FORMAT", func() { fs.Var(format, "log-format", "text (the default) or json (WEFT_LOG_FORMAT)") }},
