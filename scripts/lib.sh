@@ -8,6 +8,7 @@ GO="${GO:-go}"
 index=emails
 nodes=() # pids of the searchnode processes started
 cacert="" # the CA certificate clients trust (use_ca); "" with security off
+password="" # the elastic user's password (use_password); "" with security off
 
 log() { echo "${0##*/}: $*" >&2; }
 
@@ -45,24 +46,48 @@ corpus() {
 # call below (curl and searchctl); without it they speak plain HTTP.
 use_ca() { cacert="$1"; }
 
-# curl_node ARGS...: curl with the cluster CA trusted.
-curl_node() {
-	if [[ -n "$cacert" ]]; then curl --cacert "$cacert" "$@"; else curl "$@"; fi
+# use_password FILE: the elastic user's password for this setup, kept in
+# FILE (mode 0600) so that a later run still knows it. A missing FILE gets
+# a new random password; the nodes then start with it as
+# WEFT_ELASTIC_PASSWORD and --reset-elastic-password (reset_flag), which
+# sets it whether the cluster is new or older than the file.
+use_password() {
+	reset_flag=()
+	if [[ ! -s "$1" ]]; then
+		mkdir -p "$(dirname "$1")"
+		(umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$1")
+		reset_flag=(--reset-elastic-password)
+	fi
+	password="$(cat "$1")"
+	export WEFT_ELASTIC_PASSWORD="$password"
 }
 
-# ctl ARGS...: bin/searchctl with the cluster CA trusted (Go's TLS takes
-# the CAs it trusts from the file SSL_CERT_FILE names).
+# curl_node ARGS...: curl with the cluster CA trusted and the elastic
+# user's credentials.
+curl_node() {
+	local args=()
+	[[ -n "$cacert" ]] && args+=(--cacert "$cacert")
+	[[ -n "$password" ]] && args+=(-u "elastic:${password}")
+	curl "${args[@]}" "$@"
+}
+
+# ctl ARGS...: bin/searchctl with the cluster CA trusted and the elastic
+# user's credentials (WEFT_CACERT, WEFT_USER, WEFT_PASSWORD).
 ctl() {
-	if [[ -n "$cacert" ]]; then SSL_CERT_FILE="$cacert" bin/searchctl "$@"; else bin/searchctl "$@"; fi
+	if [[ -n "$cacert" ]]; then
+		WEFT_CACERT="$cacert" WEFT_USER=elastic WEFT_PASSWORD="$password" bin/searchctl "$@"
+	else
+		bin/searchctl "$@"
+	fi
 }
 
 # client_lines URL: the ready-to-paste command prefixes that reach URL
-# with what this setup has (the CA; credentials join here once the nodes
-# ask for them). Sets curl_line and ctl_line.
+# with what this setup has (the CA and the elastic user's password). Sets
+# curl_line and ctl_line.
 client_lines() {
 	if [[ -n "$cacert" ]]; then
-		curl_line="curl -s --cacert ${cacert}"
-		ctl_line="SSL_CERT_FILE=${cacert} bin/searchctl --addr $1"
+		curl_line="curl -s --cacert ${cacert} -u elastic:${password}"
+		ctl_line="WEFT_CACERT=${cacert} WEFT_USER=elastic WEFT_PASSWORD=${password} bin/searchctl --addr $1"
 	else
 		curl_line="curl -s"
 		ctl_line="bin/searchctl --addr $1"
@@ -73,6 +98,7 @@ client_lines() {
 print_security() {
 	if [[ -n "$cacert" ]]; then
 		echo "Security is on: HTTPS (TLS 1.3) with the CA certificate ${cacert};"
+		echo "every request authenticates (user elastic, password ${password}; kept in ${password_file});"
 		echo "node-to-node traffic (fabric, Raft) uses mutual TLS, gossip is encrypted."
 	else
 		echo "Security is OFF (WEFT_SECURITY=false): plain HTTP, for this machine only."

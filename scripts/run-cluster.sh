@@ -34,6 +34,8 @@ if [[ ! -f "${certs}/ca.crt" ]]; then
 	bin/searchctl certs create --out "$certs" --nodes n1,n2,n3 >&2
 fi
 use_ca "${certs}/ca.crt"
+password_file="${dir}/elastic-password"
+use_password "$password_file"
 for i in 1 2 3; do
 	for p in 920 930 940 950; do refuse_busy "127.0.0.1:${p}${i}"; done
 done
@@ -43,7 +45,7 @@ for i in 1 2 3; do
 	start_node --node-name "n${i}" --data-dir "${dir}/n${i}" --log-level warn --processors "$procs" \
 		--http-addr "127.0.0.1:920${i}" --fabric-addr "127.0.0.1:930${i}" \
 		--gossip-addr "127.0.0.1:940${i}" --raft-addr "127.0.0.1:950${i}" \
-		--seeds "$seeds" --initial-nodes n1,n2,n3 --certs "$certs"
+		--seeds "$seeds" --initial-nodes n1,n2,n3 --certs "$certs" ${reset_flag[@]+"${reset_flag[@]}"}
 done
 url=https://127.0.0.1:9201
 wait_healthy "$url" "wait_for_nodes=3&wait_for_status=green"

@@ -7,7 +7,8 @@
 #
 # Security is on: the node makes its own CA and certificate in
 # DATA_DIR/certs on first start, and serves HTTPS; the clients here trust
-# DATA_DIR/certs/ca.crt.
+# DATA_DIR/certs/ca.crt. The elastic user's password is kept in
+# DATA_DIR.elastic-password (made on the first run, mode 0600).
 #
 # Environment: WEFT_DATA_DIR, WEFT_HTTP_ADDR, WEFT_SECURITY (as searchnode
 # reads them; WEFT_SECURITY=false serves plain HTTP), WEFT_SAMPLE=small to
@@ -23,13 +24,15 @@ if [[ "${WEFT_SECURITY:-true}" == false ]]; then
 else
 	url="https://${http_addr}"
 	use_ca "${data_dir}/certs/ca.crt" # written by the node at its first start
+	password_file="${data_dir}.elastic-password"
+	use_password "$password_file"
 fi
 
 build
 refuse_busy "$http_addr"
 log "starting searchnode (data in ${data_dir}, HTTP on ${http_addr})"
 trap stop_nodes INT TERM
-start_node --data-dir "$data_dir" --http-addr "$http_addr"
+start_node --data-dir "$data_dir" --http-addr "$http_addr" ${reset_flag[@]+"${reset_flag[@]}"}
 wait_healthy "$url" "wait_for_status=yellow"
 load_emails "$url" 1 0
 
