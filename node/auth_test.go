@@ -64,6 +64,7 @@ var shownPassword = regexp.MustCompile(`The password of the elastic user is:\s+(
 func TestGeneratedElasticPasswordIsShownOnce(t *testing.T) {
 	dir := t.TempDir()
 	cfg := secureConfig(dir)
+	cfg.Security.ElasticPassword = ""
 	var shown syncBuffer
 	cfg.Security.Announce = &shown
 	n, err := node.New(cfg, testlog.New(t))

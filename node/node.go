@@ -268,6 +268,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		if err := n.migrateLegacy(ctx, meta); err != nil {
 			return err
 		}
+		if n.sec != nil {
+			// Ready means a user can log in: the elastic user's password
+			// is set (the leader does it once, at the first start).
+			wctx, cancel := context.WithTimeout(ctx, readyWait)
+			_, err := n.clu.Await(wctx, func(st *cluster.State) bool { return st.Security.ElasticPasswordSet() })
+			cancel()
+			if err != nil {
+				return fmt.Errorf("node: the elastic user's password was not set within %v: %w", readyWait, err)
+			}
+		}
 	}
 	n.engine.Start()
 	n.served = make(chan struct{})

@@ -26,13 +26,18 @@ import (
 	"github.com/weftsearch/weft/internal/freeport"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node"
+	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/certs"
 )
 
-// secureConfig is testConfig with security on (the default of a real node).
+// testPassword is the elastic user's password of the secure test nodes.
+const testPassword = "test-password"
+
+// secureConfig is testConfig with security on (the default of a real
+// node), the elastic user's password being testPassword.
 func secureConfig(dir string) node.Config {
 	cfg := testConfig(dir)
-	cfg.Security = node.SecurityConfig{Enabled: true}
+	cfg.Security = node.SecurityConfig{Enabled: true, ElasticPassword: auth.Secret(testPassword)}
 	return cfg
 }
 
@@ -51,9 +56,14 @@ func httpsClient(pool *x509.CertPool) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
+// getStatus sends GET url as the elastic user and decodes a 200 reply
+// into v (when not nil).
 func getStatus(t testing.TB, c *http.Client, url string, v any) int {
 	t.Helper()
-	resp, err := c.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("elastic", testPassword)
+	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -294,6 +304,7 @@ func TestSecureClusterRefusesStrangers(t *testing.T) {
 	req, err := http.NewRequest("PUT", sc.url("n1")+"/guarded", strings.NewReader(`{"settings":{"number_of_shards":3,"number_of_replicas":1}}`))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth("elastic", testPassword)
 	resp, err := sc.client.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()

@@ -19,8 +19,9 @@ import (
 
 // proc is a searchnode process started by a test.
 type proc struct {
-	cmd *exec.Cmd
-	url string
+	cmd       *exec.Cmd
+	url       string
+	passwords chan string // the elastic password the process printed
 }
 
 var readyLine = regexp.MustCompile(`^searchnode ready: (https?://\S+) `)
@@ -49,7 +50,7 @@ func startProcArgs(t *testing.T, bin string, args ...string) *proc {
 	require.NoError(t, err)
 	cmd.Stderr = testWriter{t}
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd}
+	p := &proc{cmd: cmd, passwords: make(chan string, 1)}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -59,9 +60,20 @@ func startProcArgs(t *testing.T, bin string, args ...string) *proc {
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		passwordNext := false
 		for sc.Scan() {
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				lines <- m[1]
+			line := strings.TrimSpace(sc.Text())
+			switch {
+			case readyLine.MatchString(line):
+				lines <- readyLine.FindStringSubmatch(line)[1]
+			case line == "The password of the elastic user is:":
+				passwordNext = true
+			case passwordNext && line != "":
+				passwordNext = false
+				select {
+				case p.passwords <- line:
+				default:
+				}
 			}
 		}
 		close(lines)
@@ -74,6 +86,19 @@ func startProcArgs(t *testing.T, bin string, args ...string) *proc {
 		t.Fatal("searchnode printed no ready line within 60s")
 	}
 	return p
+}
+
+// elasticPassword waits (up to 30 s) for the elastic user's password the
+// process printed once at its cluster's first start.
+func (p *proc) elasticPassword(t *testing.T) string {
+	t.Helper()
+	select {
+	case pw := <-p.passwords:
+		return pw
+	case <-time.After(30 * time.Second):
+		t.Fatal("searchnode printed no elastic password within 30s")
+		return ""
+	}
 }
 
 type testWriter struct{ t *testing.T }

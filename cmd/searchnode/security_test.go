@@ -15,8 +15,10 @@ import (
 )
 
 // TestSecureByDefault: searchnode started with only a data directory and an
-// address serves HTTPS with a CA it made in its data directory, and the
-// key exchange is the post-quantum hybrid.
+// address serves HTTPS with a CA it made in its data directory, the key
+// exchange is the post-quantum hybrid, and every request authenticates:
+// the elastic user's password is the one it printed once at its first
+// start.
 func TestSecureByDefault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the searchnode binary")
@@ -32,9 +34,21 @@ func TestSecureByDefault(t *testing.T) {
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(pem))
 	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	resp, err := c.Get(p.url + "/_cluster/health")
-	require.NoError(t, err)
-	_ = resp.Body.Close()
+	get := func(user, password string) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, p.url+"/_cluster/health", nil)
+		require.NoError(t, err)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	require.Equal(t, http.StatusUnauthorized, get("", "").StatusCode, "a request without credentials was served")
+	require.Equal(t, http.StatusUnauthorized, get("elastic", "wrong-password").StatusCode)
+	password := p.elasticPassword(t)
+	resp := get("elastic", password)
 	require.Equal(t, 200, resp.StatusCode)
 	require.NotNil(t, resp.TLS)
 	require.Equal(t, tls.X25519MLKEM768, resp.TLS.CurveID)
