@@ -203,7 +203,10 @@ func unreachableHint(err error) string {
 		return "the node's certificate is not signed by a trusted CA: pass --cacert (WEFT_CACERT) with the cluster's ca.crt (DATA_DIR/certs/ca.crt on a lone node)"
 	case errors.As(err, &badName):
 		return "the node's certificate does not name this host: use an address it names (localhost or 127.0.0.1 on the node's own machine)"
-	case errors.As(err, &notTLS):
+	case errors.As(err, &notTLS),
+		// net/http turns a plain HTTP answer to a TLS hello into an
+		// error with no type to test: only its text says so.
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return "the node does not speak TLS there: use an http:// address"
 	}
 	return "is searchnode running there? (set --addr or WEFT_ADDR)"

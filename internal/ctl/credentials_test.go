@@ -252,6 +252,8 @@ func TestCACertTrust(t *testing.T) {
 	_, url, ca := startSecureFake(t)
 	notPEM := filepath.Join(t.TempDir(), "not.pem")
 	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644))
+	plain := httptest.NewServer(newFake())
+	t.Cleanup(plain.Close)
 	creds := []string{"--addr", url, "--user", adminUser, "--password", adminPassword}
 	tests := []struct {
 		name   string
@@ -267,6 +269,10 @@ func TestCACertTrust(t *testing.T) {
 		{name: "cacert file without a certificate", args: []string{"--cacert", notPEM}, code: ExitUsage, stderr: "holds no PEM certificate"},
 		{name: "http to an https node", args: []string{"--cacert", ca, "--addr", strings.Replace(url, "https://", "http://", 1)},
 			code: ExitFailed, stderr: "the node serves HTTPS: use an https:// address"},
+		{name: "https to an http node", args: []string{"--cacert", ca, "--addr", strings.Replace(plain.URL, "http://", "https://", 1)},
+			code: ExitUnreachable, stderr: "the node does not speak TLS there: use an http:// address"},
+		{name: "a certificate that does not name the host", args: []string{"--cacert", ca, "--addr", strings.Replace(url, "127.0.0.1", "localhost", 1)},
+			code: ExitUnreachable, stderr: "the node's certificate does not name this host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
