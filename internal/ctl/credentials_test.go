@@ -383,6 +383,8 @@ func TestUsersAndRolesCommands(t *testing.T) {
 			sent: "PUT /_security/user/bob", sentBody: `{"password":"from-a-file","roles":["viewer"]}`},
 		{name: "users create existing without password", args: []string{"users", "create", "ann", "--roles", "viewer"},
 			stdout: []string{"updated user ann"}, sent: "PUT /_security/user/ann", sentBody: `{"roles":["viewer"]}`},
+		{name: "users create without roles sends an empty list", args: []string{"users", "create", "ann"},
+			sent: "PUT /_security/user/ann", sentBody: `{"roles":[]}`},
 		{name: "users create refuses a password flag", args: []string{"users", "create", "bob", "--roles", "viewer", "--password", "on-the-command-line"},
 			code: ExitUsage, stderr: []string{"--password is the password of --user, who runs the command; user bob's new password comes from --password-stdin or --password-file"}},
 		{name: "users create refuses a short password", args: []string{"users", "create", "bob", "--password-stdin"}, stdin: "abc\n",

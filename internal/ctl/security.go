@@ -48,10 +48,11 @@ type UserRequest struct {
 // name and email (and password, when req has one). created is false when
 // the user existed.
 func (c *Client) PutUser(ctx context.Context, name string, req UserRequest) (created bool, err error) {
-	body := map[string]any{"roles": req.Roles}
-	if body["roles"] == nil {
-		body["roles"] = []string{}
+	roles := req.Roles
+	if roles == nil {
+		roles = []string{} // "roles": null is not a list
 	}
+	body := map[string]any{"roles": roles}
 	if req.Password != "" {
 		body["password"] = req.Password.Reveal() // auth.Secret marshals redacted
 	}
