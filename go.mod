@@ -27,6 +27,7 @@ require (
 	golang.org/x/net v0.60.0
 	golang.org/x/perf v0.0.0-20250813145418-2f7363a06fe1
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.46.0
 	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.85.0

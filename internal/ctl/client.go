@@ -7,6 +7,8 @@ package ctl
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // DefaultAddr is the node address used when neither --addr nor WEFT_ADDR is set.
@@ -30,31 +33,91 @@ type APIError struct {
 	Status       int
 	Type         string // e.g. index_not_found_exception; empty if the body had none
 	Reason       string // the node's message, or the start of the body
+	Hint         string // what to do, added by searchctl (e.g. which flags authenticate); may be empty
 }
 
 func (e *APIError) Error() string {
-	if e.Type != "" {
-		return fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.Path, e.Status, e.Type, e.Reason)
+	typ := e.Type
+	if typ == "" {
+		typ = http.StatusText(e.Status)
 	}
-	return fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.Path, e.Status, http.StatusText(e.Status), e.Reason)
+	msg := fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.Path, e.Status, typ, e.Reason)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
-// Client talks plain HTTP/JSON to one node. It is safe for concurrent use.
+// Client talks HTTP/JSON to one node. It is safe for concurrent use.
 type Client struct {
-	base *url.URL
-	hc   *http.Client
+	base  *url.URL
+	hc    *http.Client
+	creds Credentials
 }
 
-// NewClient returns a client for the node at addr ("http://host:port", or
-// "host:port" which means http). hc nil means a client with no overall
-// timeout (bound calls with their context).
+// Options configure a Client made by NewClientWith.
+type Options struct {
+	// Credentials authenticate every request; the zero value sends none.
+	Credentials Credentials
+	// CACertFile names a PEM file of CA certificates trusted for https
+	// besides the system roots (which honour SSL_CERT_FILE and
+	// SSL_CERT_DIR). Empty trusts the system roots alone.
+	CACertFile string
+	// Timeout limits each request; zero means no limit (bound calls with
+	// their context).
+	Timeout time.Duration
+}
+
+// NewClient returns a client for the node at addr ("http://host:port",
+// "https://host:port", or "host:port" which means http) that sends no
+// credentials. hc nil means a client with no overall timeout (bound calls
+// with their context) that trusts the system roots for https.
 func NewClient(addr string, hc *http.Client) (*Client, error) {
+	u, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{Transport: newTransport(nil)}
+	}
+	return &Client{base: u, hc: hc}, nil
+}
+
+// NewClientWith returns a client for the node at addr (as NewClient) that
+// authenticates with opts.Credentials and trusts opts.CACertFile. A bad
+// CA file, or credentials that cannot be sent, wrap ErrBadCredentials or
+// ErrBadCACert; their messages never contain a secret.
+func NewClientWith(addr string, opts Options) (*Client, error) {
+	u, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.Credentials.Validate(); err != nil {
+		return nil, err
+	}
+	tc, err := tlsConfig(opts.CACertFile)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: newTransport(tc), Timeout: opts.Timeout}
+	return &Client{base: u, hc: hc, creds: opts.Credentials}, nil
+}
+
+// parseAddr checks a node address. Its errors show the address only with
+// any password in it redacted.
+func parseAddr(addr string) (*url.URL, error) {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
 	u, err := url.Parse(addr)
 	if err != nil {
+		if strings.Contains(addr, "@") {
+			return nil, errors.New("the node address does not parse (not shown: it may hold credentials); use https://host:port")
+		}
 		return nil, fmt.Errorf("address %q: %w; use http://host:port", addr, err)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("address %q holds credentials; pass them with --user (and WEFT_PASSWORD) or --api-key instead", u.Redacted())
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("address %q: scheme %q is not http or https", addr, u.Scheme)
@@ -63,13 +126,19 @@ func NewClient(addr string, hc *http.Client) (*Client, error) {
 		return nil, fmt.Errorf("address %q has no host; use http://host:port", addr)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{
-			Proxy:               nil, // a local admin tool must not go through $HTTP_PROXY
-			MaxIdleConnsPerHost: 64,
-		}}
+	return u, nil
+}
+
+// newTransport returns searchctl's transport; tc nil uses Go's default TLS
+// settings (the system roots).
+func newTransport(tc *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy:               nil, // a local admin tool must not go through $HTTP_PROXY
+		MaxIdleConnsPerHost: 64,
+		TLSClientConfig:     tc,
+		ForceAttemptHTTP2:   true, // the same protocol with --cacert as without
+		TLSHandshakeTimeout: 10 * time.Second,
 	}
-	return &Client{base: u, hc: hc}, nil
 }
 
 // Addr returns the node's base URL.
@@ -102,12 +171,13 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
+	c.creds.apply(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		}
-		return nil, fmt.Errorf("%w at %s: %v; is searchnode running there? (set --addr or WEFT_ADDR)", ErrUnreachable, c.base, err)
+		return nil, fmt.Errorf("%w at %s: %v; %s", ErrUnreachable, c.base, err, unreachableHint(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -115,9 +185,48 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return nil, fmt.Errorf("%s %s: read response: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return data, decodeAPIError(method, path, resp.StatusCode, data)
+		e := decodeAPIError(method, path, resp.StatusCode, data)
+		e.Hint = c.hint(e, data)
+		return data, e
 	}
 	return data, nil
+}
+
+// unreachableHint says what to do about a failed exchange: TLS trust and
+// name problems get their own advice.
+func unreachableHint(err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var badName x509.HostnameError
+	var notTLS tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknownCA):
+		return "the node's certificate is not signed by a trusted CA: pass --cacert (WEFT_CACERT) with the cluster's ca.crt (DATA_DIR/certs/ca.crt on a lone node)"
+	case errors.As(err, &badName):
+		return "the node's certificate does not name this host: use an address it names (localhost or 127.0.0.1 on the node's own machine)"
+	case errors.As(err, &notTLS),
+		// net/http turns a plain HTTP answer to a TLS hello into an
+		// error with no type to test: only its text says so.
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return "the node does not speak TLS there: use an http:// address"
+	}
+	return "is searchnode running there? (set --addr or WEFT_ADDR)"
+}
+
+// hint says what to do about an error answer the node gave to this
+// client: 401 names the flags that authenticate, and an http request to
+// an https node says to use https. It never contains a secret.
+func (c *Client) hint(e *APIError, body []byte) string {
+	switch {
+	case e.Status == http.StatusUnauthorized && c.creds.IsZero():
+		return "the node requires authentication: pass --user with --password (or WEFT_USER and WEFT_PASSWORD), or --api-key (WEFT_API_KEY)"
+	case e.Status == http.StatusUnauthorized && c.creds.APIKey != "":
+		return "the node refused the API key: check --api-key (WEFT_API_KEY); it takes the \"encoded\" value the key was created with, and the key may be expired or invalidated"
+	case e.Status == http.StatusUnauthorized:
+		return fmt.Sprintf("the node refused user %q: check --user and --password (WEFT_USER, WEFT_PASSWORD), and that the user exists and is enabled", c.creds.Username)
+	case e.Status == http.StatusBadRequest && bytes.Contains(body, []byte("HTTP request to an HTTPS server")):
+		return "the node serves HTTPS: use an https:// address (--addr, WEFT_ADDR)"
+	}
+	return ""
 }
 
 func decodeAPIError(method, path string, status int, body []byte) *APIError {

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/weftsearch/weft/security/auth"
 )
 
 // Exit codes of searchctl.
@@ -31,6 +33,10 @@ type IO struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string // os.Getenv in production
+	// Prompt reads a password without echo, showing prompt. Nil (the
+	// production value) asks on Stdin when it is a terminal, with the
+	// prompt on Stderr, and refuses otherwise. Tests set it.
+	Prompt func(prompt string) (auth.Secret, error)
 }
 
 // usageError marks errors in the command line itself (exit code 2).
@@ -54,7 +60,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	var ue usageError
 	var ae *APIError
 	switch {
-	case errors.As(err, &ue), errors.Is(err, ErrBadInput):
+	case errors.As(err, &ue), errors.Is(err, ErrBadInput), errors.Is(err, ErrBadCredentials), errors.Is(err, ErrBadCACert):
 		return ExitUsage
 	case errors.Is(err, ErrUnreachable):
 		return ExitUnreachable
@@ -72,14 +78,41 @@ type globals struct {
 	addr    string
 	timeout time.Duration
 	output  string
+	auth    authFlags
+	stdio   IO
 }
 
+// client builds the client every command uses: the address, the
+// credentials from flags and environment (asking for a missing password
+// on a terminal), and the trusted CA.
 func (g *globals) client() (*Client, error) {
-	c, err := NewClient(g.addr, nil)
+	creds, cacert, needPassword, err := resolveCredentials(g.auth, g.stdio.Getenv)
 	if err != nil {
+		return nil, err
+	}
+	if needPassword {
+		pw, err := promptPassword(g.stdio, fmt.Sprintf("Password for user %s: ", creds.Username))
+		if errors.Is(err, errNoTerminal) {
+			return nil, fmt.Errorf("%w: user %q has no password and standard input is not a terminal to ask on; set WEFT_PASSWORD (or --password, which other users of this machine can see)", ErrBadCredentials, creds.Username)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pw == "" {
+			return nil, fmt.Errorf("%w: empty password for user %q", ErrBadCredentials, creds.Username)
+		}
+		creds.Password = pw
+	}
+	c, err := NewClientWith(g.addr, Options{Credentials: creds, CACertFile: cacert, Timeout: g.timeout})
+	if err != nil {
+		if errors.Is(err, ErrBadCredentials) || errors.Is(err, ErrBadCACert) {
+			return nil, err
+		}
 		return nil, usageError{err}
 	}
-	c.hc.Timeout = g.timeout
+	if !creds.IsZero() && c.base.Scheme == "http" && !isLoopback(c.base.Host) {
+		fmt.Fprintf(g.stdio.Stderr, "searchctl: warning: sending credentials in clear text to %s; use an https:// address\n", c.base.Host)
+	}
 	return c, nil
 }
 
@@ -95,14 +128,16 @@ func (g *globals) json() (bool, error) {
 
 // NewCommand builds the searchctl command tree.
 func NewCommand(stdio IO) *cobra.Command {
-	g := &globals{}
+	g := &globals{stdio: stdio}
 	root := &cobra.Command{
 		Use:   "searchctl",
 		Short: "Administer a Weft node over its Elasticsearch-compatible HTTP API",
 		Long: "searchctl administers a Weft cluster over a node's HTTP API: cluster health, indexes,\n" +
 			"bulk loading of NDJSON files, query-string searches, the node-to-node fabric (devices and\n" +
-			"peer connections), and the cluster (status, nodes, shards, Raft, node drains, shard moves);\n" +
-			"certs create writes the cluster's certificates, offline.\n\n" +
+			"peer connections), the cluster (status, nodes, shards, Raft, node drains, shard moves), and\n" +
+			"security users and roles; certs create writes the cluster's certificates, offline.\n\n" +
+			"A node with security on serves https and wants credentials: --user with WEFT_PASSWORD (or a\n" +
+			"prompt on a terminal), or --api-key; --cacert trusts the cluster's CA (DATA_DIR/certs/ca.crt).\n\n" +
 			"Exit codes: 0 ok, 1 the node reported an error or documents failed, 2 bad usage or input,\n" +
 			"3 the node could not be reached.",
 		SilenceUsage:  true,
@@ -119,9 +154,16 @@ func NewCommand(stdio IO) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.addr, "addr", addr, "node URL (env WEFT_ADDR)")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", time.Minute, "limit for each HTTP request")
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	// The defaults of the credential flags stay empty, never the
+	// environment's value: --help must not print a password.
+	root.PersistentFlags().StringVar(&g.auth.user, "user", "", "authenticate as this user (env WEFT_USER); the password comes from --password, WEFT_PASSWORD or a prompt")
+	root.PersistentFlags().StringVar(&g.auth.password, "password", "", "the password of --user (env WEFT_PASSWORD; prefer the variable or the prompt: a command line is visible to other users)")
+	root.PersistentFlags().StringVar(&g.auth.apiKey, "api-key", "", "authenticate with an API key: the \"encoded\" value it was created with (env WEFT_API_KEY)")
+	root.PersistentFlags().StringVar(&g.auth.cacert, "cacert", "", "PEM file of CA certificates to trust for https besides the system's, e.g. DATA_DIR/certs/ca.crt (env WEFT_CACERT)")
 
 	root.AddCommand(healthCommand(g, stdio), indexCommand(g, stdio), bulkCommand(g, stdio), searchCommand(g, stdio), countCommand(g, stdio),
-		fabricCommand(g, stdio), clusterCommand(g, stdio), shardCommand(g, stdio), certsCommand(g, stdio))
+		fabricCommand(g, stdio), clusterCommand(g, stdio), shardCommand(g, stdio), certsCommand(g, stdio),
+		usersCommand(g, stdio), rolesCommand(g, stdio))
 	return root
 }
 

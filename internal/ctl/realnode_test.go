@@ -17,6 +17,7 @@ import (
 	"github.com/weftsearch/weft/internal/ctl"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/node"
+	"github.com/weftsearch/weft/security/auth"
 )
 
 // startNode runs a real node on a loopback port with its data in a
@@ -137,4 +138,113 @@ func TestAgainstRealNode(t *testing.T) {
 	r = searchctl(t, addr, "index", "get", "emails")
 	require.Equal(t, ctl.ExitFailed, r.code)
 	require.Contains(t, r.stderr, "404 index_not_found_exception")
+}
+
+// startSecureNode runs a real node with security on (its own CA, HTTPS,
+// authentication), the elastic user's password set to elasticPassword,
+// and returns its URL and its data directory.
+func startSecureNode(t *testing.T, elasticPassword string) (url, dataDir string) {
+	t.Helper()
+	cfg := node.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.NodeName = "ctl-secure"
+	cfg.Security.Enabled = true
+	cfg.Security.ElasticPassword = auth.Secret(elasticPassword)
+	n, err := node.New(cfg, testlog.NewLevel(t, slog.LevelWarn))
+	require.NoError(t, err)
+	require.NoError(t, n.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, n.Shutdown(ctx))
+	})
+	return n.URL(), cfg.DataDir
+}
+
+// searchctlAs runs searchctl with stdin and the environment env.
+func searchctlAs(t *testing.T, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := ctl.Main(context.Background(), args, ctl.IO{
+		Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] },
+	})
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// TestAgainstSecureNode: against a node with security on, the elastic user
+// creates a user and a role through searchctl, the new user authenticates
+// and is held to its role, and refusals say what to do.
+func TestAgainstSecureNode(t *testing.T) {
+	const elasticPW = "elastic-pw-for-ctl"
+	addr, data := startSecureNode(t, elasticPW)
+	require.True(t, strings.HasPrefix(addr, "https://"), addr)
+	ca := filepath.Join(data, "certs", "ca.crt")
+	asElastic := []string{"--addr", addr, "--cacert", ca, "--user", "elastic", "--password", elasticPW}
+
+	r := searchctlAs(t, nil, "", "--addr", addr, "--user", "elastic", "--password", elasticPW, "health")
+	require.Equal(t, ctl.ExitUnreachable, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "pass --cacert")
+
+	r = searchctlAs(t, nil, "", "--addr", addr, "--cacert", ca, "health")
+	require.Equal(t, ctl.ExitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "401 security_exception")
+	require.Contains(t, r.stderr, "the node requires authentication: pass --user")
+
+	// The leader writes the elastic password into the Raft state once
+	// elected: wait until elastic is let in.
+	require.Eventually(t, func() bool {
+		return searchctlAs(t, nil, "", append(asElastic, "health")...).code == ctl.ExitOK
+	}, 30*time.Second, 100*time.Millisecond, "elastic never authenticated")
+
+	r = searchctlAs(t, nil, "bob-password\n", append(asElastic, "users", "create", "bob", "--roles", "viewer", "--password-stdin")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, "created user bob (roles: viewer)\n", r.stdout)
+
+	bob := map[string]string{"WEFT_ADDR": addr, "WEFT_CACERT": ca, "WEFT_USER": "bob", "WEFT_PASSWORD": "bob-password"}
+	r = searchctlAs(t, bob, "", "health")
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Regexp(t, `^weft: (green|yellow) `, r.stdout)
+
+	// viewer reads but cannot manage security.
+	r = searchctlAs(t, bob, "", "users", "list")
+	require.Equal(t, ctl.ExitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "403 security_exception")
+
+	wrong := map[string]string{"WEFT_ADDR": addr, "WEFT_CACERT": ca, "WEFT_USER": "bob", "WEFT_PASSWORD": "not-bobs-password"}
+	r = searchctlAs(t, wrong, "", "health")
+	require.Equal(t, ctl.ExitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "401 security_exception")
+	require.Contains(t, r.stderr, `the node refused user "bob": check --user and --password`)
+	require.NotContains(t, r.stderr, "not-bobs-password")
+
+	r = searchctlAs(t, nil, "", append(asElastic, "roles", "put", "logs_reader", "--index-privileges", "logs-*:read,view_index_metadata", "--cluster", "monitor")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, "created role logs_reader\n", r.stdout)
+	r = searchctlAs(t, nil, "", append(asElastic, "roles", "get", "logs_reader")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "logs_reader  monitor  logs-*:read,view_index_metadata  false")
+
+	r = searchctlAs(t, nil, "", append(asElastic, "users", "list")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Regexp(t, `(?m)^bob\s+viewer\s+true\s`, r.stdout)
+
+	// A disabled user is refused; enabled again it is let in; a new
+	// password replaces the old one; deleted, it is refused.
+	r = searchctlAs(t, nil, "", append(asElastic, "users", "disable", "bob")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, ctl.ExitFailed, searchctlAs(t, bob, "", "health").code)
+	r = searchctlAs(t, nil, "", append(asElastic, "users", "enable", "bob")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, ctl.ExitOK, searchctlAs(t, bob, "", "health").code)
+	r = searchctlAs(t, nil, "bob-new-password\n", append(asElastic, "users", "password", "bob", "--password-stdin")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, ctl.ExitFailed, searchctlAs(t, bob, "", "health").code)
+	bob["WEFT_PASSWORD"] = "bob-new-password"
+	require.Equal(t, ctl.ExitOK, searchctlAs(t, bob, "", "health").code)
+	r = searchctlAs(t, nil, "", append(asElastic, "users", "delete", "bob")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, ctl.ExitFailed, searchctlAs(t, bob, "", "health").code)
+	r = searchctlAs(t, nil, "", append(asElastic, "roles", "delete", "logs_reader")...)
+	require.Equal(t, ctl.ExitOK, r.code, r.stdout+r.stderr)
 }
