@@ -20,7 +20,7 @@ import (
 )
 
 // DefaultAddr is the node address used when neither --addr nor WEFT_ADDR is set.
-const DefaultAddr = "http://127.0.0.1:9200"
+const DefaultAddr = "https://127.0.0.1:9200"
 
 // ErrUnreachable reports that no HTTP exchange with the node happened at all
 // (connection refused, DNS failure, timeout before a response).
