@@ -52,25 +52,10 @@ func newCluster(bin, dir string, n int, transport string, throttle int64, procs 
 		m := &member{name: fmt.Sprintf("n%d", i+1)}
 		m.dir = filepath.Join(dir, m.name)
 		m.log = filepath.Join(dir, m.name+".log")
-		var err error
-		if m.http, err = freeport.Pick(false); err != nil {
-			return nil, err
-		}
-		if n > 1 {
-			if m.fabric, err = freeport.Pick(false); err != nil {
-				return nil, err
-			}
-			if m.gossip, err = freeport.Pick(true); err != nil {
-				return nil, err
-			}
-			if m.raft, err = freeport.Pick(false); err != nil {
-				return nil, err
-			}
-		}
-		if m.c, err = ctl.NewClient("http://"+m.http, nil); err != nil {
-			return nil, err
-		}
 		cl.nodes = append(cl.nodes, m)
+	}
+	if err := cl.pickPorts(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -107,9 +92,65 @@ func (cl *cluster) args(m *member) []string {
 		"--fabric-transport", cl.transport, "--fabric-rdma", "off")
 }
 
+// pickPorts gives every node free loopback ports (and a client of its
+// HTTP port).
+func (cl *cluster) pickPorts() error {
+	var err error
+	for _, m := range cl.nodes {
+		if m.http, err = freeport.Pick(false); err != nil {
+			return err
+		}
+		if len(cl.nodes) > 1 {
+			if m.fabric, err = freeport.Pick(false); err != nil {
+				return err
+			}
+			if m.gossip, err = freeport.Pick(true); err != nil {
+				return err
+			}
+			if m.raft, err = freeport.Pick(false); err != nil {
+				return err
+			}
+		}
+		if m.c, err = ctl.NewClient("http://"+m.http, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startTries bounds start's attempts.
+const startTries = 3
+
 // start runs every node and waits until the cluster is green with all of
-// them. On error the nodes already started keep running; call stop.
+// them. A port freeport picked can be taken by another process before the
+// node binds it (other test packages pick from the same range at the same
+// time); the node then exits at start saying so, and start stops the
+// nodes, wipes their directories (Raft would remember the old addresses),
+// picks new ports and tries again, startTries times in all. On error the
+// nodes already started keep running; call stop.
 func (cl *cluster) start(ctx context.Context) error {
+	for try := 1; ; try++ {
+		err := cl.startOnce(ctx)
+		// The node's own words, in its log: net's "address already in use".
+		if err == nil || try == startTries || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		if err := cl.stop(); err != nil {
+			return err
+		}
+		for _, m := range cl.nodes {
+			if err := os.RemoveAll(m.dir); err != nil {
+				return err
+			}
+		}
+		if err := cl.pickPorts(); err != nil {
+			return err
+		}
+	}
+}
+
+// startOnce is one attempt of start.
+func (cl *cluster) startOnce(ctx context.Context) error {
 	for _, m := range cl.nodes {
 		p, err := nodeproc.Start(cl.bin, m.log, nil, cl.args(m)...)
 		if err != nil {
