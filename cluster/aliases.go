@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // Applying alias actions. The rules, Elasticsearch's: an alias name is
@@ -11,7 +13,7 @@ import (
 // a JSON object. UpdateAliases applies its actions in order on the next
 // state, which apply throws away if any of them is refused.
 
-func (s *State) updateAliases(c *UpdateAliases) error {
+func (s draft) updateAliases(c *UpdateAliases) error {
 	if len(c.Actions) == 0 {
 		return fmt.Errorf("%w: update_aliases needs at least one action", ErrInvalidCommand)
 	}
@@ -23,7 +25,7 @@ func (s *State) updateAliases(c *UpdateAliases) error {
 	return nil
 }
 
-func (s *State) aliasAction(a AliasAction) error {
+func (s draft) aliasAction(a AliasAction) error {
 	ix, err := s.namedIndex(a.Index, a.UUID)
 	if err != nil {
 		return err
@@ -53,7 +55,7 @@ func (s *State) aliasAction(a AliasAction) error {
 
 // addAlias puts the alias on the (existing) index, replacing its
 // definition there if it has one.
-func (s *State) addAlias(index, alias string, spec Alias) error {
+func (s draft) addAlias(index, alias string, spec state.Alias) error {
 	if err := checkName("alias name", alias); err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func (s *State) addAlias(index, alias string, spec Alias) error {
 	ix := s.editIndex(s.Indices[index])
 	ix.Aliases = maps.Clone(ix.Aliases)
 	if ix.Aliases == nil {
-		ix.Aliases = map[string]Alias{}
+		ix.Aliases = map[string]state.Alias{}
 	}
 	spec.Filter = slices.Clone(spec.Filter)
 	ix.Aliases[alias] = spec

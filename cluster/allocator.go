@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // MaxMovesPerNode caps the moves a node takes part in at once (as source
@@ -39,7 +41,7 @@ const MaxMovesPerNode = 2
 // never flaps. New copies go to the live, non-excluded node with the
 // fewest copies (all indices counted) that holds no copy of the shard;
 // ties go to the lowest node ID.
-func Plan(s *State, nowMS int64, newID func() string) []Command {
+func Plan(s *state.State, nowMS int64, newID func() string) []Command {
 	p := newPlanner(s, nowMS, newID)
 	for _, name := range slices.Sorted(maps.Keys(s.Indices)) {
 		ix := s.Indices[name]
@@ -54,7 +56,7 @@ func Plan(s *State, nowMS int64, newID func() string) []Command {
 }
 
 type planner struct {
-	s      *State
+	s      *state.State
 	now    int64
 	newID  func() string
 	counts map[string]int // copies per node, all indices
@@ -63,7 +65,7 @@ type planner struct {
 	out    []Command
 }
 
-func newPlanner(s *State, nowMS int64, newID func() string) *planner {
+func newPlanner(s *state.State, nowMS int64, newID func() string) *planner {
 	p := &planner{s: s, now: nowMS, newID: newID, counts: make(map[string]int), moves: make(map[string]int)}
 	for _, ix := range s.Indices {
 		for _, sh := range ix.Shards {
@@ -78,9 +80,9 @@ func newPlanner(s *State, nowMS int64, newID func() string) *planner {
 	return p
 }
 
-func (p *planner) live(nodeID string) bool { return p.s.live(nodeID) }
+func (p *planner) live(nodeID string) bool { return p.s.NodeLive(nodeID) }
 
-func (p *planner) shard(ix *Index, n int, sh *Shard) {
+func (p *planner) shard(ix *state.Index, n int, sh *state.Shard) {
 	primary, hasPrimary := sh.Primary()
 	if p.cancelMove(ix, n, sh, primary) {
 		return
@@ -94,7 +96,7 @@ func (p *planner) shard(ix *Index, n int, sh *Shard) {
 			p.allocate(ix, n, sh, true)
 		}
 		return
-	case primary.State != CopyStarted:
+	case primary.State != state.CopyStarted:
 		p.busy = true
 		return
 	}
@@ -106,8 +108,8 @@ func (p *planner) shard(ix *Index, n int, sh *Shard) {
 
 // cancelMove cancels a move that cannot finish; it reports whether the
 // shard is moving (and so takes no other step now).
-func (p *planner) cancelMove(ix *Index, n int, sh *Shard, primary Copy) bool {
-	i := slices.IndexFunc(sh.Copies, func(c Copy) bool { return c.RelocatingFrom != "" })
+func (p *planner) cancelMove(ix *state.Index, n int, sh *state.Shard, primary state.Copy) bool {
+	i := slices.IndexFunc(sh.Copies, func(c state.Copy) bool { return c.RelocatingFrom != "" })
 	if i < 0 {
 		return false
 	}
@@ -128,14 +130,14 @@ func (p *planner) cancelMove(ix *Index, n int, sh *Shard, primary Copy) bool {
 	return true
 }
 
-func (p *planner) primaryGone(ix *Index, n int, sh *Shard, primary Copy) {
+func (p *planner) primaryGone(ix *state.Index, n int, sh *state.Shard, primary state.Copy) {
 	switch {
-	case p.s.promotable(sh, primary.AllocationID):
+	case p.s.Promotable(sh, primary.AllocationID):
 		p.emit(Command{Type: CmdFailCopy, FailCopy: &FailCopy{
 			IndexUUID: ix.UUID, Shard: n, AllocationID: primary.AllocationID,
 			Reason: fmt.Sprintf("primary's node %s left", primary.NodeID),
 		}})
-	case primary.State == CopyInitializing && !sh.Started:
+	case primary.State == state.CopyInitializing && !sh.Started:
 		p.emit(Command{Type: CmdFailCopy, FailCopy: &FailCopy{
 			IndexUUID: ix.UUID, Shard: n, AllocationID: primary.AllocationID, Remove: true,
 			Reason: fmt.Sprintf("new primary's node %s left before it started", primary.NodeID),
@@ -146,8 +148,8 @@ func (p *planner) primaryGone(ix *Index, n int, sh *Shard, primary Copy) {
 
 // replicas removes replicas that are gone for good or too many and
 // allocates missing ones; it reports whether it took a step (or must wait).
-func (p *planner) replicas(ix *Index, n int, sh *Shard) bool {
-	var replicas []Copy
+func (p *planner) replicas(ix *state.Index, n int, sh *state.Shard) bool {
+	var replicas []state.Copy
 	for _, c := range sh.Copies {
 		if !c.Primary && c.RelocatingFrom == "" {
 			replicas = append(replicas, c)
@@ -165,9 +167,9 @@ func (p *planner) replicas(ix *Index, n int, sh *Shard) bool {
 		// initializing, then the last allocated.
 		newestFirst := slices.Clone(replicas)
 		slices.Reverse(newestFirst)
-		worst := slices.MaxFunc(newestFirst, func(a, b Copy) int {
+		worst := slices.MaxFunc(newestFirst, func(a, b state.Copy) int {
 			return cmp.Or(cmp.Compare(b2i(!p.live(a.NodeID)), b2i(!p.live(b.NodeID))),
-				cmp.Compare(b2i(a.State != CopyStarted), b2i(b.State != CopyStarted)))
+				cmp.Compare(b2i(a.State != state.CopyStarted), b2i(b.State != state.CopyStarted)))
 		})
 		p.remove(ix, n, worst, fmt.Sprintf("number_of_replicas is %d", ix.NumberOfReplicas))
 		return true
@@ -175,7 +177,7 @@ func (p *planner) replicas(ix *Index, n int, sh *Shard) bool {
 	if len(replicas) < ix.NumberOfReplicas && p.allocate(ix, n, sh, false) {
 		return true
 	}
-	if slices.ContainsFunc(replicas, func(c Copy) bool { return c.State != CopyStarted }) {
+	if slices.ContainsFunc(replicas, func(c state.Copy) bool { return c.State != state.CopyStarted }) {
 		p.busy = true
 		return true
 	}
@@ -189,7 +191,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-func (p *planner) remove(ix *Index, n int, c Copy, reason string) {
+func (p *planner) remove(ix *state.Index, n int, c state.Copy, reason string) {
 	p.emit(Command{Type: CmdFailCopy, FailCopy: &FailCopy{
 		IndexUUID: ix.UUID, Shard: n, AllocationID: c.AllocationID, Remove: true, Reason: reason,
 	}})
@@ -197,21 +199,21 @@ func (p *planner) remove(ix *Index, n int, c Copy, reason string) {
 }
 
 // allocate adds a new copy on the best node, if there is one.
-func (p *planner) allocate(ix *Index, n int, sh *Shard, primary bool) bool {
+func (p *planner) allocate(ix *state.Index, n int, sh *state.Shard, primary bool) bool {
 	node := p.best(sh, false)
 	if node == "" {
 		return false
 	}
 	p.emit(Command{Type: CmdAllocateCopy, AllocateCopy: &AllocateCopy{
 		IndexUUID: ix.UUID, Shard: n,
-		Copy: Copy{AllocationID: p.newID(), NodeID: node, Primary: primary, State: CopyInitializing},
+		Copy: state.Copy{AllocationID: p.newID(), NodeID: node, Primary: primary, State: state.CopyInitializing},
 	}})
 	p.counts[node]++
 	return true
 }
 
 // drain moves a started copy off an excluded node.
-func (p *planner) drain(ix *Index, n int, sh *Shard) {
+func (p *planner) drain(ix *state.Index, n int, sh *state.Shard) {
 	for _, c := range sh.Copies {
 		node := p.s.Nodes[c.NodeID]
 		if node == nil || !node.Live || !p.s.Settings.Excluded(node.Name) || p.moves[c.NodeID] >= MaxMovesPerNode {
@@ -224,7 +226,7 @@ func (p *planner) drain(ix *Index, n int, sh *Shard) {
 	}
 }
 
-func (p *planner) move(ix *Index, n int, c Copy, to string) {
+func (p *planner) move(ix *state.Index, n int, c state.Copy, to string) {
 	p.emit(Command{Type: CmdMoveCopy, MoveCopy: &MoveCopy{
 		IndexUUID: ix.UUID, Shard: n, AllocationID: c.AllocationID, ToNode: to, TargetAllocationID: p.newID(),
 	}})
@@ -248,7 +250,7 @@ func (p *planner) eligible() []string {
 // best returns the eligible node with the fewest copies that holds no
 // copy of the shard (and, for a move, takes part in fewer than
 // MaxMovesPerNode moves), or "".
-func (p *planner) best(sh *Shard, moving bool) string {
+func (p *planner) best(sh *state.Shard, moving bool) string {
 	best := ""
 	for _, id := range p.eligible() {
 		if holds(sh, id) || (moving && p.moves[id] >= MaxMovesPerNode) {
@@ -261,8 +263,8 @@ func (p *planner) best(sh *Shard, moving bool) string {
 	return best
 }
 
-func holds(sh *Shard, nodeID string) bool {
-	return slices.ContainsFunc(sh.Copies, func(c Copy) bool { return c.NodeID == nodeID })
+func holds(sh *state.Shard, nodeID string) bool {
+	return slices.ContainsFunc(sh.Copies, func(c state.Copy) bool { return c.NodeID == nodeID })
 }
 
 // rebalance moves one started copy from a fuller node to an emptier one
@@ -300,7 +302,7 @@ func (p *planner) rebalanceOne(from, to string) bool {
 				continue
 			}
 			for _, c := range sh.Copies {
-				if c.NodeID == from && c.State == CopyStarted {
+				if c.NodeID == from && c.State == state.CopyStarted {
 					p.move(ix, n, c, to)
 					return true
 				}
@@ -319,14 +321,14 @@ func (p *planner) emit(c Command) {
 // per shard, each on the eligible node with the fewest copies, primary
 // term 1. With no eligible node the shards get no copy yet (Plan
 // allocates them once a node is there).
-func initialCopies(s *State, ix *Index, newID func() string) {
+func initialCopies(s *state.State, ix *state.Index, newID func() string) {
 	p := newPlanner(s, 0, newID)
-	ix.Shards = make([]Shard, ix.NumberOfShards)
+	ix.Shards = make([]state.Shard, ix.NumberOfShards)
 	for n := range ix.Shards {
 		sh := &ix.Shards[n]
 		sh.PrimaryTerm = 1
 		if node := p.best(sh, false); node != "" {
-			sh.Copies = []Copy{{AllocationID: newID(), NodeID: node, Primary: true, State: CopyInitializing}}
+			sh.Copies = []state.Copy{{AllocationID: newID(), NodeID: node, Primary: true, State: state.CopyInitializing}}
 			p.counts[node]++
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // Bounds on what a command may define.
@@ -26,7 +28,7 @@ const (
 // modified (what changes is copied). A refused command leaves the state as
 // it was but for Version, and the error (wrapping one of the package's
 // sentinels) is the same on every node.
-func apply(s *State, version uint64, cmd Command) (*State, error) {
+func apply(s *state.State, version uint64, cmd Command) (*state.State, error) {
 	next, _, err := applyCommand(s, version, cmd)
 	return next, err
 }
@@ -34,10 +36,10 @@ func apply(s *State, version uint64, cmd Command) (*State, error) {
 // applyCommand is apply that also reports what the command found
 // (Result's Created, Found and API key lists); Version and the leader's
 // fields are the caller's to fill.
-func applyCommand(s *State, version uint64, cmd Command) (*State, Result, error) {
-	next := s.at(version)
+func applyCommand(s *state.State, version uint64, cmd Command) (*state.State, Result, error) {
+	next := draftAt(s, version)
 	if err := cmd.checkShape(); err != nil {
-		return next, Result{}, err
+		return next.State, Result{}, err
 	}
 	var err error
 	var res Result
@@ -76,48 +78,47 @@ func applyCommand(s *State, version uint64, cmd Command) (*State, Result, error)
 		res, err = next.applySecurity(cmd)
 	}
 	if err != nil {
-		return s.at(version), Result{}, fmt.Errorf("%s: %w", cmd.Type, err)
+		return draftAt(s, version).State, Result{}, fmt.Errorf("%s: %w", cmd.Type, err)
 	}
-	return next, res, nil
+	return next.State, res, nil
 }
 
-// at returns a shallow copy of s at version: maps and indices are shared
-// until a command replaces them.
-func (s *State) at(version uint64) *State {
+// draft is the next state while a command builds it: its methods are the
+// FSM's steps, which change it by replacing what they change (maps and
+// indices are shared with the state it was drafted from until then).
+type draft struct{ *state.State }
+
+// draftAt returns a shallow copy of s at version, to be changed.
+func draftAt(s *state.State, version uint64) draft {
 	n := *s
 	n.Version = version
-	return &n
+	return draft{&n}
 }
 
-func (s *State) putNode(n *Node) {
+func (s draft) putNode(n *state.Node) {
 	m := maps.Clone(s.Nodes)
 	if m == nil {
-		m = make(map[string]*Node)
+		m = make(map[string]*state.Node)
 	}
 	m[n.ID] = n
 	s.Nodes = m
 }
 
-func (s *State) putIndex(ix *Index) {
+func (s draft) putIndex(ix *state.Index) {
 	m := maps.Clone(s.Indices)
 	if m == nil {
-		m = make(map[string]*Index)
+		m = make(map[string]*state.Index)
 	}
 	m[ix.Name] = ix
 	s.Indices = m
 }
 
-func (s *State) live(nodeID string) bool {
-	n, ok := s.Nodes[nodeID]
-	return ok && n.Live
-}
-
-// namedIndex finds an index named by a command: ErrIndexNotFound when the
+// namedIndex finds an index named by a command: state.ErrIndexNotFound when the
 // name is free, ErrStale when it belongs to another UUID.
-func (s *State) namedIndex(name, uuid string) (*Index, error) {
+func (s draft) namedIndex(name, uuid string) (*state.Index, error) {
 	ix, ok := s.Indices[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrIndexNotFound, name)
+		return nil, fmt.Errorf("%w: %q", state.ErrIndexNotFound, name)
 	}
 	if ix.UUID != uuid {
 		return nil, fmt.Errorf("%w: index %q is %s now, not %s", ErrStale, name, ix.UUID, uuid)
@@ -126,7 +127,7 @@ func (s *State) namedIndex(name, uuid string) (*Index, error) {
 }
 
 // editIndex puts a copy of the index into s, for a command to change.
-func (s *State) editIndex(ix *Index) *Index {
+func (s draft) editIndex(ix *state.Index) *state.Index {
 	c := *ix
 	c.Shards = slices.Clone(ix.Shards)
 	s.putIndex(&c)
@@ -135,7 +136,7 @@ func (s *State) editIndex(ix *Index) *Index {
 
 // editShard finds shard n of the index with the given UUID and puts a copy
 // of it (copies and in-sync set included) into s, for a command to change.
-func (s *State) editShard(uuid string, n int) (*Index, *Shard, error) {
+func (s draft) editShard(uuid string, n int) (*state.Index, *state.Shard, error) {
 	ix, ok := s.IndexByUUID(uuid)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: no index has UUID %q (deleted?)", ErrStale, uuid)
@@ -152,7 +153,7 @@ func (s *State) editShard(uuid string, n int) (*Index, *Shard, error) {
 
 // editCopy is editShard for a command about one copy: it also finds the
 // copy's position (ErrStale when it is gone).
-func (s *State) editCopy(uuid string, n int, allocationID string) (*Shard, int, error) {
+func (s draft) editCopy(uuid string, n int, allocationID string) (*state.Shard, int, error) {
 	_, sh, err := s.editShard(uuid, n)
 	if err != nil {
 		return nil, -1, err
@@ -175,7 +176,7 @@ func checkObject(what string, raw json.RawMessage) error {
 	return nil
 }
 
-func (s *State) setClusterUUID(c *SetClusterUUID) error {
+func (s draft) setClusterUUID(c *SetClusterUUID) error {
 	switch {
 	case c.UUID == "":
 		return fmt.Errorf("%w: empty cluster UUID", ErrInvalidCommand)
@@ -187,7 +188,7 @@ func (s *State) setClusterUUID(c *SetClusterUUID) error {
 	return nil
 }
 
-func (s *State) upsertNode(c *UpsertNode) error {
+func (s draft) upsertNode(c *UpsertNode) error {
 	n := c.Node
 	if err := checkName("node ID", n.ID); err != nil {
 		return err
@@ -213,13 +214,13 @@ func (s *State) upsertNode(c *UpsertNode) error {
 // initializing: it reports each one started again once it has reopened it
 // (a primary) or caught up with its primary (a replica), so nothing is
 // routed to a copy the node has not opened yet.
-func (s *State) reopenCopies(nodeID string) {
+func (s draft) reopenCopies(nodeID string) {
 	for _, name := range slices.Sorted(maps.Keys(s.Indices)) {
 		ix := s.Indices[name]
 		touched := false
 		for k := range ix.Shards {
 			for _, c := range ix.Shards[k].Copies {
-				if c.NodeID == nodeID && c.State == CopyStarted {
+				if c.NodeID == nodeID && c.State == state.CopyStarted {
 					touched = true
 				}
 			}
@@ -232,15 +233,15 @@ func (s *State) reopenCopies(nodeID string) {
 			sh := &ix.Shards[k]
 			sh.Copies = slices.Clone(sh.Copies)
 			for j := range sh.Copies {
-				if sh.Copies[j].NodeID == nodeID && sh.Copies[j].State == CopyStarted {
-					sh.Copies[j].State = CopyInitializing
+				if sh.Copies[j].NodeID == nodeID && sh.Copies[j].State == state.CopyStarted {
+					sh.Copies[j].State = state.CopyInitializing
 				}
 			}
 		}
 	}
 }
 
-func (s *State) nodeLeft(c *NodeLeft) error {
+func (s draft) nodeLeft(c *NodeLeft) error {
 	n, ok := s.Nodes[c.NodeID]
 	switch {
 	case !ok:
@@ -256,7 +257,7 @@ func (s *State) nodeLeft(c *NodeLeft) error {
 	return nil
 }
 
-func (s *State) createIndex(c *CreateIndex) error {
+func (s draft) createIndex(c *CreateIndex) error {
 	ix := c.Index
 	if err := checkName("index name", ix.Name); err != nil {
 		return err
@@ -265,7 +266,7 @@ func (s *State) createIndex(c *CreateIndex) error {
 		return err
 	}
 	if _, ok := s.Indices[ix.Name]; ok {
-		return fmt.Errorf("%w: %q", ErrIndexExists, ix.Name)
+		return fmt.Errorf("%w: %q", state.ErrIndexExists, ix.Name)
 	}
 	if held := s.AliasIndices(ix.Name); len(held) > 0 {
 		return fmt.Errorf("%w: index name %q is an alias of %v", ErrInvalidCommand, ix.Name, held)
@@ -296,7 +297,7 @@ func (s *State) createIndex(c *CreateIndex) error {
 			return fmt.Errorf("%w: shard %d of a new index must have primary term 1, at most one copy and nothing in sync", ErrInvalidCommand, k)
 		}
 		for _, cp := range sh.Copies {
-			if !cp.Primary || cp.State != CopyInitializing || cp.RelocatingFrom != "" || cp.RelocatingTo != "" || cp.AllocationID == "" {
+			if !cp.Primary || cp.State != state.CopyInitializing || cp.RelocatingFrom != "" || cp.RelocatingTo != "" || cp.AllocationID == "" {
 				return fmt.Errorf("%w: shard %d of a new index: its copy must be an initializing primary with an allocation ID", ErrInvalidCommand, k)
 			}
 			if err := s.checkTarget(cp.NodeID); err != nil {
@@ -319,7 +320,7 @@ func (s *State) createIndex(c *CreateIndex) error {
 }
 
 // checkTarget says whether a new copy may go to the node.
-func (s *State) checkTarget(nodeID string) error {
+func (s draft) checkTarget(nodeID string) error {
 	n, ok := s.Nodes[nodeID]
 	switch {
 	case !ok || !n.Live:
@@ -330,7 +331,7 @@ func (s *State) checkTarget(nodeID string) error {
 	return nil
 }
 
-func (s *State) deleteIndex(c *DeleteIndex) error {
+func (s draft) deleteIndex(c *DeleteIndex) error {
 	if _, err := s.namedIndex(c.Name, c.UUID); err != nil {
 		return err
 	}
@@ -340,13 +341,13 @@ func (s *State) deleteIndex(c *DeleteIndex) error {
 	return nil
 }
 
-func (s *State) putMapping(c *PutMapping) error {
+func (s draft) putMapping(c *PutMapping) error {
 	ix, err := s.namedIndex(c.Index, c.UUID)
 	if err != nil {
 		return err
 	}
 	if c.BaseVersion != ix.MappingVersion {
-		return fmt.Errorf("%w: index %q is at mapping version %d, the change was made from %d", ErrMappingVersion, ix.Name, ix.MappingVersion, c.BaseVersion)
+		return fmt.Errorf("%w: index %q is at mapping version %d, the change was made from %d", state.ErrMappingVersion, ix.Name, ix.MappingVersion, c.BaseVersion)
 	}
 	if err := checkObject("mapping", c.Mapping); err != nil {
 		return err
@@ -357,7 +358,7 @@ func (s *State) putMapping(c *PutMapping) error {
 	return nil
 }
 
-func (s *State) updateIndexSettings(c *UpdateIndexSettings) error {
+func (s draft) updateIndexSettings(c *UpdateIndexSettings) error {
 	ix, err := s.namedIndex(c.Index, c.UUID)
 	if err != nil {
 		return err
@@ -397,7 +398,7 @@ func (s *State) updateIndexSettings(c *UpdateIndexSettings) error {
 	return nil
 }
 
-func (s *State) allocateCopy(c *AllocateCopy) error {
+func (s draft) allocateCopy(c *AllocateCopy) error {
 	_, sh, err := s.editShard(c.IndexUUID, c.Shard)
 	if err != nil {
 		return err
@@ -406,7 +407,7 @@ func (s *State) allocateCopy(c *AllocateCopy) error {
 	switch {
 	case cp.AllocationID == "":
 		return fmt.Errorf("%w: a new copy needs an allocation ID", ErrInvalidCommand)
-	case cp.State != CopyInitializing || cp.RelocatingFrom != "" || cp.RelocatingTo != "":
+	case cp.State != state.CopyInitializing || cp.RelocatingFrom != "" || cp.RelocatingTo != "":
 		return fmt.Errorf("%w: a new copy is initializing and not relocating", ErrInvalidCommand)
 	}
 	if err := s.checkNewCopy(sh, cp.AllocationID, cp.NodeID); err != nil {
@@ -426,7 +427,7 @@ func (s *State) allocateCopy(c *AllocateCopy) error {
 
 // checkNewCopy says whether a copy with the allocation ID may be added to
 // the shard on the node.
-func (s *State) checkNewCopy(sh *Shard, allocationID, nodeID string) error {
+func (s draft) checkNewCopy(sh *state.Shard, allocationID, nodeID string) error {
 	if err := s.checkTarget(nodeID); err != nil {
 		return err
 	}
@@ -442,8 +443,8 @@ func (s *State) checkNewCopy(sh *Shard, allocationID, nodeID string) error {
 }
 
 // copyAt returns the position of the copy in the shard, or ErrStale.
-func copyAt(sh *Shard, allocationID string) (int, error) {
-	i := slices.IndexFunc(sh.Copies, func(c Copy) bool { return c.AllocationID == allocationID })
+func copyAt(sh *state.Shard, allocationID string) (int, error) {
+	i := slices.IndexFunc(sh.Copies, func(c state.Copy) bool { return c.AllocationID == allocationID })
 	if i < 0 {
 		return -1, fmt.Errorf("%w: no copy %s in this shard", ErrStale, allocationID)
 	}
@@ -451,24 +452,24 @@ func copyAt(sh *Shard, allocationID string) (int, error) {
 }
 
 // removeCopy drops the copy and its in-sync entry.
-func removeCopy(sh *Shard, allocationID string) {
-	sh.Copies = slices.DeleteFunc(sh.Copies, func(c Copy) bool { return c.AllocationID == allocationID })
+func removeCopy(sh *state.Shard, allocationID string) {
+	sh.Copies = slices.DeleteFunc(sh.Copies, func(c state.Copy) bool { return c.AllocationID == allocationID })
 	sh.InSync = slices.DeleteFunc(sh.InSync, func(id string) bool { return id == allocationID })
 }
 
-func addInSync(sh *Shard, allocationID string) {
+func addInSync(sh *state.Shard, allocationID string) {
 	if !slices.Contains(sh.InSync, allocationID) {
 		sh.InSync = append(sh.InSync, allocationID)
 	}
 }
 
-func (s *State) startCopy(c *StartCopy) error {
+func (s draft) startCopy(c *StartCopy) error {
 	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.AllocationID)
 	if err != nil {
 		return err
 	}
 	cp := sh.Copies[i]
-	if cp.State == CopyStarted {
+	if cp.State == state.CopyStarted {
 		return nil // started already: a retried report
 	}
 	switch {
@@ -487,11 +488,11 @@ func (s *State) startCopy(c *StartCopy) error {
 			sh.PrimaryTerm++
 		}
 	case !cp.Primary:
-		if p, ok := sh.Primary(); !ok || p.State != CopyStarted {
+		if p, ok := sh.Primary(); !ok || p.State != state.CopyStarted {
 			return fmt.Errorf("%w: replica %s cannot start: shard %d has no started primary to recover from", ErrInvalidCommand, cp.AllocationID, c.Shard)
 		}
 	}
-	cp.State = CopyStarted
+	cp.State = state.CopyStarted
 	sh.Copies[i] = cp
 	addInSync(sh, cp.AllocationID)
 	if cp.Primary {
@@ -500,7 +501,7 @@ func (s *State) startCopy(c *StartCopy) error {
 	return nil
 }
 
-func (s *State) failCopy(c *FailCopy) error {
+func (s draft) failCopy(c *FailCopy) error {
 	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.AllocationID)
 	if err != nil {
 		return err
@@ -517,19 +518,19 @@ func (s *State) failCopy(c *FailCopy) error {
 			sh.Copies[j].RelocatingTo = ""
 		}
 	}
-	if cp.Primary && !c.Remove && !s.promotable(sh, cp.AllocationID) {
+	if cp.Primary && !c.Remove && !s.Promotable(sh, cp.AllocationID) {
 		// The only copy that has every acknowledged write: it stays the
 		// primary and in sync, initializing, with the next primary term, so
 		// that its node reopens it (a failed log is cut back to its last
 		// acknowledged record) rather than the shard staying red for good.
-		sh.Copies[i].State, sh.Copies[i].RelocatingTo = CopyInitializing, ""
+		sh.Copies[i].State, sh.Copies[i].RelocatingTo = state.CopyInitializing, ""
 		sh.PrimaryTerm++
 		return nil
 	}
 	removeCopy(sh, cp.AllocationID)
 	if !c.Remove {
 		failed := cp
-		failed.Primary, failed.State, failed.RelocatingFrom, failed.RelocatingTo = false, CopyInitializing, "", ""
+		failed.Primary, failed.State, failed.RelocatingFrom, failed.RelocatingTo = false, state.CopyInitializing, "", ""
 		sh.Copies = append(sh.Copies, failed)
 	}
 	if cp.Primary {
@@ -538,18 +539,10 @@ func (s *State) failCopy(c *FailCopy) error {
 	return nil
 }
 
-// promotable reports whether a copy other than except could take over as
-// the shard's primary (promote would pick one).
-func (s *State) promotable(sh *Shard, except string) bool {
-	return slices.ContainsFunc(sh.Copies, func(c Copy) bool {
-		return c.AllocationID != except && sh.IsInSync(c.AllocationID) && s.Active(c)
-	})
-}
-
 // promote makes the first in-sync, started copy on a live node the
 // shard's primary, with the next primary term; with none the shard stays
 // without a primary.
-func (s *State) promote(sh *Shard) {
+func (s draft) promote(sh *state.Shard) {
 	for k, cp := range sh.Copies {
 		if sh.IsInSync(cp.AllocationID) && s.Active(cp) {
 			sh.Copies[k].Primary = true
@@ -559,12 +552,12 @@ func (s *State) promote(sh *Shard) {
 	}
 }
 
-func (s *State) moveCopy(c *MoveCopy) error {
+func (s draft) moveCopy(c *MoveCopy) error {
 	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.AllocationID)
 	if err != nil {
 		return err
 	}
-	if sh.Copies[i].State != CopyStarted {
+	if sh.Copies[i].State != state.CopyStarted {
 		return fmt.Errorf("%w: copy %s is not started; only a started copy moves", ErrInvalidCommand, c.AllocationID)
 	}
 	if relocating(sh) {
@@ -577,21 +570,21 @@ func (s *State) moveCopy(c *MoveCopy) error {
 		return err
 	}
 	sh.Copies[i].RelocatingTo = c.TargetAllocationID
-	sh.Copies = append(sh.Copies, Copy{
+	sh.Copies = append(sh.Copies, state.Copy{
 		AllocationID:   c.TargetAllocationID,
 		NodeID:         c.ToNode,
-		State:          CopyInitializing,
+		State:          state.CopyInitializing,
 		RelocatingFrom: c.AllocationID,
 	})
 	return nil
 }
 
 // relocating reports whether a move of the shard is under way.
-func relocating(sh *Shard) bool {
-	return slices.ContainsFunc(sh.Copies, func(c Copy) bool { return c.RelocatingFrom != "" })
+func relocating(sh *state.Shard) bool {
+	return slices.ContainsFunc(sh.Copies, func(c state.Copy) bool { return c.RelocatingFrom != "" })
 }
 
-func (s *State) cancelMove(c *CancelMove) error {
+func (s draft) cancelMove(c *CancelMove) error {
 	sh, i, err := s.editCopy(c.IndexUUID, c.Shard, c.TargetAllocationID)
 	if err != nil {
 		return err
@@ -607,7 +600,7 @@ func (s *State) cancelMove(c *CancelMove) error {
 	return nil
 }
 
-func (s *State) setSettings(c *SetSettings) error {
+func (s draft) setSettings(c *SetSettings) error {
 	var names []string
 	for _, n := range c.Settings.ExcludeNames {
 		if err := checkName("excluded node name", n); err != nil {
@@ -625,11 +618,11 @@ func (s *State) setSettings(c *SetSettings) error {
 	if r := c.Settings.RecoveryMaxBytesPerSec; r != nil && *r < 0 {
 		return fmt.Errorf("%w: recovery max bytes per second %d must be 0 (no limit) or positive", ErrInvalidCommand, *r)
 	}
-	s.Settings = Settings{ExcludeNames: names, Values: maps.Clone(c.Settings.Values), RecoveryMaxBytesPerSec: c.Settings.RecoveryMaxBytesPerSec}
+	s.Settings = state.Settings{ExcludeNames: names, Values: maps.Clone(c.Settings.Values), RecoveryMaxBytesPerSec: c.Settings.RecoveryMaxBytesPerSec}
 	return nil
 }
 
-func (s *State) setIndexClosed(c *SetIndexClosed) error {
+func (s draft) setIndexClosed(c *SetIndexClosed) error {
 	ix, err := s.namedIndex(c.Index, c.UUID)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/internal/logadapt"
 )
@@ -69,20 +70,6 @@ func (r Result) withApplied(a Result) Result {
 	r.Created, r.Found = a.Created, a.Found
 	r.Invalidated, r.PreviouslyInvalidated = a.Invalidated, a.PreviouslyInvalidated
 	return r
-}
-
-// RaftInfo describes this node's Raft.
-type RaftInfo struct {
-	State        string   `json:"state"` // Leader, Follower, Candidate, Shutdown
-	Term         uint64   `json:"term"`
-	LeaderID     string   `json:"leader_id"`
-	LeaderName   string   `json:"leader_name"`
-	LeaderAddr   string   `json:"leader_addr"`
-	Voters       []string `json:"voters"`    // node IDs
-	Nonvoters    []string `json:"nonvoters"` // node IDs
-	AppliedIndex uint64   `json:"applied_index"`
-	CommitIndex  uint64   `json:"commit_index"`
-	LastIndex    uint64   `json:"last_index"`
 }
 
 // New validates cfg and returns a Cluster; it opens nothing yet.
@@ -222,7 +209,7 @@ func (c *Cluster) rejoinLoop(ctx context.Context) {
 
 // State returns the latest applied state: immutable, never nil (an empty
 // State before the first command).
-func (c *Cluster) State() *State { return c.fsm.State() }
+func (c *Cluster) State() *state.State { return c.fsm.State() }
 
 // Watch returns a channel that receives a signal after every applied
 // command (coalesced: a slow reader gets one signal for many; it never
@@ -231,7 +218,7 @@ func (c *Cluster) Watch() (<-chan struct{}, func()) { return c.fsm.Watch() }
 
 // Await waits until ok(State()) holds and returns that state; or returns
 // ctx's error when ctx ends, ErrClosed when the Cluster shuts down.
-func (c *Cluster) Await(ctx context.Context, ok func(*State) bool) (*State, error) {
+func (c *Cluster) Await(ctx context.Context, ok func(*state.State) bool) (*state.State, error) {
 	ch, unwatch := c.fsm.Watch()
 	defer unwatch()
 	for {
@@ -293,14 +280,14 @@ func (c *Cluster) CaughtUp() bool {
 // LocalNodeID returns this node's ID.
 func (c *Cluster) LocalNodeID() string { return c.cfg.NodeID }
 
-// Raft describes this node's Raft; the zero RaftInfo (state "Shutdown")
+// Raft describes this node's Raft; the zero state.RaftInfo (state "Shutdown")
 // before Start and after Shutdown.
-func (c *Cluster) Raft() RaftInfo {
+func (c *Cluster) Raft() state.RaftInfo {
 	if !c.isStarted() {
-		return RaftInfo{State: raft.Shutdown.String()}
+		return state.RaftInfo{State: raft.Shutdown.String()}
 	}
 	r := c.rn.r
-	info := RaftInfo{State: r.State().String(), AppliedIndex: r.AppliedIndex(), LastIndex: r.LastIndex()}
+	info := state.RaftInfo{NodeID: c.LocalNodeID(), State: r.State().String(), AppliedIndex: r.AppliedIndex(), LastIndex: r.LastIndex()}
 	stats := r.Stats()
 	info.Term, _ = strconv.ParseUint(stats["term"], 10, 64)
 	info.CommitIndex, _ = strconv.ParseUint(stats["commit_index"], 10, 64)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 func TestSingleNodeBootstrapsItselfAndKeepsStateAcrossRestart(t *testing.T) {
@@ -15,8 +16,8 @@ func TestSingleNodeBootstrapsItselfAndKeepsStateAcrossRestart(t *testing.T) {
 	cfg := Config{NodeID: "id-solo", NodeName: "solo", DataDir: dir, HTTPAddr: "h:1", Timing: LocalTiming(), Logger: testLogger(t)}
 	n := newTestNet(t)
 	solo := n.start(cfg)
-	s := awaitState(t, solo.c, 10*time.Second, func(s *State) bool { return s.ClusterUUID != "" && len(liveNodes(s)) == 1 })
-	require.Equal(t, Node{ID: "id-solo", Name: "solo", HTTPAddr: "h:1", RaftAddr: solo.c.rn.addr, Live: true}, *s.Nodes["id-solo"])
+	s := awaitState(t, solo.c, 10*time.Second, func(s *state.State) bool { return s.ClusterUUID != "" && len(liveNodes(s)) == 1 })
+	require.Equal(t, state.Node{ID: "id-solo", Name: "solo", HTTPAddr: "h:1", RaftAddr: solo.c.rn.addr, Live: true}, *s.Nodes["id-solo"])
 	require.True(t, solo.c.Ready())
 	require.Len(t, solo.c.Members(), 1)
 
@@ -28,10 +29,10 @@ func TestSingleNodeBootstrapsItselfAndKeepsStateAcrossRestart(t *testing.T) {
 	require.Equal(t, res.IndexUUID, ix.UUID)
 	require.EqualValues(t, DefaultDelayedTimeoutMS, ix.DelayedTimeoutMS)
 	for _, sh := range ix.Shards {
-		require.Equal(t, []Copy{{AllocationID: sh.Copies[0].AllocationID, NodeID: "id-solo", Primary: true, State: CopyInitializing}}, sh.Copies)
+		require.Equal(t, []state.Copy{{AllocationID: sh.Copies[0].AllocationID, NodeID: "id-solo", Primary: true, State: state.CopyInitializing}}, sh.Copies)
 	}
 	_, err = solo.c.Propose(context.Background(), createIndex("logs", 1, 0))
-	require.ErrorIs(t, err, ErrIndexExists)
+	require.ErrorIs(t, err, state.ErrIndexExists)
 	uuid := s.ClusterUUID
 	solo.stop(t)
 
@@ -40,7 +41,7 @@ func TestSingleNodeBootstrapsItselfAndKeepsStateAcrossRestart(t *testing.T) {
 	// leader puts it into the configuration).
 	again := n.start(cfg)
 	require.True(t, again.c.rn.hasState)
-	s = awaitState(t, again.c, 10*time.Second, func(s *State) bool {
+	s = awaitState(t, again.c, 10*time.Second, func(s *state.State) bool {
 		n, ok := s.Nodes["id-solo"]
 		return ok && n.RaftAddr == again.c.rn.addr && s.Indices["logs"] != nil
 	})
@@ -60,11 +61,11 @@ func TestInitialNodesBootstrapAndALaterNodeJoinsAsNonvoter(t *testing.T) {
 	require.Len(t, info.Voters, 3)
 	uuid := nodes[0].c.State().ClusterUUID
 	for _, tn := range nodes {
-		require.Equal(t, uuid, awaitState(t, tn.c, 10*time.Second, func(s *State) bool { return s.ClusterUUID != "" }).ClusterUUID)
+		require.Equal(t, uuid, awaitState(t, tn.c, 10*time.Second, func(s *state.State) bool { return s.ClusterUUID != "" }).ClusterUUID)
 	}
 
 	n4 := n.start(n.config("n4", t.TempDir(), nil))
-	awaitState(t, n4.c, 20*time.Second, func(s *State) bool { return len(liveNodes(s)) == 4 })
+	awaitState(t, n4.c, 20*time.Second, func(s *state.State) bool { return len(liveNodes(s)) == 4 })
 	eventually(t, 10*time.Second, "n4 a non-voter", func() bool {
 		info := leader(t, nodes).c.Raft()
 		return len(info.Voters) == 3 && slices.Equal(info.Nonvoters, []string{"id-n4"})
@@ -77,15 +78,15 @@ func TestInitialNodesBootstrapAndALaterNodeJoinsAsNonvoter(t *testing.T) {
 	res, err := n4.c.Propose(ctx, createIndex("logs", 4, 1))
 	require.NoError(t, err)
 	_, err = n4.c.Propose(ctx, createIndex("logs", 1, 0))
-	require.ErrorIs(t, err, ErrIndexExists)
+	require.ErrorIs(t, err, state.ErrIndexExists)
 	_, err = n4.c.Propose(ctx, Command{PutMapping: &PutMapping{Index: "logs", UUID: res.IndexUUID, BaseVersion: 7, Mapping: json.RawMessage(`{}`)}})
-	require.ErrorIs(t, err, ErrMappingVersion)
+	require.ErrorIs(t, err, state.ErrMappingVersion)
 
 	for _, tn := range append(nodes, n4) {
 		startCopies(t, tn)
 	}
 	for _, tn := range append(nodes, n4) {
-		s := awaitState(t, tn.c, 20*time.Second, func(s *State) bool { return s.Version >= res.Version && s.Health() == "green" })
+		s := awaitState(t, tn.c, 20*time.Second, func(s *state.State) bool { return s.Version >= res.Version && health(s) == "green" })
 		counts := map[string]int{}
 		for _, sh := range s.Indices["logs"].Shards {
 			for _, cp := range sh.Copies {
@@ -112,10 +113,10 @@ func TestLeaderKilledANewOneTakesProposals(t *testing.T) {
 	defer cancel()
 	res, err := survivors[0].c.Propose(ctx, createIndex("after", 1, 0))
 	require.NoError(t, err)
-	s := awaitState(t, survivors[1].c, 10*time.Second, func(s *State) bool { return s.Version >= res.Version })
+	s := awaitState(t, survivors[1].c, 10*time.Second, func(s *state.State) bool { return s.Version >= res.Version })
 	require.Contains(t, s.Indices, "after")
 	require.NotEqual(t, old.id, leader(t, survivors).id)
-	awaitState(t, survivors[1].c, 15*time.Second, func(s *State) bool { return !s.Nodes[old.id].Live })
+	awaitState(t, survivors[1].c, 15*time.Second, func(s *state.State) bool { return !s.Nodes[old.id].Live })
 }
 
 func TestPartitionedNodeCannotChangeMetadataAndCatchesUp(t *testing.T) {
@@ -144,7 +145,7 @@ func TestPartitionedNodeCannotChangeMetadataAndCatchesUp(t *testing.T) {
 	require.Less(t, cut.c.State().Version, res.Version)
 
 	heal()
-	s := awaitState(t, cut.c, 20*time.Second, func(s *State) bool { return s.Version >= res.Version })
+	s := awaitState(t, cut.c, 20*time.Second, func(s *state.State) bool { return s.Version >= res.Version })
 	require.Contains(t, s.Indices, "majority")
 	require.NotContains(t, s.Indices, "minority")
 }
@@ -192,10 +193,10 @@ func TestDeadNodeIsReplacedAndRemovedFromRaft(t *testing.T) {
 	ix.CreateIndex.Index.DelayedTimeoutMS = 500
 	res, err := lead.c.Propose(context.Background(), ix)
 	require.NoError(t, err)
-	s := awaitState(t, lead.c, 20*time.Second, func(s *State) bool { return s.Version >= res.Version && s.Health() == "green" })
+	s := awaitState(t, lead.c, 20*time.Second, func(s *state.State) bool { return s.Version >= res.Version && health(s) == "green" })
 
 	// Crash the node of the replica (not the leader's).
-	var replica Copy
+	var replica state.Copy
 	for _, cp := range s.Indices["logs"].Shards[0].Copies {
 		if !cp.Primary {
 			replica = cp
@@ -218,9 +219,9 @@ func TestDeadNodeIsReplacedAndRemovedFromRaft(t *testing.T) {
 		}
 	}
 	require.NoError(t, victim.c.crash())
-	s = awaitState(t, lead.c, 20*time.Second, func(s *State) bool {
+	s = awaitState(t, lead.c, 20*time.Second, func(s *state.State) bool {
 		sh := s.Indices["logs"].Shards[0]
-		return !s.Nodes[victim.id].Live && s.Health() == "green" && !holds(&sh, victim.id)
+		return !s.Nodes[victim.id].Live && health(s) == "green" && !holds(&sh, victim.id)
 	})
 	require.EqualValues(t, 2, len(s.Indices["logs"].Shards[0].Copies))
 	eventually(t, 20*time.Second, "the dead node out of the Raft configuration", func() bool {
@@ -242,7 +243,7 @@ func TestASecondLiveNodeWithATakenNameIsRefused(t *testing.T) {
 	// The leader goes through its members in ID order: once it has
 	// admitted id-n4, it has looked at id-dup too.
 	n4 := n.start(n.config("n4", t.TempDir(), nil))
-	s := awaitState(t, lead.c, 20*time.Second, func(s *State) bool { _, ok := s.Nodes[n4.id]; return ok })
+	s := awaitState(t, lead.c, 20*time.Second, func(s *state.State) bool { _, ok := s.Nodes[n4.id]; return ok })
 	require.NotContains(t, s.Nodes, "id-dup")
 	info := lead.c.Raft()
 	require.NotContains(t, append(info.Voters, info.Nonvoters...), "id-dup")
@@ -258,7 +259,7 @@ func TestDrainAndManualMove(t *testing.T) {
 	defer cancel()
 	res, err := nodes[2].c.Propose(ctx, createIndex("logs", 3, 0))
 	require.NoError(t, err)
-	s := awaitState(t, nodes[2].c, 20*time.Second, func(s *State) bool { return s.Version >= res.Version && s.Health() == "green" })
+	s := awaitState(t, nodes[2].c, 20*time.Second, func(s *state.State) bool { return s.Version >= res.Version && health(s) == "green" })
 
 	// A manual move names the target node by name (as _cluster/reroute
 	// does); the copy moves and the shard stays green.
@@ -272,21 +273,21 @@ func TestDrainAndManualMove(t *testing.T) {
 	}
 	moved, err := nodes[0].c.Propose(ctx, Command{MoveCopy: &MoveCopy{IndexUUID: res.IndexUUID, Shard: 0, AllocationID: from.AllocationID, ToNode: to.name}})
 	require.NoError(t, err)
-	awaitState(t, nodes[0].c, 20*time.Second, func(s *State) bool {
+	awaitState(t, nodes[0].c, 20*time.Second, func(s *state.State) bool {
 		p, ok := s.Indices["logs"].Shards[0].Primary()
-		return ok && p.AllocationID == moved.AllocationID && p.NodeID == to.id && p.State == CopyStarted && s.Health() == "green"
+		return ok && p.AllocationID == moved.AllocationID && p.NodeID == to.id && p.State == state.CopyStarted && health(s) == "green"
 	})
 
 	// Drain: cluster.routing.allocation.exclude._name moves every copy off.
-	_, err = nodes[1].c.Propose(ctx, Command{SetSettings: &SetSettings{Settings: Settings{ExcludeNames: []string{"n1"}}}})
+	_, err = nodes[1].c.Propose(ctx, Command{SetSettings: &SetSettings{Settings: state.Settings{ExcludeNames: []string{"n1"}}}})
 	require.NoError(t, err)
-	awaitState(t, nodes[1].c, 20*time.Second, func(s *State) bool {
+	awaitState(t, nodes[1].c, 20*time.Second, func(s *state.State) bool {
 		for _, sh := range s.Indices["logs"].Shards {
 			if holds(&sh, "id-n1") {
 				return false
 			}
 		}
-		return s.Health() == "green"
+		return health(s) == "green"
 	})
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/security/auth"
 )
 
@@ -99,7 +100,7 @@ type SetClusterUUID struct {
 // each started again once it has reopened it, or recovered it from the
 // primary.
 type UpsertNode struct {
-	Node Node `json:"node"`
+	Node state.Node `json:"node"`
 }
 
 // NodeLeft marks a node not live from AtMS on. Its copies stay assigned
@@ -115,7 +116,7 @@ type NodeLeft struct {
 // (Index.Shards with one initializing primary copy each, PrimaryTerm 1)
 // before logging it. Replica copies are added later by the allocator.
 type CreateIndex struct {
-	Index Index `json:"index"`
+	Index state.Index `json:"index"`
 }
 
 // DeleteIndex removes an index and its shard table; nodes delete its copies.
@@ -125,7 +126,7 @@ type DeleteIndex struct {
 }
 
 // PutMapping replaces the index's mapping with Mapping if the committed
-// MappingVersion still equals BaseVersion (else ErrMappingVersion: the
+// MappingVersion still equals BaseVersion (else state.ErrMappingVersion: the
 // proposer merges again from the newer mapping and retries). The new
 // version is BaseVersion+1.
 type PutMapping struct {
@@ -149,9 +150,9 @@ type UpdateIndexSettings struct {
 // AllocateCopy assigns a new copy (initializing, not in sync) of a shard to
 // a node: a replica, or a primary for a shard that has none.
 type AllocateCopy struct {
-	IndexUUID string `json:"index_uuid"`
-	Shard     int    `json:"shard"`
-	Copy      Copy   `json:"copy"`
+	IndexUUID string     `json:"index_uuid"`
+	Shard     int        `json:"shard"`
+	Copy      state.Copy `json:"copy"`
 }
 
 // StartCopy marks an initializing copy started and in sync: its node has
@@ -209,7 +210,7 @@ type CancelMove struct {
 
 // SetSettings replaces the cluster settings.
 type SetSettings struct {
-	Settings Settings `json:"settings"`
+	Settings state.Settings `json:"settings"`
 }
 
 // UpdateAliases applies alias actions in order, atomically: if any action
@@ -239,7 +240,7 @@ type AliasAction struct {
 	Index     string          `json:"index"`
 	UUID      string          `json:"uuid"`
 	Alias     string          `json:"alias,omitempty"`
-	Spec      Alias           `json:"spec,omitempty"`
+	Spec      state.Alias     `json:"spec,omitempty"`
 	MustExist bool            `json:"must_exist,omitempty"`
 }
 
@@ -313,7 +314,7 @@ type CreateAPIKey struct {
 // Result.Invalidated and Result.PreviouslyInvalidated list their IDs. An
 // empty filter is refused: invalidating every key takes Name "*".
 type InvalidateAPIKeys struct {
-	Filter APIKeyFilter `json:"filter"`
+	Filter state.APIKeyFilter `json:"filter"`
 }
 
 // SetReservedPassword sets a reserved user's password hash. With IfUnset

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 )
 
@@ -19,13 +20,6 @@ var (
 	// ErrNotReady: the cluster has not formed yet (no leader or no cluster
 	// UUID), or has no live node to put something on.
 	ErrNotReady = errors.New("cluster: not ready")
-	// ErrIndexExists: CreateIndex for a name that is taken.
-	ErrIndexExists = errors.New("cluster: index already exists")
-	// ErrIndexNotFound: a command names an index that does not exist.
-	ErrIndexNotFound = errors.New("cluster: index not found")
-	// ErrMappingVersion: PutMapping's BaseVersion is not the committed
-	// mapping version; merge again from the newer mapping and retry.
-	ErrMappingVersion = errors.New("cluster: mapping version changed")
 	// ErrStale: a command names an index by a UUID that no longer (or not
 	// yet) belongs to that name, or a copy that is gone.
 	ErrStale = errors.New("cluster: stale command")
@@ -70,9 +64,9 @@ var errorCodes = []struct {
 }{
 	{ErrNoLeader, codeBase + 0},
 	{ErrNotReady, codeBase + 1},
-	{ErrIndexExists, codeBase + 2},
-	{ErrIndexNotFound, codeBase + 3},
-	{ErrMappingVersion, codeBase + 4},
+	{state.ErrIndexExists, codeBase + 2},
+	{state.ErrIndexNotFound, codeBase + 3},
+	{state.ErrMappingVersion, codeBase + 4},
 	{ErrStale, codeBase + 5},
 	{ErrInvalidCommand, codeBase + 6},
 	{ErrUnknownCommand, codeBase + 7},

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // fsm is the Raft state machine of the cluster metadata: it decodes each
@@ -14,7 +15,7 @@ import (
 // immutable State. Raft calls Apply, Snapshot and Restore from one
 // goroutine; State and the watchers may be used from any.
 type fsm struct {
-	state   atomic.Pointer[State]
+	state   atomic.Pointer[state.State]
 	applied broadcast // after every applied command and restore
 }
 
@@ -29,19 +30,19 @@ var _ raft.FSM = (*fsm)(nil)
 
 func newFSM() *fsm {
 	f := &fsm{}
-	f.state.Store(&State{})
+	f.state.Store(&state.State{})
 	return f
 }
 
 // State returns the latest applied state; never nil.
-func (f *fsm) State() *State { return f.state.Load() }
+func (f *fsm) State() *state.State { return f.state.Load() }
 
 // Apply applies one committed log entry. Entries that are not commands
 // (Raft's own) never reach it.
 func (f *fsm) Apply(l *raft.Log) any {
 	cur := f.State()
 	cmd, err := DecodeCommand(l.Data)
-	next := cur.at(l.Index)
+	next := draftAt(cur, l.Index).State
 	var res Result
 	if err == nil {
 		next, res, err = applyCommand(cur, l.Index, cmd)
@@ -50,7 +51,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return fsmResult{err: err, res: res}
 }
 
-func (f *fsm) publish(s *State) {
+func (f *fsm) publish(s *state.State) {
 	f.state.Store(s)
 	f.applied.Signal()
 }
@@ -79,18 +80,18 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 // rendered for a client never carries a hash). A snapshot written before
 // there was security metadata decodes with Security nil.
 type snapshotDoc struct {
-	*State
-	Security *Security `json:"security,omitempty"`
+	*state.State
+	Security *state.Security `json:"security,omitempty"`
 }
 
 // encodeSnapshot writes s as a snapshot, its security metadata included.
-func encodeSnapshot(w io.Writer, s *State) error {
+func encodeSnapshot(w io.Writer, s *state.State) error {
 	return json.NewEncoder(w).Encode(snapshotDoc{State: s, Security: s.Security})
 }
 
 // decodeSnapshot reads what encodeSnapshot writes.
-func decodeSnapshot(r io.Reader) (*State, error) {
-	doc := snapshotDoc{State: &State{}}
+func decodeSnapshot(r io.Reader) (*state.State, error) {
+	doc := snapshotDoc{State: &state.State{}}
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("cluster: restoring the metadata snapshot: %w", err)
 	}
@@ -98,7 +99,7 @@ func decodeSnapshot(r io.Reader) (*State, error) {
 	return doc.State, nil
 }
 
-type fsmSnapshot struct{ state *State }
+type fsmSnapshot struct{ state *state.State }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := encodeSnapshot(sink, s.state); err != nil {

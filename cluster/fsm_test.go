@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 func encode(t testing.TB, c Command) []byte {
@@ -96,12 +97,12 @@ func TestDecodeCommand(t *testing.T) {
 // decodes the same, and applying it to a state never panics either.
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range []Command{
-		{CreateIndex: &CreateIndex{Index: Index{Name: "i", UUID: "u", NumberOfShards: 1, Shards: []Shard{{PrimaryTerm: 1}}}}},
+		{CreateIndex: &CreateIndex{Index: state.Index{Name: "i", UUID: "u", NumberOfShards: 1, Shards: []state.Shard{{PrimaryTerm: 1}}}}},
 		{MoveCopy: &MoveCopy{IndexUUID: "u-logs", AllocationID: "a0", ToNode: "n3", TargetAllocationID: "t"}},
 		{UpdateIndexSettings: &UpdateIndexSettings{Index: "logs", UUID: "u-logs", Settings: map[string]json.RawMessage{"x": json.RawMessage(`null`)}}},
 		{FailCopy: &FailCopy{IndexUUID: "u-logs", AllocationID: "a0"}},
 		{UpdateAliases: &UpdateAliases{Actions: []AliasAction{{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a",
-			Spec: Alias{Filter: json.RawMessage(`{"term":{"f":"v"}}`), IsWriteIndex: new(bool)}}, {Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "b"}}}},
+			Spec: state.Alias{Filter: json.RawMessage(`{"term":{"f":"v"}}`), IsWriteIndex: new(bool)}}, {Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "b"}}}},
 		{SetIndexClosed: &SetIndexClosed{Index: "logs", UUID: "u-logs", Closed: true}},
 	} {
 		f.Add(encode(f, c))

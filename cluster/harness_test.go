@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/cluster/clustertest"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/internal/testlog"
@@ -136,12 +137,12 @@ func (n *testNet) startInitial(names ...string) []*testNode {
 		out = append(out, n.start(n.config(name, n.t.TempDir(), names)))
 	}
 	for _, tn := range out {
-		awaitState(n.t, tn.c, 20*time.Second, func(s *State) bool { return s.ClusterUUID != "" && len(liveNodes(s)) == len(names) })
+		awaitState(n.t, tn.c, 20*time.Second, func(s *state.State) bool { return s.ClusterUUID != "" && len(liveNodes(s)) == len(names) })
 	}
 	return out
 }
 
-func liveNodes(s *State) []string {
+func liveNodes(s *state.State) []string {
 	var out []string
 	for id, nd := range s.Nodes {
 		if nd.Live {
@@ -153,7 +154,7 @@ func liveNodes(s *State) []string {
 }
 
 // awaitState waits until ok holds on c's state, or fails the test.
-func awaitState(t *testing.T, c *Cluster, timeout time.Duration, ok func(*State) bool) *State {
+func awaitState(t *testing.T, c *Cluster, timeout time.Duration, ok func(*state.State) bool) *state.State {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -174,7 +175,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-func describe(s *State) string {
+func describe(s *state.State) string {
 	if s == nil {
 		return "<nil>"
 	}
@@ -231,7 +232,7 @@ func startCopies(t *testing.T, tn *testNode) {
 			for _, ix := range s.Indices {
 				for k, sh := range ix.Shards {
 					for _, cp := range sh.Copies {
-						if cp.NodeID == tn.id && cp.State == CopyInitializing {
+						if cp.NodeID == tn.id && cp.State == state.CopyInitializing {
 							pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 							_, _ = tn.c.Propose(pctx, Command{StartCopy: &StartCopy{IndexUUID: ix.UUID, Shard: k, AllocationID: cp.AllocationID}})
 							pcancel()
@@ -250,34 +251,18 @@ func startCopies(t *testing.T, tn *testNode) {
 }
 
 func createIndex(name string, shards, replicas int) Command {
-	return Command{CreateIndex: &CreateIndex{Index: Index{Name: name, NumberOfShards: shards, NumberOfReplicas: replicas}}}
+	return Command{CreateIndex: &CreateIndex{Index: state.Index{Name: name, NumberOfShards: shards, NumberOfReplicas: replicas}}}
 }
 
-// Health (for the tests: the nodes compute health from their views) is green when every copy of every shard is active, yellow when
-// every primary is active but some replica is not, red when some primary is
-// not, as Elasticsearch computes it over the named indices (all when names
-// is empty).
-func (s *State) Health(names ...string) string {
-	status := "green"
-	for name, ix := range s.Indices {
-		if len(names) > 0 && !slices.Contains(names, name) {
-			continue
-		}
-		for k := range ix.Shards {
-			sh := &ix.Shards[k]
-			p, ok := sh.Primary()
-			if !ok || !s.Active(p) {
-				return "red"
-			}
-			active := 0
-			for _, c := range sh.Copies {
-				if !c.Primary && s.Active(c) {
-					active++
-				}
-			}
-			if active < ix.NumberOfReplicas {
-				status = "yellow"
-			}
+// health is the worst health (state.IndexHealth) of every index of s.
+func health(s *state.State) string {
+	status := state.HealthGreen
+	for _, ix := range s.Indices {
+		switch s.IndexHealth(ix) {
+		case state.HealthRed:
+			return state.HealthRed
+		case state.HealthYellow:
+			status = state.HealthYellow
 		}
 	}
 	return status

@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"slices"
+
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // checkInvariants checks what every state must keep, independently of the
@@ -11,7 +13,7 @@ import (
 // consistent move links (at most one move per shard), primary term ≥ 1,
 // copies only on known nodes; no alias named as an index, at most one
 // write index per alias.
-func checkInvariants(s *State) error {
+func checkInvariants(s *state.State) error {
 	writers := map[string]string{}
 	for name, ix := range s.Indices {
 		for alias, a := range ix.Aliases {
@@ -42,11 +44,11 @@ func checkInvariants(s *State) error {
 	return nil
 }
 
-func checkShard(s *State, sh *Shard) error {
+func checkShard(s *state.State, sh *state.Shard) error {
 	if sh.PrimaryTerm < 1 {
 		return fmt.Errorf("primary term %d", sh.PrimaryTerm)
 	}
-	nodes, ids := map[string]bool{}, map[string]Copy{}
+	nodes, ids := map[string]bool{}, map[string]state.Copy{}
 	primaries, moves := 0, 0
 	for _, c := range sh.Copies {
 		if nodes[c.NodeID] {
@@ -81,7 +83,7 @@ func checkShard(s *State, sh *Shard) error {
 		if c.RelocatingFrom != "" {
 			moves++
 			src, ok := ids[c.RelocatingFrom]
-			if !ok || src.RelocatingTo != c.AllocationID || c.Primary || c.State != CopyInitializing {
+			if !ok || src.RelocatingTo != c.AllocationID || c.Primary || c.State != state.CopyInitializing {
 				return fmt.Errorf("move target %s does not match its source", c.AllocationID)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/raft"
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // watchLeadership runs the leader's duties while this node leads: it
@@ -214,7 +215,7 @@ func (l *leaderLoop) reconcileMembers(ctx context.Context) {
 		case string(srv.Address) != m.RaftAddr:
 			_ = l.configure(ctx, c.rn.r.AddNonvoter(raft.ServerID(id), raft.ServerAddress(m.RaftAddr), 0, c.cfg.Timing.ProposeTimeout), "update address", m)
 		}
-		want := Node{ID: m.ID, Name: m.Name, HTTPAddr: m.HTTPAddr, FabricAddr: m.FabricAddr, RaftAddr: m.RaftAddr,
+		want := state.Node{ID: m.ID, Name: m.Name, HTTPAddr: m.HTTPAddr, FabricAddr: m.FabricAddr, RaftAddr: m.RaftAddr,
 			GossipAddr: m.GossipAddr, RDMA: m.RDMA, Live: true}
 		if rec, ok := st.Nodes[id]; !ok || *rec != want {
 			_ = l.propose(ctx, Command{UpsertNode: &UpsertNode{Node: want}})

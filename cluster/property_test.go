@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"pgregory.net/rapid"
 )
 
@@ -16,7 +17,7 @@ import (
 // shard that never held data), and an allocation ID once gone never comes
 // back.
 type model struct {
-	s       *State
+	s       *state.State
 	now     int64
 	ids     int
 	retired map[string]bool // allocation IDs that were and are no more
@@ -45,8 +46,8 @@ func (m *model) step(t *rapid.T, cmd Command) error {
 	return nil
 }
 
-func (m *model) checkHistory(t *rapid.T, prev, next *State, cmd Command) {
-	ids := func(s *State) map[string]bool {
+func (m *model) checkHistory(t *rapid.T, prev, next *state.State, cmd Command) {
+	ids := func(s *state.State) map[string]bool {
 		out := map[string]bool{}
 		for _, ix := range s.Indices {
 			for _, sh := range ix.Shards {
@@ -112,12 +113,12 @@ func (m *model) nodeIDs() []string { return slices.Sorted(maps.Keys(m.s.Nodes)) 
 
 // copies lists every copy as (index, shard, copy).
 type copyRef struct {
-	ix *Index
+	ix *state.Index
 	n  int
-	c  Copy
+	c  state.Copy
 }
 
-func (m *model) copies(keep func(Copy) bool) []copyRef {
+func (m *model) copies(keep func(state.Copy) bool) []copyRef {
 	var out []copyRef
 	for _, name := range slices.Sorted(maps.Keys(m.s.Indices)) {
 		ix := m.s.Indices[name]
@@ -143,7 +144,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
 		"join": func(t *rapid.T) {
 			id := rapid.SampledFrom([]string{"n1", "n2", "n3", "n4", "n5"}).Draw(t, "node")
-			_ = m.step(t, Command{Type: CmdUpsertNode, UpsertNode: &UpsertNode{Node: Node{ID: id, Name: "name-" + id}}})
+			_ = m.step(t, Command{Type: CmdUpsertNode, UpsertNode: &UpsertNode{Node: state.Node{ID: id, Name: "name-" + id}}})
 		},
 		"leave": func(t *rapid.T) {
 			if id := pick(t, "node", m.nodeIDs()); id != "" {
@@ -152,7 +153,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		},
 		"time": func(t *rapid.T) { m.now += rapid.Int64Range(1, 3000).Draw(t, "ms") },
 		"create": func(t *rapid.T) {
-			ix := &Index{
+			ix := &state.Index{
 				Name: rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "index"), UUID: m.newID(),
 				NumberOfShards:   rapid.IntRange(1, 4).Draw(t, "shards"),
 				NumberOfReplicas: rapid.IntRange(0, 2).Draw(t, "replicas"),
@@ -204,7 +205,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 					names = append(names, "name-"+id)
 				}
 			}
-			_ = m.step(t, Command{Type: CmdSetSettings, SetSettings: &SetSettings{Settings: Settings{ExcludeNames: names}}})
+			_ = m.step(t, Command{Type: CmdSetSettings, SetSettings: &SetSettings{Settings: state.Settings{ExcludeNames: names}}})
 		},
 		"allocate": func(t *rapid.T) {
 			for _, cmd := range Plan(m.s, m.now, m.newID) {
@@ -215,24 +216,24 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		},
 		"settle": func(t *rapid.T) { m.settle(t) },
 		"start": func(t *rapid.T) {
-			if r, ok := pickCopy(t, m.copies(func(c Copy) bool { return c.State == CopyInitializing })); ok {
+			if r, ok := pickCopy(t, m.copies(func(c state.Copy) bool { return c.State == state.CopyInitializing })); ok {
 				_ = m.step(t, Command{Type: CmdStartCopy, StartCopy: &StartCopy{IndexUUID: r.ix.UUID, Shard: r.n, AllocationID: r.c.AllocationID}})
 			}
 		},
 		"fail": func(t *rapid.T) {
-			if r, ok := pickCopy(t, m.copies(func(Copy) bool { return true })); ok {
+			if r, ok := pickCopy(t, m.copies(func(state.Copy) bool { return true })); ok {
 				remove := rapid.Bool().Draw(t, "remove")
 				_ = m.step(t, Command{Type: CmdFailCopy, FailCopy: &FailCopy{IndexUUID: r.ix.UUID, Shard: r.n, AllocationID: r.c.AllocationID, Remove: remove}})
 			}
 		},
 		"move": func(t *rapid.T) {
-			if r, ok := pickCopy(t, m.copies(func(c Copy) bool { return c.State == CopyStarted })); ok {
+			if r, ok := pickCopy(t, m.copies(func(c state.Copy) bool { return c.State == state.CopyStarted })); ok {
 				to := pick(t, "to", m.nodeIDs())
 				_ = m.step(t, Command{Type: CmdMoveCopy, MoveCopy: &MoveCopy{IndexUUID: r.ix.UUID, Shard: r.n, AllocationID: r.c.AllocationID, ToNode: to, TargetAllocationID: m.newID()}})
 			}
 		},
 		"cancel": func(t *rapid.T) {
-			if r, ok := pickCopy(t, m.copies(func(c Copy) bool { return c.RelocatingFrom != "" })); ok {
+			if r, ok := pickCopy(t, m.copies(func(c state.Copy) bool { return c.RelocatingFrom != "" })); ok {
 				_ = m.step(t, Command{Type: CmdCancelMove, CancelMove: &CancelMove{IndexUUID: r.ix.UUID, Shard: r.n, TargetAllocationID: r.c.AllocationID}})
 			}
 		},
@@ -240,14 +241,14 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		// (the leader makes every other one a fresh UUID, which the
 		// history check above holds it to).
 		"reuse": func(t *rapid.T) {
-			r, ok := pickCopy(t, m.copies(func(Copy) bool { return true }))
+			r, ok := pickCopy(t, m.copies(func(state.Copy) bool { return true }))
 			if !ok {
 				return
 			}
 			sh := r.ix.Shards[r.n]
 			id := sh.Copies[rapid.IntRange(0, len(sh.Copies)-1).Draw(t, "taken id")].AllocationID
 			if m.step(t, Command{Type: CmdAllocateCopy, AllocateCopy: &AllocateCopy{IndexUUID: r.ix.UUID, Shard: r.n,
-				Copy: Copy{AllocationID: id, NodeID: pick(t, "node", m.nodeIDs()), State: CopyInitializing}}}) == nil {
+				Copy: state.Copy{AllocationID: id, NodeID: pick(t, "node", m.nodeIDs()), State: state.CopyInitializing}}}) == nil {
 				t.Fatalf("allocation ID %s was given twice", id)
 			}
 		},
@@ -256,7 +257,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 
 func TestPropertyInvariants(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := &model{s: &State{}, now: 1, retired: map[string]bool{}}
+		m := &model{s: &state.State{}, now: 1, retired: map[string]bool{}}
 		t.Repeat(m.actions())
 	})
 }
@@ -267,7 +268,7 @@ func TestPropertyInvariants(t *testing.T) {
 // serve has its replicas and the live nodes are balanced.
 func TestPropertyAllocatorConverges(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := &model{s: &State{}, now: 1, retired: map[string]bool{}}
+		m := &model{s: &state.State{}, now: 1, retired: map[string]bool{}}
 		actions := m.actions()
 		names := slices.Sorted(maps.Keys(actions))
 		for range rapid.IntRange(0, 60).Draw(t, "steps") {
@@ -296,8 +297,8 @@ func (m *model) settle(t *rapid.T) bool {
 		changed = true
 	}
 	for _, primaries := range []bool{true, false} {
-		for _, r := range m.copies(func(c Copy) bool { return c.State == CopyInitializing && c.Primary == primaries }) {
-			if m.s.live(r.c.NodeID) && m.step(t, Command{Type: CmdStartCopy, StartCopy: &StartCopy{IndexUUID: r.ix.UUID, Shard: r.n, AllocationID: r.c.AllocationID}}) == nil {
+		for _, r := range m.copies(func(c state.Copy) bool { return c.State == state.CopyInitializing && c.Primary == primaries }) {
+			if m.s.NodeLive(r.c.NodeID) && m.step(t, Command{Type: CmdStartCopy, StartCopy: &StartCopy{IndexUUID: r.ix.UUID, Shard: r.n, AllocationID: r.c.AllocationID}}) == nil {
 				changed = true
 			}
 		}
@@ -306,7 +307,7 @@ func (m *model) settle(t *rapid.T) bool {
 	return changed
 }
 
-func checkFixedPoint(t *rapid.T, s *State) {
+func checkFixedPoint(t *rapid.T, s *state.State) {
 	p := newPlanner(s, 0, nil)
 	eligible := p.eligible()
 	red := false
@@ -322,7 +323,7 @@ func checkFixedPoint(t *rapid.T, s *State) {
 				if !c.Primary {
 					replicas++
 				}
-				if s.live(c.NodeID) && c.State != CopyStarted {
+				if s.NodeLive(c.NodeID) && c.State != state.CopyStarted {
 					t.Fatalf("index %q shard %d: copy %s on a live node is still initializing", ix.Name, n, c.AllocationID)
 				}
 			}

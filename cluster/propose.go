@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/raft"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 )
 
@@ -22,7 +23,7 @@ import (
 // once the command is committed and applied on the leader, with
 // Result.Version its log index (this node's State may still lag: Await
 // Version >= it when needed). A command the state refuses returns the
-// FSM's sentinel error (ErrIndexExists, ErrMappingVersion, ErrStale, …)
+// FSM's sentinel error (state.ErrIndexExists, state.ErrMappingVersion, ErrStale, …)
 // on every node; when no leader answers before ctx ends (or, without a
 // deadline, Timing.ProposeTimeout) it returns ErrNoLeader. IDs are filled
 // in here, before the first attempt, so a retried proposal is the same
@@ -84,7 +85,7 @@ func retryable(err error) bool {
 	case errors.Is(err, errNotLeader), errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotReady),
 		errors.Is(err, ErrClosed):
 		return true
-	case errors.Is(err, ErrIndexExists), errors.Is(err, ErrIndexNotFound), errors.Is(err, ErrMappingVersion),
+	case errors.Is(err, state.ErrIndexExists), errors.Is(err, state.ErrIndexNotFound), errors.Is(err, state.ErrMappingVersion),
 		errors.Is(err, ErrStale), errors.Is(err, ErrInvalidCommand), errors.Is(err, ErrUnknownCommand),
 		errors.Is(err, ErrClusterMismatch), errors.Is(err, ErrUserNotFound), errors.Is(err, ErrAlreadySet):
 		return false
@@ -163,7 +164,7 @@ func stampIDs(cmd Command) Command {
 
 // complete fills in what the leader decides for a command, from the
 // leader's state and clock, and the Result it will report.
-func complete(cmd Command, st *State, now time.Time) (Command, Result) {
+func complete(cmd Command, st *state.State, now time.Time) (Command, Result) {
 	cmd = stampIDs(cmd)
 	var res Result
 	switch {
@@ -202,7 +203,7 @@ func complete(cmd Command, st *State, now time.Time) (Command, Result) {
 
 // committed reports whether a retried command is already in the state: an
 // index of that name with its UUID, a copy with its new allocation ID.
-func committed(cmd Command, st *State) bool {
+func committed(cmd Command, st *state.State) bool {
 	switch {
 	case cmd.CreateIndex != nil:
 		ix, ok := st.Indices[cmd.CreateIndex.Index.Name]
@@ -215,7 +216,7 @@ func committed(cmd Command, st *State) bool {
 	return false
 }
 
-func hasCopy(st *State, indexUUID string, shard int, allocationID string) bool {
+func hasCopy(st *state.State, indexUUID string, shard int, allocationID string) bool {
 	ix, ok := st.IndexByUUID(indexUUID)
 	if !ok || shard < 0 || shard >= len(ix.Shards) {
 		return false

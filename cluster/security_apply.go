@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/security/auth"
 )
 
@@ -22,7 +23,7 @@ const (
 
 // applySecurity applies the security commands; the other command types
 // never reach it.
-func (s *State) applySecurity(cmd Command) (Result, error) {
+func (s draft) applySecurity(cmd Command) (Result, error) {
 	switch cmd.Type {
 	case CmdPutUser:
 		return s.putUser(cmd.PutUser)
@@ -48,8 +49,8 @@ func (s *State) applySecurity(cmd Command) (Result, error) {
 
 // editSecurity puts a shallow copy of the security metadata into s, for a
 // command to replace one of its maps.
-func (s *State) editSecurity() *Security {
-	sec := &Security{}
+func (s draft) editSecurity() *state.Security {
+	sec := &state.Security{}
 	if s.Security != nil {
 		*sec = *s.Security
 	}
@@ -88,7 +89,7 @@ func checkUserRoles(u auth.User) error {
 	return nil
 }
 
-func (s *State) putUser(c *PutUser) (Result, error) {
+func (s draft) putUser(c *PutUser) (Result, error) {
 	u := c.User
 	if err := auth.ValidateUsername(u.Username); err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrInvalidCommand, err)
@@ -114,7 +115,7 @@ func (s *State) putUser(c *PutUser) (Result, error) {
 	return Result{Created: !exists}, nil
 }
 
-func (s *State) deleteUser(c *DeleteUser) (Result, error) {
+func (s draft) deleteUser(c *DeleteUser) (Result, error) {
 	if auth.IsReservedUser(c.Username) {
 		return Result{}, fmt.Errorf("%w: user [%s] is reserved and cannot be deleted", ErrInvalidCommand, c.Username)
 	}
@@ -127,27 +128,27 @@ func (s *State) deleteUser(c *DeleteUser) (Result, error) {
 	return Result{Found: true}, nil
 }
 
-func (s *State) changePassword(c *ChangePassword) error {
+func (s draft) changePassword(c *ChangePassword) error {
 	if err := checkPasswordHash(c.Username, c.PasswordHash); err != nil {
 		return err
 	}
 	if auth.IsReservedUser(c.Username) {
-		s.editReserved(c.Username, func(r *ReservedUser) { r.PasswordHash = c.PasswordHash })
+		s.editReserved(c.Username, func(r *state.ReservedUser) { r.PasswordHash = c.PasswordHash })
 		return nil
 	}
 	return s.editUser(c.Username, func(u *auth.User) { u.PasswordHash = c.PasswordHash })
 }
 
-func (s *State) setUserEnabled(c *SetUserEnabled) error {
+func (s draft) setUserEnabled(c *SetUserEnabled) error {
 	if auth.IsReservedUser(c.Username) {
-		s.editReserved(c.Username, func(r *ReservedUser) { r.Disabled = !c.Enabled })
+		s.editReserved(c.Username, func(r *state.ReservedUser) { r.Disabled = !c.Enabled })
 		return nil
 	}
 	return s.editUser(c.Username, func(u *auth.User) { u.Enabled = c.Enabled })
 }
 
 // editUser changes a copy of a native user and puts it into s.
-func (s *State) editUser(name string, change func(*auth.User)) error {
+func (s draft) editUser(name string, change func(*auth.User)) error {
 	u, ok := s.Security.User(name)
 	if !ok {
 		return fmt.Errorf("%w: [%s]; create it with PUT /_security/user/%s", ErrUserNotFound, name, name)
@@ -161,7 +162,7 @@ func (s *State) editUser(name string, change func(*auth.User)) error {
 
 // editReserved changes a copy of a reserved user's record and puts it
 // into s.
-func (s *State) editReserved(name string, change func(*ReservedUser)) {
+func (s draft) editReserved(name string, change func(*state.ReservedUser)) {
 	sec := s.editSecurity()
 	sec.Reserved = cloneMap(sec.Reserved)
 	r := sec.Reserved[name]
@@ -169,7 +170,7 @@ func (s *State) editReserved(name string, change func(*ReservedUser)) {
 	sec.Reserved[name] = r
 }
 
-func (s *State) setReservedPassword(c *SetReservedPassword) error {
+func (s draft) setReservedPassword(c *SetReservedPassword) error {
 	if !auth.IsReservedUser(c.Username) {
 		return fmt.Errorf("%w: user [%s] is not a reserved user", ErrInvalidCommand, c.Username)
 	}
@@ -179,11 +180,11 @@ func (s *State) setReservedPassword(c *SetReservedPassword) error {
 	if c.IfUnset && s.Security != nil && s.Security.Reserved[c.Username].PasswordHash != "" {
 		return fmt.Errorf("%w: the password of reserved user [%s] is set already; change it with POST /_security/user/%s/_password or --reset-elastic-password", ErrAlreadySet, c.Username, c.Username)
 	}
-	s.editReserved(c.Username, func(r *ReservedUser) { r.PasswordHash = c.PasswordHash })
+	s.editReserved(c.Username, func(r *state.ReservedUser) { r.PasswordHash = c.PasswordHash })
 	return nil
 }
 
-func (s *State) putRole(c *PutRole) (Result, error) {
+func (s draft) putRole(c *PutRole) (Result, error) {
 	if err := auth.ValidateRoleName(c.Name); err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrInvalidCommand, err)
 	}
@@ -194,7 +195,7 @@ func (s *State) putRole(c *PutRole) (Result, error) {
 	return Result{Created: !exists}, nil
 }
 
-func (s *State) deleteRole(c *DeleteRole) (Result, error) {
+func (s draft) deleteRole(c *DeleteRole) (Result, error) {
 	if err := auth.ValidateRoleName(c.Name); err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrInvalidCommand, err)
 	}
@@ -207,7 +208,7 @@ func (s *State) deleteRole(c *DeleteRole) (Result, error) {
 	return Result{Found: true}, nil
 }
 
-func (s *State) createAPIKey(c *CreateAPIKey) error {
+func (s draft) createAPIKey(c *CreateAPIKey) error {
 	k := c.Key
 	if err := checkName("API key ID", k.ID); err != nil {
 		return err
@@ -241,12 +242,12 @@ func isSHA256Hex(h string) bool {
 	return err == nil && len(b) == 32
 }
 
-func (s *State) invalidateAPIKeys(c *InvalidateAPIKeys) (Result, error) {
+func (s draft) invalidateAPIKeys(c *InvalidateAPIKeys) (Result, error) {
 	if c.Filter.IsZero() {
 		return Result{}, fmt.Errorf("%w: invalidating API keys needs ids, name, owner or realm (name \"*\" for every key)", ErrInvalidCommand)
 	}
 	var res Result
-	var sec *Security
+	var sec *state.Security
 	for _, k := range s.Security.FindAPIKeys(c.Filter) {
 		if k.Invalidated {
 			res.PreviouslyInvalidated = append(res.PreviouslyInvalidated, k.ID)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/security/auth"
 )
 
@@ -31,7 +32,7 @@ func (p *passwordSink) all() []auth.Secret {
 	return append([]auth.Secret(nil), p.got...)
 }
 
-func elasticHash(s *State) string {
+func elasticHash(s *state.State) string {
 	u, _ := s.Security.User(auth.ElasticUser)
 	return u.PasswordHash
 }
@@ -49,7 +50,7 @@ func TestElasticPasswordIsGeneratedOnceAndSurvivesRestart(t *testing.T) {
 	fi, err := os.Stat(raftDir)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "the Raft state holds password hashes: owner only")
-	s := awaitState(t, solo.c, 10*time.Second, func(s *State) bool { return s.Security.ElasticPasswordSet() })
+	s := awaitState(t, solo.c, 10*time.Second, func(s *state.State) bool { return s.Security.ElasticPasswordSet() })
 	eventually(t, 5*time.Second, "the generated password handed out", func() bool { return len(sink.all()) == 1 })
 	password := sink.all()[0]
 	require.Len(t, password.Reveal(), auth.GeneratedPasswordLength)
@@ -58,10 +59,10 @@ func TestElasticPasswordIsGeneratedOnceAndSurvivesRestart(t *testing.T) {
 	solo.stop(t)
 
 	again := n.start(cfg)
-	awaitState(t, again.c, 10*time.Second, func(s *State) bool { return again.c.Ready() && s.Security.ElasticPasswordSet() })
+	awaitState(t, again.c, 10*time.Second, func(s *state.State) bool { return again.c.Ready() && s.Security.ElasticPasswordSet() })
 	// The restarted node leads and has run its leader loop at least once
 	// more (it records its new Raft address) before we look again.
-	awaitState(t, again.c, 10*time.Second, func(s *State) bool { nd, ok := s.Nodes["id-solo"]; return ok && nd.RaftAddr == again.c.rn.addr })
+	awaitState(t, again.c, 10*time.Second, func(s *state.State) bool { nd, ok := s.Nodes["id-solo"]; return ok && nd.RaftAddr == again.c.rn.addr })
 	require.Len(t, sink.all(), 1, "a later start never generates another password")
 	require.Equal(t, hash, elasticHash(again.c.State()))
 
@@ -82,13 +83,13 @@ func TestConfiguredElasticPasswordIsUsedOnlyAtTheFirstStart(t *testing.T) {
 		PasswordHasher: testHasher, ElasticPassword: "first-password", ElasticPasswordGenerated: sink.record}
 	n := newTestNet(t)
 	solo := n.start(cfg)
-	s := awaitState(t, solo.c, 10*time.Second, func(s *State) bool { return s.Security.ElasticPasswordSet() })
+	s := awaitState(t, solo.c, 10*time.Second, func(s *state.State) bool { return s.Security.ElasticPasswordSet() })
 	require.NoError(t, testHasher.Compare(elasticHash(s), "first-password"))
 	solo.stop(t)
 
 	cfg.ElasticPassword = "second-password"
 	again := n.start(cfg)
-	awaitState(t, again.c, 10*time.Second, func(s *State) bool { nd, ok := s.Nodes["id-solo"]; return ok && nd.RaftAddr == again.c.rn.addr })
+	awaitState(t, again.c, 10*time.Second, func(s *state.State) bool { nd, ok := s.Nodes["id-solo"]; return ok && nd.RaftAddr == again.c.rn.addr })
 	require.NoError(t, testHasher.Compare(elasticHash(again.c.State()), "first-password"))
 	require.Empty(t, sink.all(), "a configured password is not handed out")
 }
@@ -140,7 +141,7 @@ func TestSecurityProposalsFromAFollower(t *testing.T) {
 	key, secret, err := auth.NewAPIKey(auth.CreateAPIKeyRequest{Name: "ci"}, owner, map[string]auth.Role{}, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, fc.CreateAPIKey(ctx, key))
-	invalidated, previously, err := fc.InvalidateAPIKeys(ctx, APIKeyFilter{Owner: "alice"})
+	invalidated, previously, err := fc.InvalidateAPIKeys(ctx, state.APIKeyFilter{Owner: "alice"})
 	require.NoError(t, err)
 	require.Equal(t, []string{key.ID}, invalidated)
 	require.Empty(t, previously)
@@ -157,7 +158,7 @@ func TestSecurityProposalsFromAFollower(t *testing.T) {
 
 	// Every node holds the same records, and authenticates with them.
 	for _, tn := range nodes {
-		s := awaitState(t, tn.c, 10*time.Second, func(s *State) bool { return s.Security.ElasticPasswordSet() })
+		s := awaitState(t, tn.c, 10*time.Second, func(s *state.State) bool { return s.Security.ElasticPasswordSet() })
 		k, ok := s.Security.APIKey(key.ID)
 		require.True(t, ok)
 		require.True(t, k.Invalidated)

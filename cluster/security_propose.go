@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/security/auth"
 )
 
@@ -76,7 +77,7 @@ func (c *Cluster) CreateAPIKey(ctx context.Context, k auth.APIKey) error {
 
 // InvalidateAPIKeys invalidates the keys f matches and returns their IDs:
 // those it invalidated and those invalidated before, each sorted.
-func (c *Cluster) InvalidateAPIKeys(ctx context.Context, f APIKeyFilter) (invalidated, previously []string, err error) {
+func (c *Cluster) InvalidateAPIKeys(ctx context.Context, f state.APIKeyFilter) (invalidated, previously []string, err error) {
 	res, err := c.proposeVisible(ctx, Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: f}})
 	return res.Invalidated, res.PreviouslyInvalidated, err
 }
@@ -159,7 +160,7 @@ func (c *Cluster) proposeVisible(ctx context.Context, cmd Command) (Result, erro
 	if err != nil {
 		return res, err
 	}
-	if _, err := c.Await(ctx, func(st *State) bool { return st.Version >= res.Version }); err != nil {
+	if _, err := c.Await(ctx, func(st *state.State) bool { return st.Version >= res.Version }); err != nil {
 		return res, fmt.Errorf("cluster: committed, but not yet applied on this node: %w", err)
 	}
 	return res, nil

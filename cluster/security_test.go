@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/security/auth"
 )
 
@@ -28,18 +29,18 @@ func hashOf(t testing.TB, password string) string {
 // (roles reader) and bob (disabled), the elastic password set, role
 // reader, and API keys k1 (alice's, "ci-1"), k2 (alice's, "ci-2",
 // invalidated) and k3 (bob's, "deploy").
-func secFixture(t testing.TB) *State {
+func secFixture(t testing.TB) *state.State {
 	s := fixture()
 	key := func(id, name, owner string, invalidated bool) auth.APIKey {
 		return auth.APIKey{ID: id, Name: name, Hash: auth.HashAPIKeySecret("secret-" + id), Owner: owner, Realm: auth.RealmNative,
 			Created: time.Unix(1700000000, 0).UTC(), Invalidated: invalidated, LimitedBy: map[string]auth.Role{}}
 	}
-	s.Security = &Security{
+	s.Security = &state.Security{
 		Users: map[string]auth.User{
 			"alice": {Username: "alice", PasswordHash: hashOf(t, "alice-pw"), Roles: []string{"reader"}, Enabled: true},
 			"bob":   {Username: "bob", PasswordHash: hashOf(t, "bob-pw"), Enabled: false},
 		},
-		Reserved: map[string]ReservedUser{auth.ElasticUser: {PasswordHash: hashOf(t, "elastic-pw")}},
+		Reserved: map[string]state.ReservedUser{auth.ElasticUser: {PasswordHash: hashOf(t, "elastic-pw")}},
 		Roles: map[string]auth.Role{"reader": {Cluster: []string{"monitor"},
 			Indices: []auth.IndexPrivileges{{Names: []string{"logs-*"}, Privileges: []string{"read"}}}}},
 		APIKeys: map[string]auth.APIKey{
@@ -53,7 +54,7 @@ func secFixture(t testing.TB) *State {
 
 // snapshotBytes is the state as a Raft snapshot holds it, security
 // included.
-func snapshotBytes(t testing.TB, s *State) []byte {
+func snapshotBytes(t testing.TB, s *state.State) []byte {
 	var b bytes.Buffer
 	require.NoError(t, encodeSnapshot(&b, s))
 	return b.Bytes()
@@ -66,27 +67,27 @@ func TestApplySecurity(t *testing.T) {
 	tests := []struct {
 		name    string
 		cmd     Command
-		prep    func(s *State)
+		prep    func(s *state.State)
 		wantErr error
 		want    Result
-		check   func(t *testing.T, s *State)
+		check   func(t *testing.T, s *state.State)
 	}{
 		{name: "create a user", cmd: Command{PutUser: &PutUser{User: auth.User{Username: "carol", PasswordHash: h, Roles: []string{"superuser"}, Enabled: true}}},
 			want: Result{Created: true},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, ok := s.Security.User("carol")
 				require.True(t, ok)
 				require.Equal(t, auth.User{Username: "carol", PasswordHash: h, Roles: []string{"superuser"}, Enabled: true}, u)
 			}},
-		{name: "create a user in a state without security", prep: func(s *State) { s.Security = nil },
+		{name: "create a user in a state without security", prep: func(s *state.State) { s.Security = nil },
 			cmd:  Command{PutUser: &PutUser{User: auth.User{Username: "carol", PasswordHash: h, Enabled: true}}},
 			want: Result{Created: true},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				_, ok := s.Security.User("carol")
 				require.True(t, ok)
 			}},
 		{name: "update a user keeps its hash when none is given", cmd: Command{PutUser: &PutUser{User: auth.User{Username: "alice", FullName: "Alice", Enabled: true}}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, _ := s.Security.User("alice")
 				require.Equal(t, "Alice", u.FullName)
 				require.NoError(t, testHasher.Compare(u.PasswordHash, "alice-pw"))
@@ -100,7 +101,7 @@ func TestApplySecurity(t *testing.T) {
 		{name: "an empty role name", cmd: Command{PutUser: &PutUser{User: auth.User{Username: "carol", PasswordHash: h, Roles: []string{""}}}}, wantErr: ErrInvalidCommand},
 
 		{name: "delete a user", cmd: Command{DeleteUser: &DeleteUser{Username: "bob"}}, want: Result{Found: true},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				_, ok := s.Security.User("bob")
 				require.False(t, ok)
 				_, ok = s.Security.APIKey("k3")
@@ -110,13 +111,13 @@ func TestApplySecurity(t *testing.T) {
 		{name: "the elastic user cannot be deleted", cmd: Command{DeleteUser: &DeleteUser{Username: auth.ElasticUser}}, wantErr: ErrInvalidCommand},
 
 		{name: "change a native password", cmd: Command{ChangePassword: &ChangePassword{Username: "alice", PasswordHash: h}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, _ := s.Security.User("alice")
 				require.Equal(t, h, u.PasswordHash)
 				require.Equal(t, []string{"reader"}, u.Roles)
 			}},
 		{name: "change the elastic password", cmd: Command{ChangePassword: &ChangePassword{Username: auth.ElasticUser, PasswordHash: h}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, _ := s.Security.User(auth.ElasticUser)
 				require.Equal(t, h, u.PasswordHash)
 				require.Equal(t, []string{"superuser"}, u.Roles)
@@ -125,12 +126,12 @@ func TestApplySecurity(t *testing.T) {
 		{name: "change a password to a clear one", cmd: Command{ChangePassword: &ChangePassword{Username: "alice", PasswordHash: "hunter22"}}, wantErr: ErrInvalidCommand},
 
 		{name: "enable a user", cmd: Command{SetUserEnabled: &SetUserEnabled{Username: "bob", Enabled: true}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, _ := s.Security.User("bob")
 				require.True(t, u.Enabled)
 			}},
 		{name: "disable the elastic user", cmd: Command{SetUserEnabled: &SetUserEnabled{Username: auth.ElasticUser}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, _ := s.Security.User(auth.ElasticUser)
 				require.False(t, u.Enabled)
 				require.NoError(t, testHasher.Compare(u.PasswordHash, "elastic-pw"))
@@ -139,21 +140,21 @@ func TestApplySecurity(t *testing.T) {
 
 		{name: "create a role", cmd: Command{PutRole: &PutRole{Name: "writer", Role: auth.Role{Cluster: []string{}, Indices: []auth.IndexPrivileges{{Names: []string{"*"}, Privileges: []string{"write"}}}}}},
 			want: Result{Created: true},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				r, ok := s.Security.Role("writer")
 				require.True(t, ok)
 				require.Equal(t, []string{"write"}, r.Indices[0].Privileges)
 				require.Equal(t, []string{"reader", "writer"}, s.Security.RoleNames())
 			}},
 		{name: "replace a role", cmd: Command{PutRole: &PutRole{Name: "reader", Role: auth.Role{Cluster: []string{"all"}}}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				r, _ := s.Security.Role("reader")
 				require.Equal(t, []string{"all"}, r.Cluster)
 			}},
 		{name: "a built-in role cannot be put", cmd: Command{PutRole: &PutRole{Name: "superuser"}}, wantErr: ErrInvalidCommand},
 		{name: "an invalid role name", cmd: Command{PutRole: &PutRole{Name: ""}}, wantErr: ErrInvalidCommand},
 		{name: "delete a role", cmd: Command{DeleteRole: &DeleteRole{Name: "reader"}}, want: Result{Found: true},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				_, ok := s.Security.Role("reader")
 				require.False(t, ok)
 			}},
@@ -161,12 +162,12 @@ func TestApplySecurity(t *testing.T) {
 		{name: "a built-in role cannot be deleted", cmd: Command{DeleteRole: &DeleteRole{Name: "viewer"}}, wantErr: ErrInvalidCommand},
 
 		{name: "create an API key", cmd: Command{CreateAPIKey: &CreateAPIKey{Key: apiKey}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				k, ok := s.Security.APIKey("k9")
 				require.True(t, ok)
 				require.Equal(t, apiKey, k)
 			}},
-		{name: "an API key retried is the same key", prep: func(s *State) { s.Security.APIKeys["k9"] = apiKey },
+		{name: "an API key retried is the same key", prep: func(s *state.State) { s.Security.APIKeys["k9"] = apiKey },
 			cmd: Command{CreateAPIKey: &CreateAPIKey{Key: apiKey}}},
 		{name: "an API key ID is never reused", cmd: Command{CreateAPIKey: &CreateAPIKey{Key: func() auth.APIKey { k := apiKey; k.ID = "k1"; return k }()}}, wantErr: ErrInvalidCommand},
 		{name: "an API key with its secret instead of a hash", cmd: Command{CreateAPIKey: &CreateAPIKey{Key: func() auth.APIKey { k := apiKey; k.Hash = "s9"; return k }()}}, wantErr: ErrInvalidCommand},
@@ -174,26 +175,26 @@ func TestApplySecurity(t *testing.T) {
 		{name: "an API key without a name", cmd: Command{CreateAPIKey: &CreateAPIKey{Key: func() auth.APIKey { k := apiKey; k.Name = ""; return k }()}}, wantErr: ErrInvalidCommand},
 		{name: "an API key created invalidated", cmd: Command{CreateAPIKey: &CreateAPIKey{Key: func() auth.APIKey { k := apiKey; k.Invalidated = true; return k }()}}, wantErr: ErrInvalidCommand},
 
-		{name: "invalidate API keys by owner", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{Owner: "alice"}}},
+		{name: "invalidate API keys by owner", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{Owner: "alice"}}},
 			want: Result{Invalidated: []string{"k1"}, PreviouslyInvalidated: []string{"k2"}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				k, _ := s.Security.APIKey("k1")
 				require.True(t, k.Invalidated)
 				k, _ = s.Security.APIKey("k3")
 				require.False(t, k.Invalidated)
 			}},
-		{name: "invalidate API keys by ID", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{IDs: []string{"k3", "nope", "k3"}}}},
+		{name: "invalidate API keys by ID", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{IDs: []string{"k3", "nope", "k3"}}}},
 			want: Result{Invalidated: []string{"k3"}}},
-		{name: "invalidate API keys by name prefix", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{Name: "ci-*"}}},
+		{name: "invalidate API keys by name prefix", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{Name: "ci-*"}}},
 			want: Result{Invalidated: []string{"k1"}, PreviouslyInvalidated: []string{"k2"}}},
-		{name: "invalidate every API key", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{Name: "*"}}},
+		{name: "invalidate every API key", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{Name: "*"}}},
 			want: Result{Invalidated: []string{"k1", "k3"}, PreviouslyInvalidated: []string{"k2"}}},
-		{name: "invalidate API keys matching nothing", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{Owner: "alice", Name: "deploy"}}}},
+		{name: "invalidate API keys matching nothing", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{Owner: "alice", Name: "deploy"}}}},
 		{name: "invalidating needs a filter", cmd: Command{InvalidateAPIKeys: &InvalidateAPIKeys{}}, wantErr: ErrInvalidCommand},
 
-		{name: "bootstrap the elastic password", prep: func(s *State) { s.Security = nil },
+		{name: "bootstrap the elastic password", prep: func(s *state.State) { s.Security = nil },
 			cmd: Command{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: h, IfUnset: true}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				require.True(t, s.Security.ElasticPasswordSet())
 				u, _ := s.Security.User(auth.ElasticUser)
 				require.Equal(t, h, u.PasswordHash)
@@ -202,7 +203,7 @@ func TestApplySecurity(t *testing.T) {
 		{name: "the elastic password is bootstrapped once", cmd: Command{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: h, IfUnset: true}},
 			wantErr: ErrAlreadySet},
 		{name: "reset the elastic password", cmd: Command{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: h}},
-			check: func(t *testing.T, s *State) {
+			check: func(t *testing.T, s *state.State) {
 				u, _ := s.Security.User(auth.ElasticUser)
 				require.Equal(t, h, u.PasswordHash)
 			}},
@@ -258,7 +259,7 @@ func TestSecurityRefusalsDoNotQuoteSecrets(t *testing.T) {
 func TestFSMAnswersWhatASecurityCommandFound(t *testing.T) {
 	f := newFSM()
 	f.publish(secFixture(t))
-	res := f.Apply(&raft.Log{Index: 8, Type: raft.LogCommand, Data: encode(t, Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{Owner: "alice"}}})})
+	res := f.Apply(&raft.Log{Index: 8, Type: raft.LogCommand, Data: encode(t, Command{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{Owner: "alice"}}})})
 	require.Equal(t, fsmResult{res: Result{Invalidated: []string{"k1"}, PreviouslyInvalidated: []string{"k2"}}}, res)
 	res = f.Apply(&raft.Log{Index: 9, Type: raft.LogCommand, Data: encode(t, Command{DeleteUser: &DeleteUser{Username: "alice"}})})
 	require.Equal(t, fsmResult{res: Result{Found: true}}, res)
@@ -287,7 +288,7 @@ func TestSecurityIsInSnapshotsAndNeverInClientJSON(t *testing.T) {
 		require.NotContains(t, string(client), secret)
 		require.Contains(t, sink.String(), secret)
 	}
-	var plain State
+	var plain state.State
 	require.NoError(t, json.Unmarshal(client, &plain))
 	require.Nil(t, plain.Security)
 }
@@ -343,7 +344,7 @@ func TestSecurityListings(t *testing.T) {
 		names = append(names, u.Username)
 	}
 	require.Equal(t, []string{"alice", "bob", auth.ElasticUser}, names)
-	require.Len(t, (*Security)(nil).ListUsers(), 1, "elastic is listed even before its password is set")
+	require.Len(t, (*state.Security)(nil).ListUsers(), 1, "elastic is listed even before its password is set")
 
 	ids := func(keys []auth.APIKey) []string {
 		var out []string
@@ -354,16 +355,16 @@ func TestSecurityListings(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		filter APIKeyFilter
+		filter state.APIKeyFilter
 		want   []string
 	}{
-		{"everything", APIKeyFilter{}, []string{"k1", "k2", "k3"}},
-		{"by IDs, once each", APIKeyFilter{IDs: []string{"k3", "k1", "k3"}}, []string{"k1", "k3"}},
-		{"by exact name", APIKeyFilter{Name: "ci-1"}, []string{"k1"}},
-		{"by name prefix", APIKeyFilter{Name: "ci*"}, []string{"k1", "k2"}},
-		{"by owner", APIKeyFilter{Owner: "bob"}, []string{"k3"}},
-		{"by realm", APIKeyFilter{Realm: auth.RealmReserved}, nil},
-		{"by owner and ID", APIKeyFilter{Owner: "bob", IDs: []string{"k1"}}, nil},
+		{"everything", state.APIKeyFilter{}, []string{"k1", "k2", "k3"}},
+		{"by IDs, once each", state.APIKeyFilter{IDs: []string{"k3", "k1", "k3"}}, []string{"k1", "k3"}},
+		{"by exact name", state.APIKeyFilter{Name: "ci-1"}, []string{"k1"}},
+		{"by name prefix", state.APIKeyFilter{Name: "ci*"}, []string{"k1", "k2"}},
+		{"by owner", state.APIKeyFilter{Owner: "bob"}, []string{"k3"}},
+		{"by realm", state.APIKeyFilter{Realm: auth.RealmReserved}, nil},
+		{"by owner and ID", state.APIKeyFilter{Owner: "bob", IDs: []string{"k1"}}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -387,7 +388,7 @@ func securitySeeds(t testing.TB) []Command {
 		{DeleteRole: &DeleteRole{Name: "reader"}},
 		{CreateAPIKey: &CreateAPIKey{Key: auth.APIKey{ID: "k9", Name: "n", Hash: auth.HashAPIKeySecret("s"), Owner: "alice",
 			Realm: auth.RealmNative, Created: time.Unix(1, 0).UTC(), LimitedBy: map[string]auth.Role{"reader": {}}}}},
-		{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: APIKeyFilter{IDs: []string{"k1"}, Name: "ci-*", Owner: "alice", Realm: auth.RealmNative}}},
+		{InvalidateAPIKeys: &InvalidateAPIKeys{Filter: state.APIKeyFilter{IDs: []string{"k1"}, Name: "ci-*", Owner: "alice", Realm: auth.RealmNative}}},
 		{SetReservedPassword: &SetReservedPassword{Username: auth.ElasticUser, PasswordHash: h}},
 	}
 }

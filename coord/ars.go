@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // copySelector ranks the copies of a shard for a search by what this node
@@ -31,8 +31,8 @@ const arsAlpha = 0.3
 func newCopySelector() *copySelector { return &copySelector{nodes: map[string]*nodeLoad{}} }
 
 // order returns the copies, best first.
-func (s *copySelector) order(copies []shard.CopyView) []shard.CopyView {
-	out := append([]shard.CopyView(nil), copies...)
+func (s *copySelector) order(copies []state.Copy) []state.Copy {
+	out := append([]state.Copy(nil), copies...)
 	s.mu.Lock()
 	score := make(map[string]float64, len(out))
 	for _, c := range out {

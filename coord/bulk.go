@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/shard"
 )
@@ -109,7 +110,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 // closed or missing index) as it is; any other means the metadata could
 // not be reached or changed now (ErrUnavailable).
 func resolveFailure(err error) error {
-	for _, kind := range []error{shard.ErrInvalidIndexName, shard.ErrInvalidRequest, shard.ErrIndexClosed, shard.ErrIndexNotFound} {
+	for _, kind := range []error{shard.ErrInvalidIndexName, shard.ErrInvalidRequest, shard.ErrIndexClosed, state.ErrIndexNotFound} {
 		if errors.Is(err, kind) {
 			return err
 		}
@@ -121,10 +122,10 @@ func resolveFailure(err error) error {
 // replica, dynamic mapping) if it is missing and writes may create it. An
 // op naming an alias is pointed at the alias's write index (op.Index and
 // op.Routing are rewritten); a closed index is ErrIndexClosed.
-func (c *Coordinator) indexForWrite(ctx context.Context, op *shard.Op) (*shard.IndexView, error) {
-	v := c.meta.View()
+func (c *Coordinator) indexForWrite(ctx context.Context, op *shard.Op) (*state.Index, error) {
+	v := c.meta.State()
 	if op.RequireAlias && !IsAlias(v, op.Index) {
-		return nil, fmt.Errorf("%w: no such index [%s] and [require_alias] request flag is [true] and [%s] is not an alias", shard.ErrIndexNotFound, op.Index, op.Index)
+		return nil, fmt.Errorf("%w: no such index [%s] and [require_alias] request flag is [true] and [%s] is not an alias", state.ErrIndexNotFound, op.Index, op.Index)
 	}
 	if _, ok := v.Indices[op.Index]; ok || IsAlias(v, op.Index) {
 		ix, routing, err := SingleIndex(v, op.Index, op.Routing, true)
@@ -137,15 +138,15 @@ func (c *Coordinator) indexForWrite(ctx context.Context, op *shard.Op) (*shard.I
 	if err := ValidateIndexName(op.Index); err != nil {
 		return nil, err
 	}
-	missing := fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, op.Index)
+	missing := fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, op.Index)
 	if !c.cfg.AutoCreateIndex || op.Type == shard.OpDelete || (op.Type == shard.OpUpdate && (op.Update == nil || (!op.Update.DocAsUpsert && len(op.Update.Upsert) == 0))) {
 		return nil, missing
 	}
 	err := c.CreateIndex(ctx, op.Index, IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}, nil)
-	if err != nil && !errors.Is(err, shard.ErrIndexExists) {
+	if err != nil && !errors.Is(err, state.ErrIndexExists) {
 		return nil, err
 	}
-	v, err = c.meta.AwaitView(ctx, func(v *shard.View) bool { _, ok := v.Indices[op.Index]; return ok })
+	v, err = c.meta.AwaitState(ctx, func(v *state.State) bool { _, ok := v.Indices[op.Index]; return ok })
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 	ctx, cancel := context.WithTimeout(ctx, primaryWait)
 	defer cancel()
 	for {
-		v := c.meta.View()
+		v := c.meta.State()
 		err := c.enoughActive(v, uuid, num, activeShards)
 		if err == nil {
 			err = c.tryWriteGroup(ctx, v, uuid, num, items)
@@ -191,7 +192,7 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 // (ErrUnavailable); any other error stays what it is.
 func groupFailure(err error) error {
 	switch {
-	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrIndexNotFound):
+	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, state.ErrIndexNotFound):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, shard.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
@@ -201,10 +202,10 @@ func groupFailure(err error) error {
 }
 
 // enoughActive checks wait_for_active_shards against v.
-func (c *Coordinator) enoughActive(v *shard.View, uuid string, num, want int) error {
+func (c *Coordinator) enoughActive(v *state.State, uuid string, num, want int) error {
 	ix, ok := v.IndexByUUID(uuid)
 	if !ok {
-		return fmt.Errorf("%w: the index was deleted", shard.ErrIndexNotFound)
+		return fmt.Errorf("%w: the index was deleted", state.ErrIndexNotFound)
 	}
 	if want == AllShards {
 		want = 1 + ix.NumberOfReplicas
@@ -227,10 +228,10 @@ func (c *Coordinator) enoughActive(v *shard.View, uuid string, num, want int) er
 // awaitNewer waits for a view newer than v, or for a short while when none
 // comes (a retry may succeed against the same view once a local copy has
 // opened).
-func (c *Coordinator) awaitNewer(ctx context.Context, v *shard.View) error {
+func (c *Coordinator) awaitNewer(ctx context.Context, v *state.State) error {
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	_, err := c.meta.AwaitView(wctx, func(cur *shard.View) bool { return cur.Version > v.Version })
+	_, err := c.meta.AwaitState(wctx, func(cur *state.State) bool { return cur.Version > v.Version })
 	if err != nil && ctx.Err() == nil {
 		return nil
 	}
@@ -238,10 +239,10 @@ func (c *Coordinator) awaitNewer(ctx context.Context, v *shard.View) error {
 }
 
 // tryWriteGroup routes the group once by v.
-func (c *Coordinator) tryWriteGroup(ctx context.Context, v *shard.View, uuid string, num int, items []shard.Item) error {
+func (c *Coordinator) tryWriteGroup(ctx context.Context, v *state.State, uuid string, num int, items []shard.Item) error {
 	ix, ok := v.IndexByUUID(uuid)
 	if !ok {
-		return fmt.Errorf("%w: the index was deleted", shard.ErrIndexNotFound)
+		return fmt.Errorf("%w: the index was deleted", state.ErrIndexNotFound)
 	}
 	sh := &ix.Shards[num]
 	p, ok := sh.Primary()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
@@ -33,7 +34,7 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 	for _, n := range tc.Nodes {
 		n.AwaitOpen(t)
 	}
-	ix, err := n1.Meta.View().Index("six")
+	ix, err := n1.Meta.State().Index("six")
 	require.NoError(t, err)
 	perNode := map[string]int{}
 	for _, sh := range ix.Shards {
@@ -359,7 +360,7 @@ func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
 // shards of name whose primary is on that node.
 func idsOnNodes(t *testing.T, tc *coordtest.Cluster, name string, n int, nodes ...string) map[string][]string {
 	t.Helper()
-	ix, err := tc.MC.Node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").State().Index(name)
 	require.NoError(t, err)
 	out := map[string][]string{}
 	for k := 0; len(out) < len(nodes) || func() bool {
@@ -515,7 +516,7 @@ func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 	for _, n := range tc.Nodes {
 		n.AwaitOpen(t)
 	}
-	ix, err := n1.Meta.View().Index("m")
+	ix, err := n1.Meta.State().Index("m")
 	require.NoError(t, err)
 	var onN2 []int
 	for num, sh := range ix.Shards {
@@ -527,11 +528,11 @@ func TestClusterSearchMovesBatchedShardsToAnotherCopy(t *testing.T) {
 	require.Len(t, onN2, 2)
 	coordtest.AwaitInSync(t, tc, "m", 1)
 	require.Eventually(t, func() bool {
-		ix, _ := tc.MC.Node("x").View().Index("m")
+		ix, _ := tc.MC.Node("x").State().Index("m")
 		for _, num := range onN2 {
 			active := 0
 			for _, c := range ix.Shards[num].Copies {
-				if c.Started && slices.Contains(ix.Shards[num].InSync, c.AllocationID) {
+				if (c.State == state.CopyStarted) && slices.Contains(ix.Shards[num].InSync, c.AllocationID) {
 					active++
 				}
 			}

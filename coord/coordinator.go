@@ -12,14 +12,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard"
 )
 
 // copiesOn returns the shard copies of node as this coordinator calls
 // them: in place on its own node, over the fabric on another.
-func (c *Coordinator) copiesOn(v *shard.View, node string) (shard.Copies, error) {
-	if node == v.LocalNode {
+func (c *Coordinator) copiesOn(v *state.State, node string) (shard.Copies, error) {
+	if node == c.meta.LocalNode() {
 		return c.store, nil
 	}
 	if c.peers == nil {
@@ -66,7 +67,7 @@ type IndexSettings struct {
 	Other map[string]json.RawMessage `json:"-"`
 	// Aliases are the index's aliases (given at creation; changed with
 	// UpdateAliases).
-	Aliases map[string]shard.AliasSpec `json:"-"`
+	Aliases map[string]state.Alias `json:"-"`
 }
 
 // IndexInfo describes one index.
@@ -130,13 +131,13 @@ func (c *Coordinator) countersFor(name string) *indexCounters {
 
 // view returns the committed view for writes and metadata changes:
 // ErrClosed after Close, ErrClusterBlocked while the node is not Ready.
-func (c *Coordinator) view() (*shard.View, error) { return c.viewWhen(c.meta.Ready) }
+func (c *Coordinator) view() (*state.State, error) { return c.viewWhen(c.meta.Ready) }
 
 // readView returns the view for reads: the last one while this node knows
 // no leader (Metadata.Serving).
-func (c *Coordinator) readView() (*shard.View, error) { return c.viewWhen(c.meta.Serving) }
+func (c *Coordinator) readView() (*state.State, error) { return c.viewWhen(c.meta.Serving) }
 
-func (c *Coordinator) viewWhen(ok func() error) (*shard.View, error) {
+func (c *Coordinator) viewWhen(ok func() error) (*state.State, error) {
 	c.closeMu.Lock()
 	closed := c.closed
 	c.closeMu.Unlock()
@@ -146,14 +147,14 @@ func (c *Coordinator) viewWhen(ok func() error) (*shard.View, error) {
 	if err := ok(); err != nil {
 		return nil, err
 	}
-	return c.meta.View(), nil
+	return c.meta.State(), nil
 }
 
 // ClusterView returns the committed view of the cluster's metadata, the
 // last one while this node knows no leader (for reads: writes check Ready
 // themselves); ErrClusterBlocked until the node has first joined a
 // cluster (Metadata.Serving).
-func (c *Coordinator) ClusterView() (*shard.View, error) { return c.readView() }
+func (c *Coordinator) ClusterView() (*state.State, error) { return c.readView() }
 
 // ValidateIndexName applies Elasticsearch's index name rules.
 func ValidateIndexName(name string) error {
@@ -205,7 +206,7 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 	if err != nil {
 		return err
 	}
-	if err := checkNewNames(c.meta.View(), name, s.Aliases); err != nil {
+	if err := checkNewNames(c.meta.State(), name, s.Aliases); err != nil {
 		return err
 	}
 	if err := c.meta.CreateIndex(ctx, shard.IndexSpec{Name: name, NumberOfShards: s.NumberOfShards, NumberOfReplicas: s.NumberOfReplicas, Mapping: raw,
@@ -215,7 +216,7 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 	c.logger.Info("index created", "index", name, "shards", s.NumberOfShards, "replicas", s.NumberOfReplicas)
 	wctx, cancel := context.WithTimeout(ctx, activeShardsWait)
 	defer cancel()
-	if _, err := c.meta.AwaitView(wctx, func(v *shard.View) bool {
+	if _, err := c.meta.AwaitState(wctx, func(v *state.State) bool {
 		ix, ok := v.Indices[name]
 		return ok && primariesActive(v, ix)
 	}); err != nil && ctx.Err() == nil {
@@ -224,7 +225,7 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 	return ctx.Err()
 }
 
-func primariesActive(v *shard.View, ix *shard.IndexView) bool {
+func primariesActive(v *state.State, ix *state.Index) bool {
 	for k := range ix.Shards {
 		p, ok := ix.Shards[k].Primary()
 		if !ok || !v.Active(p) {
@@ -248,7 +249,7 @@ func (c *Coordinator) DeleteIndex(ctx context.Context, name string) error {
 		return err
 	}
 	c.logger.Info("index deleted", "index", name)
-	_, err = c.meta.AwaitView(ctx, func(v *shard.View) bool {
+	_, err = c.meta.AwaitState(ctx, func(v *state.State) bool {
 		cur, ok := v.Indices[name]
 		return !ok || cur.UUID != ix.UUID
 	})
@@ -266,7 +267,7 @@ func (c *Coordinator) Index(name string) (IndexInfo, error) {
 	if err != nil {
 		return IndexInfo{}, err
 	}
-	infos := c.describe(v, []*shard.IndexView{ix})
+	infos := c.describe(v, []*state.Index{ix})
 	return infos[0], nil
 }
 
@@ -281,13 +282,13 @@ func (c *Coordinator) Indices() []IndexInfo {
 
 // describe builds IndexInfos, asking every node holding copies for their
 // counts (in parallel, briefly: a node that does not answer counts nothing).
-func (c *Coordinator) describe(v *shard.View, ixs []*shard.IndexView) []IndexInfo {
+func (c *Coordinator) describe(v *state.State, ixs []*state.Index) []IndexInfo {
 	ctx, cancel := context.WithTimeout(context.Background(), statsWait)
 	defer cancel()
 	stats := c.gatherCopyStats(ctx, v)
 	out := make([]IndexInfo, 0, len(ixs))
 	for _, ix := range ixs {
-		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: ix.CreationDate, Health: v.IndexHealth(ix), Closed: ix.Closed,
+		inf := IndexInfo{Name: ix.Name, UUID: ix.UUID, CreationDate: time.UnixMilli(ix.CreationDateMS).UTC(), Health: v.IndexHealth(ix), Closed: ix.Closed,
 			Settings: IndexSettings{NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas, Other: ix.Settings, Aliases: ix.Aliases}}
 		if m, ok := c.store.Mapping(ix); ok {
 			inf.Mapping = m
@@ -359,9 +360,9 @@ func (c *Coordinator) PutMapping(ctx context.Context, name string, mp *index.Map
 			return nil
 		}
 		ver, err := c.meta.PutMapping(ctx, name, ix.UUID, raw, ix.MappingVersion)
-		if errors.Is(err, shard.ErrMappingVersion) {
+		if errors.Is(err, state.ErrMappingVersion) {
 			base := ix.MappingVersion
-			if _, err := c.meta.AwaitView(ctx, func(v *shard.View) bool {
+			if _, err := c.meta.AwaitState(ctx, func(v *state.State) bool {
 				cur, ok := v.Indices[name]
 				return !ok || cur.MappingVersion > base
 			}); err != nil {
@@ -372,7 +373,7 @@ func (c *Coordinator) PutMapping(ctx context.Context, name string, mp *index.Map
 		if err != nil {
 			return err
 		}
-		_, err = c.meta.AwaitView(ctx, func(v *shard.View) bool {
+		_, err = c.meta.AwaitState(ctx, func(v *state.State) bool {
 			cur, ok := v.Indices[name]
 			return !ok || cur.MappingVersion >= ver
 		})
@@ -405,7 +406,7 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 		if err := c.meta.UpdateReplicas(ctx, name, ix.UUID, *r); err != nil {
 			return err
 		}
-		if _, err := c.meta.AwaitView(ctx, func(v *shard.View) bool {
+		if _, err := c.meta.AwaitState(ctx, func(v *state.State) bool {
 			cur, ok := v.Indices[name]
 			return !ok || cur.NumberOfReplicas == *r
 		}); err != nil {
@@ -422,7 +423,7 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 	if err := admin.UpdateIndexSettings(ctx, name, ix.UUID, u.Other); err != nil {
 		return err
 	}
-	_, err = c.meta.AwaitView(ctx, func(v *shard.View) bool {
+	_, err = c.meta.AwaitState(ctx, func(v *state.State) bool {
 		cur, ok := v.Indices[name]
 		if !ok || cur.UUID != ix.UUID {
 			return true

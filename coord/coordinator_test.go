@@ -13,6 +13,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
@@ -74,7 +75,7 @@ func TestIndexLifecycle(t *testing.T) {
 	require.NoError(t, m.CreateIndex(ctx, "logs-a", coord.IndexSettings{NumberOfShards: 3}, nil))
 	require.NoError(t, m.CreateIndex(ctx, "logs-b", coord.IndexSettings{NumberOfShards: 1, NumberOfReplicas: 0}, nil))
 	require.NoError(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil))
-	require.ErrorIs(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil), shard.ErrIndexExists)
+	require.ErrorIs(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil), state.ErrIndexExists)
 	require.ErrorIs(t, m.CreateIndex(ctx, "Bad", coord.IndexSettings{}, nil), shard.ErrInvalidIndexName)
 
 	inf, err := m.Index("logs-a")
@@ -96,7 +97,7 @@ func TestIndexLifecycle(t *testing.T) {
 		{"logs-*", []string{"logs-a", "logs-b"}, nil},
 		{"other,logs-b,other", []string{"logs-b", "other"}, nil},
 		{"nomatch-*", []string{}, nil},
-		{"missing", nil, shard.ErrIndexNotFound},
+		{"missing", nil, state.ErrIndexNotFound},
 	}
 	for _, tc := range resolve {
 		got, err := m.ResolveIndices(tc.expr)
@@ -115,7 +116,7 @@ func TestIndexLifecycle(t *testing.T) {
 	require.Equal(t, "yellow", inf.Health)
 
 	require.NoError(t, m.DeleteIndex(ctx, "logs-b"))
-	require.ErrorIs(t, m.DeleteIndex(ctx, "logs-b"), shard.ErrIndexNotFound)
+	require.ErrorIs(t, m.DeleteIndex(ctx, "logs-b"), state.ErrIndexNotFound)
 	names := []string{}
 	for _, i := range m.Indices() {
 		names = append(names, i.Name)
@@ -189,7 +190,7 @@ func TestBulkItemSemantics(t *testing.T) {
 	_, err = m.Get(ctx, "i", "2", "")
 	require.ErrorIs(t, err, shard.ErrDocumentNotFound)
 	_, err = m.Get(ctx, "nope", "2", "")
-	require.ErrorIs(t, err, shard.ErrIndexNotFound)
+	require.ErrorIs(t, err, state.ErrIndexNotFound)
 
 	// One request mixing good and bad items; results stay in op order.
 	res, err = m.Bulk(ctx, []shard.Op{
@@ -220,7 +221,7 @@ func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
 	require.NoError(t, res[0].Err)
 	require.Equal(t, "created", res[0].Result)
 	require.Len(t, res[0].ID, 20)
-	require.ErrorIs(t, res[1].Err, shard.ErrIndexNotFound)
+	require.ErrorIs(t, res[1].Err, state.ErrIndexNotFound)
 	require.ErrorIs(t, res[2].Err, shard.ErrInvalidIndexName)
 
 	inf, err := m.Index("auto")

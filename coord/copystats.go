@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -26,7 +27,7 @@ func (c *Coordinator) CopyStats(ctx context.Context) map[string]shard.CopyStats 
 
 // gatherCopyStats counts the copies of every live node that holds some, in
 // parallel, until ctx ends.
-func (c *Coordinator) gatherCopyStats(ctx context.Context, v *shard.View) map[string]shard.CopyStats {
+func (c *Coordinator) gatherCopyStats(ctx context.Context, v *state.State) map[string]shard.CopyStats {
 	out := c.store.LocalCopyStats()
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {
@@ -115,7 +116,7 @@ func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string
 }
 
 // askHolders asks every other live node that holds copies for its report.
-func (c *Coordinator) askHolders(ctx context.Context, v *shard.View) []shard.NodeReport {
+func (c *Coordinator) askHolders(ctx context.Context, v *state.State) []shard.NodeReport {
 	if c.peers == nil {
 		return nil
 	}
@@ -123,7 +124,7 @@ func (c *Coordinator) askHolders(ctx context.Context, v *shard.View) []shard.Nod
 	for _, ix := range v.Indices {
 		for k := range ix.Shards {
 			for _, cp := range ix.Shards[k].Copies {
-				if cp.NodeID != v.LocalNode && v.Nodes[cp.NodeID].Live {
+				if cp.NodeID != c.meta.LocalNode() && v.NodeLive(cp.NodeID) {
 					holders[cp.NodeID] = true
 				}
 			}

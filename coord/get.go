@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard"
 )
@@ -26,7 +27,7 @@ func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (i
 	num := ShardFor(id, routing, ix.NumberOfShards)
 	var docs []index.Doc
 	var found []bool
-	err = c.onPrimary(ctx, ix.UUID, num, func(v *shard.View, p shard.CopyView) error {
+	err = c.onPrimary(ctx, ix.UUID, num, func(v *state.State, p state.Copy) error {
 		var err error
 		docs, found, err = c.getFromPrimary(ctx, v, ix.UUID, num, p, []string{id})
 		return err
@@ -42,7 +43,7 @@ func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (i
 
 // getFromPrimary reads documents (realtime) from the primary p of shard num
 // of index uuid, wherever it is.
-func (c *Coordinator) getFromPrimary(ctx context.Context, v *shard.View, uuid string, num int, p shard.CopyView, ids []string) ([]index.Doc, []bool, error) {
+func (c *Coordinator) getFromPrimary(ctx context.Context, v *state.State, uuid string, num int, p state.Copy, ids []string) ([]index.Doc, []bool, error) {
 	node, err := c.copiesOn(v, p.NodeID)
 	if err != nil {
 		return nil, nil, err
@@ -52,20 +53,20 @@ func (c *Coordinator) getFromPrimary(ctx context.Context, v *shard.View, uuid st
 
 // onPrimary runs fn against the shard's active primary, waiting (up to
 // primaryWait) for one and retrying while routing changes under it.
-func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn func(*shard.View, shard.CopyView) error) error {
+func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn func(*state.State, state.Copy) error) error {
 	ctx, cancel := context.WithTimeout(ctx, primaryWait)
 	defer cancel()
 	for {
-		v := c.meta.View()
+		v := c.meta.State()
 		ix, ok := v.IndexByUUID(uuid)
 		if !ok {
-			return fmt.Errorf("%w: the index was deleted", shard.ErrIndexNotFound)
+			return fmt.Errorf("%w: the index was deleted", state.ErrIndexNotFound)
 		}
 		p, ok := ix.Shards[num].Primary()
 		var err error
 		if !ok || !v.Active(p) {
 			err = fmt.Errorf("%w: [%s][%d] primary shard is not active", shard.ErrUnavailable, ix.Name, num)
-		} else if p.NodeID != v.LocalNode && c.peers == nil {
+		} else if p.NodeID != c.meta.LocalNode() && c.peers == nil {
 			return fmt.Errorf("%w: [%s][%d] primary is on node %s, and this node has no fabric", shard.ErrUnavailable, ix.Name, num, p.NodeID)
 		} else {
 			err = fn(v, p)
@@ -96,7 +97,7 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 		index string
 		uuid  string
 		num   int
-		cp    shard.CopyView
+		cp    state.Copy
 	}
 	var targets []target
 	for _, n := range names {
@@ -106,7 +107,7 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 		}
 		for num := range ix.Shards {
 			for _, cp := range ix.Shards[num].Copies {
-				if v.Active(cp) && (cp.NodeID == v.LocalNode || c.peers != nil) {
+				if v.Active(cp) && (cp.NodeID == c.meta.LocalNode() || c.peers != nil) {
 					targets = append(targets, target{n, ix.UUID, num, cp})
 				}
 			}
@@ -120,7 +121,7 @@ func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
 			if err == nil {
 				err = node.Refresh(ctx, shard.Header{Cluster: v.ClusterUUID, Index: t.uuid, Shard: t.num, Alloc: t.cp.AllocationID})
 			}
-			if err != nil && t.cp.NodeID != v.LocalNode {
+			if err != nil && t.cp.NodeID != c.meta.LocalNode() {
 				err = fmt.Errorf("shard: refresh [%s][%d] copy %s on node %s: %w", t.index, t.num, t.cp.AllocationID, t.cp.NodeID, err)
 			}
 			errs[k] = err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -26,7 +27,7 @@ func (c *Coordinator) admin() (shard.IndexAdmin, error) {
 // checkNewNames refuses, before anything is proposed, an index name that is
 // an alias and aliases that are index names (the cluster refuses them too;
 // this gives the error Elasticsearch gives).
-func checkNewNames(v *shard.View, index string, aliases map[string]shard.AliasSpec) error {
+func checkNewNames(v *state.State, index string, aliases map[string]state.Alias) error {
 	if IsAlias(v, index) {
 		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", shard.ErrInvalidIndexName, index)
 	}
@@ -39,7 +40,7 @@ func checkNewNames(v *shard.View, index string, aliases map[string]shard.AliasSp
 }
 
 // checkAliasName applies Elasticsearch's alias name rules.
-func checkAliasName(v *shard.View, alias, index string) error {
+func checkAliasName(v *state.State, alias, index string) error {
 	if alias == index {
 		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shard.ErrInvalidRequest, alias)
 	}
@@ -76,13 +77,13 @@ func (c *Coordinator) UpdateAliases(ctx context.Context, actions []shard.AliasAc
 	if err := admin.UpdateAliases(ctx, v, actions); err != nil {
 		return err
 	}
-	_, err = c.meta.AwaitView(ctx, func(nv *shard.View) bool { return aliasesApplied(v, nv, actions) })
+	_, err = c.meta.AwaitState(ctx, func(nv *state.State) bool { return aliasesApplied(v, nv, actions) })
 	return err
 }
 
 // aliasesApplied reports whether now shows the effect of actions proposed
 // from the view before (or their indices are gone).
-func aliasesApplied(before, now *shard.View, actions []shard.AliasAction) bool {
+func aliasesApplied(before, now *state.State, actions []shard.AliasAction) bool {
 	for _, a := range actions {
 		old := before.Indices[a.Index]
 		cur, ok := now.Indices[a.Index]
@@ -106,7 +107,7 @@ func aliasesApplied(before, now *shard.View, actions []shard.AliasAction) bool {
 	return true
 }
 
-func sameAlias(a, b shard.AliasSpec) bool {
+func sameAlias(a, b state.Alias) bool {
 	return bytes.Equal(a.Filter, b.Filter) && a.IndexRouting == b.IndexRouting && a.SearchRouting == b.SearchRouting &&
 		(a.IsWriteIndex == nil) == (b.IsWriteIndex == nil) && (a.IsWriteIndex == nil || *a.IsWriteIndex == *b.IsWriteIndex) && a.IsHidden == b.IsHidden
 }
@@ -135,7 +136,7 @@ func (c *Coordinator) SetClosed(ctx context.Context, names []string, closed bool
 		}
 		c.logger.Info("index state changed", "index", name, "closed", closed)
 	}
-	_, err = c.meta.AwaitView(ctx, func(nv *shard.View) bool {
+	_, err = c.meta.AwaitState(ctx, func(nv *state.State) bool {
 		return !slices.ContainsFunc(names, func(n string) bool { cur, ok := nv.Indices[n]; return ok && cur.Closed != closed })
 	})
 	return err

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shard"
 )
 
 // MgetItem names one document of a multi-get by concrete index name.
@@ -63,7 +63,7 @@ func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult,
 			}
 			var docs []index.Doc
 			var found []bool
-			err := c.onPrimary(ctx, kk.uuid, kk.num, func(v *shard.View, p shard.CopyView) error {
+			err := c.onPrimary(ctx, kk.uuid, kk.num, func(v *state.State, p state.Copy) error {
 				var err error
 				docs, found, err = c.getFromPrimary(ctx, v, kk.uuid, kk.num, p, ids)
 				return err

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
 )
@@ -82,13 +83,13 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 			return PIT{}, err
 		}
 		for num := range ix.Shards {
-			var pick shard.CopyView
+			var pick state.Copy
 			found := false
 			for _, cp := range ix.Shards[num].Copies {
 				if !v.Active(cp) || cp.RelocatingFrom != "" {
 					continue
 				}
-				if !found || cp.NodeID == v.LocalNode {
+				if !found || cp.NodeID == c.meta.LocalNode() {
 					pick, found = cp, true
 				}
 			}
@@ -110,7 +111,7 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 	return pit, nil
 }
 
-func (c *Coordinator) openContext(ctx context.Context, v *shard.View, uuid string, num int, cp shard.CopyView, keep time.Duration) (string, error) {
+func (c *Coordinator) openContext(ctx context.Context, v *state.State, uuid string, num int, cp state.Copy, keep time.Duration) (string, error) {
 	node, err := c.copiesOn(v, cp.NodeID)
 	if err != nil {
 		return "", err
@@ -172,7 +173,7 @@ func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur shard.Scrol
 
 // contextOf returns the node and the header of a point in time's shard
 // context.
-func (c *Coordinator) contextOf(v *shard.View, s PITShard) (shard.Copies, shard.Header, error) {
+func (c *Coordinator) contextOf(v *state.State, s PITShard) (shard.Copies, shard.Header, error) {
 	node, err := c.copiesOn(v, s.Node)
 	return node, shard.Header{Cluster: v.ClusterUUID, Index: s.UUID, Shard: s.Shard, Alloc: s.Alloc}, err
 }
@@ -182,7 +183,7 @@ func (c *Coordinator) contextOf(v *shard.View, s PITShard) (shard.Copies, shard.
 // whose index is gone from the view fails. Their statistics are never
 // kept (statsCache): a pinned view's contents are no generation of its
 // copy's.
-func (c *Coordinator) pitSearchers(v *shard.View, pit PIT, keep time.Duration, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
+func (c *Coordinator) pitSearchers(v *state.State, pit PIT, keep time.Duration, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
 	var out []ShardSearcher
 	var failures []ShardFailure
 	rs := newRemoteSearch(v, pit.Indices(), srch)
@@ -194,7 +195,7 @@ func (c *Coordinator) pitSearchers(v *shard.View, pit PIT, keep time.Duration, s
 			failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: shard.MissingContext(s.Ctx)})
 			continue
 		}
-		if s.Node == v.LocalNode {
+		if s.Node == c.meta.LocalNode() {
 			view, err := c.store.PinnedContext(s.Ctx, keep)
 			if err != nil {
 				failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node, Err: err})
@@ -210,7 +211,7 @@ func (c *Coordinator) pitSearchers(v *shard.View, pit PIT, keep time.Duration, s
 		}
 		out = append(out, &remoteSearcher{c: c, rs: rs, name: name, index: s.Index, num: s.Shard, uuid: s.UUID,
 			mappingVersion: ix.MappingVersion, pitCtx: s.Ctx,
-			copies: []shard.CopyView{{AllocationID: s.Alloc, NodeID: s.Node, Started: true}}})
+			copies: []state.Copy{{AllocationID: s.Alloc, NodeID: s.Node, State: state.CopyStarted}}})
 	}
 	rs.shards = len(out)
 	return out, failures

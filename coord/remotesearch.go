@@ -13,6 +13,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -79,7 +80,7 @@ type remoteSearcher struct {
 	pitCtx         string // a point-in-time search: the copy's reader context
 
 	mu      sync.Mutex
-	copies  []shard.CopyView // untried or working, best first
+	copies  []state.Copy // untried or working, best first
 	aggs    esdsl.AggPartials
 	batches [numPhases]*nodeBatch // the next call of each phase goes with these
 	sent    *dispatch             // told when the query phase's message leaves
@@ -170,7 +171,7 @@ const (
 
 // partArgs is one shard's part of a phase request.
 type partArgs struct {
-	cp shard.CopyView
+	cp state.Copy
 	// Query phase: the global statistics (the same for every shard),
 	// the page, and the generation they assume of this copy.
 	stats      *index.TermStats

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -75,7 +76,7 @@ type reach struct {
 }
 
 // Resolve expands expr ("" means every index) under o.
-func Resolve(v *shard.View, expr string, o ResolveOptions) (Resolved, error) {
+func Resolve(v *state.State, expr string, o ResolveOptions) (Resolved, error) {
 	found := map[string]*reach{}
 	add := func(name string) *reach {
 		r := found[name]
@@ -114,7 +115,7 @@ func Resolve(v *shard.View, expr string, o ResolveOptions) (Resolved, error) {
 				return Resolved{}, err
 			}
 			if !matched && !o.AllowNoIndices {
-				return Resolved{}, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, part)
+				return Resolved{}, fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, part)
 			}
 			continue
 		}
@@ -140,7 +141,7 @@ func Resolve(v *shard.View, expr string, o ResolveOptions) (Resolved, error) {
 			if o.IgnoreUnavailable {
 				continue
 			}
-			return Resolved{}, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, part)
+			return Resolved{}, fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, part)
 		}
 		for _, name := range names {
 			ix := v.Indices[name]
@@ -154,7 +155,7 @@ func Resolve(v *shard.View, expr string, o ResolveOptions) (Resolved, error) {
 		}
 	}
 	if len(found) == 0 && !o.AllowNoIndices {
-		return Resolved{}, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, expr)
+		return Resolved{}, fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, expr)
 	}
 	out := Resolved{Indices: append([]string{}, slices.Sorted(maps.Keys(found))...)}
 	for _, name := range out.Indices {
@@ -178,7 +179,7 @@ func Resolve(v *shard.View, expr string, o ResolveOptions) (Resolved, error) {
 // expandPattern adds what a wildcard matches: indices (those o expands
 // to) and the indices of aliases it matches. It reports whether it matched
 // anything.
-func expandPattern(v *shard.View, pat string, o ResolveOptions, add func(string) *reach) (bool, error) {
+func expandPattern(v *state.State, pat string, o ResolveOptions, add func(string) *reach) (bool, error) {
 	matched := false
 	for _, name := range slices.Sorted(maps.Keys(v.Indices)) {
 		ix := v.Indices[name]
@@ -214,7 +215,7 @@ func expandPattern(v *shard.View, pat string, o ResolveOptions, add func(string)
 // visible reports whether a wildcard may expand to the index.
 func (o ResolveOptions) visible(index string) bool { return o.Visible == nil || o.Visible(index) }
 
-func (r *reach) through(a shard.AliasSpec) {
+func (r *reach) through(a state.Alias) {
 	if len(a.Filter) > 0 {
 		r.filters = append(r.filters, a.Filter)
 	} else {
@@ -232,7 +233,7 @@ func (r *reach) through(a shard.AliasSpec) {
 }
 
 // expands reports whether a wildcard under o matches the index.
-func expands(v *shard.View, ix *shard.IndexView, o ResolveOptions) bool {
+func expands(v *state.State, ix *state.Index, o ResolveOptions) bool {
 	if ix.Closed {
 		return o.ExpandClosed
 	}
@@ -246,7 +247,7 @@ func closedErr(name string) error {
 }
 
 // aliases maps every alias to its indices, sorted.
-func aliases(v *shard.View) map[string][]string {
+func aliases(v *state.State) map[string][]string {
 	out := map[string][]string{}
 	for name, ix := range v.Indices {
 		for alias := range ix.Aliases {
@@ -260,7 +261,7 @@ func aliases(v *shard.View) map[string][]string {
 }
 
 // IsAlias reports whether name is an alias of some index.
-func IsAlias(v *shard.View, name string) bool { return len(aliases(v)[name]) > 0 }
+func IsAlias(v *state.State, name string) bool { return len(aliases(v)[name]) > 0 }
 
 // SingleIndex resolves the target of a single-document operation named
 // name: an index, or an alias — for a write (write true), the alias's
@@ -268,7 +269,7 @@ func IsAlias(v *shard.View, name string) bool { return len(aliases(v)[name]) > 0
 // for a read, its only index. routing is the request's; an alias's index
 // routing applies when the request has none, and a different one is
 // refused, as in Elasticsearch. A closed index is ErrIndexClosed.
-func SingleIndex(v *shard.View, name, routing string, write bool) (*shard.IndexView, string, error) {
+func SingleIndex(v *state.State, name, routing string, write bool) (*state.Index, string, error) {
 	if ix, ok := v.Indices[name]; ok {
 		if ix.Closed {
 			return nil, "", closedErr(name)
@@ -277,7 +278,7 @@ func SingleIndex(v *shard.View, name, routing string, write bool) (*shard.IndexV
 	}
 	names := aliases(v)[name]
 	if len(names) == 0 {
-		return nil, "", fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
+		return nil, "", fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, name)
 	}
 	target := ""
 	if write {

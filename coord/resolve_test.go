@@ -6,15 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
-	"github.com/weftsearch/weft/shard"
 )
 
 func TestResolveVisibleFiltersOnlyWildcards(t *testing.T) {
-	v := &shard.View{Indices: map[string]*shard.IndexView{
-		"logs-a":   {Name: "logs-a", Aliases: map[string]shard.AliasSpec{"all-logs": {}}},
-		"logs-b":   {Name: "logs-b", Aliases: map[string]shard.AliasSpec{"all-logs": {}}},
-		"secret-1": {Name: "secret-1", Aliases: map[string]shard.AliasSpec{"all-logs": {}}},
+	v := &state.State{Indices: map[string]*state.Index{
+		"logs-a":   {Name: "logs-a", Aliases: map[string]state.Alias{"all-logs": {}}},
+		"logs-b":   {Name: "logs-b", Aliases: map[string]state.Alias{"all-logs": {}}},
+		"secret-1": {Name: "secret-1", Aliases: map[string]state.Alias{"all-logs": {}}},
 	}}
 	onlyLogs := func(ix string) bool { return strings.HasPrefix(ix, "logs-") }
 	tests := []struct {
@@ -44,8 +44,8 @@ func TestResolveVisibleFiltersOnlyWildcards(t *testing.T) {
 }
 
 func TestResolveVisibleNothingMatchedIsNotFoundWithoutAllowNoIndices(t *testing.T) {
-	v := &shard.View{Indices: map[string]*shard.IndexView{"secret-1": {Name: "secret-1"}}}
+	v := &state.State{Indices: map[string]*state.Index{"secret-1": {Name: "secret-1"}}}
 	o := coord.ResolveOptions{ExpandOpen: true, Visible: func(string) bool { return false }}
 	_, err := coord.Resolve(v, "secret-*", o)
-	require.ErrorIs(t, err, shard.ErrIndexNotFound)
+	require.ErrorIs(t, err, state.ErrIndexNotFound)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
@@ -122,7 +123,7 @@ func (c *Coordinator) Search(ctx context.Context, names []string, srch *esdsl.Se
 // searchers picks one active copy of every shard of the named indexes: the
 // local one when there is one, else by adaptive replica selection. Shards
 // with no active copy are failures from the start.
-func (c *Coordinator) searchers(v *shard.View, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
+func (c *Coordinator) searchers(v *state.State, names []string, srch *esdsl.Search) ([]ShardSearcher, []ShardFailure) {
 	if pit, keep := srch.PointInTime(); pit != "" {
 		p, err := DecodePIT(pit)
 		if err != nil {
@@ -143,7 +144,7 @@ func (c *Coordinator) searchers(v *shard.View, names []string, srch *esdsl.Searc
 			if !routedTo(routing, num, ix.NumberOfShards) {
 				continue
 			}
-			var active []shard.CopyView
+			var active []state.Copy
 			for _, cp := range ix.Shards[num].Copies {
 				if v.Active(cp) && cp.RelocatingFrom == "" {
 					active = append(active, cp)
@@ -155,10 +156,10 @@ func (c *Coordinator) searchers(v *shard.View, names []string, srch *esdsl.Searc
 				continue
 			}
 			name := fmt.Sprintf("%s/%d", n, num)
-			var remote []shard.CopyView
+			var remote []state.Copy
 			var local *localSearcher
 			for _, cp := range active {
-				if cp.NodeID != v.LocalNode {
+				if cp.NodeID != c.meta.LocalNode() {
 					remote = append(remote, cp)
 				} else if idx, err := c.store.Readable(cp.AllocationID); err == nil {
 					// A local copy that is not open, or cannot index what
@@ -233,7 +234,7 @@ type aggSearcher interface {
 
 // newRemoteSearch is what the remote searchers of srch over the indices
 // names share; its caller sets shards once it knows them.
-func newRemoteSearch(v *shard.View, names []string, srch *esdsl.Search) *remoteSearch {
+func newRemoteSearch(v *state.State, names []string, srch *esdsl.Search) *remoteSearch {
 	return &remoteSearch{header: shard.SearchHeader{Cluster: v.ClusterUUID, Indices: names, Wire: srch.Wire()},
 		fields: srch.Request.Fields, locations: srch.Request.IncludeLocations, named: len(srch.NamedQueries()) > 0,
 		from: srch.Request.From, size: srch.Request.Size}

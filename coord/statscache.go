@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // statsCache keeps the term statistics of recent searches, per search and
@@ -72,7 +72,7 @@ type statsScope struct {
 // the copies' contents: the request as sent with its scope (alias
 // filters, index limits), the indexes and their mappings, and the instant
 // date math resolved against when the request has any.
-func (c *statsCache) scope(v *shard.View, names []string, srch *esdsl.Search) *statsScope {
+func (c *statsCache) scope(v *state.State, names []string, srch *esdsl.Search) *statsScope {
 	if pit, _ := srch.PointInTime(); c == nil || pit != "" {
 		return nil
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // TestStatsCacheKeysByWhatStatisticsDependOn: searches share kept
@@ -20,7 +20,7 @@ import (
 // (a scroll's pages) have no place in the cache.
 func TestStatsCacheKeysByWhatStatisticsDependOn(t *testing.T) {
 	c := newStatsCache(1 << 20)
-	v := &shard.View{Indices: map[string]*shard.IndexView{
+	v := &state.State{Indices: map[string]*state.Index{
 		"a": {Name: "a", UUID: "ua", MappingVersion: 1},
 		"b": {Name: "b", UUID: "ub", MappingVersion: 1},
 	}}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
@@ -29,8 +30,8 @@ var aliasReadParams = []string{"local", "master_timeout", "ignore_unavailable", 
 // parseAlias reads one alias definition: filter, routing (both routings),
 // index_routing, search_routing, is_write_index and is_hidden; a filter
 // must translate as a query against the index's fields.
-func (s *Server) parseAlias(raw json.RawMessage, alias string, indices []string) (shard.AliasSpec, error) {
-	var spec shard.AliasSpec
+func (s *Server) parseAlias(raw json.RawMessage, alias string, indices []string) (state.Alias, error) {
+	var spec state.Alias
 	if len(bytes.TrimSpace(raw)) == 0 || isNull(raw) {
 		return spec, nil
 	}
@@ -112,11 +113,11 @@ func boolValue(v json.RawMessage, name string) (bool, error) {
 }
 
 // parseAliases reads the "aliases" object of an index creation body.
-func (s *Server) parseAliases(raw map[string]json.RawMessage, index string) (map[string]shard.AliasSpec, error) {
+func (s *Server) parseAliases(raw map[string]json.RawMessage, index string) (map[string]state.Alias, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	out := map[string]shard.AliasSpec{}
+	out := map[string]state.Alias{}
 	for name, body := range raw {
 		resolved, err := esdsl.ResolveDateMathName(name, s.now())
 		if err != nil {
@@ -264,7 +265,7 @@ func (s *Server) handleUpdateAliases(w http.ResponseWriter, r *http.Request) err
 
 // aliasActions expands one _aliases action over the indices and aliases
 // it names.
-func (s *Server) aliasActions(ctx context.Context, v *shard.View, typ string, raw json.RawMessage) ([]shard.AliasAction, error) {
+func (s *Server) aliasActions(ctx context.Context, v *state.State, typ string, raw json.RawMessage) ([]shard.AliasAction, error) {
 	var a aliasActionBody
 	if err := decodeStrict(raw, &a); err != nil {
 		return nil, badRequest("x_content_parse_exception", "failed to parse the [%s] action: %v", typ, err)
@@ -346,7 +347,7 @@ func (s *Server) applyAliases(w http.ResponseWriter, r *http.Request, actions []
 }
 
 // aliasJSON renders an alias as GET _alias does.
-func aliasJSON(a shard.AliasSpec) map[string]any {
+func aliasJSON(a state.Alias) map[string]any {
 	out := map[string]any{}
 	if len(a.Filter) > 0 {
 		out["filter"] = a.Filter
@@ -473,7 +474,7 @@ func (s *Server) resolveAdmin(expr string, r *http.Request) ([]string, error) {
 		return nil, err
 	}
 	if len(res.Indices) == 0 {
-		return nil, fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, expr)
+		return nil, fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, expr)
 	}
 	return res.Indices, nil
 }

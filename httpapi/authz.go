@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/auth/authhttp"
@@ -180,7 +181,7 @@ func (s *Server) authorizeResolved(ctx context.Context, expr string, concrete []
 		return rerr
 	}
 	if rerr != nil {
-		if errors.Is(rerr, shard.ErrIndexNotFound) || errors.Is(rerr, shard.ErrIndexClosed) || errors.Is(rerr, shard.ErrInvalidRequest) {
+		if errors.Is(rerr, state.ErrIndexNotFound) || errors.Is(rerr, shard.ErrIndexClosed) || errors.Is(rerr, shard.ErrInvalidRequest) {
 			if names := explicitNames(expr); len(names) > 0 {
 				if err := s.authorize(ctx, names); err != nil {
 					return err
@@ -238,7 +239,7 @@ func (s *Server) authorizeWrite(ctx context.Context, op shard.Op) error {
 	switch {
 	case err == nil:
 		return s.authorizeAction(ctx, action, []string{ix.Name})
-	case errors.Is(err, shard.ErrIndexNotFound):
+	case errors.Is(err, state.ErrIndexNotFound):
 		if err := s.authorizeAction(ctx, action, []string{op.Index}); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
@@ -97,7 +98,7 @@ func (s *Server) health(ctx context.Context, expr, level string) (health, error)
 
 // healthOf counts the copies of the named indexes: a shard is red without
 // an active primary, yellow with fewer active replicas than it should have.
-func healthOf(v *shard.View, cluster string, names []string, level string) health {
+func healthOf(v *state.State, cluster string, names []string, level string) health {
 	h := health{ClusterName: cluster, Status: "green"}
 	for _, n := range v.Nodes {
 		if n.Live {
@@ -140,7 +141,7 @@ func healthOf(v *shard.View, cluster string, names []string, level string) healt
 }
 
 // shardHealthOf counts one shard's copies.
-func shardHealthOf(v *shard.View, ix *shard.IndexView, num int) *shardHealth {
+func shardHealthOf(v *state.State, ix *state.Index, num int) *shardHealth {
 	sh := &ix.Shards[num]
 	out := &shardHealth{}
 	c := &out.shardCounts
@@ -155,7 +156,7 @@ func shardHealthOf(v *shard.View, ix *shard.IndexView, num int) *shardHealth {
 			if cp.RelocatingTo != "" {
 				c.RelocatingShards++
 			}
-		case v.Nodes[cp.NodeID].Live:
+		case v.NodeLive(cp.NodeID):
 			c.InitializingShards++
 		default:
 			c.UnassignedShards++

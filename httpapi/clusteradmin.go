@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/internal/bytesize"
 	"github.com/weftsearch/weft/shard"
 )
@@ -24,40 +25,14 @@ import (
 // method may be called concurrently.
 type ClusterAdmin interface {
 	// Raft describes this node's Raft state.
-	Raft() RaftStatus
+	Raft() state.RaftInfo
 	// Settings returns the persistent cluster settings.
-	Settings() ClusterSettings
+	Settings() state.Settings
 	// PutSettings replaces them (through the Raft leader).
-	PutSettings(ctx context.Context, s ClusterSettings) error
+	PutSettings(ctx context.Context, s state.Settings) error
 	// Move starts moving the copy of index's shard held by node from to
 	// node to (names or IDs); the move completes in the background.
 	Move(ctx context.Context, index string, shard int, from, to string) error
-}
-
-// RaftStatus is a node's view of the Raft cluster.
-type RaftStatus struct {
-	NodeID       string   `json:"node_id"`
-	State        string   `json:"state"` // Leader, Follower, Candidate, Shutdown
-	Term         uint64   `json:"term"`
-	LeaderID     string   `json:"leader_id"`
-	LeaderName   string   `json:"leader_name"`
-	Voters       []string `json:"voters"`     // node names
-	NonVoters    []string `json:"non_voters"` // node names
-	AppliedIndex uint64   `json:"applied_index"`
-	CommitIndex  uint64   `json:"commit_index"`
-	LastIndex    uint64   `json:"last_index"`
-}
-
-// ClusterSettings are the cluster settings Weft honours.
-type ClusterSettings struct {
-	// ExcludeNames is cluster.routing.allocation.exclude._name: the nodes
-	// every copy is moved off (drain).
-	ExcludeNames []string
-	// Values are the other settings of clusterSettings, by key.
-	Values map[string]string
-	// RecoveryMaxBytesPerSec is indices.recovery.max_bytes_per_sec (0: no
-	// throttle); nil leaves each node's --recovery-max-bytes-per-sec.
-	RecoveryMaxBytesPerSec *int64
 }
 
 // The cluster settings Weft has besides those of clusterSettings.
@@ -68,7 +43,7 @@ const (
 
 // persistent renders the settings that are set, as GET _cluster/settings
 // and _cluster/state show them.
-func (c ClusterSettings) persistent() map[string]any {
+func persistentSettings(c state.Settings) map[string]any {
 	out := map[string]any{}
 	if len(c.ExcludeNames) > 0 {
 		out[excludeNameSetting] = strings.Join(c.ExcludeNames, ",")
@@ -86,7 +61,7 @@ func (c ClusterSettings) persistent() map[string]any {
 // value; null resets it) and returns the value to echo. c.Values must not
 // be shared with the committed settings. Transient settings are kept like
 // persistent ones (Elasticsearch 8 deprecates the difference).
-func (c *ClusterSettings) set(key string, raw json.RawMessage) (any, error) {
+func setClusterSetting(c *state.Settings, key string, raw json.RawMessage) (any, error) {
 	reset := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 	if _, ok := clusterSettings[key]; ok {
 		if reset {
@@ -185,13 +160,31 @@ func (s *Server) handleRaft(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Cluster == nil {
 		return errNoCluster
 	}
-	s.writeJSON(w, r, http.StatusOK, s.cfg.Cluster.Raft())
+	info := s.cfg.Cluster.Raft()
+	v, err := s.eng.ClusterView()
+	name := func(id string) string {
+		if err == nil && v.NodeName(id) != "" {
+			return v.NodeName(id)
+		}
+		return id
+	}
+	names := func(ids []string) []string {
+		out := make([]string, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, name(id))
+		}
+		slices.Sort(out)
+		return out
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]any{"node_id": info.NodeID, "state": info.State, "term": info.Term,
+		"leader_id": info.LeaderID, "leader_name": info.LeaderName, "voters": names(info.Voters), "non_voters": names(info.Nonvoters),
+		"applied_index": info.AppliedIndex, "commit_index": info.CommitIndex, "last_index": info.LastIndex})
 	return nil
 }
 
 // liveNodes returns the view's live nodes sorted by name.
-func liveNodes(v *shard.View) []shard.NodeView {
-	var out []shard.NodeView
+func liveNodes(v *state.State) []*state.Node {
+	var out []*state.Node
 	for _, n := range v.Nodes {
 		if n.Live {
 			out = append(out, n)
@@ -267,9 +260,12 @@ func (s *Server) handleCatShards(w http.ResponseWriter, r *http.Request) error {
 						return err
 					}
 				}
-				n := v.Nodes[c.NodeID]
+				var host, nodeName string
+				if n, ok := v.Nodes[c.NodeID]; ok {
+					host, nodeName = hostOf(n.HTTPAddr), n.Name
+				}
 				t.rows = append(t.rows, []string{name, strconv.Itoa(num), prirep, copyState(v, c), docs, store,
-					hostOf(n.HTTPAddr), n.Name, c.AllocationID, strconv.FormatUint(sh.PrimaryTerm, 10)})
+					host, nodeName, c.AllocationID, strconv.FormatUint(sh.PrimaryTerm, 10)})
 			}
 			if missing := ix.NumberOfReplicas - replicaCount(sh); missing > 0 {
 				for range missing {
@@ -330,19 +326,19 @@ func (s *Server) handleCatRecovery(w http.ResponseWriter, r *http.Request) error
 }
 
 // copyState names a copy's state as Elasticsearch's _cat/shards does.
-func copyState(v *shard.View, c shard.CopyView) string {
+func copyState(v *state.State, c state.Copy) string {
 	switch {
-	case !v.Nodes[c.NodeID].Live:
+	case !v.NodeLive(c.NodeID):
 		return "UNASSIGNED"
-	case c.RelocatingTo != "" && c.Started:
+	case c.RelocatingTo != "" && (c.State == state.CopyStarted):
 		return "RELOCATING"
-	case c.Started:
+	case (c.State == state.CopyStarted):
 		return "STARTED"
 	}
 	return "INITIALIZING"
 }
 
-func replicaCount(sh *shard.ShardView) int {
+func replicaCount(sh *state.Shard) int {
 	n := 0
 	for _, c := range sh.Copies {
 		if !c.Primary && c.RelocatingFrom == "" {
@@ -364,12 +360,12 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	if sel := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/_nodes"), "/"); sel != "" {
 		want = strings.Split(sel, ",")
 	}
-	selected := func(n shard.NodeView) bool {
+	selected := func(n *state.Node) bool {
 		if len(want) == 0 {
 			return true
 		}
 		for _, w := range want {
-			if w == "_all" || w == n.ID || w == n.Name || (w == "_local" && n.ID == v.LocalNode) || (w == "_master" && n.ID == s.masterID()) {
+			if w == "_all" || w == n.ID || w == n.Name || (w == "_local" && n.ID == s.cfg.NodeID) || (w == "_master" && n.ID == s.masterID()) {
 				return true
 			}
 		}
@@ -433,7 +429,7 @@ func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) erro
 		}
 		settings := map[string]any{"index": map[string]any{
 			"number_of_shards": strconv.Itoa(ix.NumberOfShards), "number_of_replicas": strconv.Itoa(ix.NumberOfReplicas),
-			"uuid": ix.UUID, "creation_date": strconv.FormatInt(ix.CreationDate.UnixMilli(), 10), "provided_name": name,
+			"uuid": ix.UUID, "creation_date": strconv.FormatInt(ix.CreationDateMS, 10), "provided_name": name,
 		}}
 		metaIndices[name] = map[string]any{"state": "open", "settings": settings, "mappings": json.RawMessage(ix.Mapping),
 			"mapping_version": ix.MappingVersion, "aliases": []string{}, "primary_terms": primaryTerms, "in_sync_allocations": inSync}
@@ -441,7 +437,7 @@ func (s *Server) handleClusterState(w http.ResponseWriter, r *http.Request) erro
 	}
 	persistent := map[string]any{}
 	if s.cfg.Cluster != nil {
-		persistent = s.cfg.Cluster.Settings().persistent()
+		persistent = persistentSettings(s.cfg.Cluster.Settings())
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{
 		"cluster_name": s.cfg.ClusterName, "cluster_uuid": v.ClusterUUID, "version": v.Version,
@@ -522,7 +518,7 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 	if s.cfg.Cluster == nil {
 		return errNoCluster
 	}
-	out := map[string]any{"persistent": s.cfg.Cluster.Settings().persistent(), "transient": map[string]any{}}
+	out := map[string]any{"persistent": persistentSettings(s.cfg.Cluster.Settings()), "transient": map[string]any{}}
 	if flagParam(r, "include_defaults") {
 		defaults := map[string]any{}
 		for k, v := range clusterSettings {
@@ -558,7 +554,7 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 	changed := []map[string]any{{}, {}}
 	for i, part := range []map[string]json.RawMessage{req.Persistent, req.Transient} {
 		for k, raw := range flattenSettings(part) {
-			v, err := cur.set(k, raw)
+			v, err := setClusterSetting(&cur, k, raw)
 			if err != nil {
 				return err
 			}

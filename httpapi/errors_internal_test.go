@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -26,7 +27,7 @@ func TestErrorBodiesAsElasticsearch(t *testing.T) {
 			"caused_by":{"type":"unavailable_shards_exception","reason":"[logs][0] has no active copy"}},"status":503}`, string(raw))
 	})
 	t.Run("a missing index names itself as Elasticsearch does", func(t *testing.T) {
-		ae := translate(fmt.Errorf("%w: no such index [logs]", shard.ErrIndexNotFound))
+		ae := translate(fmt.Errorf("%w: no such index [logs]", state.ErrIndexNotFound))
 		raw, _ := json.Marshal(ae.response())
 		require.JSONEq(t, `{"error":{
 			"root_cause":[{"type":"index_not_found_exception","reason":"no such index [logs]","resource.type":"index_or_alias","resource.id":"logs","index":"logs","index_uuid":"_na_"}],
@@ -60,7 +61,7 @@ func TestItemStatus(t *testing.T) {
 		{"strict mapping", shard.OpResult{Err: fmt.Errorf("%w: x", index.ErrStrictDynamic)}, 400},
 		{"invalid request", shard.OpResult{Err: fmt.Errorf("%w: no id", shard.ErrInvalidRequest)}, 400},
 		{"update of a missing document", shard.OpResult{Err: fmt.Errorf("%w: [9]", shard.ErrDocumentNotFound)}, 404},
-		{"missing index", shard.OpResult{Err: fmt.Errorf("%w: [x]", shard.ErrIndexNotFound)}, 404},
+		{"missing index", shard.OpResult{Err: fmt.Errorf("%w: [x]", state.ErrIndexNotFound)}, 404},
 		{"unavailable shard", shard.OpResult{Err: fmt.Errorf("%w: not acknowledged", shard.ErrUnavailable)}, 503},
 		{"anything else", shard.OpResult{Err: errors.New("disk on fire")}, 500},
 	}

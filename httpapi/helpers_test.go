@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/internal/testlog"
@@ -58,7 +59,7 @@ func openEngine(t testing.TB, logger *slog.Logger) *coord.Coordinator {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = meta.AwaitView(ctx, func(*shard.View) bool { return meta.Ready() == nil })
+	_, err = meta.AwaitState(ctx, func(*state.State) bool { return meta.Ready() == nil })
 	require.NoError(t, err, "the single-node cluster did not elect itself")
 	return eng
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/httpapi"
 )
 
@@ -247,16 +248,16 @@ func TestClusterHealthLevels(t *testing.T) {
 // API's reading of them is under test.
 type memAdmin struct {
 	mu sync.Mutex
-	s  httpapi.ClusterSettings
+	s  state.Settings
 }
 
-func (m *memAdmin) Raft() httpapi.RaftStatus { return httpapi.RaftStatus{} }
-func (m *memAdmin) Settings() httpapi.ClusterSettings {
+func (m *memAdmin) Raft() state.RaftInfo { return state.RaftInfo{} }
+func (m *memAdmin) Settings() state.Settings {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.s
 }
-func (m *memAdmin) PutSettings(_ context.Context, s httpapi.ClusterSettings) error {
+func (m *memAdmin) PutSettings(_ context.Context, s state.Settings) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.s = s

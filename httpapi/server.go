@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -69,7 +70,7 @@ type Engine interface {
 	// ClusterView is the committed cluster metadata as this node sees it
 	// (nodes, indices, shard copies), the last while it knows no leader;
 	// ErrClusterBlocked while the node has not joined a cluster.
-	ClusterView() (*shard.View, error)
+	ClusterView() (*state.State, error)
 	// CopyStats counts the documents and bytes of every copy that answers,
 	// by allocation ID (asking the nodes that hold them until ctx ends).
 	CopyStats(ctx context.Context) map[string]shard.CopyStats

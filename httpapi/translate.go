@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -37,8 +38,8 @@ func translate(err error) *apiError {
 		status   int
 		typ      string
 	}{
-		{shard.ErrIndexNotFound, http.StatusNotFound, "index_not_found_exception"},
-		{shard.ErrIndexExists, http.StatusBadRequest, "resource_already_exists_exception"},
+		{state.ErrIndexNotFound, http.StatusNotFound, "index_not_found_exception"},
+		{state.ErrIndexExists, http.StatusBadRequest, "resource_already_exists_exception"},
 		{shard.ErrInvalidIndexName, http.StatusBadRequest, "invalid_index_name_exception"},
 		{shard.ErrDocumentNotFound, http.StatusNotFound, "document_missing_exception"},
 		{shard.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
@@ -58,7 +59,7 @@ func translate(err error) *apiError {
 		{shard.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
 		{shard.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
 		{shard.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},
-		{shard.ErrMappingVersion, http.StatusServiceUnavailable, "process_cluster_event_timeout_exception"},
+		{state.ErrMappingVersion, http.StatusServiceUnavailable, "process_cluster_event_timeout_exception"},
 		{shard.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 	} {
@@ -69,7 +70,7 @@ func translate(err error) *apiError {
 				reason = detail
 			}
 			out := &apiError{Status: t.status, Type: t.typ, Reason: reason}
-			if t.sentinel == shard.ErrIndexNotFound || t.sentinel == shard.ErrIndexClosed {
+			if t.sentinel == state.ErrIndexNotFound || t.sentinel == shard.ErrIndexClosed {
 				out.Index = notFoundName(reason)
 			}
 			if inner := causeOf(err, t.sentinel); inner != nil {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/shard"
 )
@@ -17,40 +17,17 @@ type clusterAdmin struct{ c *cluster.Cluster }
 
 var _ httpapi.ClusterAdmin = clusterAdmin{}
 
-// Raft describes this node's Raft, with node names for IDs.
-func (a clusterAdmin) Raft() httpapi.RaftStatus {
-	r := a.c.Raft()
-	st := a.c.State()
-	name := func(id string) string {
-		if n, ok := st.Nodes[id]; ok && n.Name != "" {
-			return n.Name
-		}
-		return id
-	}
-	out := httpapi.RaftStatus{NodeID: a.c.LocalNodeID(), State: r.State, Term: r.Term, LeaderID: r.LeaderID, LeaderName: r.LeaderName,
-		AppliedIndex: r.AppliedIndex, CommitIndex: r.CommitIndex, LastIndex: r.LastIndex, Voters: []string{}, NonVoters: []string{}}
-	for _, id := range r.Voters {
-		out.Voters = append(out.Voters, name(id))
-	}
-	for _, id := range r.Nonvoters {
-		out.NonVoters = append(out.NonVoters, name(id))
-	}
-	slices.Sort(out.Voters)
-	slices.Sort(out.NonVoters)
-	return out
-}
+// Raft describes this node's Raft.
+func (a clusterAdmin) Raft() state.RaftInfo { return a.c.Raft() }
 
 // Settings returns the committed cluster settings.
-func (a clusterAdmin) Settings() httpapi.ClusterSettings {
-	st := a.c.State().Settings
-	return httpapi.ClusterSettings{ExcludeNames: st.ExcludeNames, Values: st.Values, RecoveryMaxBytesPerSec: st.RecoveryMaxBytesPerSec}
-}
+func (a clusterAdmin) Settings() state.Settings { return a.c.State().Settings }
 
 // PutSettings commits new cluster settings; the leader starts draining
 // newly excluded nodes.
-func (a clusterAdmin) PutSettings(ctx context.Context, s httpapi.ClusterSettings) error {
+func (a clusterAdmin) PutSettings(ctx context.Context, s state.Settings) error {
 	_, err := a.c.Propose(ctx, cluster.Command{V: cluster.CommandVersion, Type: cluster.CmdSetSettings,
-		SetSettings: &cluster.SetSettings{Settings: cluster.Settings{ExcludeNames: s.ExcludeNames, Values: s.Values, RecoveryMaxBytesPerSec: s.RecoveryMaxBytesPerSec}}})
+		SetSettings: &cluster.SetSettings{Settings: s}})
 	return adminErr(err)
 }
 
@@ -60,7 +37,7 @@ func (a clusterAdmin) Move(ctx context.Context, index string, num int, from, to 
 	st := a.c.State()
 	ix, ok := st.Indices[index]
 	if !ok {
-		return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, index)
+		return fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, index)
 	}
 	if num < 0 || num >= len(ix.Shards) {
 		return fmt.Errorf("%w: [%s] has no shard %d", shard.ErrInvalidRequest, index, num)
@@ -88,7 +65,7 @@ func (a clusterAdmin) Move(ctx context.Context, index string, num int, from, to 
 }
 
 // nodeID resolves a node name or ID.
-func nodeID(st *cluster.State, nameOrID string) (string, bool) {
+func nodeID(st *state.State, nameOrID string) (string, bool) {
 	if _, ok := st.Nodes[nameOrID]; ok {
 		return nameOrID, true
 	}
@@ -107,8 +84,8 @@ func adminErr(err error) error {
 		return fmt.Errorf("%w: %v", shard.ErrInvalidRequest, err)
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady):
 		return fmt.Errorf("%w: %v", shard.ErrClusterBlocked, err)
-	case errors.Is(err, cluster.ErrIndexNotFound):
-		return fmt.Errorf("%w: %v", shard.ErrIndexNotFound, err)
+	case errors.Is(err, state.ErrIndexNotFound):
+		return fmt.Errorf("%w: %v", state.ErrIndexNotFound, err)
 	}
 	return err
 }

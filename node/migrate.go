@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/node/placement"
 	"github.com/weftsearch/weft/shard"
 )
@@ -94,11 +95,11 @@ func (n *Node) migrateIndex(ctx context.Context, dir string) error {
 	ix, ok := st.Indices[lm.Name]
 	if !ok {
 		if _, err := n.clu.Propose(ctx, cluster.Command{V: cluster.CommandVersion, Type: cluster.CmdCreateIndex,
-			CreateIndex: &cluster.CreateIndex{Index: cluster.Index{Name: lm.Name, UUID: lm.UUID, NumberOfShards: lm.Settings.NumberOfShards,
+			CreateIndex: &cluster.CreateIndex{Index: state.Index{Name: lm.Name, UUID: lm.UUID, NumberOfShards: lm.Settings.NumberOfShards,
 				NumberOfReplicas: lm.Settings.NumberOfReplicas, Mapping: lm.Mapping, CreationDateMS: lm.CreationDate.UnixMilli()}}}); err != nil {
 			return fmt.Errorf("node: migrating index %s: %w", lm.Name, err)
 		}
-		if st, err = n.clu.Await(ctx, func(s *cluster.State) bool { _, ok := s.Indices[lm.Name]; return ok }); err != nil {
+		if st, err = n.clu.Await(ctx, func(s *state.State) bool { _, ok := s.Indices[lm.Name]; return ok }); err != nil {
 			return fmt.Errorf("node: migrating index %s: %w", lm.Name, err)
 		}
 		ix = st.Indices[lm.Name]

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
@@ -260,7 +261,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		// A single node is its own cluster: it serves once it has elected
 		// itself (a moment), and migrates a wave 1 data directory first.
 		wctx, cancel := context.WithTimeout(ctx, readyWait)
-		_, err := meta.AwaitView(wctx, func(*shard.View) bool { return meta.Ready() == nil })
+		_, err := meta.AwaitState(wctx, func(*state.State) bool { return meta.Ready() == nil })
 		cancel()
 		if err != nil {
 			return fmt.Errorf("node: the single-node cluster did not elect itself within %v: %w", readyWait, err)
@@ -272,7 +273,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			// Ready means a user can log in: the elastic user's password
 			// is set (the leader does it once, at the first start).
 			wctx, cancel := context.WithTimeout(ctx, readyWait)
-			_, err := n.clu.Await(wctx, func(st *cluster.State) bool { return st.Security.ElasticPasswordSet() })
+			_, err := n.clu.Await(wctx, func(st *state.State) bool { return st.Security.ElasticPasswordSet() })
 			cancel()
 			if err != nil {
 				return fmt.Errorf("node: the elastic user's password was not set within %v: %w", readyWait, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/fabric/tcp"
 	"github.com/weftsearch/weft/httpapi"
@@ -337,7 +338,7 @@ func (l *tlsRaftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net
 // nodeNameAt returns the name of the node whose address (as addrOf reads
 // it from a node record or a gossip member) is addr, preferring live
 // nodes; "" when none, or when two live nodes claim it.
-func nodeNameAt(c *cluster.Cluster, addr string, match func(recorded, addr string) bool, nodeAddr func(*cluster.Node) string, memberAddr func(cluster.Member) string) string {
+func nodeNameAt(c *cluster.Cluster, addr string, match func(recorded, addr string) bool, nodeAddr func(*state.Node) string, memberAddr func(cluster.Member) string) string {
 	if c == nil || addr == "" {
 		return ""
 	}
@@ -373,7 +374,7 @@ func nodeNameAt(c *cluster.Cluster, addr string, match func(recorded, addr strin
 // has addr as its TCP path (or is addr, with the plain TCP transport).
 func (n *Node) fabricNameOf(addr string) string {
 	return nodeNameAt(n.cluRef.Load(), addr, fabricPathIs,
-		func(nd *cluster.Node) string { return nd.FabricAddr }, func(m cluster.Member) string { return m.FabricAddr })
+		func(nd *state.Node) string { return nd.FabricAddr }, func(m cluster.Member) string { return m.FabricAddr })
 }
 
 // fabricPathIs reports whether the recorded fabric address (a path list
@@ -397,7 +398,7 @@ func fabricPathIs(recorded, addr string) bool {
 // raftNameOf is raftLayer's nameOf: the node whose Raft address is addr.
 func (n *Node) raftNameOf(addr raft.ServerAddress) string {
 	return nodeNameAt(n.cluRef.Load(), string(addr), func(a, b string) bool { return a == b },
-		func(nd *cluster.Node) string { return nd.RaftAddr }, func(m cluster.Member) string { return m.RaftAddr })
+		func(nd *state.Node) string { return nd.RaftAddr }, func(m cluster.Member) string { return m.RaftAddr })
 }
 
 // announceElasticPassword prints a generated elastic password once, to

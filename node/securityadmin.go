@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/security/auth"
 )
@@ -39,7 +40,7 @@ func (a securityAdmin) APIKeys() []auth.APIKey {
 	if sec == nil {
 		return nil
 	}
-	return sec.FindAPIKeys(cluster.APIKeyFilter{Name: "*"})
+	return sec.FindAPIKeys(state.APIKeyFilter{Name: "*"})
 }
 
 func (a securityAdmin) PutUser(ctx context.Context, u auth.User) (bool, error) {
@@ -74,7 +75,7 @@ func (a securityAdmin) InvalidateAPIKeys(ctx context.Context, ids []string) erro
 	if len(ids) == 0 {
 		return nil
 	}
-	_, _, err := a.c.InvalidateAPIKeys(ctx, cluster.APIKeyFilter{IDs: ids})
+	_, _, err := a.c.InvalidateAPIKeys(ctx, state.APIKeyFilter{IDs: ids})
 	return err
 }
 

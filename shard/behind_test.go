@@ -23,7 +23,7 @@ func behindCluster(t *testing.T, name string, nodes ...string) (*coordtest.Clust
 		return c
 	}, nodes...)
 	withReplicas(t, tc, name, 1, nodes)
-	ix, err := tc.MC.Node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").State().Index(name)
 	require.NoError(t, err)
 	for _, c := range ix.Shards[0].Copies {
 		if !c.Primary {
@@ -93,7 +93,7 @@ func TestReplicaThatCannotIndexIsFailed(t *testing.T) {
 	require.NoError(t, replica.Index().Close()) // every later Apply fails
 	require.Error(t, tc.Nodes["n1"].Refresh(context.Background(), []string{"f"}), "the replica could not index, yet the refresh succeeded")
 	require.Eventually(t, func() bool {
-		ix, err := tc.MC.Node("x").View().Index("f")
+		ix, err := tc.MC.Node("x").State().Index("f")
 		require.NoError(t, err)
 		return !slices.Contains(ix.Shards[0].InSync, replica.AllocationID())
 	}, 30*time.Second, 10*time.Millisecond, "the replica was not failed")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/weftsearch/weft/cluster/state"
 )
 
 // Writes: any node coordinates a Bulk. It resolves each op's index
@@ -46,15 +48,15 @@ const routingWait = 2 * time.Second
 // this node's view does not know the copy yet it waits briefly for it.
 func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error {
 	cluster, uuid, num, alloc := h.Cluster, h.Index, h.Shard, h.Alloc
-	ok := func(v *View) bool {
+	ok := func(v *state.State) bool {
 		ix, found := v.IndexByUUID(uuid)
 		if !found || num < 0 || num >= len(ix.Shards) {
 			return false
 		}
 		cp, found := ix.Shards[num].Copy(alloc)
-		return found && cp.NodeID == v.LocalNode && (!primary || cp.Primary)
+		return found && cp.NodeID == s.meta.LocalNode() && (!primary || cp.Primary)
 	}
-	v := s.meta.View()
+	v := s.meta.State()
 	if v.ClusterUUID != cluster {
 		return fmt.Errorf("%w: request for cluster %s reached a node of cluster %s", ErrStaleRouting, cluster, v.ClusterUUID)
 	}
@@ -63,7 +65,7 @@ func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error 
 	}
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
-	if _, err := s.meta.AwaitView(wctx, ok); err != nil {
+	if _, err := s.meta.AwaitState(wctx, ok); err != nil {
 		return fmt.Errorf("%w: copy %s of shard %d of index %s is not %s on this node", ErrStaleRouting, alloc, num, uuid, map[bool]string{true: "the primary", false: "held"}[primary])
 	}
 	return nil

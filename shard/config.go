@@ -26,8 +26,6 @@ import (
 
 // Sentinel errors, wrapped with detail; test with errors.Is.
 var (
-	ErrIndexNotFound    = errors.New("index not found")
-	ErrIndexExists      = errors.New("index already exists")
 	ErrInvalidIndexName = errors.New("invalid index name")
 	ErrDocumentNotFound = errors.New("document not found")
 	ErrVersionConflict  = errors.New("version conflict")
@@ -37,9 +35,6 @@ var (
 	// ErrClusterBlocked: this node cannot serve yet — it has not joined a
 	// cluster, or no leader is known (503 cluster_block_exception).
 	ErrClusterBlocked = errors.New("cluster block")
-	// ErrMappingVersion: a mapping change was computed from a version that
-	// is no longer the committed one; merge again and retry.
-	ErrMappingVersion = errors.New("mapping version changed")
 	// ErrUnavailable: a shard's copy cannot be reached now (no active
 	// primary, its node is down); retryable (503 unavailable_shards_exception).
 	ErrUnavailable = errors.New("shard unavailable")

@@ -23,7 +23,7 @@ func (s *Store) CopyOf(alloc string) (*CopyHandle, bool) { return s.copy(alloc) 
 // PrimaryCopy returns st's open primary copy of shard num of index name.
 func PrimaryCopy(t testing.TB, st *Store, name string, num int) *CopyHandle {
 	t.Helper()
-	ix, err := st.meta.View().Index(name)
+	ix, err := st.meta.State().Index(name)
 	require.NoError(t, err)
 	p, ok := ix.Shards[num].Primary()
 	require.True(t, ok)

@@ -22,7 +22,7 @@ func FuzzShardHandlers(f *testing.F) {
 	m := coordtest.OpenManager(f, f.TempDir())
 	f.Cleanup(func() { _ = m.Close() })
 	require.NoError(f, m.CreateIndex(context.Background(), "f", coord.IndexSettings{NumberOfShards: 2}, nil))
-	v := m.Meta.View()
+	v := m.Meta.State()
 	ix := v.Indices["f"]
 	p, _ := ix.Shards[0].Primary()
 	mux := &fabric.Mux{}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 )
 
@@ -40,7 +41,7 @@ func (s *Store) OpenContextCount() int { return s.pits.count() }
 // mapping of ix merged in first (the view may be newer than what the
 // reconcile loop merged, and a PUT _mapping must be seen by the next
 // GET); false when no copy of ix was ever opened here.
-func (s *Store) Mapping(ix *IndexView) (*index.Mapping, bool) {
+func (s *Store) Mapping(ix *state.Index) (*index.Mapping, bool) {
 	nm, ok := s.mapping(ix.UUID)
 	if !ok {
 		return nil, false

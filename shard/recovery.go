@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/shard/shardlog"
 )
@@ -183,14 +184,14 @@ type recoveryOpsReply struct {
 // date from the shard's primary and reports it started. It runs in its own
 // goroutine, once per copy at a time; on failure it returns and the next
 // reconciliation tries again.
-func (s *Store) recover(ctx context.Context, ix *IndexView, num int, c CopyView) {
-	v := s.meta.View()
+func (s *Store) recover(ctx context.Context, ix *state.Index, num int, c state.Copy) {
+	v := s.meta.State()
 	p, ok := ix.Shards[num].Primary()
 	if !ok || !v.Active(p) || p.AllocationID == c.AllocationID {
 		return // no primary to recover from yet
 	}
 	r := &recovery{info: RecoveryInfo{Index: ix.Name, Shard: num, AllocationID: c.AllocationID, Stage: "init",
-		SourceNode: v.Nodes[p.NodeID].Name, TargetNode: v.Nodes[v.LocalNode].Name, Started: time.Now()}}
+		SourceNode: v.NodeName(p.NodeID), TargetNode: v.NodeName(s.meta.LocalNode()), Started: time.Now()}}
 	s.mu.Lock()
 	s.recoveries[c.AllocationID] = r
 	s.mu.Unlock()
@@ -211,7 +212,7 @@ func (s *Store) recover(ctx context.Context, ix *IndexView, num int, c CopyView)
 		"bytes", r.info.BytesDone, "ops", r.info.OpsDone, "took", time.Since(r.info.Started).Round(time.Millisecond))
 }
 
-func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int, c CopyView, p CopyView, r *recovery) error {
+func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index, num int, c state.Copy, p state.Copy, r *recovery) error {
 	if s.peers == nil {
 		return fmt.Errorf("%w: the primary is on node %s and this node has no fabric", ErrUnavailable, p.NodeID)
 	}
@@ -221,7 +222,7 @@ func (s *Store) runRecovery(ctx context.Context, v *View, ix *IndexView, num int
 	}
 	dir := filepath.Join(s.dir, c.AllocationID)
 	meta := copyMeta{AllocationID: c.AllocationID, Index: ix.Name, IndexUUID: ix.UUID, Shard: num, AssignedAt: v.Version}
-	start := recoveryStart{Cluster: v.ClusterUUID, Index: ix.UUID, Shard: num, Primary: p.AllocationID, Target: c.AllocationID, TargetNode: v.LocalNode}
+	start := recoveryStart{Cluster: v.ClusterUUID, Index: ix.UUID, Shard: num, Primary: p.AllocationID, Target: c.AllocationID, TargetNode: s.meta.LocalNode()}
 	sc, _ := s.copy(c.AllocationID)
 	if sc == nil {
 		if _, err := os.Stat(filepath.Join(dir, copyMetaFile)); err == nil {
@@ -469,7 +470,7 @@ func (s *Store) serveRecoveryOps(ctx context.Context, req *fabric.Request) ([]by
 		s.mu.Unlock()
 		s.dropLease(m.ID)
 	}()
-	v := s.meta.View()
+	v := s.meta.State()
 	var sent int64
 	send := func(recs []shardlog.Record, term uint64) error {
 		msg := encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: sr.start.Index, shard: sr.start.Shard, alloc: sr.start.Target,

@@ -37,7 +37,7 @@ func oneShardIndex(t *testing.T, tc *coordtest.Cluster, name string, n int) (pri
 	t.Helper()
 	first := tc.Nodes["n1"]
 	require.NoError(t, first.CreateIndex(context.Background(), name, coord.IndexSettings{NumberOfShards: 1}, coordtest.SampleMapping(t)))
-	ix, err := tc.MC.Node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").State().Index(name)
 	require.NoError(t, err)
 	p, _ := ix.Shards[0].Primary()
 	primary, other = p.NodeID, "n1"
@@ -208,7 +208,7 @@ func TestConcurrentRecoveriesShareTheNodesThrottle(t *testing.T) {
 	}
 	ids, sources := coordtest.SampleDocs(t)
 	for _, name := range []string{"a", "b"} {
-		ix, err := tc.MC.Node("x").View().Index(name)
+		ix, err := tc.MC.Node("x").State().Index(name)
 		require.NoError(t, err)
 		p, _ := ix.Shards[0].Primary()
 		require.Equal(t, "n1", p.NodeID)

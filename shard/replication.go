@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
@@ -74,13 +75,13 @@ func (g *replicationGroup) snapshot() []replicaTarget {
 
 // sync makes the in-sync targets those of the shard table (self excluded),
 // keeps the recovering targets that are still assigned, and drops the rest.
-func (g *replicationGroup) sync(self string, sh *ShardView) {
+func (g *replicationGroup) sync(self string, sh *state.Shard) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.targets == nil {
 		g.targets = map[string]*replicaTarget{}
 	}
-	assigned := map[string]CopyView{}
+	assigned := map[string]state.Copy{}
 	for _, c := range sh.Copies {
 		assigned[c.AllocationID] = c
 	}
@@ -261,7 +262,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicationTimeout)
 	gcp := sc.group.globalCheckpoint(last)
-	v := s.meta.View()
+	v := s.meta.State()
 	type answer struct {
 		t          replicaTarget
 		checkpoint uint64
@@ -491,7 +492,7 @@ func (s *Store) awaitTerm(ctx context.Context, sc *shardCopy, term uint64) error
 	}
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
-	_, err := s.meta.AwaitView(wctx, func(v *View) bool {
+	_, err := s.meta.AwaitState(wctx, func(v *state.State) bool {
 		ix, ok := v.IndexByUUID(sc.meta.IndexUUID)
 		return ok && sc.meta.Shard < len(ix.Shards) && ix.Shards[sc.meta.Shard].PrimaryTerm >= term
 	})
@@ -506,7 +507,7 @@ func (s *Store) awaitTerm(ctx context.Context, sc *shardCopy, term uint64) error
 func (s *Store) awaitMapping(ctx context.Context, nm *nodeMapping, mv uint64) error {
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
-	v, err := s.meta.AwaitView(wctx, func(v *View) bool {
+	v, err := s.meta.AwaitState(wctx, func(v *state.State) bool {
 		ix, ok := v.IndexByUUID(nm.uuid)
 		return ok && ix.MappingVersion >= mv
 	})
@@ -531,7 +532,7 @@ func (s *Store) promote(ctx context.Context, sc *shardCopy, term uint64) error {
 	if err != nil {
 		return fmt.Errorf("shard %s: reading the operations above the global checkpoint %d to resync: %w", sc.name, gcp, err)
 	}
-	v := s.meta.View()
+	v := s.meta.State()
 	var errs []error
 	for _, t := range sc.group.snapshot() {
 		if !t.inSync {

@@ -15,6 +15,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/fabric"
@@ -32,7 +33,7 @@ func withReplicas(t *testing.T, tc *coordtest.Cluster, name string, shards int, 
 	t.Helper()
 	n := tc.Nodes[nodes[0]]
 	require.NoError(t, n.CreateIndex(context.Background(), name, coord.IndexSettings{NumberOfShards: shards, NumberOfReplicas: 1}, coordtest.SampleMapping(t)))
-	ix, err := n.Meta.View().Index(name)
+	ix, err := n.Meta.State().Index(name)
 	require.NoError(t, err)
 	for num, sh := range ix.Shards {
 		p, _ := sh.Primary()
@@ -47,7 +48,7 @@ func withReplicas(t *testing.T, tc *coordtest.Cluster, name string, shards int, 
 func copyDocs(t *testing.T, tc *coordtest.Cluster, name string, num int) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
-	ix, err := tc.MC.Node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").State().Index(name)
 	require.NoError(t, err)
 	for _, c := range ix.Shards[num].Copies {
 		n := tc.Nodes[c.NodeID]
@@ -123,7 +124,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	nodes := []string{"n1", "n2", "n3"}
 	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "f", 3, nodes)
-	ix, _ := tc.MC.Node("x").View().Index("f")
+	ix, _ := tc.MC.Node("x").State().Index("f")
 	p0, _ := ix.Shards[0].Primary()
 	victim := p0.NodeID
 	var writers []string
@@ -172,7 +173,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d writes, %d acknowledged, %d refused during the failover", attempts.Load(), len(acked), refused.Load())
 	require.NotEmpty(t, acked)
-	v := tc.MC.Node("x").View()
+	v := tc.MC.Node("x").State()
 	ix, _ = v.Indices["f"]
 	for num, sh := range ix.Shards {
 		p, ok := sh.Primary()
@@ -200,7 +201,7 @@ func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "rec", 1, nodes)
-	ix, _ := tc.MC.Node("x").View().Index("rec")
+	ix, _ := tc.MC.Node("x").State().Index("rec")
 	p, _ := ix.Shards[0].Primary()
 	replicaNode := nodes[(slices.Index(nodes, p.NodeID)+1)%2]
 	ids, sources := coordtest.SampleDocs(t)
@@ -210,7 +211,7 @@ func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	// in-sync set; it comes back and recovers from its checkpoint.
 	tc.Kill(replicaNode)
 	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "rec", ids[100:150], sources[100:150])
-	require.Len(t, tc.MC.Node("x").View().Indices["rec"].Shards[0].InSync, 1, "the replica that missed writes left the in-sync set")
+	require.Len(t, tc.MC.Node("x").State().Indices["rec"].Shards[0].InSync, 1, "the replica that missed writes left the in-sync set")
 	tc.Revive(replicaNode)
 	coordtest.AwaitInSync(t, tc, "rec", 2)
 	rec := latestRecovery(t, tc.Nodes[replicaNode])
@@ -222,7 +223,7 @@ func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	// Wiped: the replica's files are gone; it gets the primary's snapshot.
 	tc.Kill(replicaNode)
 	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "rec", ids[150:160], sources[150:160])
-	ix, _ = tc.MC.Node("x").View().Indices["rec"]
+	ix, _ = tc.MC.Node("x").State().Indices["rec"]
 	for _, c := range ix.Shards[0].Copies {
 		if c.NodeID == replicaNode {
 			require.NoError(t, shard.RemoveDir(fmt.Sprintf("%s/shards/%s", tc.Dirs[replicaNode], c.AllocationID)))
@@ -285,9 +286,9 @@ func requireSameDocs(t *testing.T, a, b map[string]string, what string) {
 // 0 (term 2) while the primary's node keeps its old view, as a node cut off
 // from the leader would: its copy still believes it is the primary of term
 // 1. It returns that node, the old primary, and the other node.
-func deposePrimary(t *testing.T, tc *coordtest.Cluster, name string) (old *coordtest.Node, p shard.CopyView, other *coordtest.Node) {
+func deposePrimary(t *testing.T, tc *coordtest.Cluster, name string) (old *coordtest.Node, p state.Copy, other *coordtest.Node) {
 	t.Helper()
-	ix, err := tc.MC.Node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").State().Index(name)
 	require.NoError(t, err)
 	p, _ = ix.Shards[0].Primary()
 	tc.MC.Freeze(p.NodeID)
@@ -388,7 +389,7 @@ func awaitTermOnOthers(t *testing.T, tc *coordtest.Cluster, except, name string,
 			continue
 		}
 		require.Eventually(t, func() bool {
-			ix, _ := tc.MC.Node(id).View().Index(name)
+			ix, _ := tc.MC.Node(id).State().Index(name)
 			p, _ := ix.Shards[0].Primary()
 			sc, ok := n.Store.CopyOf(p.AllocationID)
 			return ok && sc.IsPrimary() && sc.Term() == term
@@ -397,9 +398,9 @@ func awaitTermOnOthers(t *testing.T, tc *coordtest.Cluster, except, name string,
 }
 
 // replicaOf returns the shard's primary and its replica.
-func replicaOf(t *testing.T, tc *coordtest.Cluster, name string) (p, r shard.CopyView) {
+func replicaOf(t *testing.T, tc *coordtest.Cluster, name string) (p, r state.Copy) {
 	t.Helper()
-	ix, err := tc.MC.Node("x").View().Index(name)
+	ix, err := tc.MC.Node("x").State().Index(name)
 	require.NoError(t, err)
 	for _, c := range ix.Shards[0].Copies {
 		if c.Primary {
@@ -428,7 +429,7 @@ func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
 	require.True(t, ok)
 	next := rc.NextSeq()
 
-	v := tc.MC.Node("x").View()
+	v := tc.MC.Node("x").State()
 	ix, _ := v.Index("div")
 	msg := func(term, seq uint64) []byte {
 		rec := shardlog.Record{Term: term, Seq: seq, Version: 1, ID: "intruder", Source: []byte(`{"subject":"not replicated"}`)}
@@ -475,7 +476,7 @@ func TestCorruptedReplicationIsRecovered(t *testing.T) {
 	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "cor", ids[10:20], sources[10:20])
 	remove()
 	require.True(t, corrupted.Load(), "no replication message was corrupted")
-	require.NotContains(t, tc.MC.Node("x").View().Indices["cor"].Shards[0].InSync, r.AllocationID,
+	require.NotContains(t, tc.MC.Node("x").State().Indices["cor"].Shards[0].InSync, r.AllocationID,
 		"the write was acknowledged while the replica that missed it stayed in sync")
 	coordtest.AwaitInSync(t, tc, "cor", 2)
 	require.Equal(t, shard.RecoveryOps, latestRecovery(t, tc.Nodes[r.NodeID]).Mode)
@@ -534,7 +535,7 @@ func TestReplicaOutOfDiskFailsTheCopyNotTheWrite(t *testing.T) {
 
 	full[r.NodeID].Store(true)
 	coordtest.BulkIndex(t, tc.Nodes[p.NodeID], "disk", ids[10:20], sources[10:20]) // every item acknowledged
-	require.NotContains(t, tc.MC.Node("x").View().Indices["disk"].Shards[0].InSync, r.AllocationID,
+	require.NotContains(t, tc.MC.Node("x").State().Indices["disk"].Shards[0].InSync, r.AllocationID,
 		"the write was acknowledged while the replica that could not log it stayed in sync")
 
 	full[r.NodeID].Store(false)
@@ -584,7 +585,7 @@ func TestWaitForActiveShards(t *testing.T) {
 	nodes := []string{"n1", "n2"}
 	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "a", 1, nodes)
-	ix, _ := tc.MC.Node("x").View().Index("a")
+	ix, _ := tc.MC.Node("x").State().Index("a")
 	p, _ := ix.Shards[0].Primary()
 	n := tc.Nodes[p.NodeID]
 	write := func(ctx context.Context, id string, active int) shard.OpResult {

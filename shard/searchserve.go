@@ -10,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -109,7 +110,7 @@ func (p *phaseRun) each(fn func(k int, idx *index.Index)) {
 func (s *Store) awaitIndexMapping(ctx context.Context, uuid string, mv uint64) error {
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
-	v, err := s.meta.AwaitView(wctx, func(v *View) bool {
+	v, err := s.meta.AwaitState(wctx, func(v *state.State) bool {
 		ix, ok := v.IndexByUUID(uuid)
 		return ok && ix.MappingVersion >= mv
 	})
@@ -158,7 +159,7 @@ func (s *Store) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]by
 	if m.Stats != nil {
 		sctx = index.WithGlobalStats(ctx, m.Stats)
 	}
-	v := s.meta.View()
+	v := s.meta.State()
 	results := make([]*bleve.SearchResult, len(m.Shards))
 	run.each(func(k int, idx *index.Index) {
 		sh := &m.Shards[k]

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/vfs"
 )
@@ -126,7 +127,7 @@ func (s *Store) reconcileLoop() {
 	for {
 		if s.meta.Ready() == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err := s.Reconcile(ctx, s.meta.View())
+			err := s.Reconcile(ctx, s.meta.State())
 			cancel()
 			if err != nil && err.Error() != lastErr {
 				s.logger.Warn("shard: reconciling local copies with the shard table", "err", err)
@@ -149,7 +150,7 @@ func (s *Store) reconcileLoop() {
 // Fields are the field types of the named indices as this node's mappings
 // know them (an index without a local mapping adds none).
 func (s *Store) Fields(names []string) FieldTypes {
-	v := s.meta.View()
+	v := s.meta.State()
 	var out FieldTypes
 	for _, n := range names {
 		ix, ok := v.Indices[n]
@@ -245,7 +246,7 @@ func (s *Store) openCopies() []*shardCopy {
 // sends together, in bytes per second (0: none): the cluster's setting when it has
 // one, else Config.RecoveryMaxBytesPerSec.
 func (s *Store) recoveryRate() int64 {
-	if r := s.meta.View().RecoveryMaxBytesPerSec; r != nil {
+	if r := s.meta.State().Settings.RecoveryMaxBytesPerSec; r != nil {
 		return *r
 	}
 	return s.cfg.RecoveryMaxBytesPerSec
@@ -257,7 +258,7 @@ func (s *Store) recoveryRate() int64 {
 // shard table no longer holds. A copy that cannot be opened is reported
 // failed. It returns the first error that stopped it; the next call
 // resumes.
-func (s *Store) Reconcile(ctx context.Context, v *View) error {
+func (s *Store) Reconcile(ctx context.Context, v *state.State) error {
 	if err := s.syncMappings(v); err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func (s *Store) Reconcile(ctx context.Context, v *View) error {
 		for num := range ix.Shards {
 			sh := &ix.Shards[num]
 			for _, c := range sh.Copies {
-				if c.NodeID != v.LocalNode {
+				if c.NodeID != s.meta.LocalNode() {
 					continue
 				}
 				assigned[c.AllocationID] = true
@@ -283,8 +284,8 @@ func (s *Store) Reconcile(ctx context.Context, v *View) error {
 	return errors.Join(errs...)
 }
 
-func SortedIndices(v *View) []*IndexView {
-	out := make([]*IndexView, 0, len(v.Indices))
+func SortedIndices(v *state.State) []*state.Index {
+	out := make([]*state.Index, 0, len(v.Indices))
 	for _, ix := range v.Indices {
 		out = append(out, ix)
 	}
@@ -294,7 +295,7 @@ func SortedIndices(v *View) []*IndexView {
 
 // syncMappings creates the node mapping of new indices, merges newer
 // committed versions into existing ones and drops those of deleted indices.
-func (s *Store) syncMappings(v *View) error {
+func (s *Store) syncMappings(v *state.State) error {
 	live := map[string]bool{}
 	var errs []error
 	for _, ix := range v.Indices {
@@ -334,13 +335,13 @@ func (s *Store) syncMappings(v *View) error {
 // node added that are not committed yet stay (their commit follows); a
 // conflict between the two means this node's uncommitted change lost, and
 // the node mapping becomes the committed one.
-func (nm *nodeMapping) merge(ix *IndexView) error {
+func (nm *nodeMapping) merge(ix *state.Index) error {
 	nm.mu.Lock()
 	defer nm.mu.Unlock()
 	return nm.mergeLocked(ix)
 }
 
-func (nm *nodeMapping) mergeLocked(ix *IndexView) error {
+func (nm *nodeMapping) mergeLocked(ix *state.Index) error {
 	if ix.MappingVersion <= nm.committed {
 		return nil
 	}
@@ -385,11 +386,11 @@ func (s *Store) commitMapping(nm *nodeMapping) (uint64, error) {
 			nm.committed, nm.synced = ver, local
 			return ver, nil
 		}
-		if !errors.Is(err, ErrMappingVersion) {
+		if !errors.Is(err, state.ErrMappingVersion) {
 			return 0, fmt.Errorf("shard: index %s: committing new fields: %w", nm.name, err)
 		}
 		base := nm.committed
-		v, err := s.meta.AwaitView(ctx, func(v *View) bool {
+		v, err := s.meta.AwaitState(ctx, func(v *state.State) bool {
 			ix, ok := v.IndexByUUID(nm.uuid)
 			return !ok || ix.MappingVersion > base
 		})
@@ -398,7 +399,7 @@ func (s *Store) commitMapping(nm *nodeMapping) (uint64, error) {
 		}
 		ix, ok := v.IndexByUUID(nm.uuid)
 		if !ok {
-			return 0, fmt.Errorf("%w: index [%s] was deleted", ErrIndexNotFound, nm.name)
+			return 0, fmt.Errorf("%w: index [%s] was deleted", state.ErrIndexNotFound, nm.name)
 		}
 		committed, err := index.ParseMapping(ix.Mapping)
 		if err != nil {
@@ -427,13 +428,13 @@ func (nm *nodeMapping) committedVersion() uint64 {
 // replica or move target recovers from the primary; an open primary's
 // replication group follows the shard table, and a replica just promoted
 // resyncs the others before it takes writes.
-func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, num int, sh *ShardView, c CopyView) error {
+func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *state.Index, num int, sh *state.Shard, c state.Copy) error {
 	replica := !c.Primary || c.RelocatingFrom != ""
 	s.mu.RLock()
 	why, failed := s.failed[c.AllocationID]
 	recovering := s.recovering[c.AllocationID]
 	s.mu.RUnlock()
-	if oc, ok := s.copy(c.AllocationID); ok && !c.Started && !recovering && oc.log.Failed() != nil {
+	if oc, ok := s.copy(c.AllocationID); ok && (c.State != state.CopyStarted) && !recovering && oc.log.Failed() != nil {
 		// Its log failed (a full disk, an I/O error) and the copy was
 		// failed for it: close it, and reopen it from disk (cutting the
 		// unacknowledged tail) below, or let a replica's recovery do so
@@ -444,7 +445,7 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 		}
 	}
 	if oc, ok := s.copy(c.AllocationID); ok {
-		if err := s.follow(ctx, oc, sh, c); err != nil || c.Started {
+		if err := s.follow(ctx, oc, sh, c); err != nil || (c.State == state.CopyStarted) {
 			return err
 		}
 		if !replica {
@@ -456,12 +457,12 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 		}
 		return nil
 	}
-	if failed && c.Started {
+	if failed && (c.State == state.CopyStarted) {
 		// Reported; the cluster will promote another copy, and this one
 		// comes back initializing and recovers over its files.
 		return fmt.Errorf("shard: copy %s of %s/%d failed earlier: %s", c.AllocationID, ix.Name, num, why)
 	}
-	if replica && !c.Started {
+	if replica && (c.State != state.CopyStarted) {
 		if !recovering {
 			s.startRecovery(ix, num, c)
 		}
@@ -474,7 +475,7 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 	dir := filepath.Join(s.dir, c.AllocationID)
 	_, statErr := os.Stat(filepath.Join(dir, copyMetaFile))
 	exists := statErr == nil
-	if !exists && (c.Started || sh.Started) {
+	if !exists && ((c.State == state.CopyStarted) || sh.Started) {
 		// A copy of a shard that holds data, whose files are gone: never
 		// recreate it empty, which would silently lose acknowledged
 		// writes. Failed, it leaves the in-sync set (a replica then
@@ -496,7 +497,7 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 	if err := s.follow(ctx, sc, sh, c); err != nil {
 		return err
 	}
-	if !c.Started {
+	if c.State != state.CopyStarted {
 		return s.meta.CopyStarted(ctx, ix.UUID, num, c.AllocationID)
 	}
 	return nil
@@ -505,7 +506,7 @@ func (s *Store) ensureCopy(ctx context.Context, version uint64, ix *IndexView, n
 // follow keeps an open copy in line with the shard table: a primary's
 // replication group, and the resync a freshly promoted primary owes the
 // other in-sync copies.
-func (s *Store) follow(ctx context.Context, sc *shardCopy, sh *ShardView, c CopyView) error {
+func (s *Store) follow(ctx context.Context, sc *shardCopy, sh *state.Shard, c state.Copy) error {
 	if !c.Primary {
 		sc.primary.Store(false)
 		return nil
@@ -548,7 +549,7 @@ func (s *Store) unregister(sc *shardCopy) {
 }
 
 // startRecovery runs the recovery of copy c in the background.
-func (s *Store) startRecovery(ix *IndexView, num int, c CopyView) {
+func (s *Store) startRecovery(ix *state.Index, num int, c state.Copy) {
 	s.mu.Lock()
 	if s.closed || s.recovering[c.AllocationID] {
 		s.mu.Unlock()
@@ -598,12 +599,12 @@ func (s *Store) awaitStarted(ctx context.Context, alloc string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startedWait)
 	defer cancel()
-	_, _ = s.meta.AwaitView(ctx, func(v *View) bool {
+	_, _ = s.meta.AwaitState(ctx, func(v *state.State) bool {
 		for _, ix := range v.Indices {
 			for _, sh := range ix.Shards {
 				for _, c := range sh.Copies {
 					if c.AllocationID == alloc {
-						return c.Started
+						return (c.State == state.CopyStarted)
 					}
 				}
 			}
@@ -644,7 +645,7 @@ func (s *Store) markFailed(allocationID, reason string) {
 // directories that hold a copy.json are touched. Local directories are
 // created only after their assignment was applied locally, so a lagging
 // view never deletes a copy it has not yet heard of.
-func (s *Store) dropUnassigned(v *View, assigned map[string]bool) error {
+func (s *Store) dropUnassigned(v *state.State, assigned map[string]bool) error {
 	var gone []*shardCopy
 	s.mu.Lock()
 	for id, c := range s.copies {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/shard"
@@ -57,7 +58,7 @@ func TestStoreKeepsOnlyAssignedCopies(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, m.CreateIndex(ctx, "keep", coord.IndexSettings{}, nil))
 	require.NoError(t, m.CreateIndex(ctx, "gone", coord.IndexSettings{NumberOfShards: 2}, nil))
-	gone, err := m.Meta.View().Index("gone")
+	gone, err := m.Meta.State().Index("gone")
 	require.NoError(t, err)
 	require.NoError(t, m.Close())
 	// The index is deleted while the node is down.
@@ -167,19 +168,19 @@ func TestOlderViewDeletesNoCopy(t *testing.T) {
 	res, err := n.Bulk(context.Background(), []shard.Op{{Type: shard.OpIndex, Index: "keep", ID: "1", Source: json.RawMessage(`{"a":1}`)}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
-	now := n.Meta.View()
+	now := n.Meta.State()
 	ix, err := now.Index("keep")
 	require.NoError(t, err)
 	p, _ := ix.Shards[0].Primary()
 	dir := filepath.Join(n.Store.Dir(), p.AllocationID)
 
-	older := &shard.View{Version: 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*shard.IndexView{}}
+	older := &state.State{Version: 1, ClusterUUID: now.ClusterUUID, Nodes: now.Nodes, Indices: map[string]*state.Index{}}
 	require.NoError(t, n.Store.Reconcile(context.Background(), older))
 	require.DirExists(t, dir, "a view older than the copy's assignment deleted it")
 	_, open := n.Store.CopyOf(p.AllocationID)
 	require.True(t, open, "a view older than the copy's assignment closed it")
 
-	newer := &shard.View{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, LocalNode: "n1", Nodes: now.Nodes, Indices: map[string]*shard.IndexView{}}
+	newer := &state.State{Version: now.Version + 1, ClusterUUID: now.ClusterUUID, Nodes: now.Nodes, Indices: map[string]*state.Index{}}
 	require.NoError(t, n.Store.Reconcile(context.Background(), newer))
 	require.NoDirExists(t, dir, "a newer view without the copy keeps it")
 }
@@ -192,9 +193,9 @@ func TestRecoveryRateFollowsTheCluster(t *testing.T) {
 	st := tc.Nodes["n1"].Store
 	require.Equal(t, coordtest.NodeConfig().RecoveryMaxBytesPerSec, st.RecoveryRate())
 	for _, rate := range []int64{0, 5 << 20} {
-		require.NoError(t, tc.MC.Update(func(v *shard.View) error { v.RecoveryMaxBytesPerSec = &rate; return nil }))
+		require.NoError(t, tc.MC.Update(func(v *state.State) error { v.Settings.RecoveryMaxBytesPerSec = &rate; return nil }))
 		require.Equal(t, rate, st.RecoveryRate())
 	}
-	require.NoError(t, tc.MC.Update(func(v *shard.View) error { v.RecoveryMaxBytesPerSec = nil; return nil }))
+	require.NoError(t, tc.MC.Update(func(v *state.State) error { v.Settings.RecoveryMaxBytesPerSec = nil; return nil }))
 	require.Equal(t, coordtest.NodeConfig().RecoveryMaxBytesPerSec, st.RecoveryRate())
 }

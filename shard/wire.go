@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
@@ -52,7 +53,7 @@ const wireVersion = 5
 // sentinel, so errors.Is works on both sides. Codes are part of the wire
 // format: never renumber.
 var wireErrors = []error{
-	1:  ErrIndexNotFound,
+	1:  state.ErrIndexNotFound,
 	2:  ErrDocumentNotFound,
 	3:  ErrVersionConflict,
 	4:  ErrInvalidRequest,
@@ -60,14 +61,14 @@ var wireErrors = []error{
 	6:  ErrUnavailable,
 	7:  ErrStaleRouting,
 	8:  ErrClusterBlocked,
-	9:  ErrMappingVersion,
+	9:  state.ErrMappingVersion,
 	10: index.ErrDocParse,
 	11: index.ErrStrictDynamic,
 	12: index.ErrMappingConflict,
 	13: index.ErrInvalidMapping,
 	14: index.ErrClosed,
 	15: ErrInvalidIndexName,
-	16: ErrIndexExists,
+	16: state.ErrIndexExists,
 	17: ErrSeqGap,
 	18: ErrDiverged,
 	19: errCorruptRecord,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
@@ -269,7 +270,7 @@ func (tc *Cluster) LoadSampleIndex(t *testing.T, name string, shards int) []stri
 // DocOn is one of ids whose shard's primary is on node.
 func (tc *Cluster) DocOn(t *testing.T, name, node string, ids []string) string {
 	t.Helper()
-	ix, err := tc.Nodes["n1"].Meta.View().Index(name)
+	ix, err := tc.Nodes["n1"].Meta.State().Index(name)
 	require.NoError(t, err)
 	for _, id := range ids {
 		if p, _ := ix.Shards[coord.ShardFor(id, "", len(ix.Shards))].Primary(); p.NodeID == node {
@@ -284,7 +285,7 @@ func (tc *Cluster) DocOn(t *testing.T, name, node string, ids []string) string {
 func AwaitInSync(t testing.TB, tc *Cluster, name string, want int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		v := tc.MC.Node("x").View()
+		v := tc.MC.Node("x").State()
 		ix, ok := v.Indices[name]
 		if !ok {
 			return false
@@ -292,7 +293,7 @@ func AwaitInSync(t testing.TB, tc *Cluster, name string, want int) {
 		for _, sh := range ix.Shards {
 			started := 0
 			for _, c := range sh.Copies {
-				if c.Started && slices.Contains(sh.InSync, c.AllocationID) {
+				if (c.State == state.CopyStarted) && slices.Contains(sh.InSync, c.AllocationID) {
 					started++
 				}
 			}

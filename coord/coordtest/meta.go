@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -25,25 +26,25 @@ import (
 // package node's tests.
 type MemCluster struct {
 	mu       sync.Mutex
-	v        *shard.View // LocalNode unset
+	v        *state.State
 	watchers map[chan struct{}]struct{}
-	path     string                 // "" : not persisted
-	frozen   map[string]*shard.View // by node: the view it is stuck with (it hears of no change)
+	path     string                  // "" : not persisted
+	frozen   map[string]*state.State // by node: the view it is stuck with (it hears of no change)
 }
 
 func NewMemCluster(t testing.TB, path string, nodes ...string) *MemCluster {
 	mc := &MemCluster{watchers: map[chan struct{}]struct{}{}, path: path}
 	if path != "" {
 		if raw, err := os.ReadFile(path); err == nil {
-			var v shard.View
+			var v state.State
 			require.NoError(t, json.Unmarshal(raw, &v))
 			mc.v = &v
 			return mc
 		}
 	}
-	mc.v = &shard.View{Version: 1, ClusterUUID: "test-cluster", Nodes: map[string]shard.NodeView{}, Indices: map[string]*shard.IndexView{}}
+	mc.v = &state.State{Version: 1, ClusterUUID: "test-cluster", Nodes: map[string]*state.Node{}, Indices: map[string]*state.Index{}}
 	for _, n := range nodes {
-		mc.v.Nodes[n] = shard.NodeView{ID: n, Name: n, Live: true}
+		mc.v.Nodes[n] = &state.Node{ID: n, Name: n, Live: true}
 	}
 	return mc
 }
@@ -54,7 +55,7 @@ func (mc *MemCluster) Freeze(id string) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	if mc.frozen == nil {
-		mc.frozen = map[string]*shard.View{}
+		mc.frozen = map[string]*state.State{}
 	}
 	mc.frozen[id] = mc.v
 }
@@ -63,7 +64,7 @@ func (mc *MemCluster) Freeze(id string) {
 func (mc *MemCluster) Node(id string) *MemMeta { return &MemMeta{mc: mc, id: id} }
 
 // Update applies fn to a copy of the view and publishes it.
-func (mc *MemCluster) Update(fn func(v *shard.View) error) error {
+func (mc *MemCluster) Update(fn func(v *state.State) error) error {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	nv := *mc.v
@@ -94,20 +95,20 @@ func (mc *MemCluster) Update(fn func(v *shard.View) error) error {
 
 // SetLive marks a node up or down, as the cluster's failure detection would.
 func (mc *MemCluster) SetLive(id string, live bool) {
-	_ = mc.Update(func(v *shard.View) error {
-		n := v.Nodes[id]
+	_ = mc.Update(func(v *state.State) error {
+		n := *v.Nodes[id]
 		n.Live = live
-		v.Nodes[id] = n
+		v.Nodes[id] = &n
 		return nil
 	})
 }
 
 // CloneIndex returns a copy of the named index that can be changed.
-func CloneIndex(v *shard.View, name string) *shard.IndexView {
+func CloneIndex(v *state.State, name string) *state.Index {
 	ix := *v.Indices[name]
-	ix.Shards = make([]shard.ShardView, len(v.Indices[name].Shards))
+	ix.Shards = make([]state.Shard, len(v.Indices[name].Shards))
 	for k, sh := range v.Indices[name].Shards {
-		sh.Copies = append([]shard.CopyView(nil), sh.Copies...)
+		sh.Copies = append([]state.Copy(nil), sh.Copies...)
 		sh.InSync = append([]string(nil), sh.InSync...)
 		ix.Shards[k] = sh
 	}
@@ -122,16 +123,16 @@ type MemMeta struct {
 
 var _ shard.Metadata = (*MemMeta)(nil)
 
-func (m *MemMeta) View() *shard.View {
+func (m *MemMeta) State() *state.State {
 	m.mc.mu.Lock()
 	defer m.mc.mu.Unlock()
-	v := *m.mc.v
 	if f, ok := m.mc.frozen[m.id]; ok {
-		v = *f
+		return f
 	}
-	v.LocalNode = m.id
-	return &v
+	return m.mc.v
 }
+
+func (m *MemMeta) LocalNode() string { return m.id }
 
 func (m *MemMeta) Watch() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
@@ -145,11 +146,11 @@ func (m *MemMeta) Watch() (<-chan struct{}, func()) {
 	}
 }
 
-func (m *MemMeta) AwaitView(ctx context.Context, ok func(*shard.View) bool) (*shard.View, error) {
+func (m *MemMeta) AwaitState(ctx context.Context, ok func(*state.State) bool) (*state.State, error) {
 	ch, stop := m.Watch()
 	defer stop()
 	for {
-		if v := m.View(); ok(v) {
+		if v := m.State(); ok(v) {
 			return v, nil
 		}
 		select {
@@ -165,9 +166,9 @@ func (m *MemMeta) Ready() error { return nil }
 func (m *MemMeta) Serving() error { return nil }
 
 func (m *MemMeta) CreateIndex(_ context.Context, spec shard.IndexSpec) error {
-	return m.mc.Update(func(v *shard.View) error {
+	return m.mc.Update(func(v *state.State) error {
 		if _, ok := v.Indices[spec.Name]; ok {
-			return fmt.Errorf("%w: index [%s] already exists", shard.ErrIndexExists, spec.Name)
+			return fmt.Errorf("%w: index [%s] already exists", state.ErrIndexExists, spec.Name)
 		}
 		load := map[string]int{}
 		for _, ix := range v.Indices {
@@ -177,8 +178,8 @@ func (m *MemMeta) CreateIndex(_ context.Context, spec shard.IndexSpec) error {
 				}
 			}
 		}
-		ix := &shard.IndexView{Name: spec.Name, UUID: uuid.NewString(), NumberOfShards: spec.NumberOfShards,
-			NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping, MappingVersion: 1, CreationDate: time.Now().UTC().Truncate(time.Millisecond)}
+		ix := &state.Index{Name: spec.Name, UUID: uuid.NewString(), NumberOfShards: spec.NumberOfShards,
+			NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping, MappingVersion: 1, CreationDateMS: time.Now().UnixMilli()}
 		for k := 0; k < spec.NumberOfShards; k++ {
 			best := ""
 			for id, n := range v.Nodes {
@@ -187,7 +188,7 @@ func (m *MemMeta) CreateIndex(_ context.Context, spec shard.IndexSpec) error {
 				}
 			}
 			load[best]++
-			ix.Shards = append(ix.Shards, shard.ShardView{PrimaryTerm: 1, Copies: []shard.CopyView{{AllocationID: uuid.NewString(), NodeID: best, Primary: true}}})
+			ix.Shards = append(ix.Shards, state.Shard{PrimaryTerm: 1, Copies: []state.Copy{{AllocationID: uuid.NewString(), NodeID: best, Primary: true}}})
 		}
 		v.Indices[spec.Name] = ix
 		return nil
@@ -195,9 +196,9 @@ func (m *MemMeta) CreateIndex(_ context.Context, spec shard.IndexSpec) error {
 }
 
 func (m *MemMeta) DeleteIndex(_ context.Context, name, id string) error {
-	return m.mc.Update(func(v *shard.View) error {
+	return m.mc.Update(func(v *state.State) error {
 		if ix, ok := v.Indices[name]; !ok || ix.UUID != id {
-			return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
+			return fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, name)
 		}
 		delete(v.Indices, name)
 		return nil
@@ -206,13 +207,13 @@ func (m *MemMeta) DeleteIndex(_ context.Context, name, id string) error {
 
 func (m *MemMeta) PutMapping(_ context.Context, name, id string, mapping json.RawMessage, base uint64) (uint64, error) {
 	var ver uint64
-	err := m.mc.Update(func(v *shard.View) error {
+	err := m.mc.Update(func(v *state.State) error {
 		ix, ok := v.Indices[name]
 		if !ok || ix.UUID != id {
-			return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
+			return fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, name)
 		}
 		if ix.MappingVersion != base {
-			return fmt.Errorf("%w: at %d, not %d", shard.ErrMappingVersion, ix.MappingVersion, base)
+			return fmt.Errorf("%w: at %d, not %d", state.ErrMappingVersion, ix.MappingVersion, base)
 		}
 		ix = CloneIndex(v, name)
 		ix.Mapping, ix.MappingVersion = mapping, base+1
@@ -223,9 +224,9 @@ func (m *MemMeta) PutMapping(_ context.Context, name, id string, mapping json.Ra
 }
 
 func (m *MemMeta) UpdateReplicas(_ context.Context, name, id string, replicas int) error {
-	return m.mc.Update(func(v *shard.View) error {
+	return m.mc.Update(func(v *state.State) error {
 		if ix, ok := v.Indices[name]; !ok || ix.UUID != id {
-			return fmt.Errorf("%w: no such index [%s]", shard.ErrIndexNotFound, name)
+			return fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, name)
 		}
 		CloneIndex(v, name).NumberOfReplicas = replicas
 		return nil
@@ -234,14 +235,14 @@ func (m *MemMeta) UpdateReplicas(_ context.Context, name, id string, replicas in
 
 // copyOp changes one copy; it is refused from a node that is not live
 // (a dead or partitioned node reaches no leader).
-func (m *MemMeta) copyOp(id string, num int, alloc string, fn func(sh *shard.ShardView, k int) error) error {
-	return m.mc.Update(func(v *shard.View) error {
+func (m *MemMeta) copyOp(id string, num int, alloc string, fn func(sh *state.Shard, k int) error) error {
+	return m.mc.Update(func(v *state.State) error {
 		if n, ok := v.Nodes[m.id]; ok && !n.Live {
 			return fmt.Errorf("%w: node %s is cut off from the cluster", shard.ErrClusterBlocked, m.id)
 		}
 		ix, ok := v.IndexByUUID(id)
 		if !ok {
-			return fmt.Errorf("%w: index %s", shard.ErrIndexNotFound, id)
+			return fmt.Errorf("%w: index %s", state.ErrIndexNotFound, id)
 		}
 		ix = CloneIndex(v, ix.Name)
 		sh := &ix.Shards[num]
@@ -255,8 +256,8 @@ func (m *MemMeta) copyOp(id string, num int, alloc string, fn func(sh *shard.Sha
 }
 
 func (m *MemMeta) CopyStarted(_ context.Context, id string, num int, alloc string) error {
-	return m.copyOp(id, num, alloc, func(sh *shard.ShardView, k int) error {
-		sh.Copies[k].Started = true
+	return m.copyOp(id, num, alloc, func(sh *state.Shard, k int) error {
+		sh.Copies[k].State = state.CopyStarted
 		sh.Started = sh.Started || sh.Copies[k].Primary
 		if !slices.Contains(sh.InSync, alloc) {
 			sh.InSync = append(sh.InSync, alloc)
@@ -270,27 +271,27 @@ func (m *MemMeta) CopyStarted(_ context.Context, id string, num int, alloc strin
 // by an in-sync started replica on a live node with the next primary term,
 // or, without one, stays the primary to be reopened.
 func (m *MemMeta) CopyFailed(_ context.Context, id string, num int, alloc string, byTerm uint64, remove bool, _ string) error {
-	var nodes map[string]shard.NodeView
+	var nodes map[string]*state.Node
 	m.mc.mu.Lock()
 	nodes = m.mc.v.Nodes
 	m.mc.mu.Unlock()
-	return m.copyOp(id, num, alloc, func(sh *shard.ShardView, k int) error {
+	return m.copyOp(id, num, alloc, func(sh *state.Shard, k int) error {
 		if byTerm != 0 && byTerm < sh.PrimaryTerm {
 			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", shard.ErrStaleRouting, byTerm, sh.PrimaryTerm)
 		}
 		wasPrimary := sh.Copies[k].Primary
-		promotable := slices.ContainsFunc(sh.Copies, func(c shard.CopyView) bool {
-			return c.AllocationID != alloc && c.Started && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID)
+		promotable := slices.ContainsFunc(sh.Copies, func(c state.Copy) bool {
+			return c.AllocationID != alloc && (c.State == state.CopyStarted) && nodes[c.NodeID] != nil && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID)
 		})
 		if wasPrimary && !remove && !promotable {
 			// The only copy with every acknowledged write stays the
 			// primary, in sync, to be reopened.
-			sh.Copies[k].Started = false
+			sh.Copies[k].State = state.CopyInitializing
 			sh.PrimaryTerm++
 			return nil
 		}
 		sh.InSync = slices.DeleteFunc(sh.InSync, func(a string) bool { return a == alloc })
-		sh.Copies[k].Started, sh.Copies[k].Primary = false, false
+		sh.Copies[k].State, sh.Copies[k].Primary = state.CopyInitializing, false
 		if remove {
 			sh.Copies = append(sh.Copies[:k], sh.Copies[k+1:]...)
 		}
@@ -299,7 +300,7 @@ func (m *MemMeta) CopyFailed(_ context.Context, id string, num int, alloc string
 		}
 		for j := range sh.Copies {
 			c := &sh.Copies[j]
-			if c.Started && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID) {
+			if (c.State == state.CopyStarted) && nodes[c.NodeID] != nil && nodes[c.NodeID].Live && slices.Contains(sh.InSync, c.AllocationID) {
 				c.Primary = true
 				sh.PrimaryTerm++
 				return nil
@@ -313,9 +314,9 @@ func (m *MemMeta) CopyFailed(_ context.Context, id string, num int, alloc string
 // the allocator would.
 func (mc *MemCluster) AddReplica(t testing.TB, name string, num int, node string) string {
 	alloc := uuid.NewString()
-	require.NoError(t, mc.Update(func(v *shard.View) error {
+	require.NoError(t, mc.Update(func(v *state.State) error {
 		ix := CloneIndex(v, name)
-		ix.Shards[num].Copies = append(ix.Shards[num].Copies, shard.CopyView{AllocationID: alloc, NodeID: node})
+		ix.Shards[num].Copies = append(ix.Shards[num].Copies, state.Copy{AllocationID: alloc, NodeID: node})
 		return nil
 	}))
 	return alloc
@@ -325,7 +326,7 @@ func (mc *MemCluster) AddReplica(t testing.TB, name string, num int, node string
 // down: primaries are replaced by in-sync replicas, replicas leave the
 // in-sync set.
 func (mc *MemCluster) FailNode(t testing.TB, node string) {
-	v := mc.Node(node).View()
+	v := mc.Node(node).State()
 	for _, ix := range v.Indices {
 		for num, sh := range ix.Shards {
 			for _, c := range sh.Copies {

@@ -72,11 +72,11 @@ func StartNodeWith(t testing.TB, mc *MemCluster, id, dir string, peers shard.Pee
 func (n *Node) AwaitOpen(t testing.TB) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		v := n.Meta.View()
+		v := n.Meta.State()
 		for _, ix := range v.Indices {
 			for _, sh := range ix.Shards {
 				for _, c := range sh.Copies {
-					if _, err := n.Store.Readable(c.AllocationID); c.NodeID == v.LocalNode && err != nil {
+					if _, err := n.Store.Readable(c.AllocationID); c.NodeID == n.Meta.LocalNode() && err != nil {
 						return false
 					}
 				}
@@ -89,7 +89,7 @@ func (n *Node) AwaitOpen(t testing.TB) {
 // Searchers returns searchers of this node's open copies of the named
 // indexes, one per shard.
 func (n *Node) Searchers(names []string) ([]coord.ShardSearcher, error) {
-	v := n.Meta.View()
+	v := n.Meta.State()
 	var out []coord.ShardSearcher
 	for _, name := range names {
 		ix, err := v.Index(name)

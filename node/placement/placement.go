@@ -1,8 +1,9 @@
 // Package placement is the one adapter between the cluster's committed
 // metadata (package cluster's Raft state and proposals) and what the shard
-// layer owns and needs of it (shard.Metadata): it converts each committed
-// State into a shard.View once, and turns the shard layer's changes into
-// cluster commands and the cluster's errors into the shard layer's.
+// layer owns and needs of it (shard.Metadata): it hands out the committed
+// state (with what this node's gossip already knows of dead nodes), turns
+// the shard layer's changes into cluster commands and the cluster's
+// errors into the shard layer's.
 package placement
 
 import (
@@ -13,9 +14,9 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/weftsearch/weft/cluster"
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -24,13 +25,13 @@ import (
 type Adapter struct {
 	c *cluster.Cluster
 	// caughtUp: this node has once applied everything it knew committed;
-	// from then on its view only lags by the moment an apply takes.
+	// from then on its state only lags by the moment an apply takes.
 	caughtUp atomic.Bool
 
 	mu       sync.Mutex
-	last     *cluster.State  // the state view was built from
+	last     *state.State    // the committed state seen was derived from
 	lastDown map[string]bool // and the unreachable nodes
-	view     *shard.View
+	seen     *state.State
 }
 
 var (
@@ -41,34 +42,54 @@ var (
 // New adapts c.
 func New(c *cluster.Cluster) *Adapter { return &Adapter{c: c} }
 
-// View returns the view of the latest applied state, in which a node that
-// this node's gossip sees dead or leaving is not live even before the
-// leader has committed it (so that a search or write through a node cut
-// off from others does not wait on them). It is built once per state and
-// set of unreachable nodes.
-func (a *Adapter) View() *shard.View {
+// State returns the latest applied state, in which a node that this
+// node's gossip sees dead or leaving is not live even before the leader
+// has committed it (so that a search or write through a node cut off from
+// others does not wait on them). When gossip and the state agree it is the
+// committed state itself; else a shallow copy with those nodes' records
+// replaced, made once per state and set of unreachable nodes.
+func (a *Adapter) State() *state.State {
 	st, down := a.c.State(), a.c.Unreachable()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if st != a.last || !maps.Equal(down, a.lastDown) || a.view == nil {
-		v := ViewOf(st, a.c.LocalNodeID())
-		for id := range down {
-			if n, ok := v.Nodes[id]; ok && id != v.LocalNode {
-				n.Live = false
-				v.Nodes[id] = n
-			}
-		}
-		a.view, a.last, a.lastDown = v, st, down
+	if st != a.last || !maps.Equal(down, a.lastDown) || a.seen == nil {
+		a.seen, a.last, a.lastDown = withUnreachable(st, down, a.c.LocalNodeID()), st, down
 	}
-	return a.view
+	return a.seen
 }
 
-// AwaitView waits until ok holds on the view of a newly applied state.
-func (a *Adapter) AwaitView(ctx context.Context, ok func(*shard.View) bool) (*shard.View, error) {
+// withUnreachable is st with the nodes in down (but local) not live.
+func withUnreachable(st *state.State, down map[string]bool, local string) *state.State {
+	var nodes map[string]*state.Node
+	for id := range down {
+		n, ok := st.Nodes[id]
+		if !ok || id == local || !n.Live {
+			continue
+		}
+		if nodes == nil {
+			nodes = maps.Clone(st.Nodes)
+		}
+		dead := *n
+		dead.Live = false
+		nodes[id] = &dead
+	}
+	if nodes == nil {
+		return st
+	}
+	seen := *st
+	seen.Nodes = nodes
+	return &seen
+}
+
+// LocalNode is this node's ID.
+func (a *Adapter) LocalNode() string { return a.c.LocalNodeID() }
+
+// AwaitState waits until ok holds on a newly applied state.
+func (a *Adapter) AwaitState(ctx context.Context, ok func(*state.State) bool) (*state.State, error) {
 	ch, stop := a.c.Watch()
 	defer stop()
 	for {
-		if v := a.View(); ok(v) {
+		if v := a.State(); ok(v) {
 			return v, nil
 		}
 		select {
@@ -111,52 +132,6 @@ func (a *Adapter) Serving() error {
 	return a.Ready()
 }
 
-// ViewOf converts a committed cluster state into the shard layer's view.
-func ViewOf(st *cluster.State, local string) *shard.View {
-	v := &shard.View{Version: st.Version, ClusterUUID: st.ClusterUUID, LocalNode: local, RecoveryMaxBytesPerSec: st.Settings.RecoveryMaxBytesPerSec,
-		Nodes: make(map[string]shard.NodeView, len(st.Nodes)), Indices: make(map[string]*shard.IndexView, len(st.Indices))}
-	for id, n := range st.Nodes {
-		v.Nodes[id] = shard.NodeView{ID: n.ID, Name: n.Name, Live: n.Live, HTTPAddr: n.HTTPAddr, FabricAddr: n.FabricAddr}
-	}
-	for name, ix := range st.Indices {
-		iv := &shard.IndexView{Name: name, UUID: ix.UUID, NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas,
-			Mapping: ix.Mapping, MappingVersion: ix.MappingVersion, CreationDate: time.UnixMilli(ix.CreationDateMS).UTC(),
-			Settings: ix.Settings, Closed: ix.Closed, Aliases: aliasViews(ix.Aliases), Shards: make([]shard.ShardView, len(ix.Shards))}
-		for k, sh := range ix.Shards {
-			sv := shard.ShardView{PrimaryTerm: sh.PrimaryTerm, InSync: sh.InSync, Started: sh.Started, Copies: make([]shard.CopyView, len(sh.Copies))}
-			for j, c := range sh.Copies {
-				sv.Copies[j] = shard.CopyView{AllocationID: c.AllocationID, NodeID: c.NodeID, Primary: c.Primary,
-					Started: c.State == cluster.CopyStarted, RelocatingFrom: c.RelocatingFrom, RelocatingTo: c.RelocatingTo}
-			}
-			iv.Shards[k] = sv
-		}
-		v.Indices[name] = iv
-	}
-	return v
-}
-
-func aliasViews(in map[string]cluster.Alias) map[string]shard.AliasSpec {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]shard.AliasSpec, len(in))
-	for name, a := range in {
-		out[name] = shard.AliasSpec(a)
-	}
-	return out
-}
-
-func clusterAliases(in map[string]shard.AliasSpec) map[string]cluster.Alias {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]cluster.Alias, len(in))
-	for name, a := range in {
-		out[name] = cluster.Alias(a)
-	}
-	return out
-}
-
 // propose commits cmd and translates the cluster's errors into the shard
 // layer's sentinels.
 func (a *Adapter) propose(ctx context.Context, cmd cluster.Command) (cluster.Result, error) {
@@ -165,15 +140,16 @@ func (a *Adapter) propose(ctx context.Context, cmd cluster.Command) (cluster.Res
 	return res, shardErr(err)
 }
 
-// shardErr maps package cluster's errors onto package shard's.
+// shardErr adds to package cluster's Raft-level errors the shard layer's
+// meaning of them (a proposal without a leader is a cluster block to a
+// client); both stay visible to errors.Is. The state's own errors
+// (state.ErrIndexNotFound, …) are shared by both layers and pass as they
+// are.
 func shardErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	for _, m := range []struct{ from, to error }{
-		{cluster.ErrIndexExists, shard.ErrIndexExists},
-		{cluster.ErrIndexNotFound, shard.ErrIndexNotFound},
-		{cluster.ErrMappingVersion, shard.ErrMappingVersion},
 		{cluster.ErrStale, shard.ErrStaleRouting},
 		{cluster.ErrInvalidCommand, shard.ErrInvalidRequest},
 		{cluster.ErrNoLeader, shard.ErrClusterBlocked},
@@ -181,7 +157,7 @@ func shardErr(err error) error {
 		{cluster.ErrClosed, shard.ErrClosed},
 	} {
 		if errors.Is(err, m.from) {
-			return fmt.Errorf("%w: %v", m.to, err)
+			return fmt.Errorf("%w: %w", m.to, err)
 		}
 	}
 	return err
@@ -189,9 +165,9 @@ func shardErr(err error) error {
 
 // CreateIndex proposes a new index; the leader places its primaries.
 func (a *Adapter) CreateIndex(ctx context.Context, spec shard.IndexSpec) error {
-	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdCreateIndex, CreateIndex: &cluster.CreateIndex{Index: cluster.Index{
+	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdCreateIndex, CreateIndex: &cluster.CreateIndex{Index: state.Index{
 		Name: spec.Name, NumberOfShards: spec.NumberOfShards, NumberOfReplicas: spec.NumberOfReplicas, Mapping: spec.Mapping,
-		Settings: spec.Settings, Aliases: clusterAliases(spec.Aliases)}}})
+		Settings: spec.Settings, Aliases: spec.Aliases}}})
 	return err
 }
 
@@ -234,7 +210,7 @@ func (a *Adapter) CopyFailed(ctx context.Context, indexUUID string, num int, all
 
 // UpdateAliases proposes alias actions, naming each index by the UUID it
 // has in view.
-func (a *Adapter) UpdateAliases(ctx context.Context, view *shard.View, actions []shard.AliasAction) error {
+func (a *Adapter) UpdateAliases(ctx context.Context, view *state.State, actions []shard.AliasAction) error {
 	ops := map[shard.AliasOp]cluster.AliasActionType{shard.AliasAdd: cluster.AliasAdd, shard.AliasRemove: cluster.AliasRemove, shard.AliasRemoveIndex: cluster.AliasRemoveIndex}
 	cmd := &cluster.UpdateAliases{}
 	for _, act := range actions {
@@ -243,7 +219,7 @@ func (a *Adapter) UpdateAliases(ctx context.Context, view *shard.View, actions [
 			return err
 		}
 		cmd.Actions = append(cmd.Actions, cluster.AliasAction{Type: ops[act.Op], Index: ix.Name, UUID: ix.UUID, Alias: act.Alias,
-			Spec: cluster.Alias(act.Spec), MustExist: act.MustExist})
+			Spec: act.Spec, MustExist: act.MustExist})
 	}
 	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdUpdateAliases, UpdateAliases: cmd})
 	return err

@@ -1,12 +1,13 @@
-package cluster
+package state
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
 // State is the cluster's committed metadata: what the Raft log has applied
-// up to Version. A *State handed out by Cluster.State or a Watch is an
+// up to Version. A *State handed out by package cluster (Cluster.State, Watch) is an
 // immutable snapshot: the FSM builds a new State for every command it
 // applies (copying only what the command changes), so readers never lock
 // and never see a half-applied command. Callers must not modify it.
@@ -27,7 +28,7 @@ type State struct {
 	// Security is the security metadata (users, roles, API keys, the
 	// reserved users' password hashes); nil before the first security
 	// command. It is never part of State's JSON, which is what clients may
-	// be shown: the Raft snapshot persists it beside (snapshotDoc).
+	// be shown: the Raft snapshot persists it beside (package cluster's snapshotDoc).
 	Security *Security `json:"-"`
 }
 
@@ -229,4 +230,36 @@ func (s *State) NodeByName(name string) (*Node, bool) {
 func (s *State) Active(c Copy) bool {
 	n, ok := s.Nodes[c.NodeID]
 	return ok && n.Live && c.State == CopyStarted
+}
+
+// NodeLive reports whether the node is known and live.
+func (s *State) NodeLive(nodeID string) bool {
+	n, ok := s.Nodes[nodeID]
+	return ok && n.Live
+}
+
+// Promotable reports whether the shard has an in-sync copy other than
+// except that is active (Active), so that it can be made primary.
+func (s *State) Promotable(sh *Shard, except string) bool {
+	return slices.ContainsFunc(sh.Copies, func(c Copy) bool {
+		return c.AllocationID != except && sh.IsInSync(c.AllocationID) && s.Active(c)
+	})
+}
+
+// Index returns the index called name, or an error wrapping
+// ErrIndexNotFound.
+func (s *State) Index(name string) (*Index, error) {
+	if ix, ok := s.Indices[name]; ok {
+		return ix, nil
+	}
+	return nil, fmt.Errorf("%w: no such index [%s]", ErrIndexNotFound, name)
+}
+
+// NodeName is the name of the node with the given ID, "" when the state
+// has no such node.
+func (s *State) NodeName(id string) string {
+	if n, ok := s.Nodes[id]; ok {
+		return n.Name
+	}
+	return ""
 }
