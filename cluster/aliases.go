@@ -25,15 +25,15 @@ func (s draft) updateAliases(c *UpdateAliases) error {
 	return nil
 }
 
-func (s draft) aliasAction(a AliasAction) error {
+func (s draft) aliasAction(a state.AliasAction) error {
 	ix, err := s.namedIndex(a.Index, a.UUID)
 	if err != nil {
 		return err
 	}
 	switch a.Type {
-	case AliasAdd:
+	case state.AliasAdd:
 		return s.addAlias(ix.Name, a.Alias, a.Spec)
-	case AliasRemove:
+	case state.AliasRemove:
 		if _, ok := ix.Aliases[a.Alias]; !ok {
 			if a.MustExist {
 				return fmt.Errorf("%w: index %q has no alias %q", ErrInvalidCommand, ix.Name, a.Alias)
@@ -47,7 +47,7 @@ func (s draft) aliasAction(a AliasAction) error {
 			ix.Aliases = nil
 		}
 		return nil
-	case AliasRemoveIndex:
+	case state.AliasRemoveIndex:
 		return s.deleteIndex(&DeleteIndex{Name: ix.Name, UUID: ix.UUID})
 	}
 	return fmt.Errorf("%w: unknown alias action %q", ErrInvalidCommand, a.Type)

@@ -155,27 +155,27 @@ func TestApply(t *testing.T) {
 		}()}}, wantErr: ErrInvalidCommand},
 
 		{name: "update aliases: add, replace, remove", prep: func(s *state.State) { s.Indices["logs"].Aliases = map[string]state.Alias{"old": {}, "r": {}} },
-			cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
-				{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a"},
-				{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "r", Spec: state.Alias{SearchRouting: "1"}},
-				{Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "old", MustExist: true},
-				{Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "never"},
+			cmd: Command{UpdateAliases: &UpdateAliases{Actions: []state.AliasAction{
+				{Type: state.AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a"},
+				{Type: state.AliasAdd, Index: "logs", UUID: "u-logs", Alias: "r", Spec: state.Alias{SearchRouting: "1"}},
+				{Type: state.AliasRemove, Index: "logs", UUID: "u-logs", Alias: "old", MustExist: true},
+				{Type: state.AliasRemove, Index: "logs", UUID: "u-logs", Alias: "never"},
 			}}},
 			check: func(t *testing.T, s *state.State) {
 				require.Equal(t, map[string]state.Alias{"a": {}, "r": {SearchRouting: "1"}}, s.Indices["logs"].Aliases)
 			}},
-		{name: "update aliases is all or nothing", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
-			{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a"},
-			{Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "missing", MustExist: true},
+		{name: "update aliases is all or nothing", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []state.AliasAction{
+			{Type: state.AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a"},
+			{Type: state.AliasRemove, Index: "logs", UUID: "u-logs", Alias: "missing", MustExist: true},
 		}}}, wantErr: ErrInvalidCommand},
-		{name: "update aliases: remove_index", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
-			{Type: AliasRemoveIndex, Index: "logs", UUID: "u-logs"},
+		{name: "update aliases: remove_index", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []state.AliasAction{
+			{Type: state.AliasRemoveIndex, Index: "logs", UUID: "u-logs"},
 		}}}, check: func(t *testing.T, s *state.State) { require.Empty(t, s.Indices) }},
-		{name: "update aliases of a stale index", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
-			{Type: AliasAdd, Index: "logs", UUID: "u-old", Alias: "a"},
+		{name: "update aliases of a stale index", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []state.AliasAction{
+			{Type: state.AliasAdd, Index: "logs", UUID: "u-old", Alias: "a"},
 		}}}, wantErr: ErrStale},
 		{name: "update aliases without actions", cmd: Command{UpdateAliases: &UpdateAliases{}}, wantErr: ErrInvalidCommand},
-		{name: "update aliases: unknown action", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []AliasAction{
+		{name: "update aliases: unknown action", cmd: Command{UpdateAliases: &UpdateAliases{Actions: []state.AliasAction{
 			{Type: "rename", Index: "logs", UUID: "u-logs", Alias: "a"},
 		}}}, wantErr: ErrInvalidCommand},
 

@@ -216,32 +216,7 @@ type SetSettings struct {
 // UpdateAliases applies alias actions in order, atomically: if any action
 // is refused none applies. Each action names its index by name and UUID.
 type UpdateAliases struct {
-	Actions []AliasAction `json:"actions"`
-}
-
-// AliasActionType is what an alias action does.
-type AliasActionType string
-
-// Alias action types, as Elasticsearch's _aliases actions.
-const (
-	// AliasAdd adds the alias to the index, or replaces its definition.
-	AliasAdd AliasActionType = "add"
-	// AliasRemove removes the alias from the index; with MustExist it is
-	// refused when the index does not carry it.
-	AliasRemove AliasActionType = "remove"
-	// AliasRemoveIndex deletes the index itself (with its aliases).
-	AliasRemoveIndex AliasActionType = "remove_index"
-)
-
-// AliasAction is one action of UpdateAliases. Spec is the alias's
-// definition for AliasAdd.
-type AliasAction struct {
-	Type      AliasActionType `json:"type"`
-	Index     string          `json:"index"`
-	UUID      string          `json:"uuid"`
-	Alias     string          `json:"alias,omitempty"`
-	Spec      state.Alias     `json:"spec,omitempty"`
-	MustExist bool            `json:"must_exist,omitempty"`
+	Actions []state.AliasAction `json:"actions"`
 }
 
 // SetIndexClosed closes an index (it refuses reads and writes) or opens

@@ -101,8 +101,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		{MoveCopy: &MoveCopy{IndexUUID: "u-logs", AllocationID: "a0", ToNode: "n3", TargetAllocationID: "t"}},
 		{UpdateIndexSettings: &UpdateIndexSettings{Index: "logs", UUID: "u-logs", Settings: map[string]json.RawMessage{"x": json.RawMessage(`null`)}}},
 		{FailCopy: &FailCopy{IndexUUID: "u-logs", AllocationID: "a0"}},
-		{UpdateAliases: &UpdateAliases{Actions: []AliasAction{{Type: AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a",
-			Spec: state.Alias{Filter: json.RawMessage(`{"term":{"f":"v"}}`), IsWriteIndex: new(bool)}}, {Type: AliasRemove, Index: "logs", UUID: "u-logs", Alias: "b"}}}},
+		{UpdateAliases: &UpdateAliases{Actions: []state.AliasAction{{Type: state.AliasAdd, Index: "logs", UUID: "u-logs", Alias: "a",
+			Spec: state.Alias{Filter: json.RawMessage(`{"term":{"f":"v"}}`), IsWriteIndex: new(bool)}}, {Type: state.AliasRemove, Index: "logs", UUID: "u-logs", Alias: "b"}}}},
 		{SetIndexClosed: &SetIndexClosed{Index: "logs", UUID: "u-logs", Closed: true}},
 	} {
 		f.Add(encode(f, c))

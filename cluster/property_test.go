@@ -174,7 +174,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			}
 		},
 		"alias": func(t *rapid.T) {
-			var actions []AliasAction
+			var actions []state.AliasAction
 			for range rapid.IntRange(1, 2).Draw(t, "actions") {
 				name := pick(t, "index", slices.Sorted(maps.Keys(m.s.Indices)))
 				if name == "" {
@@ -182,7 +182,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				}
 				// Mostly additions of a few names (one of them an index
 				// name, to be refused).
-				a := AliasAction{Type: rapid.SampledFrom([]AliasActionType{AliasAdd, AliasAdd, AliasAdd, AliasRemove, AliasRemoveIndex}).Draw(t, "action"),
+				a := state.AliasAction{Type: rapid.SampledFrom([]state.AliasActionType{state.AliasAdd, state.AliasAdd, state.AliasAdd, state.AliasRemove, state.AliasRemoveIndex}).Draw(t, "action"),
 					Index: name, UUID: m.s.Indices[name].UUID, Alias: rapid.SampledFrom([]string{"x", "x", "y", "a"}).Draw(t, "alias"),
 					MustExist: rapid.IntRange(0, 3).Draw(t, "must exist") == 0}
 				if rapid.IntRange(0, 2).Draw(t, "writer") > 0 {

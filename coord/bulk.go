@@ -10,6 +10,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Bulk applies ops and returns one result per op, in op order. A bad item
@@ -17,7 +18,7 @@ import (
 // failures (cancelled ctx, the node not in a cluster). Each touched shard
 // logs its ops with one fsync (shared with concurrent Bulks) and indexes
 // them as one batch before Bulk returns.
-func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOptions) ([]shard.OpResult, error) {
+func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOptions) ([]shardapi.OpResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -30,7 +31,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 		defer cancel()
 	}
 	start := time.Now()
-	results := make([]shard.OpResult, len(ops))
+	results := make([]shardapi.OpResult, len(ops))
 	type key struct {
 		uuid string
 		num  int
@@ -48,7 +49,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 		ix, err := c.indexForWrite(ctx, op)
 		res.Index = op.Index
 		if err != nil {
-			if errors.Is(err, shard.ErrClusterBlocked) || ctx.Err() != nil {
+			if errors.Is(err, shardapi.ErrClusterBlocked) || ctx.Err() != nil {
 				return nil, err
 			}
 			res.Fail(resolveFailure(err))
@@ -56,15 +57,15 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 		}
 		autoID := false
 		if op.ID == "" {
-			if op.Type != shard.OpIndex && op.Type != shard.OpCreate {
-				res.Fail(fmt.Errorf("%w: an id is required for update and delete", shard.ErrInvalidRequest))
+			if op.Type != shardapi.OpIndex && op.Type != shardapi.OpCreate {
+				res.Fail(fmt.Errorf("%w: an id is required for update and delete", shardapi.ErrInvalidRequest))
 				continue
 			}
 			op.ID, autoID = NewID(), true
 			res.ID = op.ID
 		}
 		if len(op.ID) > 512 {
-			res.Fail(fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shard.ErrInvalidRequest, op.ID, len(op.ID)))
+			res.Fail(fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shardapi.ErrInvalidRequest, op.ID, len(op.ID)))
 			continue
 		}
 		kk := key{ix.UUID, ShardFor(op.ID, op.Routing, ix.NumberOfShards)}
@@ -110,19 +111,19 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shard.Op, opts WriteOption
 // closed or missing index) as it is; any other means the metadata could
 // not be reached or changed now (ErrUnavailable).
 func resolveFailure(err error) error {
-	for _, kind := range []error{shard.ErrInvalidIndexName, shard.ErrInvalidRequest, shard.ErrIndexClosed, state.ErrIndexNotFound} {
+	for _, kind := range []error{shardapi.ErrInvalidIndexName, shardapi.ErrInvalidRequest, shardapi.ErrIndexClosed, state.ErrIndexNotFound} {
 		if errors.Is(err, kind) {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %v", shard.ErrUnavailable, err)
+	return fmt.Errorf("%w: %v", shardapi.ErrUnavailable, err)
 }
 
 // indexForWrite returns the op's index, creating it (one shard, one
 // replica, dynamic mapping) if it is missing and writes may create it. An
 // op naming an alias is pointed at the alias's write index (op.Index and
 // op.Routing are rewritten); a closed index is ErrIndexClosed.
-func (c *Coordinator) indexForWrite(ctx context.Context, op *shard.Op) (*state.Index, error) {
+func (c *Coordinator) indexForWrite(ctx context.Context, op *shardapi.Op) (*state.Index, error) {
 	v := c.meta.State()
 	if op.RequireAlias && !IsAlias(v, op.Index) {
 		return nil, fmt.Errorf("%w: no such index [%s] and [require_alias] request flag is [true] and [%s] is not an alias", state.ErrIndexNotFound, op.Index, op.Index)
@@ -139,7 +140,7 @@ func (c *Coordinator) indexForWrite(ctx context.Context, op *shard.Op) (*state.I
 		return nil, err
 	}
 	missing := fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, op.Index)
-	if !c.cfg.AutoCreateIndex || op.Type == shard.OpDelete || (op.Type == shard.OpUpdate && (op.Update == nil || (!op.Update.DocAsUpsert && len(op.Update.Upsert) == 0))) {
+	if !c.cfg.AutoCreateIndex || op.Type == shardapi.OpDelete || (op.Type == shardapi.OpUpdate && (op.Update == nil || (!op.Update.DocAsUpsert && len(op.Update.Upsert) == 0))) {
 		return nil, missing
 	}
 	err := c.CreateIndex(ctx, op.Index, IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}, nil)
@@ -169,12 +170,12 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 		if err == nil {
 			return
 		}
-		if errors.Is(err, shard.ErrStaleRouting) || errors.Is(err, shard.ErrUnavailable) {
+		if errors.Is(err, shardapi.ErrStaleRouting) || errors.Is(err, shardapi.ErrUnavailable) {
 			if werr := c.awaitNewer(ctx, v); werr == nil {
 				continue
 			}
 		}
-		if ctx.Err() != nil && !errors.Is(err, shard.ErrStaleRouting) && !errors.Is(err, shard.ErrUnavailable) {
+		if ctx.Err() != nil && !errors.Is(err, shardapi.ErrStaleRouting) && !errors.Is(err, shardapi.ErrUnavailable) {
 			err = ctx.Err()
 		}
 		for _, it := range items {
@@ -192,11 +193,11 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 // (ErrUnavailable); any other error stays what it is.
 func groupFailure(err error) error {
 	switch {
-	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, state.ErrIndexNotFound):
+	case errors.Is(err, shardapi.ErrUnavailable), errors.Is(err, state.ErrIndexNotFound):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, shard.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
-		return fmt.Errorf("%w: %w", shard.ErrUnavailable, err)
+		errors.Is(err, shardapi.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
+		return fmt.Errorf("%w: %w", shardapi.ErrUnavailable, err)
 	}
 	return err
 }
@@ -220,7 +221,7 @@ func (c *Coordinator) enoughActive(v *state.State, uuid string, num, want int) e
 		}
 	}
 	if active < want {
-		return fmt.Errorf("%w: [%s][%d] Not enough active copies to meet shard count of [%d] (have %d, needed %d)", shard.ErrUnavailable, ix.Name, num, want, active, want)
+		return fmt.Errorf("%w: [%s][%d] Not enough active copies to meet shard count of [%d] (have %d, needed %d)", shardapi.ErrUnavailable, ix.Name, num, want, active, want)
 	}
 	return nil
 }
@@ -247,7 +248,7 @@ func (c *Coordinator) tryWriteGroup(ctx context.Context, v *state.State, uuid st
 	sh := &ix.Shards[num]
 	p, ok := sh.Primary()
 	if !ok || !v.Active(p) {
-		return fmt.Errorf("%w: [%s][%d] primary shard is not active", shard.ErrUnavailable, ix.Name, num)
+		return fmt.Errorf("%w: [%s][%d] primary shard is not active", shardapi.ErrUnavailable, ix.Name, num)
 	}
 	node, err := c.copiesOn(v, p.NodeID)
 	if err != nil {

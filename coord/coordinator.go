@@ -15,6 +15,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // copiesOn returns the shard copies of node as this coordinator calls
@@ -24,7 +25,7 @@ func (c *Coordinator) copiesOn(v *state.State, node string) (shard.Copies, error
 		return c.store, nil
 	}
 	if c.peers == nil {
-		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", shard.ErrUnavailable, node)
+		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", shardapi.ErrUnavailable, node)
 	}
 	return shard.NewRemote(c.peers, node), nil
 }
@@ -86,7 +87,7 @@ type IndexInfo struct {
 // NodeStats are the node's index statistics: what this node coordinated,
 // and the copies it holds.
 type NodeStats struct {
-	Indices map[string]shard.IndexNodeStats
+	Indices map[string]shardapi.IndexNodeStats
 }
 
 // primaryWait bounds how long a write or get waits for a shard's primary
@@ -142,7 +143,7 @@ func (c *Coordinator) viewWhen(ok func() error) (*state.State, error) {
 	closed := c.closed
 	c.closeMu.Unlock()
 	if closed {
-		return nil, shard.ErrClosed
+		return nil, shardapi.ErrClosed
 	}
 	if err := ok(); err != nil {
 		return nil, err
@@ -160,17 +161,17 @@ func (c *Coordinator) ClusterView() (*state.State, error) { return c.readView() 
 func ValidateIndexName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: index name must not be empty", shard.ErrInvalidIndexName)
+		return fmt.Errorf("%w: index name must not be empty", shardapi.ErrInvalidIndexName)
 	case name == "." || name == "..":
-		return fmt.Errorf("%w: [%s]: must not be '.' or '..'", shard.ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must not be '.' or '..'", shardapi.ErrInvalidIndexName, name)
 	case strings.ToLower(name) != name:
-		return fmt.Errorf("%w: [%s]: must be lowercase", shard.ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must be lowercase", shardapi.ErrInvalidIndexName, name)
 	case strings.ContainsAny(name, "\\/*?\"<>| ,#:"):
-		return fmt.Errorf("%w: [%s]: must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?, #, :]", shard.ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?, #, :]", shardapi.ErrInvalidIndexName, name)
 	case strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "+"):
-		return fmt.Errorf("%w: [%s]: must not start with '_', '-', or '+'", shard.ErrInvalidIndexName, name)
+		return fmt.Errorf("%w: [%s]: must not start with '_', '-', or '+'", shardapi.ErrInvalidIndexName, name)
 	case len(name) > 255:
-		return fmt.Errorf("%w: [%s]: index name is too long, (%d > 255)", shard.ErrInvalidIndexName, name, len(name))
+		return fmt.Errorf("%w: [%s]: index name is too long, (%d > 255)", shardapi.ErrInvalidIndexName, name, len(name))
 	}
 	return nil
 }
@@ -194,10 +195,10 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 		s.NumberOfShards = 1
 	}
 	if s.NumberOfShards < 1 || s.NumberOfShards > c.cfg.MaxShards {
-		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", shard.ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
+		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", shardapi.ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
 	}
 	if s.NumberOfReplicas < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shard.ErrInvalidRequest, s.NumberOfReplicas)
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shardapi.ErrInvalidRequest, s.NumberOfReplicas)
 	}
 	if mp == nil {
 		mp = index.NewDynamicMapping()
@@ -392,7 +393,7 @@ type SettingsUpdate struct {
 // UpdateSettings changes an index's dynamic settings.
 func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u SettingsUpdate) error {
 	if r := u.NumberOfReplicas; r != nil && *r < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shard.ErrInvalidRequest, *r)
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shardapi.ErrInvalidRequest, *r)
 	}
 	v, err := c.view()
 	if err != nil {
@@ -441,15 +442,15 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 
 // Fields returns the merged mapping view of the named indexes (unknown
 // names are skipped).
-func (c *Coordinator) Fields(names []string) shard.FieldTypes { return c.store.Fields(names) }
+func (c *Coordinator) Fields(names []string) shardapi.FieldTypes { return c.store.Fields(names) }
 
 // counterStats are this node's request counters by index name.
-func (c *Coordinator) counterStats() map[string]shard.IndexNodeStats {
-	out := map[string]shard.IndexNodeStats{}
+func (c *Coordinator) counterStats() map[string]shardapi.IndexNodeStats {
+	out := map[string]shardapi.IndexNodeStats{}
 	c.countersMu.Lock()
 	defer c.countersMu.Unlock()
 	for name, ic := range c.counters {
-		out[name] = shard.IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
+		out[name] = shardapi.IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
 			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
 	}
 	return out

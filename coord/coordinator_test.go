@@ -18,7 +18,7 @@ import (
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 	"go.uber.org/goleak"
 )
 
@@ -62,7 +62,7 @@ func TestValidateIndexName(t *testing.T) {
 			if tc.ok {
 				require.NoError(t, err)
 			} else {
-				require.ErrorIs(t, err, shard.ErrInvalidIndexName)
+				require.ErrorIs(t, err, shardapi.ErrInvalidIndexName)
 			}
 		})
 	}
@@ -76,7 +76,7 @@ func TestIndexLifecycle(t *testing.T) {
 	require.NoError(t, m.CreateIndex(ctx, "logs-b", coord.IndexSettings{NumberOfShards: 1, NumberOfReplicas: 0}, nil))
 	require.NoError(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil))
 	require.ErrorIs(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil), state.ErrIndexExists)
-	require.ErrorIs(t, m.CreateIndex(ctx, "Bad", coord.IndexSettings{}, nil), shard.ErrInvalidIndexName)
+	require.ErrorIs(t, m.CreateIndex(ctx, "Bad", coord.IndexSettings{}, nil), shardapi.ErrInvalidIndexName)
 
 	inf, err := m.Index("logs-a")
 	require.NoError(t, err)
@@ -138,27 +138,27 @@ func TestBulkItemSemantics(t *testing.T) {
 	}
 	steps := []struct {
 		name string
-		op   shard.Op
+		op   shardapi.Op
 		want want
 	}{
-		{"index new", shard.Op{Type: shard.OpIndex, ID: "1", Source: json.RawMessage(`{"n":1,"o":{"a":"x"}}`)}, want{"created", 1, nil}},
-		{"index again", shard.Op{Type: shard.OpIndex, ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x"}}`)}, want{"updated", 2, nil}},
-		{"create existing", shard.Op{Type: shard.OpCreate, ID: "1", Source: json.RawMessage(`{"n":3}`)}, want{"", 0, shard.ErrVersionConflict}},
-		{"create new", shard.Op{Type: shard.OpCreate, ID: "2", Source: json.RawMessage(`{"n":3}`)}, want{"created", 1, nil}},
-		{"partial update merges objects", shard.Op{Type: shard.OpUpdate, ID: "1", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"o":{"b":"y"}}`)}}, want{"updated", 3, nil}},
-		{"update with same values is noop", shard.Op{Type: shard.OpUpdate, ID: "1", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"n":2}`)}}, want{"noop", 3, nil}},
-		{"update missing", shard.Op{Type: shard.OpUpdate, ID: "9", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"n":1}`)}}, want{"", 0, shard.ErrDocumentNotFound}},
-		{"doc_as_upsert", shard.Op{Type: shard.OpUpdate, ID: "9", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"n":9}`), DocAsUpsert: true}}, want{"created", 1, nil}},
-		{"upsert", shard.Op{Type: shard.OpUpdate, ID: "8", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"n":1}`), Upsert: json.RawMessage(`{"n":8}`)}}, want{"created", 1, nil}},
-		{"wrong type fails the item", shard.Op{Type: shard.OpIndex, ID: "3", Source: json.RawMessage(`{"n":"abc"}`)}, want{"", 0, index.ErrDocParse}},
-		{"malformed source fails the item", shard.Op{Type: shard.OpIndex, ID: "3", Source: json.RawMessage(`{"n":`)}, want{"", 0, index.ErrDocParse}},
-		{"delete", shard.Op{Type: shard.OpDelete, ID: "2"}, want{"deleted", 2, nil}},
-		{"delete missing", shard.Op{Type: shard.OpDelete, ID: "2"}, want{"not_found", 0, shard.ErrDocumentNotFound}},
-		{"update needs an id", shard.Op{Type: shard.OpUpdate, Update: &shard.UpdateSpec{Doc: json.RawMessage(`{}`)}}, want{"", 0, shard.ErrInvalidRequest}},
+		{"index new", shardapi.Op{Type: shardapi.OpIndex, ID: "1", Source: json.RawMessage(`{"n":1,"o":{"a":"x"}}`)}, want{"created", 1, nil}},
+		{"index again", shardapi.Op{Type: shardapi.OpIndex, ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x"}}`)}, want{"updated", 2, nil}},
+		{"create existing", shardapi.Op{Type: shardapi.OpCreate, ID: "1", Source: json.RawMessage(`{"n":3}`)}, want{"", 0, shardapi.ErrVersionConflict}},
+		{"create new", shardapi.Op{Type: shardapi.OpCreate, ID: "2", Source: json.RawMessage(`{"n":3}`)}, want{"created", 1, nil}},
+		{"partial update merges objects", shardapi.Op{Type: shardapi.OpUpdate, ID: "1", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"o":{"b":"y"}}`)}}, want{"updated", 3, nil}},
+		{"update with same values is noop", shardapi.Op{Type: shardapi.OpUpdate, ID: "1", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":2}`)}}, want{"noop", 3, nil}},
+		{"update missing", shardapi.Op{Type: shardapi.OpUpdate, ID: "9", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":1}`)}}, want{"", 0, shardapi.ErrDocumentNotFound}},
+		{"doc_as_upsert", shardapi.Op{Type: shardapi.OpUpdate, ID: "9", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":9}`), DocAsUpsert: true}}, want{"created", 1, nil}},
+		{"upsert", shardapi.Op{Type: shardapi.OpUpdate, ID: "8", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":1}`), Upsert: json.RawMessage(`{"n":8}`)}}, want{"created", 1, nil}},
+		{"wrong type fails the item", shardapi.Op{Type: shardapi.OpIndex, ID: "3", Source: json.RawMessage(`{"n":"abc"}`)}, want{"", 0, index.ErrDocParse}},
+		{"malformed source fails the item", shardapi.Op{Type: shardapi.OpIndex, ID: "3", Source: json.RawMessage(`{"n":`)}, want{"", 0, index.ErrDocParse}},
+		{"delete", shardapi.Op{Type: shardapi.OpDelete, ID: "2"}, want{"deleted", 2, nil}},
+		{"delete missing", shardapi.Op{Type: shardapi.OpDelete, ID: "2"}, want{"not_found", 0, shardapi.ErrDocumentNotFound}},
+		{"update needs an id", shardapi.Op{Type: shardapi.OpUpdate, Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{}`)}}, want{"", 0, shardapi.ErrInvalidRequest}},
 	}
 	for _, st := range steps {
 		st.op.Index = "i"
-		res, err := m.Bulk(ctx, []shard.Op{st.op}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+		res, err := m.Bulk(ctx, []shardapi.Op{st.op}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 		require.NoError(t, err, st.name)
 		r := res[0]
 		require.Equal(t, st.want.result, r.Result, st.name)
@@ -176,28 +176,28 @@ func TestBulkItemSemantics(t *testing.T) {
 
 	// Optimistic concurrency control (if_seq_no / if_primary_term).
 	stale, term := d.SeqNo-1, d.PrimaryTerm
-	res, err := m.Bulk(ctx, []shard.Op{{Type: shard.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err := m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, res[0].Err, shard.ErrVersionConflict)
+	require.ErrorIs(t, res[0].Err, shardapi.ErrVersionConflict)
 	cur := d.SeqNo
-	res, err = m.Bulk(ctx, []shard.Op{{Type: shard.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err = m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, int64(4), res[0].Version)
-	res, err = m.Bulk(ctx, []shard.Op{{Type: shard.OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err = m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, res[0].Err, shard.ErrVersionConflict, "a condition on a missing document is a conflict")
+	require.ErrorIs(t, res[0].Err, shardapi.ErrVersionConflict, "a condition on a missing document is a conflict")
 	_, err = m.Get(ctx, "i", "2", "")
-	require.ErrorIs(t, err, shard.ErrDocumentNotFound)
+	require.ErrorIs(t, err, shardapi.ErrDocumentNotFound)
 	_, err = m.Get(ctx, "nope", "2", "")
 	require.ErrorIs(t, err, state.ErrIndexNotFound)
 
 	// One request mixing good and bad items; results stay in op order.
-	res, err = m.Bulk(ctx, []shard.Op{
-		{Type: shard.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":1}`)},
-		{Type: shard.OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
-		{Type: shard.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},
-		{Type: shard.OpUpdate, Index: "i", ID: "a", Update: &shard.UpdateSpec{Doc: json.RawMessage(`{"n":3}`)}},
+	res, err = m.Bulk(ctx, []shardapi.Op{
+		{Type: shardapi.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":1}`)},
+		{Type: shardapi.OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
+		{Type: shardapi.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},
+		{Type: shardapi.OpUpdate, Index: "i", ID: "a", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":3}`)}},
 	}, coord.WriteOptions{Refresh: coord.RefreshTrue})
 	require.NoError(t, err)
 	require.Equal(t, []string{"created", "", "updated", "updated"}, []string{res[0].Result, res[1].Result, res[2].Result, res[3].Result})
@@ -212,17 +212,17 @@ func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
 	m := coordtest.OpenManager(t, t.TempDir())
 	defer m.Close()
 	ctx := context.Background()
-	res, err := m.Bulk(ctx, []shard.Op{
-		{Type: shard.OpIndex, Index: "auto", Source: json.RawMessage(`{"msg":"hello world","when":"2024-01-02T03:04:05Z","n":1}`)},
-		{Type: shard.OpDelete, Index: "absent", ID: "x"},
-		{Type: shard.OpIndex, Index: "BAD", ID: "x", Source: json.RawMessage(`{}`)},
+	res, err := m.Bulk(ctx, []shardapi.Op{
+		{Type: shardapi.OpIndex, Index: "auto", Source: json.RawMessage(`{"msg":"hello world","when":"2024-01-02T03:04:05Z","n":1}`)},
+		{Type: shardapi.OpDelete, Index: "absent", ID: "x"},
+		{Type: shardapi.OpIndex, Index: "BAD", ID: "x", Source: json.RawMessage(`{}`)},
 	}, coord.WriteOptions{Refresh: coord.RefreshWaitFor})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, "created", res[0].Result)
 	require.Len(t, res[0].ID, 20)
 	require.ErrorIs(t, res[1].Err, state.ErrIndexNotFound)
-	require.ErrorIs(t, res[2].Err, shard.ErrInvalidIndexName)
+	require.ErrorIs(t, res[2].Err, shardapi.ErrInvalidIndexName)
 
 	inf, err := m.Index("auto")
 	require.NoError(t, err)
@@ -270,7 +270,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.NoError(t, m.CreateIndex(ctx, "i", coord.IndexSettings{NumberOfShards: 3, NumberOfReplicas: 0}, nil))
 	ids, sources := coordtest.SampleDocs(t)
 	coordtest.BulkIndex(t, m, "i", ids[:100], sources[:100])
-	res, err := m.Bulk(ctx, []shard.Op{{Type: shard.OpDelete, Index: "i", ID: ids[0]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err := m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpDelete, Index: "i", ID: ids[0]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	put, err := index.ParseMapping([]byte(`{"properties":{"extra":{"type":"keyword"}}}`))
@@ -280,7 +280,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.NoError(t, m.Close())
 	require.NoError(t, m.Close(), "Close is idempotent")
 	_, err = m.Bulk(ctx, nil, coord.WriteOptions{})
-	require.ErrorIs(t, err, shard.ErrClosed)
+	require.ErrorIs(t, err, shardapi.ErrClosed)
 
 	m = coordtest.OpenManager(t, dir)
 	defer m.Close()
@@ -291,12 +291,12 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.Equal(t, "keyword", inf.Mapping.FieldType("extra"))
 	require.Equal(t, "text", inf.Mapping.FieldType("subject"), "dynamic fields persist")
 	_, err = m.Get(ctx, "i", ids[0], "")
-	require.ErrorIs(t, err, shard.ErrDocumentNotFound)
+	require.ErrorIs(t, err, shardapi.ErrDocumentNotFound)
 	d, err := m.Get(ctx, "i", ids[1], "")
 	require.NoError(t, err)
 	require.JSONEq(t, string(sources[1]), string(d.Source))
 	// Sequence numbers continue after a restart.
-	res, err = m.Bulk(ctx, []shard.Op{{Type: shard.OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err = m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.Greater(t, res[0].SeqNo, d.SeqNo)
 	require.Equal(t, int64(2), res[0].Version)
@@ -483,9 +483,9 @@ func TestConcurrentBulksAndSearches(t *testing.T) {
 			defer wg.Done()
 			for k := range perWriter {
 				// Every writer also bumps the shared document "hot".
-				res, err := m.Bulk(ctx, []shard.Op{
-					{Type: shard.OpIndex, Index: "c", ID: fmt.Sprintf("w%d-%d", w, k), Source: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d}`, w, k))},
-					{Type: shard.OpIndex, Index: "c", ID: "hot", Source: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w))},
+				res, err := m.Bulk(ctx, []shardapi.Op{
+					{Type: shardapi.OpIndex, Index: "c", ID: fmt.Sprintf("w%d-%d", w, k), Source: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d}`, w, k))},
+					{Type: shardapi.OpIndex, Index: "c", ID: "hot", Source: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w))},
 				}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 				if err == nil {
 					err = errors.Join(res[0].Err, res[1].Err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Index administration beyond creation and deletion: aliases, opening and
@@ -29,7 +30,7 @@ func (c *Coordinator) admin() (shard.IndexAdmin, error) {
 // this gives the error Elasticsearch gives).
 func checkNewNames(v *state.State, index string, aliases map[string]state.Alias) error {
 	if IsAlias(v, index) {
-		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", shard.ErrInvalidIndexName, index)
+		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", shardapi.ErrInvalidIndexName, index)
 	}
 	for a := range aliases {
 		if err := checkAliasName(v, a, index); err != nil {
@@ -42,19 +43,19 @@ func checkNewNames(v *state.State, index string, aliases map[string]state.Alias)
 // checkAliasName applies Elasticsearch's alias name rules.
 func checkAliasName(v *state.State, alias, index string) error {
 	if alias == index {
-		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shard.ErrInvalidRequest, alias)
+		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shardapi.ErrInvalidRequest, alias)
 	}
 	if _, ok := v.Indices[alias]; ok {
-		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shard.ErrInvalidRequest, alias)
+		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shardapi.ErrInvalidRequest, alias)
 	}
 	if err := ValidateIndexName(alias); err != nil {
-		return fmt.Errorf("%w: Invalid alias name [%s]: %v", shard.ErrInvalidRequest, alias, err)
+		return fmt.Errorf("%w: Invalid alias name [%s]: %v", shardapi.ErrInvalidRequest, alias, err)
 	}
 	return nil
 }
 
 // UpdateAliases applies alias actions atomically: all of them, or none.
-func (c *Coordinator) UpdateAliases(ctx context.Context, actions []shard.AliasAction) error {
+func (c *Coordinator) UpdateAliases(ctx context.Context, actions []state.AliasAction) error {
 	v, err := c.view()
 	if err != nil {
 		return err
@@ -68,7 +69,7 @@ func (c *Coordinator) UpdateAliases(ctx context.Context, actions []shard.AliasAc
 		if err != nil {
 			return err
 		}
-		if a.Op == shard.AliasAdd {
+		if a.Type == state.AliasAdd {
 			if err := checkAliasName(v, a.Alias, ix.Name); err != nil {
 				return err
 			}
@@ -83,7 +84,7 @@ func (c *Coordinator) UpdateAliases(ctx context.Context, actions []shard.AliasAc
 
 // aliasesApplied reports whether now shows the effect of actions proposed
 // from the view before (or their indices are gone).
-func aliasesApplied(before, now *state.State, actions []shard.AliasAction) bool {
+func aliasesApplied(before, now *state.State, actions []state.AliasAction) bool {
 	for _, a := range actions {
 		old := before.Indices[a.Index]
 		cur, ok := now.Indices[a.Index]
@@ -91,14 +92,14 @@ func aliasesApplied(before, now *state.State, actions []shard.AliasAction) bool 
 			continue // deleted (remove_index, or by someone else)
 		}
 		got, has := cur.Aliases[a.Alias]
-		switch a.Op {
-		case shard.AliasRemoveIndex:
+		switch a.Type {
+		case state.AliasRemoveIndex:
 			return false
-		case shard.AliasRemove:
+		case state.AliasRemove:
 			if has {
 				return false
 			}
-		case shard.AliasAdd:
+		case state.AliasAdd:
 			if !has || !sameAlias(got, a.Spec) {
 				return false
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // PITShard is one shard's pinned copy.
@@ -42,7 +43,7 @@ func DecodePIT(id string) (PIT, error) {
 		err = json.Unmarshal(raw, &p)
 	}
 	if err != nil || len(p.Shards) == 0 {
-		return PIT{}, fmt.Errorf("%w: malformed point in time id: use the id of an open point in time, unchanged", shard.ErrInvalidRequest)
+		return PIT{}, fmt.Errorf("%w: malformed point in time id: use the id of an open point in time, unchanged", shardapi.ErrInvalidRequest)
 	}
 	return p, nil
 }
@@ -69,8 +70,8 @@ func (c *Coordinator) OpenContexts() int { return c.store.OpenContextCount() }
 // with no active copy fails the whole request (ErrUnavailable), and the
 // contexts already opened are closed again.
 func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (PIT, error) {
-	if keepAlive <= 0 || keepAlive > shard.MaxKeepAlive {
-		return PIT{}, fmt.Errorf("%w: keep alive for a point in time or scroll [%v] must be positive and at most %v (search.max_keep_alive)", shard.ErrInvalidRequest, keepAlive, shard.MaxKeepAlive)
+	if keepAlive <= 0 || keepAlive > shardapi.MaxKeepAlive {
+		return PIT{}, fmt.Errorf("%w: keep alive for a point in time or scroll [%v] must be positive and at most %v (search.max_keep_alive)", shardapi.ErrInvalidRequest, keepAlive, shardapi.MaxKeepAlive)
 	}
 	v, err := c.readView()
 	if err != nil {
@@ -95,7 +96,7 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 			}
 			if !found {
 				_, _ = c.ClosePIT(ctx, pit)
-				return PIT{}, fmt.Errorf("%w: [%s][%d] has no active copy to open a point in time on", shard.ErrUnavailable, n, num)
+				return PIT{}, fmt.Errorf("%w: [%s][%d] has no active copy to open a point in time on", shardapi.ErrUnavailable, n, num)
 			}
 			id, err := c.openContext(ctx, v, ix.UUID, num, pick, keepAlive)
 			if err != nil {
@@ -106,7 +107,7 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 		}
 	}
 	if len(pit.Shards) == 0 {
-		return PIT{}, fmt.Errorf("%w: a point in time needs at least one index", shard.ErrInvalidRequest)
+		return PIT{}, fmt.Errorf("%w: a point in time needs at least one index", shardapi.ErrInvalidRequest)
 	}
 	return pit, nil
 }
@@ -146,20 +147,20 @@ func (c *Coordinator) ClosePIT(ctx context.Context, pit PIT) (int, error) {
 // ClaimScroll takes the cursor of a scroll over pit for its next page;
 // CommitScroll must follow (with the new cursor, or the same to give the
 // page up).
-func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (shard.ScrollCursor, error) {
+func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (shardapi.ScrollCursor, error) {
 	v, err := c.readView()
 	if err != nil {
-		return shard.ScrollCursor{}, err
+		return shardapi.ScrollCursor{}, err
 	}
 	node, h, err := c.contextOf(v, pit.Shards[0])
 	if err != nil {
-		return shard.ScrollCursor{}, err
+		return shardapi.ScrollCursor{}, err
 	}
 	return node.ClaimScroll(ctx, h, pit.Shards[0].Ctx)
 }
 
 // CommitScroll stores a scroll's cursor after a page.
-func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur shard.ScrollCursor) error {
+func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur shardapi.ScrollCursor) error {
 	v, err := c.readView()
 	if err != nil {
 		return err
@@ -206,7 +207,7 @@ func (c *Coordinator) pitSearchers(v *state.State, pit PIT, keep time.Duration, 
 		}
 		if c.peers == nil {
 			failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node,
-				Err: fmt.Errorf("%w: the context is on node %s, and this node has no fabric", shard.ErrUnavailable, s.Node)})
+				Err: fmt.Errorf("%w: the context is on node %s, and this node has no fabric", shardapi.ErrUnavailable, s.Node)})
 			continue
 		}
 		out = append(out, &remoteSearcher{c: c, rs: rs, name: name, index: s.Index, num: s.Shard, uuid: s.UUID,

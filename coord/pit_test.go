@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/coord"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 func TestPITIDs(t *testing.T) {
@@ -17,7 +17,7 @@ func TestPITIDs(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, got.Indices())
 	for _, bad := range []string{"", "!!", "e30", "bnVsbA"} {
 		_, err := coord.DecodePIT(bad)
-		require.ErrorIs(t, err, shard.ErrInvalidRequest, bad)
+		require.ErrorIs(t, err, shardapi.ErrInvalidRequest, bad)
 	}
 }
 
@@ -29,7 +29,7 @@ func FuzzDecodePIT(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		p, err := coord.DecodePIT(id)
 		if err != nil {
-			require.ErrorIs(t, err, shard.ErrInvalidRequest)
+			require.ErrorIs(t, err, shardapi.ErrInvalidRequest)
 			return
 		}
 		require.NotEmpty(t, p.Shards)

@@ -18,6 +18,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Search, as Elasticsearch runs it, in phases over one copy of every
@@ -152,7 +153,7 @@ func (c *Coordinator) searchers(v *state.State, names []string, srch *esdsl.Sear
 			}
 			if len(active) == 0 {
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
-					Err: fmt.Errorf("%w: [%s][%d] has no active copy", shard.ErrUnavailable, n, num)})
+					Err: fmt.Errorf("%w: [%s][%d] has no active copy", shardapi.ErrUnavailable, n, num)})
 				continue
 			}
 			name := fmt.Sprintf("%s/%d", n, num)
@@ -176,7 +177,7 @@ func (c *Coordinator) searchers(v *state.State, names []string, srch *esdsl.Sear
 					mappingVersion: ix.MappingVersion, copies: c.ars.order(remote)})
 			default:
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
-					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", shard.ErrUnavailable, n, num)})
+					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", shardapi.ErrUnavailable, n, num)})
 			}
 		}
 	}
@@ -374,7 +375,7 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 // phase and the query phase.
 func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search, scope *statsScope) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
-		return nil, fmt.Errorf("%w: search request has no query", shard.ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: search request has no query", shardapi.ErrInvalidRequest)
 	}
 	if len(searchers) == 0 {
 		out := &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}

@@ -15,7 +15,6 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // Aliases, as Elasticsearch's: given at index creation, changed one at a
@@ -161,9 +160,9 @@ func (s *Server) handlePutAlias(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actions := make([]shard.AliasAction, 0, len(names))
+	actions := make([]state.AliasAction, 0, len(names))
 	for _, n := range names {
-		actions = append(actions, shard.AliasAction{Op: shard.AliasAdd, Index: n, Alias: alias, Spec: spec})
+		actions = append(actions, state.AliasAction{Type: state.AliasAdd, Index: n, Alias: alias, Spec: spec})
 	}
 	return s.applyAliases(w, r, actions)
 }
@@ -179,14 +178,14 @@ func (s *Server) handleDeleteAlias(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	var actions []shard.AliasAction
+	var actions []state.AliasAction
 	var missing []string
 	for _, pat := range splitComma(r.PathValue("name")) {
 		found := false
 		for _, n := range names {
 			for a := range v.Indices[n].Aliases {
 				if aliasMatches(pat, a) {
-					actions = append(actions, shard.AliasAction{Op: shard.AliasRemove, Index: n, Alias: a})
+					actions = append(actions, state.AliasAction{Type: state.AliasRemove, Index: n, Alias: a})
 					found = true
 				}
 			}
@@ -247,7 +246,7 @@ func (s *Server) handleUpdateAliases(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	var actions []shard.AliasAction
+	var actions []state.AliasAction
 	for k, entry := range b.Actions {
 		if len(entry) != 1 {
 			return badRequest("x_content_parse_exception", "[aliases] action %d must have exactly one of add, remove, remove_index", k)
@@ -265,7 +264,7 @@ func (s *Server) handleUpdateAliases(w http.ResponseWriter, r *http.Request) err
 
 // aliasActions expands one _aliases action over the indices and aliases
 // it names.
-func (s *Server) aliasActions(ctx context.Context, v *state.State, typ string, raw json.RawMessage) ([]shard.AliasAction, error) {
+func (s *Server) aliasActions(ctx context.Context, v *state.State, typ string, raw json.RawMessage) ([]state.AliasAction, error) {
 	var a aliasActionBody
 	if err := decodeStrict(raw, &a); err != nil {
 		return nil, badRequest("x_content_parse_exception", "failed to parse the [%s] action: %v", typ, err)
@@ -280,11 +279,11 @@ func (s *Server) aliasActions(ctx context.Context, v *state.State, typ string, r
 	}
 	aliases := append(a.Aliases, a.Alias)
 	aliases = slices.DeleteFunc(aliases, func(s string) bool { return s == "" })
-	var out []shard.AliasAction
+	var out []state.AliasAction
 	switch typ {
 	case "remove_index":
 		for _, n := range res.Indices {
-			out = append(out, shard.AliasAction{Op: shard.AliasRemoveIndex, Index: n})
+			out = append(out, state.AliasAction{Type: state.AliasRemoveIndex, Index: n})
 		}
 		return out, nil
 	case "add", "remove":
@@ -301,7 +300,7 @@ func (s *Server) aliasActions(ctx context.Context, v *state.State, typ string, r
 				matched := false
 				for alias := range v.Indices[n].Aliases {
 					if aliasMatches(pat, alias) {
-						out = append(out, shard.AliasAction{Op: shard.AliasRemove, Index: n, Alias: alias, MustExist: mustExist})
+						out = append(out, state.AliasAction{Type: state.AliasRemove, Index: n, Alias: alias, MustExist: mustExist})
 						matched = true
 					}
 				}
@@ -325,13 +324,13 @@ func (s *Server) aliasActions(ctx context.Context, v *state.State, typ string, r
 	}
 	for _, n := range res.Indices {
 		for _, alias := range aliases {
-			out = append(out, shard.AliasAction{Op: shard.AliasAdd, Index: n, Alias: alias, Spec: spec})
+			out = append(out, state.AliasAction{Type: state.AliasAdd, Index: n, Alias: alias, Spec: spec})
 		}
 	}
 	return out, nil
 }
 
-func (s *Server) applyAliases(w http.ResponseWriter, r *http.Request, actions []shard.AliasAction) error {
+func (s *Server) applyAliases(w http.ResponseWriter, r *http.Request, actions []state.AliasAction) error {
 	if len(actions) > 0 {
 		ctx, cancel, err := metadataContext(r)
 		if err != nil {

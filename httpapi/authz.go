@@ -11,7 +11,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/auth/authhttp"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Authorization, with Elasticsearch's rules (issue 17, item 5). Every route
@@ -181,7 +181,7 @@ func (s *Server) authorizeResolved(ctx context.Context, expr string, concrete []
 		return rerr
 	}
 	if rerr != nil {
-		if errors.Is(rerr, state.ErrIndexNotFound) || errors.Is(rerr, shard.ErrIndexClosed) || errors.Is(rerr, shard.ErrInvalidRequest) {
+		if errors.Is(rerr, state.ErrIndexNotFound) || errors.Is(rerr, shardapi.ErrIndexClosed) || errors.Is(rerr, shardapi.ErrInvalidRequest) {
 			if names := explicitNames(expr); len(names) > 0 {
 				if err := s.authorize(ctx, names); err != nil {
 					return err
@@ -206,13 +206,13 @@ func explicitNames(expr string) []string {
 }
 
 // writeAction is the index action of a write.
-func writeAction(t shard.OpType) auth.Action {
+func writeAction(t shardapi.OpType) auth.Action {
 	switch t {
-	case shard.OpCreate:
+	case shardapi.OpCreate:
 		return auth.ActionCreateDoc
-	case shard.OpUpdate:
+	case shardapi.OpUpdate:
 		return auth.ActionUpdateDoc
-	case shard.OpDelete:
+	case shardapi.OpDelete:
 		return auth.ActionDeleteDoc
 	}
 	return auth.ActionIndexDoc
@@ -224,7 +224,7 @@ func writeAction(t shard.OpType) auth.Action {
 // that also needs ActionAutoCreateIndex there (Elasticsearch's
 // auto_configure or create_index), except for a delete, which creates
 // nothing.
-func (s *Server) authorizeWrite(ctx context.Context, op shard.Op) error {
+func (s *Server) authorizeWrite(ctx context.Context, op shardapi.Op) error {
 	g := guardFrom(ctx)
 	if g == nil {
 		return nil
@@ -243,7 +243,7 @@ func (s *Server) authorizeWrite(ctx context.Context, op shard.Op) error {
 		if err := s.authorizeAction(ctx, action, []string{op.Index}); err != nil {
 			return err
 		}
-		if op.Type == shard.OpDelete || op.RequireAlias {
+		if op.Type == shardapi.OpDelete || op.RequireAlias {
 			return nil // the engine answers 404
 		}
 		return s.authorizeAction(ctx, auth.ActionAutoCreateIndex, []string{op.Index})

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Bulk action names as they appear in an action/metadata line.
@@ -44,7 +44,7 @@ type bulkAction struct {
 	RequireAlias *bool
 	// Version and VersionType are an externally versioned write's.
 	Version     int64
-	VersionType shard.VersionType
+	VersionType shardapi.VersionType
 	// NoDetectNoop is an update's detect_noop false.
 	NoDetectNoop bool
 	// SourceFilter is an update body's "_source" (the document to return
@@ -319,22 +319,22 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 // version was sent at all). Elasticsearch 8 takes a version only with
 // version_type external or external_gte (internal versioning is if_seq_no's
 // job now), and never on create or update.
-func parseVersion(version string, given bool, versionType, action string) (int64, shard.VersionType, *apiError) {
-	var vt shard.VersionType
+func parseVersion(version string, given bool, versionType, action string) (int64, shardapi.VersionType, *apiError) {
+	var vt shardapi.VersionType
 	switch versionType {
 	case "", "internal":
-		vt = shard.VersionInternal
+		vt = shardapi.VersionInternal
 	case "external":
-		vt = shard.VersionExternal
+		vt = shardapi.VersionExternal
 	case "external_gte":
-		vt = shard.VersionExternalGTE
+		vt = shardapi.VersionExternalGTE
 	case "force":
 		return 0, 0, illegalArgument("version type [force] may no longer be used")
 	default:
 		return 0, 0, illegalArgument("No version type match [%s]; use external or external_gte", versionType)
 	}
 	if !given {
-		if vt != shard.VersionInternal {
+		if vt != shardapi.VersionInternal {
 			return 0, 0, validationErr("an external version type needs a version")
 		}
 		return 0, vt, nil
@@ -343,7 +343,7 @@ func parseVersion(version string, given bool, versionType, action string) (int64
 	switch {
 	case err != nil:
 		return 0, 0, illegalArgument("[version] must be a number, got [%s]", version)
-	case vt == shard.VersionInternal:
+	case vt == shardapi.VersionInternal:
 		return 0, 0, validationErr("internal versioning can not be used for optimistic concurrency control. Please use `if_seq_no` and `if_primary_term` instead")
 	case n < 0:
 		return 0, 0, validationErr("illegal version value [" + version + "] for version type [" + versionType + "]")

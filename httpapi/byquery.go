@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/security/auth"
+	"github.com/weftsearch/weft/shardapi"
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // _delete_by_query, _update_by_query and _reindex (local): each runs a
@@ -217,7 +217,7 @@ func (s *Server) scan(r *http.Request, res coord.Resolved, query json.RawMessage
 // tally counts a batch's results into rep; it reports false when a
 // failure must stop the request (a conflict under conflicts=abort, or any
 // other failure).
-func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed bool) bool {
+func tally(rep *byQueryReply, ops []shardapi.Op, results []shardapi.OpResult, proceed bool) bool {
 	ok := true
 	for k, res := range results {
 		switch {
@@ -229,7 +229,7 @@ func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed 
 			rep.Updated++
 		case res.Err == nil && res.Result == "noop":
 			rep.Noops++
-		case errors.Is(res.Err, shard.ErrVersionConflict):
+		case errors.Is(res.Err, shardapi.ErrVersionConflict):
 			rep.VersionConflicts++
 			if !proceed {
 				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
@@ -239,7 +239,7 @@ func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed 
 			// Deleted since the search saw it: a conflict, as in Elasticsearch.
 			rep.VersionConflicts++
 			if !proceed {
-				res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already deleted", shard.ErrVersionConflict, ops[k].ID))
+				res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already deleted", shardapi.ErrVersionConflict, ops[k].ID))
 				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
 				ok = false
 			}
@@ -251,13 +251,13 @@ func tally(rep *byQueryReply, ops []shard.Op, results []shard.OpResult, proceed 
 	return ok
 }
 
-func failureOf(op shard.Op, res shard.OpResult) byQueryFailure {
+func failureOf(op shardapi.Op, res shardapi.OpResult) byQueryFailure {
 	return byQueryFailure{Index: res.Index, ID: op.ID, Cause: translate(res.Err).cause(), Status: itemStatus(res)}
 }
 
 // runByQuery scans and writes: ops builds a batch's writes.
 func (s *Server) runByQuery(w http.ResponseWriter, r *http.Request, res coord.Resolved, query json.RawMessage, params url.Values,
-	o byQueryOptions, ops func([]scanHit) ([]shard.Op, error)) error {
+	o byQueryOptions, ops func([]scanHit) ([]shardapi.Op, error)) error {
 	start := time.Now()
 	rep := newByQueryReply()
 	total, err := s.scan(r, res, query, params, o, func(batch []scanHit) (bool, error) {
@@ -369,11 +369,11 @@ func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	routing := r.URL.Query().Get("routing")
-	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shard.Op, error) {
-		ops := make([]shard.Op, len(batch))
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shardapi.Op, error) {
+		ops := make([]shardapi.Op, len(batch))
 		for k, h := range batch {
 			seq, term := h.seq, h.term
-			ops[k] = shard.Op{Type: shard.OpDelete, Index: h.index, ID: h.id, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
+			ops[k] = shardapi.Op{Type: shardapi.OpDelete, Index: h.index, ID: h.id, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
 		}
 		return ops, nil
 	})
@@ -394,11 +394,11 @@ func (s *Server) handleUpdateByQuery(w http.ResponseWriter, r *http.Request) err
 		}
 	}
 	routing := r.URL.Query().Get("routing")
-	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shard.Op, error) {
-		ops := make([]shard.Op, len(batch))
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shardapi.Op, error) {
+		ops := make([]shardapi.Op, len(batch))
 		for k, h := range batch {
 			seq, term := h.seq, h.term
-			ops[k] = shard.Op{Type: shard.OpIndex, Index: h.index, ID: h.id, Routing: routing, Source: h.source, IfSeqNo: &seq, IfPrimaryTerm: &term}
+			ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: h.index, ID: h.id, Routing: routing, Source: h.source, IfSeqNo: &seq, IfPrimaryTerm: &term}
 		}
 		return ops, nil
 	})
@@ -484,32 +484,32 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	if b.Source.Size > 0 {
 		o.batch = b.Source.Size
 	}
-	opType := shard.OpIndex
+	opType := shardapi.OpIndex
 	switch b.Dest.OpType {
 	case "", "index":
 	case "create":
-		opType = shard.OpCreate
+		opType = shardapi.OpCreate
 	default:
 		return illegalArgument("opType must be 'create' or 'index', found: [%s]", b.Dest.OpType)
 	}
-	var vt shard.VersionType
+	var vt shardapi.VersionType
 	switch b.Dest.VersionType {
 	case "", "internal":
 	case "external":
-		vt = shard.VersionExternal
+		vt = shardapi.VersionExternal
 	case "external_gte":
-		vt = shard.VersionExternalGTE
+		vt = shardapi.VersionExternalGTE
 	default:
 		return illegalArgument("[dest.version_type] %s is not supported; use internal, external or external_gte", b.Dest.VersionType)
 	}
-	if vt != shard.VersionInternal && opType == shard.OpCreate {
+	if vt != shardapi.VersionInternal && opType == shardapi.OpCreate {
 		return validationErr("create operations only support internal versioning. use index instead")
 	}
 	res, err := s.resolveReq(withAction(r.Context(), auth.ActionSearch), strings.Join(srcNames, ","), url.Values{}, coord.DefaultResolve)
 	if err != nil {
 		return err
 	}
-	if err := s.authorizeWrite(r.Context(), shard.Op{Type: opType, Index: b.Dest.Index}); err != nil {
+	if err := s.authorizeWrite(r.Context(), shardapi.Op{Type: opType, Index: b.Dest.Index}); err != nil {
 		return err
 	}
 	for _, n := range res.Indices {
@@ -534,8 +534,8 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return illegalArgument("[dest.routing] must be keep, discard or =value, got [%s]", rt)
 	}
-	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []scanHit) ([]shard.Op, error) {
-		ops := make([]shard.Op, len(batch))
+	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []scanHit) ([]shardapi.Op, error) {
+		ops := make([]shardapi.Op, len(batch))
 		for k, h := range batch {
 			src := h.source
 			if filter != nil {
@@ -544,8 +544,8 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 					return nil, err
 				}
 			}
-			op := shard.Op{Type: opType, Index: b.Dest.Index, ID: h.id, Source: src, Routing: destRouting}
-			if vt != shard.VersionInternal {
+			op := shardapi.Op{Type: opType, Index: b.Dest.Index, ID: h.id, Source: src, Routing: destRouting}
+			if vt != shardapi.VersionInternal {
 				op.Version, op.VersionType = h.version, vt
 			}
 			ops[k] = op

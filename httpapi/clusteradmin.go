@@ -16,7 +16,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/internal/bytesize"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // ClusterAdmin is what the cluster endpoints need from the node beyond the
@@ -314,9 +314,9 @@ func (s *Server) handleCatRecovery(w http.ResponseWriter, r *http.Request) error
 			pct = strconv.FormatFloat(100*float64(rec.BytesDone)/float64(rec.BytesTotal), 'f', 1, 64) + "%"
 		}
 		typ := "peer"
-		if rec.Mode == shard.RecoveryOps {
+		if rec.Mode == shardapi.RecoveryOps {
 			typ = "peer (operations)"
-		} else if rec.Mode == shard.RecoveryFiles {
+		} else if rec.Mode == shardapi.RecoveryFiles {
 			typ = "peer (files)"
 		}
 		t.rows = append(t.rows, []string{rec.Index, strconv.Itoa(rec.Shard), end.Sub(rec.Started).Round(time.Millisecond).String(), typ, rec.Stage,

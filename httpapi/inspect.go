@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // The endpoints that look at the mappings, the analyzers and queries rather
@@ -419,7 +419,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	}
 	if out["matched"] == false {
 		if _, err := s.eng.Get(r.Context(), name, id, routing); err != nil {
-			if errors.Is(err, shard.ErrDocumentNotFound) {
+			if errors.Is(err, shardapi.ErrDocumentNotFound) {
 				s.writeJSON(w, r, http.StatusNotFound, out)
 				return nil
 			}

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/security/auth"
+	"github.com/weftsearch/weft/shardapi"
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
 )
 
 // handleSearch serves GET|POST /_search and /{index}/_search (bodies on GET
@@ -74,7 +74,7 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 // indexFields is the mapping of the indices a search reads, with each
 // index's _source mapping parameter (esdsl.SourcePolicy) for the replies.
 type indexFields struct {
-	shard.FieldTypes
+	shardapi.FieldTypes
 	byIndex map[string]*index.Mapping
 }
 
@@ -140,7 +140,7 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 		return nil, err
 	}
 	s.addUnfit(res, unfit)
-	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shard.ErrContextMissing) {
+	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shardapi.ErrContextMissing) {
 		return nil, res.Failures[0].Err // the point in time is gone: 404, as Elasticsearch answers
 	}
 	if len(res.Failures) > 0 && !srch.AllowPartial(s.clusterSetting("search.default_allow_partial_results") != "false") {
@@ -157,7 +157,7 @@ func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, 
 	resp.Shards.Failures = shardFailures(res.Failures)
 	if pit != nil {
 		page, after := srch.ScrollCursor(res.SearchResult)
-		if err := s.eng.CommitScroll(r.Context(), *pit, shard.ScrollCursor{Page: page, After: after}); err != nil {
+		if err := s.eng.CommitScroll(r.Context(), *pit, shardapi.ScrollCursor{Page: page, After: after}); err != nil {
 			return nil, err
 		}
 		if opened {

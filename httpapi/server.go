@@ -27,7 +27,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Engine is what the API needs from the shard layer; *coord.Coordinator
@@ -45,10 +45,10 @@ type Engine interface {
 	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
 	UpdateSettings(ctx context.Context, name string, u coord.SettingsUpdate) error
 	// UpdateAliases applies alias actions atomically.
-	UpdateAliases(ctx context.Context, actions []shard.AliasAction) error
+	UpdateAliases(ctx context.Context, actions []state.AliasAction) error
 	// SetClosed closes indices or opens them again.
 	SetClosed(ctx context.Context, names []string, closed bool) error
-	Bulk(ctx context.Context, ops []shard.Op, opts coord.WriteOptions) ([]shard.OpResult, error)
+	Bulk(ctx context.Context, ops []shardapi.Op, opts coord.WriteOptions) ([]shardapi.OpResult, error)
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	// IndexStats gathers the named indices' statistics from the nodes
 	// that answer before ctx ends.
@@ -59,12 +59,12 @@ type Engine interface {
 	ClosePIT(ctx context.Context, pit coord.PIT) (int, error)
 	// ClaimScroll takes a scroll's cursor for its next page; CommitScroll
 	// stores the cursor that page ended at (or gives the page up).
-	ClaimScroll(ctx context.Context, pit coord.PIT) (shard.ScrollCursor, error)
-	CommitScroll(ctx context.Context, pit coord.PIT, cur shard.ScrollCursor) error
+	ClaimScroll(ctx context.Context, pit coord.PIT) (shardapi.ScrollCursor, error)
+	CommitScroll(ctx context.Context, pit coord.PIT, cur shardapi.ScrollCursor) error
 	// Mget reads many documents (realtime), grouped by shard.
 	Mget(ctx context.Context, items []coord.MgetItem) ([]coord.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
-	Fields(names []string) shard.FieldTypes
+	Fields(names []string) shardapi.FieldTypes
 	Search(ctx context.Context, names []string, srch *esdsl.Search) (*coord.SearchResult, error)
 	Stats() coord.NodeStats
 	// ClusterView is the committed cluster metadata as this node sees it
@@ -73,10 +73,10 @@ type Engine interface {
 	ClusterView() (*state.State, error)
 	// CopyStats counts the documents and bytes of every copy that answers,
 	// by allocation ID (asking the nodes that hold them until ctx ends).
-	CopyStats(ctx context.Context) map[string]shard.CopyStats
+	CopyStats(ctx context.Context) map[string]shardapi.CopyStats
 	// Recoveries lists the shard recoveries of the nodes that answer
 	// before ctx ends, newest first.
-	Recoveries(ctx context.Context) []shard.RecoveryInfo
+	Recoveries(ctx context.Context) []shardapi.RecoveryInfo
 }
 
 // Config describes the node the API speaks for.

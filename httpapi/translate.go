@@ -10,7 +10,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/security/auth"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // translate turns any error a handler meets into the status and
@@ -40,27 +40,27 @@ func translate(err error) *apiError {
 	}{
 		{state.ErrIndexNotFound, http.StatusNotFound, "index_not_found_exception"},
 		{state.ErrIndexExists, http.StatusBadRequest, "resource_already_exists_exception"},
-		{shard.ErrInvalidIndexName, http.StatusBadRequest, "invalid_index_name_exception"},
-		{shard.ErrDocumentNotFound, http.StatusNotFound, "document_missing_exception"},
-		{shard.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
+		{shardapi.ErrInvalidIndexName, http.StatusBadRequest, "invalid_index_name_exception"},
+		{shardapi.ErrDocumentNotFound, http.StatusNotFound, "document_missing_exception"},
+		{shardapi.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
 		{index.ErrInvalidMapping, http.StatusBadRequest, "mapper_parsing_exception"},
 		{index.ErrMappingConflict, http.StatusBadRequest, "illegal_argument_exception"},
 		{index.ErrIllegalArgument, http.StatusBadRequest, "illegal_argument_exception"},
 		{index.ErrStrictDynamic, http.StatusBadRequest, "strict_dynamic_mapping_exception"},
 		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
-		{shard.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
-		{shard.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
-		{shard.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
+		{shardapi.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
+		{shardapi.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
+		{shardapi.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
 		{coord.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the
 		// engine ran (esdsl validates queries), so this is the node's side.
 		{coord.ErrAllShardsFailed, http.StatusServiceUnavailable, "search_phase_execution_exception"},
-		{shard.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
-		{shard.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
-		{shard.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},
+		{shardapi.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
+		{shardapi.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
+		{shardapi.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},
 		{state.ErrMappingVersion, http.StatusServiceUnavailable, "process_cluster_event_timeout_exception"},
-		{shard.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
+		{shardapi.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 	} {
 		if errors.Is(err, t.sentinel) {
@@ -70,7 +70,7 @@ func translate(err error) *apiError {
 				reason = detail
 			}
 			out := &apiError{Status: t.status, Type: t.typ, Reason: reason}
-			if t.sentinel == state.ErrIndexNotFound || t.sentinel == shard.ErrIndexClosed {
+			if t.sentinel == state.ErrIndexNotFound || t.sentinel == shardapi.ErrIndexClosed {
 				out.Index = notFoundName(reason)
 			}
 			if inner := causeOf(err, t.sentinel); inner != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/cluster/state"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Writes: any node coordinates a Bulk. It resolves each op's index
@@ -22,18 +23,18 @@ import (
 func (s *Store) Write(_ context.Context, h Header, items []Item) error {
 	allocationID, term := h.Alloc, h.Term
 	if !s.beginWrite() {
-		return ErrClosed
+		return shardapi.ErrClosed
 	}
 	defer s.writes.Done()
 	sc, ok := s.copy(allocationID)
 	if !ok {
-		return fmt.Errorf("%w: primary copy %s is not open on this node yet", ErrUnavailable, allocationID)
+		return fmt.Errorf("%w: primary copy %s is not open on this node yet", shardapi.ErrUnavailable, allocationID)
 	}
 	if t := sc.term.Load(); t != term {
-		return fmt.Errorf("%w: copy %s has primary term %d, the request %d", ErrStaleRouting, allocationID, t, term)
+		return fmt.Errorf("%w: copy %s has primary term %d, the request %d", shardapi.ErrStaleRouting, allocationID, t, term)
 	}
 	if !sc.primary.Load() {
-		return fmt.Errorf("%w: copy %s is not serving as primary (yet, or any more)", ErrUnavailable, allocationID)
+		return fmt.Errorf("%w: copy %s is not serving as primary (yet, or any more)", shardapi.ErrUnavailable, allocationID)
 	}
 	sc.prepare(items)
 	return sc.write(items)
@@ -58,7 +59,7 @@ func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error 
 	}
 	v := s.meta.State()
 	if v.ClusterUUID != cluster {
-		return fmt.Errorf("%w: request for cluster %s reached a node of cluster %s", ErrStaleRouting, cluster, v.ClusterUUID)
+		return fmt.Errorf("%w: request for cluster %s reached a node of cluster %s", shardapi.ErrStaleRouting, cluster, v.ClusterUUID)
 	}
 	if ok(v) {
 		return nil
@@ -66,7 +67,7 @@ func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error 
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
 	if _, err := s.meta.AwaitState(wctx, ok); err != nil {
-		return fmt.Errorf("%w: copy %s of shard %d of index %s is not %s on this node", ErrStaleRouting, alloc, num, uuid, map[bool]string{true: "the primary", false: "held"}[primary])
+		return fmt.Errorf("%w: copy %s of shard %d of index %s is not %s on this node", shardapi.ErrStaleRouting, alloc, num, uuid, map[bool]string{true: "the primary", false: "held"}[primary])
 	}
 	return nil
 }
@@ -120,9 +121,9 @@ func encodeBulkItems(e *enc, items []Item) {
 			}
 		}
 		switch op.VersionType {
-		case VersionExternal:
+		case shardapi.VersionExternal:
 			flags |= opfExternal
-		case VersionExternalGTE:
+		case shardapi.VersionExternalGTE:
 			flags |= opfExternalGTE
 		}
 		e.u8(byte(op.Type))
@@ -134,7 +135,7 @@ func encodeBulkItems(e *enc, items []Item) {
 		if op.IfPrimaryTerm != nil {
 			e.u64(*op.IfPrimaryTerm)
 		}
-		if op.VersionType != VersionInternal {
+		if op.VersionType != shardapi.VersionInternal {
 			e.varint(op.Version)
 		}
 		e.bytes(op.Source)
@@ -159,16 +160,16 @@ func decodeBulk(p []byte) (Header, []Item, error) {
 // decodeBulkItems decodes the items of a bulk request after its header.
 func decodeBulkItems(d *dec) []Item {
 	n := d.count(4)
-	ops := make([]Op, n)
-	results := make([]OpResult, n)
+	ops := make([]shardapi.Op, n)
+	results := make([]shardapi.OpResult, n)
 	items := make([]Item, n)
 	for k := 0; k < n && d.err == nil; k++ {
 		op := &ops[k]
 		t := d.u8()
-		if t > byte(OpDelete) {
+		if t > byte(shardapi.OpDelete) {
 			d.fail("unknown op type")
 		}
-		op.Type = OpType(t)
+		op.Type = shardapi.OpType(t)
 		flags := d.u8()
 		if flags&^opfKnown != 0 || flags&(opfExternal|opfExternalGTE) == opfExternal|opfExternalGTE {
 			d.fail("unknown op flags")
@@ -184,13 +185,13 @@ func decodeBulkItems(d *dec) []Item {
 		}
 		switch {
 		case flags&opfExternal != 0:
-			op.VersionType, op.Version = VersionExternal, d.varint()
+			op.VersionType, op.Version = shardapi.VersionExternal, d.varint()
 		case flags&opfExternalGTE != 0:
-			op.VersionType, op.Version = VersionExternalGTE, d.varint()
+			op.VersionType, op.Version = shardapi.VersionExternalGTE, d.varint()
 		}
 		op.Source = d.bytes()
 		if flags&opfUpdate != 0 {
-			op.Update = &UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
+			op.Update = &shardapi.UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
 		}
 		results[k].ID = op.ID
 		items[k] = Item{Op: op, Result: &results[k], AutoID: flags&opfAutoID != 0}

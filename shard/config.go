@@ -17,34 +17,10 @@
 package shard
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/weftsearch/weft/internal/vfs"
-)
-
-// Sentinel errors, wrapped with detail; test with errors.Is.
-var (
-	ErrInvalidIndexName = errors.New("invalid index name")
-	ErrDocumentNotFound = errors.New("document not found")
-	ErrVersionConflict  = errors.New("version conflict")
-	ErrClosed           = errors.New("shard manager closed")
-	ErrInvalidRequest   = errors.New("invalid request")
-
-	// ErrClusterBlocked: this node cannot serve yet — it has not joined a
-	// cluster, or no leader is known (503 cluster_block_exception).
-	ErrClusterBlocked = errors.New("cluster block")
-	// ErrUnavailable: a shard's copy cannot be reached now (no active
-	// primary, its node is down); retryable (503 unavailable_shards_exception).
-	ErrUnavailable = errors.New("shard unavailable")
-	// ErrIndexClosed: the index is closed; open it to read or write it
-	// (400 index_closed_exception).
-	ErrIndexClosed = errors.New("index closed")
-	// ErrContextMissing: a point in time's (or scroll's) reader context is
-	// gone — expired, closed, or its node restarted (404
-	// search_context_missing_exception).
-	ErrContextMissing = errors.New("search context missing")
 )
 
 // Config tunes the shard layer (Store and Coordinator).

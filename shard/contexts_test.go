@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 func TestReaderContexts(t *testing.T) {
@@ -27,9 +28,9 @@ func TestReaderContexts(t *testing.T) {
 	r.sweep(time.Now(), func(alloc string) bool { return alloc == "a1" })
 	require.Equal(t, 1, r.count(), "expired, and without its copy, contexts go")
 	_, err = r.use(short, 0)
-	require.ErrorIs(t, err, ErrContextMissing)
+	require.ErrorIs(t, err, shardapi.ErrContextMissing)
 	_, err = r.use(gone, 0)
-	require.ErrorIs(t, err, ErrContextMissing)
+	require.ErrorIs(t, err, shardapi.ErrContextMissing)
 
 	view, err := r.use(long, time.Minute)
 	require.NoError(t, err)
@@ -40,8 +41,8 @@ func TestReaderContexts(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, cur.Page)
 	_, err = r.claim(long)
-	require.ErrorIs(t, err, ErrVersionConflict, "a second page before the first committed")
-	require.NoError(t, r.commit(long, ScrollCursor{Page: 1, After: [][]byte{[]byte("k")}}))
+	require.ErrorIs(t, err, shardapi.ErrVersionConflict, "a second page before the first committed")
+	require.NoError(t, r.commit(long, shardapi.ScrollCursor{Page: 1, After: [][]byte{[]byte("k")}}))
 	cur, err = r.claim(long)
 	require.NoError(t, err)
 	require.Equal(t, 1, cur.Page)
@@ -49,5 +50,5 @@ func TestReaderContexts(t *testing.T) {
 	require.False(t, r.close(long))
 	_, err = view.Search(context.Background(), nil)
 	require.ErrorIs(t, err, index.ErrClosed, "a closed context releases its view")
-	require.ErrorIs(t, r.commit(long, ScrollCursor{}), ErrContextMissing)
+	require.ErrorIs(t, r.commit(long, shardapi.ScrollCursor{}), shardapi.ErrContextMissing)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // A coordinator reaches the shard copies of one node through Copies: this
@@ -35,8 +36,8 @@ type Copies interface {
 	CloseContext(ctx context.Context, h Header, id string) (bool, error)
 	// ClaimScroll takes a scroll's cursor from its home context for a page;
 	// CommitScroll stores the cursor the page ended at.
-	ClaimScroll(ctx context.Context, h Header, id string) (ScrollCursor, error)
-	CommitScroll(ctx context.Context, h Header, id string, cur ScrollCursor) error
+	ClaimScroll(ctx context.Context, h Header, id string) (shardapi.ScrollCursor, error)
+	CommitScroll(ctx context.Context, h Header, id string, cur shardapi.ScrollCursor) error
 	// Report is the node's statistics: its copies, recoveries and request
 	// counters.
 	Report(ctx context.Context) (NodeReport, error)
@@ -78,9 +79,9 @@ func (d *dec) copyHeader() Header {
 
 // NodeReport is one node's statistics as it reports them to others.
 type NodeReport struct {
-	Copies     map[string]CopyStats      `json:"copies"`
-	Recoveries []RecoveryInfo            `json:"recoveries"`
-	Counters   map[string]IndexNodeStats `json:"counters,omitempty"`
+	Copies     map[string]shardapi.CopyStats      `json:"copies"`
+	Recoveries []shardapi.RecoveryInfo            `json:"recoveries"`
+	Counters   map[string]shardapi.IndexNodeStats `json:"counters,omitempty"`
 }
 
 // routing says what serving a request checks of the copy it names.
@@ -232,20 +233,20 @@ func (r Remote) CloseContext(ctx context.Context, h Header, id string) (bool, er
 }
 
 // ClaimScroll implements Copies.
-func (r Remote) ClaimScroll(ctx context.Context, h Header, id string) (ScrollCursor, error) {
+func (r Remote) ClaimScroll(ctx context.Context, h Header, id string) (shardapi.ScrollCursor, error) {
 	reply, err := r.contextCall(ctx, h, MethodScrollClaim, id, nil)
 	if err != nil {
-		return ScrollCursor{}, err
+		return shardapi.ScrollCursor{}, err
 	}
-	var cur ScrollCursor
+	var cur shardapi.ScrollCursor
 	if err := json.Unmarshal(reply, &cur); err != nil {
-		return ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", ErrBadMessage, err)
+		return shardapi.ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", ErrBadMessage, err)
 	}
 	return cur, nil
 }
 
 // CommitScroll implements Copies.
-func (r Remote) CommitScroll(ctx context.Context, h Header, id string, cur ScrollCursor) error {
+func (r Remote) CommitScroll(ctx context.Context, h Header, id string, cur shardapi.ScrollCursor) error {
 	raw, err := json.Marshal(cur)
 	if err != nil {
 		return err

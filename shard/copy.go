@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -75,8 +76,8 @@ const copyMetaFile = "copy.json"
 // Item is one write of a group routed to a shard's primary: the op, its
 // result slot, and whether the coordinator gave it its id.
 type Item struct {
-	Op       *Op
-	Result   *OpResult
+	Op       *shardapi.Op
+	Result   *shardapi.OpResult
 	AutoID   bool
 	prepared *index.Op // OpIndex/OpCreate: parsed before the leader lock
 }
@@ -87,7 +88,7 @@ type Item struct {
 func (s *shardCopy) prepare(items []Item) {
 	for k := range items {
 		it := &items[k]
-		if it.Op.Type != OpIndex && it.Op.Type != OpCreate {
+		if it.Op.Type != shardapi.OpIndex && it.Op.Type != shardapi.OpCreate {
 			continue
 		}
 		iop := &index.Op{ID: it.Op.ID, Source: it.Op.Source}
@@ -317,7 +318,7 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 	iop.SeqNo = s.nextSeq
 	s.nextSeq++
 	iop.Version = cur.version + 1
-	if op.VersionType != VersionInternal {
+	if op.VersionType != shardapi.VersionInternal {
 		iop.Version = op.Version
 	}
 	if del {
@@ -356,15 +357,15 @@ func (s *shardCopy) currentDoc(it Item, pending map[string]*pendingDoc) (cur *pe
 // checkConditions checks op's preconditions against cur — if_seq_no and
 // if_primary_term, an external version — and returns the version conflict
 // (wrapping ErrVersionConflict) if one fails.
-func checkConditions(op *Op, cur *pendingDoc) error {
+func checkConditions(op *shardapi.Op, cur *pendingDoc) error {
 	if op.IfSeqNo != nil || op.IfPrimaryTerm != nil {
 		if !cur.exists || (op.IfSeqNo != nil && *op.IfSeqNo != cur.seq) || (op.IfPrimaryTerm != nil && *op.IfPrimaryTerm != cur.term) {
 			return fmt.Errorf("%w: [%s]: required seqNo [%s], primary term [%s]; current document has seqNo [%d] and primary term [%d]",
-				ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term)
+				shardapi.ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term)
 		}
 	}
-	if op.VersionType != VersionInternal && cur.exists &&
-		(cur.version > op.Version || (cur.version == op.Version && op.VersionType == VersionExternal)) {
+	if op.VersionType != shardapi.VersionInternal && cur.exists &&
+		(cur.version > op.Version || (cur.version == op.Version && op.VersionType == shardapi.VersionExternal)) {
 		return externalConflict(op, cur.version)
 	}
 	return nil
@@ -374,26 +375,26 @@ func checkConditions(op *Op, cur *pendingDoc) error {
 // for a delete (ok true). When op writes nothing — a create of an existing
 // document, a delete or update of a missing one, an update that changes
 // nothing, a malformed op — it answers res and returns ok false.
-func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok bool) {
+func newSource(op *shardapi.Op, cur *pendingDoc, res *shardapi.OpResult) (source []byte, del, ok bool) {
 	switch op.Type {
-	case OpCreate:
+	case shardapi.OpCreate:
 		if cur.exists {
-			res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", ErrVersionConflict, op.ID, cur.version))
+			res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", shardapi.ErrVersionConflict, op.ID, cur.version))
 			return nil, false, false
 		}
 		return op.Source, false, true
-	case OpIndex:
+	case shardapi.OpIndex:
 		return op.Source, false, true
-	case OpDelete:
+	case shardapi.OpDelete:
 		if !cur.exists {
-			res.Result, res.Err = "not_found", fmt.Errorf("%w: [%s]", ErrDocumentNotFound, op.ID)
+			res.Result, res.Err = "not_found", fmt.Errorf("%w: [%s]", shardapi.ErrDocumentNotFound, op.ID)
 			return nil, false, false
 		}
 		return nil, true, true
-	case OpUpdate:
+	case shardapi.OpUpdate:
 		u := op.Update
 		if u == nil {
-			res.Fail(fmt.Errorf("%w: update of [%s] has no doc", ErrInvalidRequest, op.ID))
+			res.Fail(fmt.Errorf("%w: update of [%s] has no doc", shardapi.ErrInvalidRequest, op.ID))
 			return nil, false, false
 		}
 		if !cur.exists {
@@ -403,7 +404,7 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 			case len(u.Upsert) > 0:
 				return u.Upsert, false, true
 			}
-			res.Fail(fmt.Errorf("%w: [%s]: document missing", ErrDocumentNotFound, op.ID))
+			res.Fail(fmt.Errorf("%w: [%s]: document missing", shardapi.ErrDocumentNotFound, op.ID))
 			return nil, false, false
 		}
 		merged, changed, err := mergeSource(cur.source, u.Doc)
@@ -418,7 +419,7 @@ func newSource(op *Op, cur *pendingDoc, res *OpResult) (source []byte, del, ok b
 		}
 		return merged, false, true
 	}
-	res.Fail(fmt.Errorf("%w: unknown op type %d", ErrInvalidRequest, op.Type))
+	res.Fail(fmt.Errorf("%w: unknown op type %d", shardapi.ErrInvalidRequest, op.Type))
 	return nil, false, false
 }
 
@@ -474,7 +475,7 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 		// it still is the primary and it has resynced its replicas.
 		s.primary.Store(false)
 		s.logger.Warn("shard copy stops serving as primary: a group could not be replicated", "shard", s.name, "allocation_id", s.meta.AllocationID, "err", err)
-		return s.failGroup(p, fmt.Errorf("%w: shard %s: not acknowledged: %v", ErrUnavailable, s.name, err))
+		return s.failGroup(p, fmt.Errorf("%w: shard %s: not acknowledged: %v", shardapi.ErrUnavailable, s.name, err))
 	}
 	for _, it := range p.logged {
 		it.Result.Copies = 1 + acked
@@ -492,7 +493,7 @@ func (s *shardCopy) failGroup(p *groupPlan, err error) error {
 		it.Result.Fail(err)
 	}
 	for _, it := range p.answered {
-		it.Result.Fail(fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", ErrUnavailable, s.name, err))
+		it.Result.Fail(fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", shardapi.ErrUnavailable, s.name, err))
 	}
 	return nil
 }
@@ -503,7 +504,7 @@ func (s *shardCopy) failGroup(p *groupPlan, err error) error {
 func (s *shardCopy) appendLog(recs []shardlog.Record) error {
 	err := s.log.Append(recs)
 	if errors.Is(err, shardlog.ErrClosed) {
-		return ErrClosed
+		return shardapi.ErrClosed
 	}
 	return err
 }
@@ -534,21 +535,13 @@ func optU64(v *uint64) string {
 	return fmt.Sprint(*v)
 }
 
-// Fail records that the item failed with err. The error says what kind of
-// failure it was through the sentinel it wraps (ErrVersionConflict,
-// index.ErrDocParse, ErrUnavailable, ...): the HTTP API decides the status
-// from it.
-func (res *OpResult) Fail(err error) {
-	res.Err, res.Result = err, ""
-}
-
 // badDocument classes an error of parsing or indexing a document as the
 // document's fault: it keeps an error that already names its kind (a
 // mapping or parse error, an invalid request) and makes any other a parse
 // error of the document.
 func badDocument(err error) error {
 	for _, kind := range []error{index.ErrDocParse, index.ErrStrictDynamic, index.ErrMappingConflict, index.ErrInvalidMapping,
-		index.ErrIllegalArgument, ErrInvalidRequest, ErrVersionConflict, ErrDocumentNotFound} {
+		index.ErrIllegalArgument, shardapi.ErrInvalidRequest, shardapi.ErrVersionConflict, shardapi.ErrDocumentNotFound} {
 		if errors.Is(err, kind) {
 			return err
 		}
@@ -558,12 +551,12 @@ func badDocument(err error) error {
 
 // externalConflict is the conflict of an externally versioned write with
 // the stored version.
-func externalConflict(op *Op, current int64) error {
+func externalConflict(op *shardapi.Op, current int64) error {
 	than := "higher or equal to"
-	if op.VersionType == VersionExternalGTE {
+	if op.VersionType == shardapi.VersionExternalGTE {
 		than = "higher than"
 	}
-	return fmt.Errorf("%w: [%s]: version conflict, current version [%d] is %s the one provided [%d]", ErrVersionConflict, op.ID, current, than, op.Version)
+	return fmt.Errorf("%w: [%s]: version conflict, current version [%d] is %s the one provided [%d]", shardapi.ErrVersionConflict, op.ID, current, than, op.Version)
 }
 
 // mergeSource merges a partial document into a source, recursively for

@@ -19,6 +19,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 	"go.uber.org/goleak"
 )
 
@@ -49,9 +50,9 @@ func crashChild() {
 	}
 	out := bufio.NewWriter(os.Stdout)
 	for n := 0; ; {
-		ops := make([]shard.Op, 25)
+		ops := make([]shardapi.Op, 25)
 		for k := range ops {
-			ops[k] = shard.Op{Type: shard.OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
+			ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
 			n++
 		}
 		res, err := m.Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshFalse})

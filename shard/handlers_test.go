@@ -13,6 +13,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // FuzzShardHandlers sends arbitrary payloads to every handler of the shard
@@ -49,7 +50,7 @@ func FuzzShardHandlers(f *testing.F) {
 	for m, seed := range search {
 		f.Add(uint8(m-shard.MethodBulk), seed)
 	}
-	items := []shard.Item{{Op: &shard.Op{Type: shard.OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, Result: &shard.OpResult{}}}
+	items := []shard.Item{{Op: &shardapi.Op{Type: shardapi.OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, Result: &shardapi.OpResult{}}}
 	hdr := shard.Header{Cluster: v.ClusterUUID, Index: ix.UUID, Alloc: p.AllocationID, Term: 1}
 	f.Add(uint8(0), shard.EncodeBulk(hdr, items))
 	f.Add(uint8(3), []byte{shard.WireVersion})

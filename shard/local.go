@@ -6,6 +6,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // This file holds what the coordinator of the same node reads from its
@@ -21,7 +22,7 @@ import (
 func (s *Store) Readable(alloc string) (*index.Index, error) {
 	sc, ok := s.copy(alloc)
 	if !ok {
-		return nil, fmt.Errorf("%w: copy %s is not open on this node", ErrUnavailable, alloc)
+		return nil, fmt.Errorf("%w: copy %s is not open on this node", shardapi.ErrUnavailable, alloc)
 	}
 	return sc.readable()
 }
@@ -55,8 +56,8 @@ func (s *Store) Mapping(ix *state.Index) (*index.Mapping, bool) {
 // CopyCounters returns, per index name, the documents, bytes and shard
 // log fsyncs of this node's open copies (the request counters of
 // IndexNodeStats are the coordinator's).
-func (s *Store) CopyCounters() map[string]IndexNodeStats {
-	out := map[string]IndexNodeStats{}
+func (s *Store) CopyCounters() map[string]shardapi.IndexNodeStats {
+	out := map[string]shardapi.IndexNodeStats{}
 	for _, sc := range s.openCopies() {
 		st := out[sc.meta.Index]
 		is := sc.idx.Stats()

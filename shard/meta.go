@@ -70,28 +70,6 @@ type IndexSpec struct {
 	Aliases map[string]state.Alias
 }
 
-// AliasAction is one step of an atomic alias update (Elasticsearch's
-// _aliases actions): add or remove an alias of an index, or delete the
-// index.
-type AliasAction struct {
-	Op    AliasOp
-	Index string // a concrete index name
-	Alias string
-	Spec  state.Alias // for AliasAdd
-	// MustExist: a removal of an alias the index does not have fails.
-	MustExist bool
-}
-
-// AliasOp is what an AliasAction does.
-type AliasOp int
-
-// Alias operations.
-const (
-	AliasAdd AliasOp = iota
-	AliasRemove
-	AliasRemoveIndex
-)
-
 // IndexAdmin is what index administration beyond Metadata needs from the
 // cluster's metadata: aliases, opening and closing, and the index settings
 // Weft stores. It is checked at run time (the node's placement adapter
@@ -99,7 +77,7 @@ const (
 type IndexAdmin interface {
 	// UpdateAliases applies the actions atomically (all or none); each
 	// names an index by name, the adapter adds its UUID from st.
-	UpdateAliases(ctx context.Context, st *state.State, actions []AliasAction) error
+	UpdateAliases(ctx context.Context, st *state.State, actions []state.AliasAction) error
 	// SetIndexClosed closes the index (it refuses reads and writes) or
 	// opens it again.
 	SetIndexClosed(ctx context.Context, name, uuid string, closed bool) error

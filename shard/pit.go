@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Points in time, as Elasticsearch's: opening one pins one active copy of
@@ -22,17 +23,6 @@ import (
 // shard ("home"), so that the same scroll id continues where the last page
 // ended from whichever node it is sent to, and never serves a page twice.
 
-// MaxKeepAlive bounds a reader context's keep-alive, as Elasticsearch's
-// search.max_keep_alive default does.
-const MaxKeepAlive = 24 * time.Hour
-
-// ScrollCursor is where a scroll's last page ended: the page number and
-// the raw sort keys of its last hit (nil before the first page).
-type ScrollCursor struct {
-	Page  int      `json:"p"`
-	After [][]byte `json:"a,omitempty"`
-}
-
 // readerContexts are this node's pinned views of its copies, by context
 // id. Safe for concurrent use.
 type readerContexts struct {
@@ -45,7 +35,7 @@ type readerContext struct {
 	view      *index.Index
 	keepAlive time.Duration
 	expires   time.Time
-	cursor    ScrollCursor
+	cursor    shardapi.ScrollCursor
 	claimed   bool // a scroll page is being served from cursor
 }
 
@@ -60,7 +50,7 @@ func newContextID() string {
 }
 
 func MissingContext(id string) error {
-	return fmt.Errorf("%w: No search context found for id [%s]: it expired or was closed", ErrContextMissing, id)
+	return fmt.Errorf("%w: No search context found for id [%s]: it expired or was closed", shardapi.ErrContextMissing, id)
 }
 
 func (r *readerContexts) open(alloc string, view *index.Index, keep time.Duration) string {
@@ -74,7 +64,7 @@ func (r *readerContexts) open(alloc string, view *index.Index, keep time.Duratio
 // use returns a context's view and extends its keep-alive (to keep, when
 // positive).
 func (r *readerContexts) use(id string, keep time.Duration) (*index.Index, error) {
-	keep = min(keep, MaxKeepAlive)
+	keep = min(keep, shardapi.MaxKeepAlive)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
@@ -102,15 +92,15 @@ func (r *readerContexts) close(id string) bool {
 
 // claim takes a scroll's cursor for one page; a second claim before
 // commit is refused (a scroll serves one page at a time).
-func (r *readerContexts) claim(id string) (ScrollCursor, error) {
+func (r *readerContexts) claim(id string) (shardapi.ScrollCursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
 	if !ok {
-		return ScrollCursor{}, MissingContext(id)
+		return shardapi.ScrollCursor{}, MissingContext(id)
 	}
 	if rc.claimed {
-		return ScrollCursor{}, fmt.Errorf("%w: the scroll is serving another page; send its next request after this one's reply", ErrVersionConflict)
+		return shardapi.ScrollCursor{}, fmt.Errorf("%w: the scroll is serving another page; send its next request after this one's reply", shardapi.ErrVersionConflict)
 	}
 	rc.claimed = true
 	rc.expires = time.Now().Add(rc.keepAlive)
@@ -118,7 +108,7 @@ func (r *readerContexts) claim(id string) (ScrollCursor, error) {
 }
 
 // commit stores a scroll's cursor and releases the claim.
-func (r *readerContexts) commit(id string, cur ScrollCursor) error {
+func (r *readerContexts) commit(id string, cur shardapi.ScrollCursor) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]

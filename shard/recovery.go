@@ -16,6 +16,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/shard/shardlog"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Peer recovery: a replica or move target (initializing in the shard
@@ -42,30 +43,6 @@ import (
 // While a recovery runs, the primary keeps its log from being trimmed
 // below what the target still needs (a retention lease, dropped when the
 // recovery ends or goes quiet for recoveryLeaseTTL).
-
-// Recovery modes.
-const (
-	RecoveryOps   = "ops"   // operation-based: replay of the primary's log
-	RecoveryFiles = "files" // file-based: a snapshot of the primary's index, then its log
-)
-
-// RecoveryInfo describes one recovery of a copy on this node.
-type RecoveryInfo struct {
-	Index        string    `json:"index"`
-	Shard        int       `json:"shard"`
-	AllocationID string    `json:"allocation_id"`
-	Mode         string    `json:"mode"`  // ops or files ("" before the primary chose)
-	Stage        string    `json:"stage"` // init, index, translog, finalize, done, failed
-	SourceNode   string    `json:"source_node"`
-	TargetNode   string    `json:"target_node"`
-	BytesTotal   int64     `json:"bytes_total"`
-	BytesDone    int64     `json:"bytes_recovered"`
-	OpsDone      int64     `json:"ops_recovered"`
-	StartSeq     uint64    `json:"start_seq"`
-	Started      time.Time `json:"start_time"`
-	Stopped      time.Time `json:"stop_time,omitzero"`
-	Error        string    `json:"error,omitempty"`
-}
 
 // recoveryLeaseTTL drops the retention lease of a recovery that stopped
 // asking (its target died).
@@ -121,9 +98,9 @@ func (s *Store) dropLease(id string) {
 }
 
 // Recoveries lists the recoveries of copies on this node, newest first.
-func (s *Store) Recoveries() []RecoveryInfo {
+func (s *Store) Recoveries() []shardapi.RecoveryInfo {
 	s.mu.RLock()
-	out := make([]RecoveryInfo, 0, len(s.recoveries))
+	out := make([]shardapi.RecoveryInfo, 0, len(s.recoveries))
 	for _, r := range s.recoveries {
 		r.mu.Lock()
 		out = append(out, r.info)
@@ -137,10 +114,10 @@ func (s *Store) Recoveries() []RecoveryInfo {
 // recovery is a target's recovery in progress (or done), for Recoveries.
 type recovery struct {
 	mu   sync.Mutex
-	info RecoveryInfo
+	info shardapi.RecoveryInfo
 }
 
-func (r *recovery) update(fn func(*RecoveryInfo)) {
+func (r *recovery) update(fn func(*shardapi.RecoveryInfo)) {
 	r.mu.Lock()
 	fn(&r.info)
 	r.mu.Unlock()
@@ -190,13 +167,13 @@ func (s *Store) recover(ctx context.Context, ix *state.Index, num int, c state.C
 	if !ok || !v.Active(p) || p.AllocationID == c.AllocationID {
 		return // no primary to recover from yet
 	}
-	r := &recovery{info: RecoveryInfo{Index: ix.Name, Shard: num, AllocationID: c.AllocationID, Stage: "init",
+	r := &recovery{info: shardapi.RecoveryInfo{Index: ix.Name, Shard: num, AllocationID: c.AllocationID, Stage: "init",
 		SourceNode: v.NodeName(p.NodeID), TargetNode: v.NodeName(s.meta.LocalNode()), Started: time.Now()}}
 	s.mu.Lock()
 	s.recoveries[c.AllocationID] = r
 	s.mu.Unlock()
 	err := s.runRecovery(ctx, v, ix, num, c, p, r)
-	r.update(func(i *RecoveryInfo) {
+	r.update(func(i *shardapi.RecoveryInfo) {
 		i.Stopped = time.Now()
 		if err != nil {
 			i.Stage, i.Error = "failed", err.Error()
@@ -214,7 +191,7 @@ func (s *Store) recover(ctx context.Context, ix *state.Index, num int, c state.C
 
 func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index, num int, c state.Copy, p state.Copy, r *recovery) error {
 	if s.peers == nil {
-		return fmt.Errorf("%w: the primary is on node %s and this node has no fabric", ErrUnavailable, p.NodeID)
+		return fmt.Errorf("%w: the primary is on node %s and this node has no fabric", shardapi.ErrUnavailable, p.NodeID)
 	}
 	nm, ok := s.mapping(ix.UUID)
 	if !ok {
@@ -243,9 +220,9 @@ func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index
 	if err := s.callJSON(ctx, p.NodeID, MethodRecoveryStart, start, &plan); err != nil {
 		return fmt.Errorf("asking primary %s on node %s to recover from it: %w", p.AllocationID, p.NodeID, err)
 	}
-	r.update(func(i *RecoveryInfo) { i.Mode, i.StartSeq = plan.Mode, plan.StartSeq })
-	if plan.Mode == RecoveryFiles {
-		r.update(func(i *RecoveryInfo) { i.Stage = "index" })
+	r.update(func(i *shardapi.RecoveryInfo) { i.Mode, i.StartSeq = plan.Mode, plan.StartSeq })
+	if plan.Mode == shardapi.RecoveryFiles {
+		r.update(func(i *shardapi.RecoveryInfo) { i.Stage = "index" })
 		if sc != nil {
 			s.unregister(sc)
 			_ = sc.close()
@@ -263,7 +240,7 @@ func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index
 			return err
 		}
 	}
-	r.update(func(i *RecoveryInfo) { i.Stage = "translog" })
+	r.update(func(i *shardapi.RecoveryInfo) { i.Stage = "translog" })
 	sc.leader.Lock()
 	from := sc.nextSeq
 	sc.leader.Unlock()
@@ -271,7 +248,7 @@ func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index
 	if err := s.callJSON(ctx, p.NodeID, MethodRecoveryOps, recoveryOps{ID: plan.ID, From: from}, &or); err != nil {
 		return fmt.Errorf("replaying the primary's operations from seq %d: %w", from, err)
 	}
-	r.update(func(i *RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
+	r.update(func(i *shardapi.RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
 	if err := sc.catchUp(); err != nil {
 		return err
 	}
@@ -385,14 +362,14 @@ func (s *Store) serveRecoveryStart(ctx context.Context, req *fabric.Request) ([]
 	}
 	sc, ok := s.copy(m.Primary)
 	if !ok {
-		return nil, remoteErr(fmt.Errorf("%w: primary copy %s is not open", ErrUnavailable, m.Primary))
+		return nil, remoteErr(fmt.Errorf("%w: primary copy %s is not open", shardapi.ErrUnavailable, m.Primary))
 	}
-	plan := recoveryPlan{ID: m.Target + "@" + fmt.Sprint(time.Now().UnixNano()), Mode: RecoveryFiles}
+	plan := recoveryPlan{ID: m.Target + "@" + fmt.Sprint(time.Now().UnixNano()), Mode: shardapi.RecoveryFiles}
 	sc.leader.Lock()
 	last := sc.lastSeq()
 	first := sc.log.FirstSeq()
 	if m.HasData && !m.OlderTermAboveGCP && m.MaxSeq <= last && (first == 0 || first <= m.MaxSeq+1) {
-		plan.Mode, plan.StartSeq = RecoveryOps, m.MaxSeq
+		plan.Mode, plan.StartSeq = shardapi.RecoveryOps, m.MaxSeq
 	} else {
 		// Whatever the snapshot holds, the operations after what is
 		// applied now stay until the target has them.
@@ -411,11 +388,11 @@ func (s *Store) source(id string) (*sourceRecovery, *shardCopy, error) {
 	sr := s.sources[id]
 	s.mu.RUnlock()
 	if sr == nil {
-		return nil, nil, fmt.Errorf("%w: no recovery %s on this node", ErrStaleRouting, id)
+		return nil, nil, fmt.Errorf("%w: no recovery %s on this node", shardapi.ErrStaleRouting, id)
 	}
 	sc, ok := s.copy(sr.start.Primary)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: primary copy %s is not open", ErrUnavailable, sr.start.Primary)
+		return nil, nil, fmt.Errorf("%w: primary copy %s is not open", shardapi.ErrUnavailable, sr.start.Primary)
 	}
 	return sr, sc, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // The data node's side of the shard layer: the Store serves the requests
@@ -65,9 +66,9 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 		return append([]byte{wireVersion}, raw...), err
 	}))
 	mux.HandleFunc(MethodScrollCommit, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
-		var cur ScrollCursor
+		var cur shardapi.ScrollCursor
 		if err := json.Unmarshal(a.arg, &cur); err != nil {
-			return nil, fmt.Errorf("%w: scroll cursor: %v", ErrInvalidRequest, err)
+			return nil, fmt.Errorf("%w: scroll cursor: %v", shardapi.ErrInvalidRequest, err)
 		}
 		return []byte{wireVersion}, s.CommitScroll(ctx, h, a.id, cur)
 	}))
@@ -88,12 +89,12 @@ func (s *Store) CloseContext(_ context.Context, _ Header, id string) (bool, erro
 }
 
 // ClaimScroll implements Copies.
-func (s *Store) ClaimScroll(_ context.Context, _ Header, id string) (ScrollCursor, error) {
+func (s *Store) ClaimScroll(_ context.Context, _ Header, id string) (shardapi.ScrollCursor, error) {
 	return s.pits.claim(id)
 }
 
 // CommitScroll implements Copies.
-func (s *Store) CommitScroll(_ context.Context, _ Header, id string, cur ScrollCursor) error {
+func (s *Store) CommitScroll(_ context.Context, _ Header, id string, cur shardapi.ScrollCursor) error {
 	return s.pits.commit(id, cur)
 }
 
@@ -128,8 +129,8 @@ func decodeIDs(d *dec) []string {
 
 func decodeKeepAlive(d *dec) time.Duration {
 	keep := time.Duration(d.varint())
-	if d.err == nil && (keep <= 0 || keep > MaxKeepAlive) {
-		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", keep, MaxKeepAlive))
+	if d.err == nil && (keep <= 0 || keep > shardapi.MaxKeepAlive) {
+		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", keep, shardapi.MaxKeepAlive))
 	}
 	return keep
 }

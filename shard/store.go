@@ -17,6 +17,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/vfs"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Store holds this node's shard copies — each in its own directory named
@@ -45,7 +46,7 @@ type Store struct {
 	pits       *readerContexts   // this node's pinned views (points in time, scrolls)
 	// requestCounters reports the counters of the requests this node
 	// coordinated, with its copies' statistics (SetRequestCounters).
-	requestCounters func() map[string]IndexNodeStats
+	requestCounters func() map[string]shardapi.IndexNodeStats
 	closed          bool
 	closing         bool           // Close was called
 	running         bool           // the reconcile loop was started
@@ -149,9 +150,9 @@ func (s *Store) reconcileLoop() {
 
 // Fields are the field types of the named indices as this node's mappings
 // know them (an index without a local mapping adds none).
-func (s *Store) Fields(names []string) FieldTypes {
+func (s *Store) Fields(names []string) shardapi.FieldTypes {
 	v := s.meta.State()
-	var out FieldTypes
+	var out shardapi.FieldTypes
 	for _, n := range names {
 		ix, ok := v.Indices[n]
 		if !ok {
@@ -167,7 +168,9 @@ func (s *Store) Fields(names []string) FieldTypes {
 // SetRequestCounters sets what the copy statistics this node reports to
 // others carry as its request counters (the counters of the requests it
 // coordinated). Call it before the fabric listens.
-func (s *Store) SetRequestCounters(fn func() map[string]IndexNodeStats) { s.requestCounters = fn }
+func (s *Store) SetRequestCounters(fn func() map[string]shardapi.IndexNodeStats) {
+	s.requestCounters = fn
+}
 
 // Close stops the reconcile loop, releases every reader context and
 // closes every open copy (flushing its log); writes in flight finish
@@ -529,7 +532,7 @@ func (s *Store) openLocal(dir string, meta copyMeta, nm *nodeMapping, create boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.Join(ErrClosed, sc.close())
+		return nil, errors.Join(shardapi.ErrClosed, sc.close())
 	}
 	if old := s.copies[meta.AllocationID]; old != nil {
 		_ = old.close()

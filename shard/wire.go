@@ -12,6 +12,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // The shard layer's messages between nodes. Each method's request and
@@ -54,35 +55,29 @@ const wireVersion = 5
 // format: never renumber.
 var wireErrors = []error{
 	1:  state.ErrIndexNotFound,
-	2:  ErrDocumentNotFound,
-	3:  ErrVersionConflict,
-	4:  ErrInvalidRequest,
-	5:  ErrClosed,
-	6:  ErrUnavailable,
-	7:  ErrStaleRouting,
-	8:  ErrClusterBlocked,
+	2:  shardapi.ErrDocumentNotFound,
+	3:  shardapi.ErrVersionConflict,
+	4:  shardapi.ErrInvalidRequest,
+	5:  shardapi.ErrClosed,
+	6:  shardapi.ErrUnavailable,
+	7:  shardapi.ErrStaleRouting,
+	8:  shardapi.ErrClusterBlocked,
 	9:  state.ErrMappingVersion,
 	10: index.ErrDocParse,
 	11: index.ErrStrictDynamic,
 	12: index.ErrMappingConflict,
 	13: index.ErrInvalidMapping,
 	14: index.ErrClosed,
-	15: ErrInvalidIndexName,
+	15: shardapi.ErrInvalidIndexName,
 	16: state.ErrIndexExists,
 	17: ErrSeqGap,
 	18: ErrDiverged,
 	19: errCorruptRecord,
 	20: shardlog.ErrFailed,
 	21: shardlog.ErrCorrupt,
-	22: ErrContextMissing,
+	22: shardapi.ErrContextMissing,
 	23: index.ErrIllegalArgument,
 }
-
-// ErrStaleRouting: the request was routed with an older (or newer) view of
-// the shard table than the receiving copy's — the copy is no longer the
-// primary, or the primary term differs. Nothing was done; the sender
-// refreshes its view and retries.
-var ErrStaleRouting = errors.New("stale routing")
 
 // errCode returns the wire code of err's sentinel (0: none) and its
 // message with the sentinel's own text cut from the front.

@@ -16,6 +16,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // NodeConfig is a node's configuration for tests: the defaults with small
@@ -151,9 +152,9 @@ func SampleMapping(t testing.TB) *index.Mapping {
 
 func BulkIndex(t *testing.T, m *Node, name string, ids []string, sources []json.RawMessage) {
 	t.Helper()
-	ops := make([]shard.Op, len(ids))
+	ops := make([]shardapi.Op, len(ids))
 	for k := range ids {
-		ops[k] = shard.Op{Type: shard.OpIndex, Index: name, ID: ids[k], Source: sources[k]}
+		ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: name, ID: ids[k], Source: sources[k]}
 	}
 	res, err := m.Bulk(context.Background(), ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // These tests run translated requests against the index package's own
@@ -40,11 +40,11 @@ var engineDocs = map[string]string{
 // The shard layer's merged mapping view is what the HTTP layer passes as
 // Fields; it has every optional ability.
 var (
-	_ esdsl.Fields           = shard.FieldTypes(nil)
-	_ esdsl.Analyzer         = shard.FieldTypes(nil)
-	_ esdsl.AnalyzerResolver = shard.FieldTypes(nil)
-	_ esdsl.FieldLister      = shard.FieldTypes(nil)
-	_ esdsl.DateFormatter    = shard.FieldTypes(nil)
+	_ esdsl.Fields           = shardapi.FieldTypes(nil)
+	_ esdsl.Analyzer         = shardapi.FieldTypes(nil)
+	_ esdsl.AnalyzerResolver = shardapi.FieldTypes(nil)
+	_ esdsl.FieldLister      = shardapi.FieldTypes(nil)
+	_ esdsl.DateFormatter    = shardapi.FieldTypes(nil)
 )
 
 func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
@@ -59,7 +59,7 @@ func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
 		ops = append(ops, index.Op{ID: id, Source: []byte(engineDocs[id]), SeqNo: uint64(len(ops) + 1), Version: 1, PrimaryTerm: 1})
 	}
 	require.NoError(t, idx.Apply(context.Background(), ops))
-	return idx, shard.FieldTypes{m}
+	return idx, shardapi.FieldTypes{m}
 }
 
 func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body string, params url.Values) map[string]any {

@@ -18,6 +18,7 @@ import (
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // Adapter implements shard.Metadata over a *cluster.Cluster. Safe for
@@ -109,16 +110,16 @@ func (a *Adapter) Watch() (<-chan struct{}, func()) { return a.c.Watch() }
 func (a *Adapter) Ready() error {
 	if !a.c.Ready() {
 		if a.caughtUp.Load() {
-			return fmt.Errorf("%w: this node knows no cluster leader at the moment (it is cut off from most of the voters, or an election is under way); writes and metadata changes wait for one", shard.ErrClusterBlocked)
+			return fmt.Errorf("%w: this node knows no cluster leader at the moment (it is cut off from most of the voters, or an election is under way); writes and metadata changes wait for one", shardapi.ErrClusterBlocked)
 		}
-		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shard.ErrClusterBlocked)
+		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shardapi.ErrClusterBlocked)
 	}
 	if a.caughtUp.Load() {
 		return nil
 	}
 	if !a.c.CaughtUp() {
 		r := a.c.Raft()
-		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (at version %d, %d committed)", shard.ErrClusterBlocked, a.c.State().Version, r.CommitIndex)
+		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (at version %d, %d committed)", shardapi.ErrClusterBlocked, a.c.State().Version, r.CommitIndex)
 	}
 	a.caughtUp.Store(true)
 	return nil
@@ -150,11 +151,11 @@ func shardErr(err error) error {
 		return nil
 	}
 	for _, m := range []struct{ from, to error }{
-		{cluster.ErrStale, shard.ErrStaleRouting},
-		{cluster.ErrInvalidCommand, shard.ErrInvalidRequest},
-		{cluster.ErrNoLeader, shard.ErrClusterBlocked},
-		{cluster.ErrNotReady, shard.ErrClusterBlocked},
-		{cluster.ErrClosed, shard.ErrClosed},
+		{cluster.ErrStale, shardapi.ErrStaleRouting},
+		{cluster.ErrInvalidCommand, shardapi.ErrInvalidRequest},
+		{cluster.ErrNoLeader, shardapi.ErrClusterBlocked},
+		{cluster.ErrNotReady, shardapi.ErrClusterBlocked},
+		{cluster.ErrClosed, shardapi.ErrClosed},
 	} {
 		if errors.Is(err, m.from) {
 			return fmt.Errorf("%w: %w", m.to, err)
@@ -208,18 +209,17 @@ func (a *Adapter) CopyFailed(ctx context.Context, indexUUID string, num int, all
 	return err
 }
 
-// UpdateAliases proposes alias actions, naming each index by the UUID it
-// has in view.
-func (a *Adapter) UpdateAliases(ctx context.Context, view *state.State, actions []shard.AliasAction) error {
-	ops := map[shard.AliasOp]cluster.AliasActionType{shard.AliasAdd: cluster.AliasAdd, shard.AliasRemove: cluster.AliasRemove, shard.AliasRemoveIndex: cluster.AliasRemoveIndex}
-	cmd := &cluster.UpdateAliases{}
+// UpdateAliases proposes alias actions, adding to each the UUID its index
+// has in st.
+func (a *Adapter) UpdateAliases(ctx context.Context, st *state.State, actions []state.AliasAction) error {
+	cmd := &cluster.UpdateAliases{Actions: make([]state.AliasAction, 0, len(actions))}
 	for _, act := range actions {
-		ix, err := view.Index(act.Index)
+		ix, err := st.Index(act.Index)
 		if err != nil {
 			return err
 		}
-		cmd.Actions = append(cmd.Actions, cluster.AliasAction{Type: ops[act.Op], Index: ix.Name, UUID: ix.UUID, Alias: act.Alias,
-			Spec: act.Spec, MustExist: act.MustExist})
+		act.Index, act.UUID = ix.Name, ix.UUID
+		cmd.Actions = append(cmd.Actions, act)
 	}
 	_, err := a.propose(ctx, cluster.Command{Type: cluster.CmdUpdateAliases, UpdateAliases: cmd})
 	return err

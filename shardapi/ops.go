@@ -1,4 +1,4 @@
-package shard
+package shardapi
 
 import (
 	"encoding/json"
@@ -164,4 +164,12 @@ type IndexNodeStats struct {
 	SearchTotal    uint64
 	SearchNanos    uint64
 	LogFsyncs      uint64
+}
+
+// Fail records that the item failed with err. The error says what kind of
+// failure it was through the sentinel it wraps (ErrVersionConflict,
+// index.ErrDocParse, ErrUnavailable, ...): the HTTP API decides the status
+// from it.
+func (res *OpResult) Fail(err error) {
+	res.Err, res.Result = err, ""
 }
