@@ -141,11 +141,12 @@ func (a *Adapter) propose(ctx context.Context, cmd cluster.Command) (cluster.Res
 	return res, shardErr(err)
 }
 
-// shardErr adds to package cluster's Raft-level errors the shard layer's
-// meaning of them (a proposal without a leader is a cluster block to a
-// client); both stay visible to errors.Is. The state's own errors
-// (state.ErrIndexNotFound, …) are shared by both layers and pass as they
-// are.
+// shardErr gives package cluster's Raft-level errors the shard layer's
+// meaning (a proposal without a leader is a cluster block to a client),
+// keeping their message; only the shard layer's sentinel stays for
+// errors.Is (a second wrapped error would be rendered as a cause). The
+// state's own errors (state.ErrIndexNotFound, …) are shared by both
+// layers and pass as they are.
 func shardErr(err error) error {
 	if err == nil {
 		return nil
@@ -158,7 +159,7 @@ func shardErr(err error) error {
 		{cluster.ErrClosed, shardapi.ErrClosed},
 	} {
 		if errors.Is(err, m.from) {
-			return fmt.Errorf("%w: %w", m.to, err)
+			return fmt.Errorf("%w: %v", m.to, err)
 		}
 	}
 	return err
