@@ -151,7 +151,7 @@ func (s *Server) scan(r *http.Request, res coord.Resolved, query json.RawMessage
 	fn func([]scanHit) (bool, error)) (int64, error) {
 	var total, handed int64
 	for _, name := range res.Indices {
-		sc, err := s.scopeOf(coord.Resolved{Indices: []string{name}, Filters: res.Filters, Routing: res.Routing}, params)
+		sc, err := s.eng.Scope(coord.Resolved{Indices: []string{name}, Filters: res.Filters, Routing: res.Routing}, params)
 		if err != nil {
 			return total, err
 		}

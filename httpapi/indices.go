@@ -90,7 +90,7 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 			delete(ps.other, k) // a reset at creation is the default
 		}
 	}
-	if rs := intSettingOf(ps.other, "index.number_of_routing_shards", 0); rs > 0 && (rs < settings.NumberOfShards || rs%settings.NumberOfShards != 0) {
+	if rs := coord.IntSetting(ps.other, "index.number_of_routing_shards", 0); rs > 0 && (rs < settings.NumberOfShards || rs%settings.NumberOfShards != 0) {
 		return illegalArgument("the number of routing shards [%d] must be a multiple of the number of shards [%d]", rs, settings.NumberOfShards)
 	}
 	settings.Other = ps.other

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -95,7 +96,7 @@ func (s *Server) handleAnalyze(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		m = info.Mapping
-		maxTokens = intSettingOf(info.Settings.Other, "index.analyze.max_token_count", maxAnalyzeTokens)
+		maxTokens = coord.IntSetting(info.Settings.Other, "index.analyze.max_token_count", maxAnalyzeTokens)
 	}
 	if b.Field != "" && b.Analyzer != "" {
 		b.Field = "" // a named analyzer wins, as in Elasticsearch

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -105,68 +104,33 @@ func (s *Server) scoped(ctx context.Context, expr string, params url.Values) ([]
 	if err != nil {
 		return nil, esdsl.Scope{}, err
 	}
-	sc, err := s.scopeOf(res, params)
+	sc, err := s.eng.Scope(res, params)
 	return res.Indices, sc, err
 }
 
-// runSearch runs a translated search and shapes its reply. The first page
-// of a scroll opens the scroll's point in time first and stores where the
-// page ended with it. The shards of unfit's indices count as failed (see
-// parseOverIndices).
+// runSearch runs a translated search (coord.Coordinator.RunSearch: the
+// scroll's bookkeeping too) and shapes its reply. The shards of unfit's
+// indices count as failed (see parseOverIndices).
 func (s *Server) runSearch(r *http.Request, names []string, srch *esdsl.Search, start time.Time, unfit map[string]error) (*esdsl.SearchResponse, error) {
-	var pit *coord.PIT // a scroll's
-	opened := false
-	if srch.Scroll > 0 {
-		id, _ := srch.PointInTime()
-		p, err := coord.DecodePIT(id)
-		if id == "" {
-			p, err = s.eng.OpenPIT(r.Context(), names, srch.Scroll)
-			opened = true
-		}
-		if err != nil {
-			return nil, err
-		}
-		if opened {
-			s.recordOwner(r.Context(), p)
-		}
-		pit = &p
-		srch.SetPointInTime(p.Encode(), srch.Scroll)
-	}
-	res, err := s.eng.Search(r.Context(), names, srch)
+	reply, err := s.eng.RunSearch(r.Context(), coord.SearchRequest{Indices: names, Search: srch, Unfit: unfit})
 	if err != nil {
-		if opened {
-			_, _ = s.eng.ClosePIT(r.Context(), *pit)
-		}
 		return nil, err
 	}
-	s.addUnfit(res, unfit)
-	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shardapi.ErrContextMissing) {
-		return nil, res.Failures[0].Err // the point in time is gone: 404, as Elasticsearch answers
+	return s.searchResponse(r, srch, reply, start), nil
+}
+
+// searchResponse renders a search's reply, and records the owner of the
+// point in time a scroll opened.
+func (s *Server) searchResponse(r *http.Request, srch *esdsl.Search, reply *coord.SearchReply, start time.Time) *esdsl.SearchResponse {
+	if reply.OpenedPIT != nil {
+		s.recordOwner(r.Context(), *reply.OpenedPIT)
 	}
-	if len(res.Failures) > 0 && !srch.AllowPartial(s.clusterSetting("search.default_allow_partial_results") != "false") {
-		f := res.Failures[0]
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "search_phase_execution_exception",
-			Reason:   fmt.Sprintf("Partial shards failure: %d of %d shards failed (first: [%s][%d]) and allow_partial_search_results is false", len(res.Failures), res.Status.Total, f.Index, f.Shard),
-			CausedBy: translate(f.Err)}
-	}
-	resp := srch.Response(res.SearchResult, time.Since(start))
-	if resp.Aggregations, err = srch.RenderAggs(res.Aggs); err != nil {
-		return nil, err
-	}
-	resp.TimedOut = res.TimedOut
-	resp.Shards.Failures = shardFailures(res.Failures)
-	if pit != nil {
-		page, after := srch.ScrollCursor(res.SearchResult)
-		if err := s.eng.CommitScroll(r.Context(), *pit, shardapi.ScrollCursor{Page: page, After: after}); err != nil {
-			return nil, err
-		}
-		if opened {
-			if resp.ScrollID, err = srch.ScrollID(pit.Encode(), names); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return resp, nil
+	resp := srch.Response(reply.SearchResult.SearchResult, time.Since(start))
+	resp.Aggregations = reply.Aggregations
+	resp.TimedOut = reply.TimedOut
+	resp.Shards.Failures = shardFailures(reply.Failures)
+	resp.ScrollID = reply.ScrollID
+	return resp
 }
 
 // pitOf reads the point in time id of a search body ("pit": {"id": ...}).
@@ -333,23 +297,20 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorizePIT(r.Context(), pit, auth.ActionScroll); err != nil {
 		return err
 	}
-	cur, err := s.eng.ClaimScroll(r.Context(), pit)
-	if err != nil {
-		return err
-	}
-	srch, err := sc.Page(s.fieldsOf(sc.Indices), cur.Page, cur.After)
-	var resp *esdsl.SearchResponse
-	if err == nil {
-		var asInt bool
-		if asInt, err = boolParam(r, "rest_total_hits_as_int", false); err == nil {
-			srch.SetTotalAsInt(asInt)
-			resp, err = s.runSearch(r, sc.Indices, srch, start, nil)
+	var srch *esdsl.Search
+	reply, err := s.eng.ScrollPage(r.Context(), pit, sc.Indices, func(cur shardapi.ScrollCursor) (*esdsl.Search, error) {
+		var err error
+		if srch, err = sc.Page(s.fieldsOf(sc.Indices), cur.Page, cur.After); err != nil {
+			return nil, err
 		}
-	}
+		asInt, err := boolParam(r, "rest_total_hits_as_int", false)
+		srch.SetTotalAsInt(asInt)
+		return srch, err
+	})
 	if err != nil {
-		_ = s.eng.CommitScroll(r.Context(), pit, cur) // give the page up
 		return err
 	}
+	resp := s.searchResponse(r, srch, reply, start)
 	resp.ScrollID = ids[0]
 	s.writeJSON(w, r, http.StatusOK, resp)
 	return nil

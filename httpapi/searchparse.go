@@ -3,9 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/url"
-	"sort"
 
-	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
 )
 
@@ -42,32 +40,4 @@ func (s *Server) parseOverIndices(sc esdsl.Scope, body []byte, params url.Values
 	}
 	srch, err = sc.ParseSearch(body, params, s.fieldsOf(fit))
 	return srch, fit, unfit, err
-}
-
-// addUnfit counts the shards of the indices the request did not fit (see
-// parseOverIndices) as failed.
-func (s *Server) addUnfit(res *coord.SearchResult, unfit map[string]error) {
-	if len(unfit) == 0 || res.Status == nil {
-		return
-	}
-	v, err := s.eng.ClusterView()
-	if err != nil {
-		return
-	}
-	names := make([]string, 0, len(unfit))
-	for n := range unfit {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		ix, ok := v.Indices[n]
-		if !ok {
-			continue
-		}
-		for k := 0; k < ix.NumberOfShards; k++ {
-			res.Failures = append(res.Failures, coord.ShardFailure{Index: n, Shard: k, Err: unfit[n]})
-			res.Status.Total++
-			res.Status.Failed++
-		}
-	}
 }

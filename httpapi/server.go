@@ -42,6 +42,9 @@ type Engine interface {
 	// Resolve expands an index expression (names, aliases, wildcards)
 	// under a request's indices options.
 	Resolve(expr string, o coord.ResolveOptions) (coord.Resolved, error)
+	// Scope is what resolved indices add to a request (alias filter and
+	// routing, limits).
+	Scope(res coord.Resolved, params map[string][]string) (esdsl.Scope, error)
 	PutMapping(ctx context.Context, name string, mp *index.Mapping) error
 	UpdateSettings(ctx context.Context, name string, u coord.SettingsUpdate) error
 	// UpdateAliases applies alias actions atomically.
@@ -57,10 +60,10 @@ type Engine interface {
 	// ClosePIT releases them (reporting how many were open).
 	OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (coord.PIT, error)
 	ClosePIT(ctx context.Context, pit coord.PIT) (int, error)
-	// ClaimScroll takes a scroll's cursor for its next page; CommitScroll
-	// stores the cursor that page ended at (or gives the page up).
-	ClaimScroll(ctx context.Context, pit coord.PIT) (shardapi.ScrollCursor, error)
-	CommitScroll(ctx context.Context, pit coord.PIT, cur shardapi.ScrollCursor) error
+	// RunSearch runs a search request, a scroll's first page included;
+	// ScrollPage serves a scroll's next page.
+	RunSearch(ctx context.Context, req coord.SearchRequest) (*coord.SearchReply, error)
+	ScrollPage(ctx context.Context, pit coord.PIT, indices []string, page func(shardapi.ScrollCursor) (*esdsl.Search, error)) (*coord.SearchReply, error)
 	// Mget reads many documents (realtime), grouped by shard.
 	Mget(ctx context.Context, items []coord.MgetItem) ([]coord.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error

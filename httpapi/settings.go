@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/weftsearch/weft/coord"
-	"github.com/weftsearch/weft/index/esdsl"
 )
 
 // Index settings: the ones Elasticsearch clients set are accepted, checked
@@ -43,7 +42,7 @@ type settingSpec struct {
 // and number_of_replicas, by flat key. Prefixes ending in "." accept every
 // key below them (see settingSpecFor).
 var knownSettings = map[string]settingSpec{
-	// Honoured: see scopeOf and handleAnalyze.
+	// Honoured: see coord.Coordinator.Scope and handleAnalyze.
 	"index.max_result_window":        {kind: kindInt, min: 1},
 	"index.max_inner_result_window":  {kind: kindInt, min: 1},
 	"index.max_terms_count":          {kind: kindInt, min: 1},
@@ -138,7 +137,7 @@ func parseSettings(raw map[string]json.RawMessage) (parsedSettings, error) {
 		}
 		switch k {
 		case "index.number_of_shards", "index.number_of_replicas":
-			n, err := intSetting(v)
+			n, err := coord.ParseIntSetting(v)
 			if err != nil || n < 0 {
 				return out, illegalArgument("failed to parse value [%s] for setting [%s]; expected a non-negative integer", string(v), k)
 			}
@@ -263,31 +262,6 @@ func checkStaticSettings(other map[string]json.RawMessage, name string, closed b
 	return nil
 }
 
-// intSettingOf reads an int setting of an index (def when unset).
-func intSettingOf(settings map[string]json.RawMessage, key string, def int) int {
-	raw, ok := settings[key]
-	if !ok {
-		return def
-	}
-	n, err := intSetting(raw)
-	if err != nil {
-		return def
-	}
-	return n
-}
-
-func intSetting(v json.RawMessage) (int, error) {
-	var n int
-	if err := json.Unmarshal(v, &n); err == nil {
-		return n, nil
-	}
-	var str string
-	if err := json.Unmarshal(v, &str); err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(str)
-}
-
 // settingsJSON is the "settings" object of GET /{index} and _settings:
 // nested under "index" like Elasticsearch's, or flat keys with
 // flat_settings.
@@ -327,78 +301,4 @@ func settingsJSON(info coord.IndexInfo, flat bool) map[string]any {
 		m[parts[len(parts)-1]] = all[k]
 	}
 	return nested
-}
-
-// scopeOf is what the indices a request resolved to add to it: the alias
-// filter and search routing it is restricted by, and the limits their
-// settings set (the smallest over the indices). A request reaching indices
-// through aliases with different filters or routing at once is refused:
-// one request carries one filter.
-func (s *Server) scopeOf(res coord.Resolved, params map[string][]string) (esdsl.Scope, error) {
-	var sc esdsl.Scope
-	var filters []json.RawMessage
-	var routing []string
-	for k, name := range res.Indices {
-		f, r := res.Filters[name], res.Routing[name]
-		if k > 0 && (!sameRaws(f, filters) || !slices.Equal(r, routing)) {
-			return sc, illegalArgument("indices [%s] are reached through aliases with different filters or routing; Weft runs one filter per request, so search them separately", strings.Join(res.Indices, ","))
-		}
-		filters, routing = f, r
-	}
-	sc.Filter = esdsl.AliasFilter(filters)
-	if len(routing) > 0 {
-		if err := restrictRouting(params, routing); err != nil {
-			return sc, err
-		}
-	}
-	v, err := s.eng.ClusterView()
-	if err != nil {
-		return sc, err
-	}
-	for _, name := range res.Indices {
-		ix, ok := v.Indices[name]
-		if !ok {
-			continue
-		}
-		sc.MaxResultWindow = minLimit(sc.MaxResultWindow, intSettingOf(ix.Settings, "index.max_result_window", 0))
-		sc.MaxInnerResultWindow = minLimit(sc.MaxInnerResultWindow, intSettingOf(ix.Settings, "index.max_inner_result_window", 0))
-		sc.MaxTermsCount = minLimit(sc.MaxTermsCount, intSettingOf(ix.Settings, "index.max_terms_count", 0))
-	}
-	return sc, nil
-}
-
-// minLimit is the smaller of two limits, 0 meaning none.
-func minLimit(a, b int) int {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
-	}
-	return min(a, b)
-}
-
-func sameRaws(a, b []json.RawMessage) bool {
-	return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return string(x) == string(y) })
-}
-
-// restrictRouting sets the request's routing to the aliases' search
-// routing, or to the values both name when the request has its own.
-func restrictRouting(params map[string][]string, alias []string) error {
-	own := splitComma(strings.Join(params["routing"], ","))
-	if len(own) == 0 {
-		params["routing"] = []string{strings.Join(alias, ",")}
-		return nil
-	}
-	var both []string
-	for _, r := range own {
-		if slices.Contains(alias, r) {
-			both = append(both, r)
-		}
-	}
-	if len(both) == 0 {
-		return illegalArgument("routing [%s] and the alias's search routing [%s] have no value in common, so no shard would be searched", strings.Join(own, ","), strings.Join(alias, ","))
-	}
-	params["routing"] = []string{strings.Join(both, ",")}
-	return nil
 }

@@ -21,6 +21,11 @@ func translate(err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	var pe *coord.PartialFailureError
+	if errors.As(err, &pe) {
+		// Before the first shard's error, which it wraps as its cause.
+		return &apiError{Status: http.StatusServiceUnavailable, Type: "search_phase_execution_exception", Reason: pe.Error(), CausedBy: translate(pe.First.Err)}
+	}
 	var de *esdsl.Error
 	if errors.As(err, &de) {
 		return &apiError{Status: dslStatus(de), Type: de.Type, Reason: de.Reason}
