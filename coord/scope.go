@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -117,4 +118,31 @@ func ParseIntSetting(v json.RawMessage) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(str)
+}
+
+// IndexFields is the mapping of the indices a search reads, with each
+// index's _source mapping parameter (esdsl.SourcePolicy) for the replies.
+type IndexFields struct {
+	shardapi.FieldTypes
+	byIndex map[string]*index.Mapping
+}
+
+// SourcePolicy implements esdsl.SourcePolicy.
+func (f IndexFields) SourcePolicy(name string) (bool, []string, []string) {
+	if m, ok := f.byIndex[name]; ok {
+		return m.SourceFilter()
+	}
+	return true, nil, nil
+}
+
+// SearchFields is the mapping a search over the indices, and its reply,
+// are translated with.
+func (c *Coordinator) SearchFields(names []string) IndexFields {
+	f := IndexFields{FieldTypes: c.Fields(names), byIndex: make(map[string]*index.Mapping, len(names))}
+	for _, n := range names {
+		if ft := c.Fields([]string{n}); len(ft) == 1 {
+			f.byIndex[n] = ft[0]
+		}
+	}
+	return f
 }

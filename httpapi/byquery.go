@@ -3,8 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,13 +17,9 @@ import (
 	"github.com/weftsearch/weft/index/esdsl"
 )
 
-// _delete_by_query, _update_by_query and _reindex (local): each runs a
-// search over the source indices — one index at a time, in _id order,
-// batch by batch with search_after — and sends every batch through the
-// engine's Bulk, as Elasticsearch's run a scroll and bulk requests. Deletes
-// and in-place updates carry the seq no and primary term the search saw,
-// so a document changed since is a version conflict (conflicts=abort stops
-// there, conflicts=proceed counts it and goes on).
+// _delete_by_query, _update_by_query and _reindex (local): httpapi reads
+// the request and renders the reply; coord.Coordinator.ByQuery scans the
+// source and writes, batch by batch.
 //
 // Documents are written with the request's routing parameter: Weft does not
 // store a document's routing, so documents indexed with a custom routing
@@ -46,14 +40,6 @@ type byQueryOptions struct {
 	maxDocs int64 // -1: all
 	batch   int   // scroll_size
 	refresh coord.WriteOptions
-}
-
-// scanHit is one document a batch found.
-type scanHit struct {
-	index, id string
-	seq, term uint64
-	version   int64
-	source    json.RawMessage
 }
 
 // byQueryReply is the reply of the three APIs.
@@ -143,144 +129,25 @@ func parseByQueryOptions(r *http.Request, body map[string]json.RawMessage) (byQu
 	return o, nil
 }
 
-// scan runs query (a query object, nil for all) over the indices res
-// resolved to, in _id order, and hands each batch to fn until fn stops it
-// (false) or maxDocs documents were handed. It returns the total of
-// matching documents.
-func (s *Server) scan(r *http.Request, res coord.Resolved, query json.RawMessage, params url.Values, o byQueryOptions,
-	fn func([]scanHit) (bool, error)) (int64, error) {
-	var total, handed int64
-	for _, name := range res.Indices {
-		sc, err := s.eng.Scope(coord.Resolved{Indices: []string{name}, Filters: res.Filters, Routing: res.Routing}, params)
-		if err != nil {
-			return total, err
-		}
-		var after string
-		first := true
-		for {
-			size := o.batch
-			if o.maxDocs >= 0 {
-				size = int(min(int64(size), o.maxDocs-handed))
-			}
-			if size <= 0 {
-				return total, nil
-			}
-			body := map[string]any{"size": size, "sort": []any{map[string]any{"_id": "asc"}}, "seq_no_primary_term": true, "version": true}
-			if query != nil {
-				body["query"] = query
-			}
-			if first {
-				body["track_total_hits"] = true
-			}
-			if after != "" {
-				body["search_after"] = []any{after}
-			}
-			raw, err := json.Marshal(body)
-			if err != nil {
-				return total, err
-			}
-			srch, err := sc.ParseSearch(raw, params, s.fieldsOf([]string{name}))
-			if err != nil {
-				return total, err
-			}
-			resp, err := s.runSearch(r, []string{name}, srch, time.Now(), nil)
-			if err != nil {
-				return total, err
-			}
-			if first && resp.Hits.Total != nil {
-				total += resp.Hits.Total.Value
-			}
-			first = false
-			hits := resp.Hits.Hits
-			if len(hits) == 0 {
-				break
-			}
-			batch := make([]scanHit, len(hits))
-			for k, h := range hits {
-				b := scanHit{index: h.Index, id: h.ID, source: h.Source}
-				if h.SeqNo != nil && h.PrimaryTerm != nil && h.Version != nil {
-					b.seq, b.term, b.version = *h.SeqNo, *h.PrimaryTerm, *h.Version
-				}
-				batch[k] = b
-			}
-			handed += int64(len(batch))
-			more, err := fn(batch)
-			if err != nil || !more {
-				return total, err
-			}
-			after = hits[len(hits)-1].ID
-		}
-	}
-	return total, nil
+func failureOf(f coord.ByQueryFailure) byQueryFailure {
+	return byQueryFailure{Index: f.Result.Index, ID: f.Op.ID, Cause: translate(f.Result.Err).cause(), Status: itemStatus(f.Result)}
 }
 
-// tally counts a batch's results into rep; it reports false when a
-// failure must stop the request (a conflict under conflicts=abort, or any
-// other failure).
-func tally(rep *byQueryReply, ops []shardapi.Op, results []shardapi.OpResult, proceed bool) bool {
-	ok := true
-	for k, res := range results {
-		switch {
-		case res.Err == nil && res.Result == "deleted":
-			rep.Deleted++
-		case res.Err == nil && res.Result == "created":
-			rep.Created++
-		case res.Err == nil && res.Result == "updated":
-			rep.Updated++
-		case res.Err == nil && res.Result == "noop":
-			rep.Noops++
-		case errors.Is(res.Err, shardapi.ErrVersionConflict):
-			rep.VersionConflicts++
-			if !proceed {
-				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
-				ok = false
-			}
-		case res.Result == "not_found":
-			// Deleted since the search saw it: a conflict, as in Elasticsearch.
-			rep.VersionConflicts++
-			if !proceed {
-				res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already deleted", shardapi.ErrVersionConflict, ops[k].ID))
-				rep.Failures = append(rep.Failures, failureOf(ops[k], res))
-				ok = false
-			}
-		default:
-			rep.Failures = append(rep.Failures, failureOf(ops[k], res))
-			ok = false
-		}
-	}
-	return ok
-}
-
-func failureOf(op shardapi.Op, res shardapi.OpResult) byQueryFailure {
-	return byQueryFailure{Index: res.Index, ID: op.ID, Cause: translate(res.Err).cause(), Status: itemStatus(res)}
-}
-
-// runByQuery scans and writes: ops builds a batch's writes.
+// runByQuery scans and writes (coord.Coordinator.ByQuery): ops builds a
+// batch's writes.
 func (s *Server) runByQuery(w http.ResponseWriter, r *http.Request, res coord.Resolved, query json.RawMessage, params url.Values,
-	o byQueryOptions, ops func([]scanHit) ([]shardapi.Op, error)) error {
+	o byQueryOptions, ops func([]coord.ScanHit) ([]shardapi.Op, error)) error {
 	start := time.Now()
-	rep := newByQueryReply()
-	total, err := s.scan(r, res, query, params, o, func(batch []scanHit) (bool, error) {
-		writes, err := ops(batch)
-		if err != nil {
-			return false, err
-		}
-		rep.Batches++
-		if len(writes) == 0 {
-			return true, nil
-		}
-		results, err := s.eng.Bulk(r.Context(), writes, o.refresh)
-		if err != nil {
-			return false, err
-		}
-		return tally(rep, writes, results, o.proceed), nil
-	})
+	done, err := s.eng.ByQuery(r.Context(), coord.ByQuery{Source: res, Query: query, Params: params, Proceed: o.proceed,
+		MaxDocs: o.maxDocs, Batch: o.batch, Write: o.refresh, Ops: ops})
 	if err != nil {
 		return err
 	}
-	rep.Total = total
-	if o.maxDocs >= 0 {
-		rep.Total = min(total, o.maxDocs)
+	rep := newByQueryReply()
+	rep.Total, rep.Updated, rep.Created, rep.Deleted = done.Total, done.Updated, done.Created, done.Deleted
+	rep.Batches, rep.VersionConflicts, rep.Noops = done.Batches, done.VersionConflicts, done.Noops
+	for _, f := range done.Failures {
+		rep.Failures = append(rep.Failures, failureOf(f))
 	}
 	rep.Took = time.Since(start).Milliseconds()
 	status := http.StatusOK
@@ -369,11 +236,11 @@ func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	routing := r.URL.Query().Get("routing")
-	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shardapi.Op, error) {
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []coord.ScanHit) ([]shardapi.Op, error) {
 		ops := make([]shardapi.Op, len(batch))
 		for k, h := range batch {
-			seq, term := h.seq, h.term
-			ops[k] = shardapi.Op{Type: shardapi.OpDelete, Index: h.index, ID: h.id, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
+			seq, term := h.SeqNo, h.Term
+			ops[k] = shardapi.Op{Type: shardapi.OpDelete, Index: h.Index, ID: h.ID, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
 		}
 		return ops, nil
 	})
@@ -394,11 +261,11 @@ func (s *Server) handleUpdateByQuery(w http.ResponseWriter, r *http.Request) err
 		}
 	}
 	routing := r.URL.Query().Get("routing")
-	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []scanHit) ([]shardapi.Op, error) {
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []coord.ScanHit) ([]shardapi.Op, error) {
 		ops := make([]shardapi.Op, len(batch))
 		for k, h := range batch {
-			seq, term := h.seq, h.term
-			ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: h.index, ID: h.id, Routing: routing, Source: h.source, IfSeqNo: &seq, IfPrimaryTerm: &term}
+			seq, term := h.SeqNo, h.Term
+			ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: h.Index, ID: h.ID, Routing: routing, Source: h.Source, IfSeqNo: &seq, IfPrimaryTerm: &term}
 		}
 		return ops, nil
 	})
@@ -534,19 +401,19 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return illegalArgument("[dest.routing] must be keep, discard or =value, got [%s]", rt)
 	}
-	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []scanHit) ([]shardapi.Op, error) {
+	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []coord.ScanHit) ([]shardapi.Op, error) {
 		ops := make([]shardapi.Op, len(batch))
 		for k, h := range batch {
-			src := h.source
+			src := h.Source
 			if filter != nil {
 				var err error
 				if src, err = esdsl.FilterSource(src, filter, nil); err != nil {
 					return nil, err
 				}
 			}
-			op := shardapi.Op{Type: opType, Index: b.Dest.Index, ID: h.id, Source: src, Routing: destRouting}
+			op := shardapi.Op{Type: opType, Index: b.Dest.Index, ID: h.ID, Source: src, Routing: destRouting}
 			if vt != shardapi.VersionInternal {
-				op.Version, op.VersionType = h.version, vt
+				op.Version, op.VersionType = h.Version, vt
 			}
 			ops[k] = op
 		}

@@ -309,7 +309,7 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	seq := doc.SeqNo
 	out := getResult{Index: name, ID: doc.ID, Version: doc.Version, SeqNo: &seq, PrimaryTerm: max(doc.PrimaryTerm, 1), Found: true}
 	q := r.URL.Query()
-	fields := s.fieldsOf([]string{name})
+	fields := s.eng.SearchFields([]string{name})
 	if q.Has("stored_fields") {
 		out.Fields = esdsl.StoredFieldValues(fields, doc.Source, splitComma(q.Get("stored_fields")))
 		if !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
@@ -332,7 +332,7 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	doc.Source = esdsl.PresentSource(s.fieldsOf([]string{name}), name, doc.Source)
+	doc.Source = esdsl.PresentSource(s.eng.SearchFields([]string{name}), name, doc.Source)
 	if len(doc.Source) == 0 {
 		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Source not found [" + name + "]/[" + id + "]: the index's mapping has _source disabled"}
 	}

@@ -202,7 +202,7 @@ func (s *Server) fillMgetFound(rep *getResult, q url.Values, k int, t *mgetTarge
 			params.Set(p, q.Get(p))
 		}
 	}
-	fields := s.fieldsOf([]string{t.name})
+	fields := s.eng.SearchFields([]string{t.name})
 	stored := splitComma(q.Get("stored_fields"))
 	if len(t.stored) > 0 {
 		if err := json.Unmarshal(t.stored, &stored); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/weftsearch/weft/shardapi"
 
 	"github.com/weftsearch/weft/coord"
-	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 )
 
@@ -49,7 +48,7 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 			return nil, err
 		}
 		names := p.Indices()
-		srch, err := esdsl.ParseSearch(body, params, s.fieldsOf(names))
+		srch, err := esdsl.ParseSearch(body, params, s.eng.SearchFields(names))
 		if err != nil {
 			return nil, err
 		}
@@ -68,31 +67,6 @@ func (s *Server) search(r *http.Request, expr string, body []byte, params url.Va
 		return nil, err
 	}
 	return s.runSearch(r, names, srch, start, unfit)
-}
-
-// indexFields is the mapping of the indices a search reads, with each
-// index's _source mapping parameter (esdsl.SourcePolicy) for the replies.
-type indexFields struct {
-	shardapi.FieldTypes
-	byIndex map[string]*index.Mapping
-}
-
-func (f indexFields) SourcePolicy(name string) (bool, []string, []string) {
-	if m, ok := f.byIndex[name]; ok {
-		return m.SourceFilter()
-	}
-	return true, nil, nil
-}
-
-// fieldsOf is the mapping a reply's translation uses for the indices.
-func (s *Server) fieldsOf(names []string) indexFields {
-	f := indexFields{FieldTypes: s.eng.Fields(names), byIndex: make(map[string]*index.Mapping, len(names))}
-	for _, n := range names {
-		if ft := s.eng.Fields([]string{n}); len(ft) == 1 {
-			f.byIndex[n] = ft[0]
-		}
-	}
-	return f
 }
 
 // scoped resolves the index expression of a read (search, count,
@@ -300,7 +274,7 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 	var srch *esdsl.Search
 	reply, err := s.eng.ScrollPage(r.Context(), pit, sc.Indices, func(cur shardapi.ScrollCursor) (*esdsl.Search, error) {
 		var err error
-		if srch, err = sc.Page(s.fieldsOf(sc.Indices), cur.Page, cur.After); err != nil {
+		if srch, err = sc.Page(s.eng.SearchFields(sc.Indices), cur.Page, cur.After); err != nil {
 			return nil, err
 		}
 		asInt, err := boolParam(r, "rest_total_hits_as_int", false)

@@ -15,14 +15,14 @@ import (
 // indices that fit and the error of each that does not; when none fits,
 // the first error.
 func (s *Server) parseOverIndices(sc esdsl.Scope, body []byte, params url.Values, names []string) (*esdsl.Search, []string, map[string]error, error) {
-	srch, err := sc.ParseSearch(body, params, s.fieldsOf(names))
+	srch, err := sc.ParseSearch(body, params, s.eng.SearchFields(names))
 	if len(names) < 2 {
 		return srch, names, nil, err
 	}
 	unfit := map[string]error{}
 	var fit []string
 	for _, n := range names {
-		_, perr := sc.ParseSearch(body, params, s.fieldsOf([]string{n}))
+		_, perr := sc.ParseSearch(body, params, s.eng.SearchFields([]string{n}))
 		if errors.Is(perr, esdsl.ErrInvalidRequest) {
 			unfit[n] = perr
 			continue
@@ -38,6 +38,6 @@ func (s *Server) parseOverIndices(sc esdsl.Scope, body []byte, params url.Values
 		}
 		return nil, nil, nil, err
 	}
-	srch, err = sc.ParseSearch(body, params, s.fieldsOf(fit))
+	srch, err = sc.ParseSearch(body, params, s.eng.SearchFields(fit))
 	return srch, fit, unfit, err
 }

@@ -64,10 +64,15 @@ type Engine interface {
 	// ScrollPage serves a scroll's next page.
 	RunSearch(ctx context.Context, req coord.SearchRequest) (*coord.SearchReply, error)
 	ScrollPage(ctx context.Context, pit coord.PIT, indices []string, page func(shardapi.ScrollCursor) (*esdsl.Search, error)) (*coord.SearchReply, error)
+	// ByQuery runs a by-query request (delete, update, reindex).
+	ByQuery(ctx context.Context, req coord.ByQuery) (coord.ByQueryResult, error)
 	// Mget reads many documents (realtime), grouped by shard.
 	Mget(ctx context.Context, items []coord.MgetItem) ([]coord.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
 	Fields(names []string) shardapi.FieldTypes
+	// SearchFields is Fields with each index's _source policy, for
+	// searches and their replies.
+	SearchFields(names []string) coord.IndexFields
 	Search(ctx context.Context, names []string, srch *esdsl.Search) (*coord.SearchResult, error)
 	Stats() coord.NodeStats
 	// ClusterView is the committed cluster metadata as this node sees it
