@@ -20,165 +20,16 @@ import (
 	"github.com/weftsearch/weft/shardapi"
 )
 
-// health is the cluster's (or some indexes') shard allocation summary,
-// computed from the committed shard table as Elasticsearch computes it;
-// with level=indices (or shards) per index (and per shard) too.
-type health struct {
-	ClusterName       string `json:"cluster_name"`
-	Status            string `json:"status"`
-	TimedOut          bool   `json:"timed_out"`
-	NumberOfNodes     int    `json:"number_of_nodes"`
-	NumberOfDataNodes int    `json:"number_of_data_nodes"`
-	shardCounts
-	DelayedUnassignedShards     int                     `json:"delayed_unassigned_shards"`
-	NumberOfPendingTasks        int                     `json:"number_of_pending_tasks"`
-	NumberOfInFlightFetch       int                     `json:"number_of_in_flight_fetch"`
-	TaskMaxWaitingInQueueMillis int                     `json:"task_max_waiting_in_queue_millis"`
-	ActiveShardsPercentAsNumber float64                 `json:"active_shards_percent_as_number"`
-	Indices                     map[string]*indexHealth `json:"indices,omitempty"`
-}
-
-// shardCounts are the copy counts health reports at every level.
-type shardCounts struct {
-	ActivePrimaryShards     int `json:"active_primary_shards"`
-	ActiveShards            int `json:"active_shards"`
-	RelocatingShards        int `json:"relocating_shards"`
-	InitializingShards      int `json:"initializing_shards"`
-	UnassignedShards        int `json:"unassigned_shards"`
-	UnassignedPrimaryShards int `json:"unassigned_primary_shards"`
-}
-
-func (c *shardCounts) add(o shardCounts) {
-	c.ActivePrimaryShards += o.ActivePrimaryShards
-	c.ActiveShards += o.ActiveShards
-	c.RelocatingShards += o.RelocatingShards
-	c.InitializingShards += o.InitializingShards
-	c.UnassignedShards += o.UnassignedShards
-	c.UnassignedPrimaryShards += o.UnassignedPrimaryShards
-}
-
-// indexHealth is one index's section of level=indices.
-type indexHealth struct {
-	Status           string `json:"status"`
-	NumberOfShards   int    `json:"number_of_shards"`
-	NumberOfReplicas int    `json:"number_of_replicas"`
-	shardCounts
-	Shards map[string]*shardHealth `json:"shards,omitempty"`
-}
-
-// shardHealth is one shard's section of level=shards.
-type shardHealth struct {
-	Status        string `json:"status"`
-	PrimaryActive bool   `json:"primary_active"`
-	shardCounts
-}
-
-var statusRank = map[string]int{"red": 0, "yellow": 1, "green": 2}
-
-func worse(a, b string) string {
-	if statusRank[b] < statusRank[a] {
-		return b
-	}
-	return a
-}
-
 // health summarises the indexes expr names (all when empty) at level
 // ("cluster", "indices" or "shards").
-func (s *Server) health(ctx context.Context, expr, level string) (health, error) {
-	v, err := s.eng.ClusterView()
-	if err != nil {
-		return health{}, err
-	}
+func (s *Server) health(ctx context.Context, expr, level string) (coord.Health, error) {
 	names, err := s.resolve(ctx, expr)
 	if err != nil {
-		return health{}, err
+		return coord.Health{}, err
 	}
-	return healthOf(v, s.cfg.ClusterName, names, level), nil
-}
-
-// healthOf counts the copies of the named indexes: a shard is red without
-// an active primary, yellow with fewer active replicas than it should have.
-func healthOf(v *state.State, cluster string, names []string, level string) health {
-	h := health{ClusterName: cluster, Status: "green"}
-	for _, n := range v.Nodes {
-		if n.Live {
-			h.NumberOfNodes++
-			h.NumberOfDataNodes++
-		}
-	}
-	if level == "indices" || level == "shards" {
-		h.Indices = map[string]*indexHealth{}
-	}
-	for _, name := range names {
-		ix, ok := v.Indices[name]
-		if !ok {
-			continue
-		}
-		ih := &indexHealth{Status: "green", NumberOfShards: ix.NumberOfShards, NumberOfReplicas: ix.NumberOfReplicas}
-		if level == "shards" {
-			ih.Shards = map[string]*shardHealth{}
-		}
-		for k := range ix.Shards {
-			sh := shardHealthOf(v, ix, k)
-			ih.add(sh.shardCounts)
-			ih.Status = worse(ih.Status, sh.Status)
-			if ih.Shards != nil {
-				ih.Shards[strconv.Itoa(k)] = sh
-			}
-		}
-		h.add(ih.shardCounts)
-		h.Status = worse(h.Status, ih.Status)
-		if h.Indices != nil {
-			h.Indices[name] = ih
-		}
-	}
-	total := h.ActiveShards + h.InitializingShards + h.UnassignedShards
-	h.ActiveShardsPercentAsNumber = 100
-	if total > 0 {
-		h.ActiveShardsPercentAsNumber = 100 * float64(h.ActiveShards) / float64(total)
-	}
-	return h
-}
-
-// shardHealthOf counts one shard's copies.
-func shardHealthOf(v *state.State, ix *state.Index, num int) *shardHealth {
-	sh := &ix.Shards[num]
-	out := &shardHealth{}
-	c := &out.shardCounts
-	replicas := 0
-	for _, cp := range sh.Copies {
-		switch {
-		case cp.RelocatingFrom != "":
-			c.InitializingShards++
-			continue
-		case v.Active(cp):
-			c.ActiveShards++
-			if cp.RelocatingTo != "" {
-				c.RelocatingShards++
-			}
-		case v.NodeLive(cp.NodeID):
-			c.InitializingShards++
-		default:
-			c.UnassignedShards++
-		}
-		if cp.Primary {
-			out.PrimaryActive = v.Active(cp)
-			if out.PrimaryActive {
-				c.ActivePrimaryShards++
-			}
-			continue
-		}
-		replicas++
-	}
-	if _, ok := sh.Primary(); !ok {
-		c.UnassignedShards++
-	}
-	if !out.PrimaryActive {
-		c.UnassignedPrimaryShards++
-	}
-	c.UnassignedShards += max(0, ix.NumberOfReplicas-replicas)
-	out.Status = v.ShardHealth(ix, num)
-	return out
+	h, err := s.eng.Health(names, level)
+	h.ClusterName = s.cfg.ClusterName
+	return h, err
 }
 
 // healthWaitStep is how often a health request that waits looks again.
@@ -193,7 +44,7 @@ const healthWaitStep = 50 * time.Millisecond
 func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	want := q.Get("wait_for_status")
-	if _, ok := statusRank[want]; want != "" && !ok {
+	if _, ok := state.HealthAtLeast(state.HealthGreen, want); want != "" && !ok {
 		return illegalArgument("unknown cluster health status [%s]; use green, yellow or red", want)
 	}
 	nodesOK, err := parseWaitForNodes(q.Get("wait_for_nodes"))
@@ -225,7 +76,7 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 		if err != nil && !blocked {
 			return err
 		}
-		met := err == nil && (want == "" || statusRank[h.Status] >= statusRank[want]) && nodesOK(h.NumberOfNodes) && shardsOK(h)
+		met := err == nil && (want == "" || atLeast(h.Status, want)) && nodesOK(h.NumberOfNodes) && shardsOK(h)
 		if !blocked && (met || !time.Now().Before(deadline)) {
 			status := http.StatusOK
 			if !met {
@@ -245,7 +96,7 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 // healthShardWaits reads the health waits on shards: wait_for_active_shards
 // (a number, or all: every copy the indexes should have),
 // wait_for_no_relocating_shards and wait_for_no_initializing_shards.
-func healthShardWaits(r *http.Request) (func(health) bool, error) {
+func healthShardWaits(r *http.Request) (func(coord.Health) bool, error) {
 	q := r.URL.Query()
 	active := 0 // 0: no wait; -1: all
 	switch v := q.Get("wait_for_active_shards"); v {
@@ -267,7 +118,7 @@ func healthShardWaits(r *http.Request) (func(health) bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(h health) bool {
+	return func(h coord.Health) bool {
 		switch {
 		case active == -1 && (h.InitializingShards > 0 || h.UnassignedShards > 0):
 			return false
@@ -280,6 +131,12 @@ func healthShardWaits(r *http.Request) (func(health) bool, error) {
 		}
 		return true
 	}, nil
+}
+
+// atLeast reports whether health have is want or better.
+func atLeast(have, want string) bool {
+	ok, _ := state.HealthAtLeast(have, want)
+	return ok
 }
 
 // parseWaitForNodes reads wait_for_nodes: N, >=N, <=N, >N or <N.
@@ -581,7 +438,7 @@ func (s *Server) handleCatIndices(w http.ResponseWriter, r *http.Request) error 
 			"cds": "creation.date.string"},
 		extra: map[string]bool{"creation.date": true, "creation.date.string": true}}
 	wantHealth := r.URL.Query().Get("health")
-	if _, ok := statusRank[wantHealth]; wantHealth != "" && !ok {
+	if _, ok := state.HealthAtLeast(state.HealthGreen, wantHealth); wantHealth != "" && !ok {
 		return illegalArgument("unknown health [%s]; use green, yellow or red", wantHealth)
 	}
 	for _, info := range infos {

@@ -75,6 +75,8 @@ type Engine interface {
 	SearchFields(names []string) coord.IndexFields
 	Search(ctx context.Context, names []string, srch *esdsl.Search) (*coord.SearchResult, error)
 	Stats() coord.NodeStats
+	// Health summarises the copies of the named indices (coord.Health).
+	Health(names []string, level string) (coord.Health, error)
 	// ClusterView is the committed cluster metadata as this node sees it
 	// (nodes, indices, shard copies), the last while it knows no leader;
 	// ErrClusterBlocked while the node has not joined a cluster.

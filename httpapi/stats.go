@@ -78,7 +78,7 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 		if ix, ok := v.Indices[name]; ok {
 			entry["uuid"] = ix.UUID
 			entry["status"] = "open"
-			entry["health"] = healthOf(v, "", []string{name}, "cluster").Status
+			entry["health"] = coord.HealthOf(v, []string{name}, "cluster").Status
 		}
 		indices[name] = entry
 	}

@@ -45,3 +45,21 @@ func (s *State) IndexHealth(ix *Index) string {
 	}
 	return status
 }
+
+// healthRank orders the health colours, worst first.
+var healthRank = map[string]int{HealthRed: 0, HealthYellow: 1, HealthGreen: 2}
+
+// HealthAtLeast reports whether health have is want or better; ok is false
+// when want is not a health colour.
+func HealthAtLeast(have, want string) (atLeast, ok bool) {
+	w, ok := healthRank[want]
+	return ok && healthRank[have] >= w, ok
+}
+
+// WorseHealth is the worse of two health colours.
+func WorseHealth(a, b string) string {
+	if healthRank[b] < healthRank[a] {
+		return b
+	}
+	return a
+}
