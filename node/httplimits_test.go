@@ -37,10 +37,10 @@ func startLoggedNode(t *testing.T, cfg node.Config) (*node.Node, *syncBuffer) {
 	return n, logs
 }
 
-// trickle sends a bulk request's headers announcing a large body, then
-// first (at once), then one byte of rest every gap, until the connection
-// fails or stop closes. It returns the connection, whose reads give the
-// node's reply.
+// trickle sends a bulk request's headers announcing a 1 MB body and the
+// body's first bytes at once, then one more byte every gap until the
+// connection fails or stop closes. It returns the connection, whose reads
+// give the node's reply.
 func trickle(t *testing.T, addr, first string, gap time.Duration, stop <-chan struct{}, wg *sync.WaitGroup) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, limitBound)
@@ -197,8 +197,8 @@ func dialTLS(addr string, cfg *tls.Config) (*tls.Conn, error) {
 	return c.(*tls.Conn), nil
 }
 
-// served reports whether a request on c gets a reply (401 here: c
-// sends no credentials).
+// served requires that a request on c gets a reply (401: it sends no
+// credentials).
 func served(t *testing.T, c net.Conn, host string) {
 	t.Helper()
 	require.NoError(t, c.SetDeadline(time.Now().Add(limitBound)))
@@ -238,7 +238,8 @@ func TestConnectionLimitRefusesOverIt(t *testing.T) {
 	}
 	require.Error(t, err, "connection %d was accepted over the limit of %d", max+1, max)
 	require.Less(t, time.Since(start), limitBound, "the refusal was not prompt")
-	require.Contains(t, logs.String(), "refusing HTTP connections")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "refusing HTTP connections") },
+		limitBound, 10*time.Millisecond, "the refusal is logged (after the close the client saw)")
 
 	require.NoError(t, held[0].Close())
 	var again *tls.Conn
