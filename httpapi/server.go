@@ -96,6 +96,13 @@ type Config struct {
 	NodeID      string
 	// MaxBodyBytes is the largest request body read; larger bodies get 413.
 	MaxBodyBytes int64
+	// BodyTimeout and BodyMinRate pace request bodies (see pacedBody): a
+	// body may not stall for BodyTimeout, and must average BodyMinRate
+	// bytes a second after a head start of BodyTimeout (0: no rate rule);
+	// one that falls behind gets 408 and its connection is closed.
+	// BodyTimeout 0 leaves bodies unpaced.
+	BodyTimeout time.Duration
+	BodyMinRate int64
 	// EnablePprof serves net/http/pprof under /debug/pprof/.
 	EnablePprof bool
 	// Fabric serves GET /_weft/fabric/devices and /_weft/fabric/conns;
@@ -152,6 +159,9 @@ func New(cfg Config, eng Engine, logger *slog.Logger, reg *prometheus.Registry) 
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		return nil, fmt.Errorf("httpapi: MaxBodyBytes %d must be positive", cfg.MaxBodyBytes)
+	}
+	if cfg.BodyTimeout < 0 || cfg.BodyMinRate < 0 {
+		return nil, fmt.Errorf("httpapi: BodyTimeout %v and BodyMinRate %d must not be negative", cfg.BodyTimeout, cfg.BodyMinRate)
 	}
 	m, err := newMetrics(reg, func() map[string]uint64 {
 		out := map[string]uint64{}
@@ -278,6 +288,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "endpoint", endpoint, "status", rec.status(), "took", took)
 		}
 	}()
+	paceBody(w, r, s.cfg.BodyTimeout, s.cfg.BodyMinRate, s.log)
 	h := rec.Header()
 	h.Set("X-Elastic-Product", "Elasticsearch")
 	if id := r.Header.Get("X-Opaque-Id"); id != "" {
@@ -474,6 +485,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, errContentTooLong(limit)
+		}
+		if errors.Is(err, errBodyTooSlow) {
+			w.Header().Set("Connection", "close")
+			return nil, &apiError{Status: http.StatusRequestTimeout, Type: "request_timeout_exception", Reason: err.Error()}
 		}
 		return nil, badRequest("parse_exception", "reading the request body failed: %v", err)
 	}

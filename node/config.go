@@ -33,6 +33,23 @@ type Config struct {
 	// MaxBodyBytes is the largest request body accepted (larger: 413), like
 	// Elasticsearch's http.max_content_length.
 	MaxBodyBytes int64
+	// HTTPMaxConnections bounds the HTTP connections open at once (TLS
+	// handshakes included); over it a new connection is refused at once
+	// (closed with a reset), so that its client can try another node.
+	HTTPMaxConnections int
+	// HTTPHeaderTimeout bounds the TLS handshake of a new connection, and
+	// then the headers of each request (http.Server's ReadHeaderTimeout,
+	// which net/http also applies to the handshake).
+	HTTPHeaderTimeout time.Duration
+	// HTTPIdleTimeout closes a keep-alive connection that has waited this
+	// long for its next request.
+	HTTPIdleTimeout time.Duration
+	// HTTPBodyTimeout and HTTPBodyMinRate pace request bodies: a body may
+	// not stall for HTTPBodyTimeout, and must average HTTPBodyMinRate bytes
+	// a second after a head start of HTTPBodyTimeout (0: no rate rule). A
+	// body that falls behind gets 408 and its connection is closed.
+	HTTPBodyTimeout time.Duration
+	HTTPBodyMinRate int64
 	// EnablePprof serves net/http/pprof under /debug/pprof/.
 	EnablePprof bool
 	// ShutdownTimeout bounds how long Run waits for in-flight requests and
@@ -129,6 +146,17 @@ const (
 	DefaultClusterName     = "weft"
 	DefaultMaxBodyBytes    = 100 << 20
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultHTTPMaxConnections leaves most of a typical open-file limit
+	// (Go raises the soft limit to the hard one, often 2^19 or more, but
+	// 4096 must fit even a 8192 one) to the shards, fabric and Raft.
+	DefaultHTTPMaxConnections = 4096
+	DefaultHTTPHeaderTimeout  = 10 * time.Second
+	DefaultHTTPIdleTimeout    = 2 * time.Minute
+	DefaultHTTPBodyTimeout    = 30 * time.Second
+	// DefaultHTTPBodyMinRate, 16 KiB/s, lets a client on a 128 kbit/s
+	// link send any body, while a client must spend 64 MiB/s (512 Mbit/s)
+	// of upload to hold the default 4096 connections with bodies.
+	DefaultHTTPBodyMinRate = 16 << 10
 	// DefaultRecoveryMaxBytesPerSec is Elasticsearch's default for
 	// indices.recovery.max_bytes_per_sec, 40mb.
 	DefaultRecoveryMaxBytesPerSec = 40 << 20
@@ -148,6 +176,13 @@ func DefaultConfig() Config {
 		ClusterName:     DefaultClusterName,
 		MaxBodyBytes:    DefaultMaxBodyBytes,
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		HTTPMaxConnections: DefaultHTTPMaxConnections,
+		HTTPHeaderTimeout:  DefaultHTTPHeaderTimeout,
+		HTTPIdleTimeout:    DefaultHTTPIdleTimeout,
+		HTTPBodyTimeout:    DefaultHTTPBodyTimeout,
+		HTTPBodyMinRate:    DefaultHTTPBodyMinRate,
+
 		FabricRDMA:      FabricRDMAAuto,
 		FabricTransport: FabricAdaptive,
 
@@ -176,6 +211,7 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("node: MaxBodyBytes %d is below the minimum of 1024 bytes; set --max-body-bytes (WEFT_MAX_BODY_BYTES)", c.MaxBodyBytes))
 	}
+	errs = append(errs, c.validateHTTPLimits()...)
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("node: ShutdownTimeout %v must be positive", c.ShutdownTimeout))
 	}
@@ -225,4 +261,29 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity()...)
 	return errors.Join(errs...)
+}
+
+// validateHTTPLimits checks the HTTP connection limits: every one is on,
+// since each guards the node against clients that hold connections.
+func (c Config) validateHTTPLimits() []error {
+	var errs []error
+	if c.HTTPMaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("node: HTTPMaxConnections %d must be at least 1; set --http-max-connections (WEFT_HTTP_MAX_CONNECTIONS)", c.HTTPMaxConnections))
+	}
+	for _, d := range []struct {
+		name, flag string
+		v          time.Duration
+	}{
+		{"HTTPHeaderTimeout", "--http-header-timeout (WEFT_HTTP_HEADER_TIMEOUT)", c.HTTPHeaderTimeout},
+		{"HTTPIdleTimeout", "--http-idle-timeout (WEFT_HTTP_IDLE_TIMEOUT)", c.HTTPIdleTimeout},
+		{"HTTPBodyTimeout", "--http-body-timeout (WEFT_HTTP_BODY_TIMEOUT)", c.HTTPBodyTimeout},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("node: %s %v must be positive; set %s", d.name, d.v, d.flag))
+		}
+	}
+	if c.HTTPBodyMinRate < 0 {
+		errs = append(errs, fmt.Errorf("node: HTTPBodyMinRate %d must be 0 (no rate rule) or positive; set --http-body-min-rate (WEFT_HTTP_BODY_MIN_RATE)", c.HTTPBodyMinRate))
+	}
+	return errs
 }

@@ -57,18 +57,20 @@ type Node struct {
 	// transports' goroutines without mu.
 	cluRef atomic.Pointer[cluster.Cluster]
 
-	mu       sync.Mutex
-	clu      *cluster.Cluster
-	engine   *coord.Coordinator
-	peers    *peers
-	srv      *http.Server
-	ln       net.Listener
-	fab      *fabricService // nil while the fabric is off
-	served   chan struct{}  // closed when the serve goroutine has returned
-	serveErr error
-	started  bool
-	closed   bool
-	closeErr error
+	mu     sync.Mutex
+	clu    *cluster.Cluster
+	engine *coord.Coordinator
+	peers  *peers
+	srv    *http.Server
+	ln     net.Listener
+	// httpConns is the connection limit under ln (and its TLS).
+	httpConns *httpapi.LimitedListener
+	fab       *fabricService // nil while the fabric is off
+	served    chan struct{}  // closed when the serve goroutine has returned
+	serveErr  error
+	started   bool
+	closed    bool
+	closeErr  error
 }
 
 // nodeMeta is the node's identity, kept in DataDir/node.json so that it
@@ -216,7 +218,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("node: listening on %s: %w; pick another --http-addr or stop what uses it", n.cfg.HTTPAddr, err)
 	}
-	n.ln = httpapi.CoalescingListener(ln)
+	n.httpConns = httpapi.LimitListener(ln, n.cfg.HTTPMaxConnections, n.log.With("component", "httpapi"))
+	n.ln = httpapi.CoalescingListener(n.httpConns)
 	if n.sec != nil {
 		// TLS above the coalescing layer: a reply's records leave in one
 		// write, and the server sees a *tls.Conn (Request.TLS is set).
@@ -350,11 +353,16 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, fmt.Errorf("node: registering process metrics: %w", err)
 	}
+	if err := n.registerConnMetrics(reg); err != nil {
+		return nil, err
+	}
 	hcfg := httpapi.Config{
 		ClusterName:  n.cfg.ClusterName,
 		NodeName:     n.cfg.NodeName,
 		NodeID:       n.meta.NodeID,
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		BodyTimeout:  n.cfg.HTTPBodyTimeout,
+		BodyMinRate:  n.cfg.HTTPBodyMinRate,
 		EnablePprof:  n.cfg.EnablePprof,
 		Fabric:       fabricDiag{n},
 		Cluster:      clusterAdmin{n.clu},
@@ -372,12 +380,30 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 	}
 	return &http.Server{
 		Handler:           api,
-		ConnContext:       connContext, // with CoalescingListener in Start: one write per reply
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ConnContext:       connContext,             // with CoalescingListener in Start: one write per reply
+		ReadHeaderTimeout: n.cfg.HTTPHeaderTimeout, // the TLS handshake's bound too
+		IdleTimeout:       n.cfg.HTTPIdleTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 	}, nil
+}
+
+// registerConnMetrics exports the HTTP connection limit's counts.
+func (n *Node) registerConnMetrics(reg prometheus.Registerer) error {
+	lim := n.httpConns
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "weft", Subsystem: "http", Name: "open_connections",
+			Help: "HTTP connections open now (at most --http-max-connections)."},
+			func() float64 { return float64(lim.Open()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "weft", Subsystem: "http", Name: "refused_connections_total",
+			Help: "HTTP connections refused because --http-max-connections were open."},
+			func() float64 { return float64(lim.Refused()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("node: registering HTTP connection metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // connContext is httpapi.ConnContext, also for the TLS connections whose

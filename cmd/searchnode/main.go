@@ -73,6 +73,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	}
 	maxBody := byteSize(cfg.MaxBodyBytes)
 	recoveryRate := byteSize(cfg.RecoveryMaxBytesPerSec)
+	bodyRate := byteSize(cfg.HTTPBodyMinRate)
 	level := levelFlag{&opts.logLevel}
 	format := formatFlag{&opts.logFormat}
 	vars := []struct {
@@ -91,6 +92,21 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		}},
 		{"max-body-bytes", "WEFT_MAX_BODY_BYTES", func() {
 			fs.Var(&maxBody, "max-body-bytes", "largest request body accepted, in bytes or with a unit (kb, mb, gb); larger bodies get 413 (WEFT_MAX_BODY_BYTES)")
+		}},
+		{"http-max-connections", "WEFT_HTTP_MAX_CONNECTIONS", func() {
+			fs.IntVar(&cfg.HTTPMaxConnections, "http-max-connections", cfg.HTTPMaxConnections, "most HTTP connections open at once; over it a new connection is refused at once (reset), so its client can try another node (WEFT_HTTP_MAX_CONNECTIONS)")
+		}},
+		{"http-header-timeout", "WEFT_HTTP_HEADER_TIMEOUT", func() {
+			fs.DurationVar(&cfg.HTTPHeaderTimeout, "http-header-timeout", cfg.HTTPHeaderTimeout, "time a new connection has to finish its TLS handshake, and each request to send its headers; then the connection is closed (WEFT_HTTP_HEADER_TIMEOUT)")
+		}},
+		{"http-idle-timeout", "WEFT_HTTP_IDLE_TIMEOUT", func() {
+			fs.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", cfg.HTTPIdleTimeout, "a keep-alive connection that waits this long for its next request is closed (WEFT_HTTP_IDLE_TIMEOUT)")
+		}},
+		{"http-body-timeout", "WEFT_HTTP_BODY_TIMEOUT", func() {
+			fs.DurationVar(&cfg.HTTPBodyTimeout, "http-body-timeout", cfg.HTTPBodyTimeout, "a request body may not stall this long, and gets this head start before --http-body-min-rate applies; a body that falls behind gets 408 and its connection is closed (WEFT_HTTP_BODY_TIMEOUT)")
+		}},
+		{"http-body-min-rate", "WEFT_HTTP_BODY_MIN_RATE", func() {
+			fs.Var(&bodyRate, "http-body-min-rate", "average rate a request body must keep after the --http-body-timeout head start, in bytes per second or with a unit (kb, mb, gb); 0: only the stall rule (WEFT_HTTP_BODY_MIN_RATE)")
 		}},
 		{"pprof", "WEFT_PPROF", func() {
 			fs.BoolVar(&cfg.EnablePprof, "pprof", cfg.EnablePprof, "serve Go profiling under /debug/pprof/ (WEFT_PPROF)")
@@ -173,6 +189,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	}
 	cfg.MaxBodyBytes = int64(maxBody)
 	cfg.RecoveryMaxBytesPerSec = int64(recoveryRate)
+	cfg.HTTPBodyMinRate = int64(bodyRate)
 	if err := cfg.Validate(); err != nil {
 		return opts, err
 	}

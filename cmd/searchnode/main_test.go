@@ -36,8 +36,44 @@ func TestParseOptions(t *testing.T) {
 				require.True(t, o.node.Security.Enabled, "security is on by default")
 				require.False(t, o.node.Security.AllowInsecureNetwork)
 				require.Empty(t, o.node.Security.CertsDir)
+				require.Equal(t, 4096, o.node.HTTPMaxConnections)
+				require.Equal(t, 10*time.Second, o.node.HTTPHeaderTimeout)
+				require.Equal(t, 2*time.Minute, o.node.HTTPIdleTimeout)
+				require.Equal(t, 30*time.Second, o.node.HTTPBodyTimeout)
+				require.EqualValues(t, 16<<10, o.node.HTTPBodyMinRate)
 			},
 		},
+		{
+			name: "http limits from flags over environment",
+			args: []string{"--http-max-connections", "100", "--http-header-timeout", "3s", "--http-idle-timeout", "30s",
+				"--http-body-timeout", "5s", "--http-body-min-rate", "1mb"},
+			env: map[string]string{"WEFT_HTTP_MAX_CONNECTIONS": "7", "WEFT_HTTP_HEADER_TIMEOUT": "1s", "WEFT_HTTP_IDLE_TIMEOUT": "1s",
+				"WEFT_HTTP_BODY_TIMEOUT": "1s", "WEFT_HTTP_BODY_MIN_RATE": "1kb"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, 100, o.node.HTTPMaxConnections)
+				require.Equal(t, 3*time.Second, o.node.HTTPHeaderTimeout)
+				require.Equal(t, 30*time.Second, o.node.HTTPIdleTimeout)
+				require.Equal(t, 5*time.Second, o.node.HTTPBodyTimeout)
+				require.EqualValues(t, 1<<20, o.node.HTTPBodyMinRate)
+			},
+		},
+		{
+			name: "http limits from the environment",
+			env: map[string]string{"WEFT_HTTP_MAX_CONNECTIONS": "7", "WEFT_HTTP_HEADER_TIMEOUT": "1s", "WEFT_HTTP_IDLE_TIMEOUT": "1s",
+				"WEFT_HTTP_BODY_TIMEOUT": "2s", "WEFT_HTTP_BODY_MIN_RATE": "0"},
+			check: func(t *testing.T, o options) {
+				require.Equal(t, 7, o.node.HTTPMaxConnections)
+				require.Equal(t, time.Second, o.node.HTTPHeaderTimeout)
+				require.Equal(t, time.Second, o.node.HTTPIdleTimeout)
+				require.Equal(t, 2*time.Second, o.node.HTTPBodyTimeout)
+				require.Zero(t, o.node.HTTPBodyMinRate, "0: only the stall rule")
+			},
+		},
+		{name: "no http connections", args: []string{"--http-max-connections", "0"}, wantErr: "HTTPMaxConnections 0"},
+		{name: "no idle timeout", env: map[string]string{"WEFT_HTTP_IDLE_TIMEOUT": "0s"}, wantErr: "--http-idle-timeout"},
+		{name: "no body timeout", args: []string{"--http-body-timeout", "0"}, wantErr: "HTTPBodyTimeout"},
+		{name: "no header timeout", args: []string{"--http-header-timeout", "-1s"}, wantErr: "HTTPHeaderTimeout"},
+		{name: "bad body rate", args: []string{"--http-body-min-rate", "quick"}, wantErr: "not a byte size"},
 		{
 			name: "security flags",
 			args: []string{"--certs", "/etc/weft/certs", "--http-cert", "/etc/weft/web.crt", "--http-key", "/etc/weft/web.key",
