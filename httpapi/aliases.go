@@ -47,7 +47,7 @@ func (s *Server) parseAlias(raw json.RawMessage, alias string, indices []string)
 				return spec, illegalArgument("failed to parse filter for alias [%s]: it must be a query object", alias)
 			}
 			body := append(append([]byte(`{"query":`), v...), '}')
-			if _, perr := esdsl.ParseCount(body, nil, s.eng.Fields(indices)); perr != nil {
+			if _, perr := esdsl.ParseCount(body, nil, s.eng.SearchFields(indices)); perr != nil {
 				return spec, illegalArgument("failed to parse filter for alias [%s]: %s", alias, translate(perr).Reason)
 			}
 			spec.Filter = compactJSON(v)

@@ -469,7 +469,7 @@ func (s *Server) handleCatCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	srch, err := esdsl.ParseCount(nil, nil, s.eng.Fields(names))
+	srch, err := esdsl.ParseCount(nil, nil, s.eng.SearchFields(names))
 	if err != nil {
 		return err
 	}

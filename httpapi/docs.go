@@ -226,7 +226,7 @@ func (s *Server) sourceDisabled(expr string) bool {
 	if err != nil {
 		return false
 	}
-	ft := s.eng.Fields([]string{name})
+	ft := s.eng.SearchFields([]string{name}).FieldTypes
 	if len(ft) != 1 {
 		return false
 	}

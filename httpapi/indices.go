@@ -117,7 +117,7 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) error
 
 // resolve turns an index expression from the URL into index names. For
 // endpoints where Elasticsearch answers a missing concrete index with 404,
-// ResolveIndices already does; a wildcard matching nothing gives no names.
+// the coordinator's default resolution already does; a wildcard matching nothing gives no names.
 //
 // With security on, wildcards expand only to the indices the principal may
 // run the request's action on, and the action is authorized on the
@@ -126,11 +126,14 @@ func (s *Server) resolve(ctx context.Context, expr string) ([]string, error) {
 	if expr == "" {
 		expr = "_all"
 	}
+	o := coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true}
 	if visible := visibility(ctx); visible != nil {
-		res, err := s.eng.Resolve(expr, coord.ResolveOptions{AllowNoIndices: true, ExpandOpen: true, ExpandClosed: true, Visible: visible})
+		o.Visible = visible
+		res, err := s.eng.Resolve(expr, o)
 		return res.Indices, s.authorizeResolved(ctx, expr, res.Indices, err)
 	}
-	return s.eng.ResolveIndices(expr)
+	res, err := s.eng.Resolve(expr, o)
+	return res.Indices, err
 }
 
 // resolveReq expands an index expression under the request's indices

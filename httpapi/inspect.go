@@ -352,7 +352,7 @@ func (s *Server) handleValidateQuery(w http.ResponseWriter, r *http.Request) err
 	for _, k := range []string{"explain", "rewrite", "all_shards"} {
 		params.Del(k)
 	}
-	srch, err := sc.ParseValidate(body, params, s.eng.Fields(names))
+	srch, err := sc.ParseValidate(body, params, s.eng.SearchFields(names))
 	out := map[string]any{"_shards": shardsHeader{Total: 1, Successful: 1}, "valid": err == nil}
 	if err != nil {
 		ae := translate(err)
@@ -403,7 +403,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	srch, err := sc.ParseExplain(body, r.URL.Query(), id, routing, s.eng.Fields([]string{name}))
+	srch, err := sc.ParseExplain(body, r.URL.Query(), id, routing, s.eng.SearchFields([]string{name}))
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	srch, err := sc.ParseCount(body, params, s.eng.Fields(names))
+	srch, err := sc.ParseCount(body, params, s.eng.SearchFields(names))
 	if err != nil {
 		return err
 	}

@@ -30,15 +30,17 @@ import (
 	"github.com/weftsearch/weft/shardapi"
 )
 
-// Engine is what the API needs from the shard layer; *coord.Coordinator
-// implements it (the node package checks that at compile time). Every
+// Engine is the coordinator's API as httpapi calls it, method for method:
+// *coord.Coordinator implements it (the node package checks that at
+// compile time), and httpapi's tests wrap one to inject failures. Its
+// types are the coordinator's (coord), the cluster state's (cluster/state)
+// and the data node's vocabulary (shardapi), never package shard. Every
 // method may be called concurrently.
 type Engine interface {
 	CreateIndex(ctx context.Context, name string, s coord.IndexSettings, mp *index.Mapping) error
 	DeleteIndex(ctx context.Context, name string) error
 	Index(name string) (coord.IndexInfo, error)
 	Indices() []coord.IndexInfo
-	ResolveIndices(expr string) ([]string, error)
 	// Resolve expands an index expression (names, aliases, wildcards)
 	// under a request's indices options.
 	Resolve(expr string, o coord.ResolveOptions) (coord.Resolved, error)
@@ -69,9 +71,8 @@ type Engine interface {
 	// Mget reads many documents (realtime), grouped by shard.
 	Mget(ctx context.Context, items []coord.MgetItem) ([]coord.MgetResult, error)
 	Refresh(ctx context.Context, names []string) error
-	Fields(names []string) shardapi.FieldTypes
-	// SearchFields is Fields with each index's _source policy, for
-	// searches and their replies.
+	// SearchFields is the merged mapping of the named indices, with each
+	// index's _source policy, that requests over them are translated with.
 	SearchFields(names []string) coord.IndexFields
 	Search(ctx context.Context, names []string, srch *esdsl.Search) (*coord.SearchResult, error)
 	Stats() coord.NodeStats
