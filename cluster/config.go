@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,7 +48,7 @@ type Config struct {
 	Timing Timing
 	// Peers reaches other nodes' fabric, for proposals forwarded to the
 	// leader; nil only when GossipAddr is "".
-	Peers Caller
+	Peers fabric.Caller
 	// Logger receives the cluster's, Raft's and memberlist's logs; nil
 	// discards them.
 	Logger *slog.Logger
@@ -73,13 +72,6 @@ type Config struct {
 	// memberlist's transport so that tests can partition nodes.
 	RaftLayer  func(raft.StreamLayer) raft.StreamLayer
 	GossipWrap func(memberlist.Transport) memberlist.Transport
-}
-
-// Caller reaches another node over the fabric; node implements it by
-// resolving the node ID to its fabric address. It must be safe for
-// concurrent use and return promptly when ctx ends.
-type Caller interface {
-	Call(ctx context.Context, nodeID string, method fabric.Method, payload []byte) ([]byte, error)
 }
 
 // Timing holds every period and timeout of the cluster.

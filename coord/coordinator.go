@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/cluster/state"
+	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard"
 	"github.com/weftsearch/weft/shardapi"
@@ -40,7 +41,7 @@ type Coordinator struct {
 	cfg    shard.Config
 	meta   shard.Metadata
 	store  *shard.Store
-	peers  shard.Peers // nil: a node without a fabric never routes elsewhere
+	peers  fabric.Caller // nil: a node without a fabric never routes elsewhere
 	logger *slog.Logger
 	ars    *copySelector
 	stats  *statsCache // nil: none kept

@@ -233,7 +233,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.cluRef.Store(n.clu)
 	n.clu.Register(&n.mux)
 	meta := placement.New(n.clu)
-	var sp shard.Peers
+	var sp fabric.Caller
 	if n.peers != nil {
 		sp = n.peers
 	}

@@ -15,8 +15,8 @@ import (
 const peerDialTimeout = 5 * time.Second
 
 // peers is the node's pool of fabric connections to the other nodes, one
-// per node ID, addressed from the cluster's node records. It is both the
-// shard layer's Peers and the cluster's Caller. A connection that breaks
+// per node ID, addressed from the cluster's node records: the fabric.Caller
+// of the data node, the coordinator and the cluster. A connection that breaks
 // is dropped, and the next call dials again (to the node's current
 // address). Safe for concurrent use.
 type peers struct {

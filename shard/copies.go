@@ -123,12 +123,12 @@ func serveCopy[Req any](s *Store, check routing, decode func(*dec) Req, handle f
 // peers. A request that only reads and whose connection broke is sent once
 // more (callRead).
 type Remote struct {
-	peers Peers
+	peers fabric.Caller
 	node  string
 }
 
 // NewRemote returns the copies of node, reached through peers.
-func NewRemote(peers Peers, node string) Remote { return Remote{peers: peers, node: node} }
+func NewRemote(peers fabric.Caller, node string) Remote { return Remote{peers: peers, node: node} }
 
 // request encodes a request to a copy: the version, the header, the body.
 func request(h Header, size int, body func(*enc)) []byte {

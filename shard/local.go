@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/cluster/state"
+	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -75,4 +76,4 @@ func (s *Store) Metadata() Metadata { return s.meta }
 
 // Peers returns how this node reaches other nodes' fabric; nil on a node
 // without a fabric.
-func (s *Store) Peers() Peers { return s.peers }
+func (s *Store) Peers() fabric.Caller { return s.peers }

@@ -520,7 +520,7 @@ func (sc *shardCopy) readLog(from uint64, limit int) ([]shardlog.Record, error) 
 // nodeConn presents one node reached through Peers as the fabric.Conn that
 // fabric.SendStream sends on.
 type nodeConn struct {
-	peers Peers
+	peers fabric.Caller
 	node  string
 }
 

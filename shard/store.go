@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/cluster/state"
+	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/vfs"
 	"github.com/weftsearch/weft/shardapi"
@@ -30,7 +31,7 @@ type Store struct {
 	dir    string
 	cfg    Config
 	meta   Metadata
-	peers  Peers // nil: no fabric (a single node never replicates)
+	peers  fabric.Caller // nil: no fabric (a single node never replicates)
 	logger *slog.Logger
 
 	mu         sync.RWMutex
@@ -83,7 +84,7 @@ const mappingCommitTimeout = 30 * time.Second
 // OpenStore opens the store in dir (created if missing). Copies are opened
 // by Reconcile, once the committed metadata says which to serve. peers
 // reaches the other nodes (nil on a node without a fabric).
-func OpenStore(dir string, cfg Config, meta Metadata, peers Peers, logger *slog.Logger) (*Store, error) {
+func OpenStore(dir string, cfg Config, meta Metadata, peers fabric.Caller, logger *slog.Logger) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

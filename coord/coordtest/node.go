@@ -13,6 +13,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/shard"
@@ -48,14 +49,14 @@ func OpenManager(t testing.TB, dir string) *Node {
 // StartNode starts node id of mc with its store in dir and peers to reach
 // the others (nil: none), and waits until it has opened every copy the
 // shard table assigns to it.
-func StartNode(t testing.TB, mc *MemCluster, id, dir string, peers shard.Peers) *Node {
+func StartNode(t testing.TB, mc *MemCluster, id, dir string, peers fabric.Caller) *Node {
 	return StartNodeWith(t, mc, id, dir, peers, NodeConfig(), nil)
 }
 
 // StartNodeWith is startNode with a configuration, and register (when not
 // nil) called with its data node before the node starts (to serve the
 // fabric).
-func StartNodeWith(t testing.TB, mc *MemCluster, id, dir string, peers shard.Peers, cfg shard.Config, register func(*shard.Store)) *Node {
+func StartNodeWith(t testing.TB, mc *MemCluster, id, dir string, peers fabric.Caller, cfg shard.Config, register func(*shard.Store)) *Node {
 	t.Helper()
 	meta := mc.Node(id)
 	st, err := shard.OpenStore(filepath.Join(dir, "shards"), cfg, meta, peers, testlog.New(t))
