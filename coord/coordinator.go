@@ -38,7 +38,7 @@ func (c *Coordinator) copiesOn(v *state.State, node string) (shard.Copies, error
 // reconciles the node's Store with the shard table. All methods are safe
 // for concurrent use.
 type Coordinator struct {
-	cfg    shard.Config
+	cfg    Config
 	meta   shard.Metadata
 	store  *shard.Store
 	peers  fabric.Caller // nil: a node without a fabric never routes elsewhere
@@ -97,7 +97,7 @@ const primaryWait = time.Minute
 
 // NewCoordinator builds the engine over a store (and the store's metadata
 // and peers). Start runs its reconcile loop.
-func NewCoordinator(store *shard.Store, cfg shard.Config, logger *slog.Logger) *Coordinator {
+func NewCoordinator(store *shard.Store, cfg Config, logger *slog.Logger) *Coordinator {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

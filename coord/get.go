@@ -85,10 +85,10 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 // on their primaries when it was called are searchable, and every active
 // copy has indexed what it acknowledged (a replica indexes behind its
 // acknowledgement, behind.go). Copies are refreshed concurrently; one
-// that does not answer within Config.ReplicationTimeout (its node cut off
+// that does not answer within Config.RefreshTimeout (its node cut off
 // or stalled) fails the refresh rather than holding it.
 func (c *Coordinator) Refresh(ctx context.Context, names []string) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReplicationTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RefreshTimeout)
 	defer cancel()
 	v, err := c.readView()
 	if err != nil {

@@ -51,7 +51,7 @@ func openEngine(t testing.TB, logger *slog.Logger) *coord.Coordinator {
 	meta := placement.New(c)
 	st, err := shard.OpenStore(filepath.Join(dir, "shards"), shard.DefaultConfig(), meta, nil, logger)
 	require.NoError(t, err)
-	eng := coord.NewCoordinator(st, shard.DefaultConfig(), logger)
+	eng := coord.NewCoordinator(st, coord.DefaultConfig(), logger)
 	eng.Start()
 	t.Cleanup(func() {
 		require.NoError(t, eng.Close())

@@ -242,11 +242,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.cfg.Hooks.Shard != nil {
 		n.cfg.Hooks.Shard(&scfg)
 	}
+	ccfg := coord.DefaultConfig()
+	ccfg.RefreshTimeout = scfg.ReplicationTimeout // a refresh waits for the copies as a write does
+	if err := ccfg.Validate(); err != nil {
+		return err
+	}
 	st, err := shard.OpenStore(filepath.Join(n.cfg.DataDir, "shards"), scfg, meta, sp, n.log.With("component", "shard"))
 	if err != nil {
 		return fmt.Errorf("node: opening the shard store in %s: %w", n.cfg.DataDir, err)
 	}
-	n.engine = coord.NewCoordinator(st, scfg, n.log.With("component", "shard"))
+	n.engine = coord.NewCoordinator(st, ccfg, n.log.With("component", "coord"))
 	undo = append(undo, func() { _ = n.engine.Close() })
 	st.Register(&n.mux, n.streams)
 	if n.srv, err = n.newHTTPServer(); err != nil {

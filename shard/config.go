@@ -23,30 +23,19 @@ import (
 	"github.com/weftsearch/weft/internal/vfs"
 )
 
-// Config tunes the shard layer (Store and Coordinator).
+// Config tunes the data node (Store).
 type Config struct {
 	// LogSegmentBytes: a shard log starts a new segment file past this size;
 	// whole segments are trimmed once scorch has persisted them.
 	LogSegmentBytes int64
-	// AutoCreateIndex: a write to a missing index creates it with default
-	// settings and dynamic mapping (ES action.auto_create_index).
-	AutoCreateIndex bool
-	// MaxShards bounds number_of_shards at index creation.
-	MaxShards int
 	// RecoveryMaxBytesPerSec limits the files this node streams to
 	// recovering copies, all its recoveries together (Elasticsearch's
 	// indices.recovery.max_bytes_per_sec); 0 means no limit.
 	RecoveryMaxBytesPerSec int64
-	// SearchStatsCacheBytes bounds the term statistics a coordinating
-	// node keeps between searches (an estimate of their bytes), so that a
-	// repeated search skips the statistics phase while no shard changes;
-	// 0 keeps none.
-	SearchStatsCacheBytes int64
 	// ReplicationTimeout bounds how long a primary waits for a replica to
 	// answer a replication message, and then for the cluster to fail a
 	// replica that did not: a write to a primary cut off from its replicas
-	// and from the cluster's leader fails after at most twice this. It also
-	// bounds a refresh's wait for the copies.
+	// and from the cluster's leader fails after at most twice this.
 	ReplicationTimeout time.Duration
 	// ReplicaIndexDelay bounds how long a replica's logged, acknowledged
 	// operations wait to be indexed while nothing reads the copy
@@ -67,17 +56,13 @@ func (c Config) logFS() vfs.FS {
 
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
-	return Config{LogSegmentBytes: 64 << 20, AutoCreateIndex: true, MaxShards: 1024, RecoveryMaxBytesPerSec: 40 << 20,
-		SearchStatsCacheBytes: 32 << 20, ReplicationTimeout: 30 * time.Second, ReplicaIndexDelay: 5 * time.Second}
+	return Config{LogSegmentBytes: 64 << 20, RecoveryMaxBytesPerSec: 40 << 20, ReplicationTimeout: 30 * time.Second, ReplicaIndexDelay: 5 * time.Second}
 }
 
 // Validate names the first field out of bounds.
 func (c Config) Validate() error {
 	if c.LogSegmentBytes < 4096 {
 		return fmt.Errorf("shard: Config.LogSegmentBytes %d is below the minimum 4096", c.LogSegmentBytes)
-	}
-	if c.MaxShards < 1 {
-		return fmt.Errorf("shard: Config.MaxShards %d must be at least 1", c.MaxShards)
 	}
 	if c.ReplicationTimeout <= 0 {
 		return fmt.Errorf("shard: Config.ReplicationTimeout %v must be positive", c.ReplicationTimeout)
@@ -87,9 +72,6 @@ func (c Config) Validate() error {
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)
-	}
-	if c.SearchStatsCacheBytes < 0 {
-		return fmt.Errorf("shard: Config.SearchStatsCacheBytes %d must be 0 (none kept) or positive", c.SearchStatsCacheBytes)
 	}
 	return nil
 }

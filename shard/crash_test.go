@@ -39,7 +39,7 @@ func crashChild() {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
-	m := coord.NewCoordinator(st, coordtest.NodeConfig(), slog.New(slog.DiscardHandler))
+	m := coord.NewCoordinator(st, coordtest.CoordConfig(coordtest.NodeConfig()), slog.New(slog.DiscardHandler))
 	m.Start()
 	ctx := context.Background()
 	if _, err := m.Index("c"); err != nil {

@@ -93,7 +93,6 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"default", func(*shard.Config) {}, ""},
 		{"tiny segments", func(c *shard.Config) { c.LogSegmentBytes = 10 }, "LogSegmentBytes 10"},
-		{"no shards", func(c *shard.Config) { c.MaxShards = 0 }, "MaxShards 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,15 @@ func NodeConfig() shard.Config {
 	return c
 }
 
+// CoordConfig is the coordinator's configuration beside a data node's:
+// the defaults, with a refresh waiting for the copies as long as a write
+// does (as the node sets it).
+func CoordConfig(cfg shard.Config) coord.Config {
+	c := coord.DefaultConfig()
+	c.RefreshTimeout = cfg.ReplicationTimeout
+	return c
+}
+
 // Node is one node of a test: the coordinator over its own data node
 // (Store), with metadata from a MemCluster.
 type Node struct {
@@ -61,7 +70,7 @@ func StartNodeWith(t testing.TB, mc *MemCluster, id, dir string, peers fabric.Ca
 	meta := mc.Node(id)
 	st, err := shard.OpenStore(filepath.Join(dir, "shards"), cfg, meta, peers, testlog.New(t))
 	require.NoError(t, err)
-	n := &Node{Coordinator: coord.NewCoordinator(st, cfg, testlog.New(t)), Store: st, Meta: meta, MC: mc, Dir: dir}
+	n := &Node{Coordinator: coord.NewCoordinator(st, CoordConfig(cfg), testlog.New(t)), Store: st, Meta: meta, MC: mc, Dir: dir}
 	if register != nil {
 		register(st)
 	}
