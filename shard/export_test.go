@@ -158,6 +158,5 @@ var FromRemote = fromRemote
 // ReplicateRequest encodes a replication message of recs from a primary of
 // the given term to copy alloc.
 func ReplicateRequest(cluster, indexUUID string, num int, alloc string, term, mappingVersion uint64, recs []shardlog.Record) []byte {
-	return encodeReplicate(replicateMsg{cluster: cluster, index: indexUUID, shard: num, alloc: alloc,
-		term: term, mappingVersion: mappingVersion, recs: recs})
+	return encodeReplicate(replicateMsg{Header: Header{Cluster: cluster, Index: indexUUID, Shard: num, Alloc: alloc, Term: term}, mappingVersion: mappingVersion, recs: recs})
 }

@@ -450,8 +450,7 @@ func (s *Store) serveRecoveryOps(ctx context.Context, req *fabric.Request) ([]by
 	v := s.meta.State()
 	var sent int64
 	send := func(recs []shardlog.Record, term uint64) error {
-		msg := encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: sr.start.Index, shard: sr.start.Shard, alloc: sr.start.Target,
-			term: term, gcp: sc.group.globalCheckpoint(recs[len(recs)-1].Seq), mappingVersion: sc.mapping.committedVersion(), recs: recs})
+		msg := encodeReplicate(replicateMsg{Header: Header{Cluster: v.ClusterUUID, Index: sr.start.Index, Shard: sr.start.Shard, Alloc: sr.start.Target, Term: term}, gcp: sc.group.globalCheckpoint(recs[len(recs)-1].Seq), mappingVersion: sc.mapping.committedVersion(), recs: recs})
 		if _, err := s.sendReplicate(ctx, sr.start.TargetNode, msg); err != nil {
 			return err
 		}

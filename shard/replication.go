@@ -174,27 +174,21 @@ func (g *replicationGroup) globalCheckpoint(self uint64) uint64 {
 // copy. With resync set it comes from a newly promoted primary and may
 // repeat operations the copy has (which must then match).
 type replicateMsg struct {
-	cluster, index string
-	shard          int
-	alloc          string
-	term, gcp      uint64
+	Header         // the target copy, and the primary term of the records
+	gcp            uint64
 	mappingVersion uint64
 	resync         bool
 	recs           []shardlog.Record
 }
 
 func encodeReplicate(m replicateMsg) []byte {
-	size := 64 + len(m.cluster) + len(m.index) + len(m.alloc)
+	size := 64 + len(m.Cluster) + len(m.Index) + len(m.Alloc)
 	for k := range m.recs {
 		size += 48 + len(m.recs[k].ID) + len(m.recs[k].Source)
 	}
 	e := enc{b: make([]byte, 0, size)}
 	e.u8(wireVersion)
-	e.str(m.cluster)
-	e.str(m.index)
-	e.uvarint(uint64(m.shard))
-	e.str(m.alloc)
-	e.u64(m.term)
+	e.copyHeader(m.Header)
 	e.u64(m.gcp)
 	e.u64(m.mappingVersion)
 	var flags byte
@@ -218,10 +212,8 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 	d := dec{b: p}
 	d.version()
 	var m replicateMsg
-	m.cluster, m.index = d.str(), d.str()
-	m.shard = int(d.uvarint() & 0x7fffffff)
-	m.alloc = d.str()
-	m.term, m.gcp, m.mappingVersion = d.u64(), d.u64(), d.u64()
+	m.Header = d.copyHeader()
+	m.gcp, m.mappingVersion = d.u64(), d.u64()
 	flags := d.u8()
 	if flags > 1 {
 		d.fail("unknown replication flags")
@@ -271,8 +263,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 	}
 	answers := make(chan answer, len(targets))
 	for _, t := range targets {
-		msg := encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: sc.meta.IndexUUID, shard: sc.meta.Shard, alloc: t.alloc,
-			term: term, gcp: gcp, mappingVersion: mappingVersion, recs: recs})
+		msg := encodeReplicate(replicateMsg{Header: Header{Cluster: v.ClusterUUID, Index: sc.meta.IndexUUID, Shard: sc.meta.Shard, Alloc: t.alloc, Term: term}, gcp: gcp, mappingVersion: mappingVersion, recs: recs})
 		go func() {
 			cp, err := s.sendReplicate(ctx, t.node, msg)
 			answers <- answer{t, cp, err}
@@ -354,7 +345,7 @@ func (s *Store) serveReplicate(ctx context.Context, req *fabric.Request) ([]byte
 	if err != nil {
 		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
 	}
-	if err := s.checkRouting(ctx, Header{Cluster: m.cluster, Index: m.index, Shard: m.shard, Alloc: m.alloc}, false); err != nil {
+	if err := s.checkRouting(ctx, Header{Cluster: m.Cluster, Index: m.Index, Shard: m.Shard, Alloc: m.Alloc}, false); err != nil {
 		return nil, remoteErr(err)
 	}
 	cp, err := s.applyReplicated(ctx, m)
@@ -375,15 +366,15 @@ var ErrSeqGap = errors.New("sequence number gap")
 // that the new primary does not have; the copy must recover from files.
 var ErrDiverged = errors.New("copy diverged from the primary")
 
-// applyReplicated logs replicated operations on the local copy m.alloc,
+// applyReplicated logs replicated operations on the local copy m.Alloc,
 // queues them to be indexed, and returns its checkpoint (its highest
 // sequence number logged).
 func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, error) {
-	sc, ok := s.copy(m.alloc)
+	sc, ok := s.copy(m.Alloc)
 	if !ok {
-		return 0, fmt.Errorf("%w: copy %s is not open on this node", shardapi.ErrUnavailable, m.alloc)
+		return 0, fmt.Errorf("%w: copy %s is not open on this node", shardapi.ErrUnavailable, m.Alloc)
 	}
-	if err := s.awaitTerm(ctx, sc, m.term); err != nil {
+	if err := s.awaitTerm(ctx, sc, m.Term); err != nil {
 		return 0, err
 	}
 	nm := sc.mapping
@@ -396,15 +387,15 @@ func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, er
 	defer s.writes.Done()
 	sc.leader.Lock()
 	defer sc.leader.Unlock()
-	if t := sc.term.Load(); m.term < t {
-		return 0, fmt.Errorf("%w: operations of primary term %d, but copy %s is at term %d", shardapi.ErrStaleRouting, m.term, m.alloc, t)
+	if t := sc.term.Load(); m.Term < t {
+		return 0, fmt.Errorf("%w: operations of primary term %d, but copy %s is at term %d", shardapi.ErrStaleRouting, m.Term, m.Alloc, t)
 	}
 	if sc.primary.Load() {
 		// A primary takes no operations from another: the sender lost
 		// the shard to it (a move handed over, or a promotion).
-		return 0, fmt.Errorf("%w: copy %s is the primary now", shardapi.ErrStaleRouting, m.alloc)
+		return 0, fmt.Errorf("%w: copy %s is the primary now", shardapi.ErrStaleRouting, m.Alloc)
 	}
-	sc.term.Store(m.term)
+	sc.term.Store(m.Term)
 	fresh := m.recs
 	if m.resync {
 		var err error
@@ -414,9 +405,9 @@ func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, er
 	}
 	if len(fresh) > 0 && fresh[0].Seq != sc.nextSeq {
 		if fresh[0].Seq > sc.nextSeq {
-			return 0, fmt.Errorf("%w: copy %s expects seq %d, got %d", ErrSeqGap, m.alloc, sc.nextSeq, fresh[0].Seq)
+			return 0, fmt.Errorf("%w: copy %s expects seq %d, got %d", ErrSeqGap, m.Alloc, sc.nextSeq, fresh[0].Seq)
 		}
-		return 0, fmt.Errorf("%w: copy %s has seq %d already (expects %d)", ErrSeqGap, m.alloc, fresh[0].Seq, sc.nextSeq)
+		return 0, fmt.Errorf("%w: copy %s has seq %d already (expects %d)", ErrSeqGap, m.Alloc, fresh[0].Seq, sc.nextSeq)
 	}
 	if err := sc.appendAndDefer(fresh); err != nil {
 		return 0, err
@@ -539,8 +530,7 @@ func (s *Store) promote(ctx context.Context, sc *shardCopy, term uint64) error {
 		if !t.inSync {
 			continue
 		}
-		msg := encodeReplicate(replicateMsg{cluster: v.ClusterUUID, index: sc.meta.IndexUUID, shard: sc.meta.Shard, alloc: t.alloc,
-			term: term, gcp: gcp, mappingVersion: sc.mapping.committedVersion(), resync: true, recs: recs})
+		msg := encodeReplicate(replicateMsg{Header: Header{Cluster: v.ClusterUUID, Index: sc.meta.IndexUUID, Shard: sc.meta.Shard, Alloc: t.alloc, Term: term}, gcp: gcp, mappingVersion: sc.mapping.committedVersion(), resync: true, recs: recs})
 		cp, err := s.sendReplicate(ctx, t.node, msg)
 		if err == nil {
 			sc.group.acked(t.alloc, cp)
