@@ -70,6 +70,9 @@ import (
 type Transport struct {
 	cfg Config
 	log *slog.Logger
+	// mem is Config.InFlightBytes: what the request buffers of every
+	// accepted connection hold, whatever listener accepted it.
+	mem *budget
 }
 
 var _ fabric.Transport = (*Transport)(nil)
@@ -83,7 +86,7 @@ func New(cfg Config) (*Transport, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Transport{cfg: cfg, log: log}, nil
+	return &Transport{cfg: cfg, log: log, mem: newBudget(cfg.InFlightBytes)}, nil
 }
 
 // Name returns "tcp".
