@@ -33,6 +33,46 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// DrainTimeout bounds how long Listener.Close waits for handlers.
 	DrainTimeout time.Duration
+	// ConnInFlightBytes bounds the request payload bytes one accepted
+	// connection (socket) holds: requests being read and requests whose
+	// handler has not returned or still borrows the payload
+	// (fabric.Lender). A request's declared size is reserved against it
+	// before any of its payload is read; while it does not fit, the
+	// connection stops reading until its own handlers free enough
+	// (back-pressure on that peer alone, through TCP flow control, as the
+	// MaxInFlight window does), so a client may pipeline as much as it
+	// likes without this side holding more. It must be at least
+	// MaxMessageSize, so that every frame a peer is allowed to send fits;
+	// a frame declaring more than MaxMessageSize closes the connection
+	// (logged as a warning naming the peer). DefaultConfig: 256 MiB.
+	ConnInFlightBytes int
+	// InFlightBytes bounds the memory that the request buffers of all the
+	// connections accepted by this transport's listeners hold together:
+	// the node-wide budget. Buffers are charged before they are taken,
+	// and a payload above 1 MiB is read into buffers that grow (by 16×) as
+	// its bytes arrive, so a peer that declares a large frame and sends
+	// little of it costs little: at most 16 times what it sent, or 1 MiB.
+	// When the budget is exhausted, the connection that needs more stops
+	// reading until other requests free memory, rather than being
+	// disconnected: its peer is most likely honest, just unlucky to come
+	// when the node is busy, and TCP flow control slows it down at no cost.
+	// That wait is bounded by StallTimeout, after which the connection is
+	// closed and logged, so that connections each holding part of a frame
+	// cannot wait for each other forever. It must be at least what one
+	// frame of MaxMessageSize holds at its peak, while its last growth
+	// copies: MaxMessageSize rounded up to a power of two, plus a 16th of
+	// that (272 MiB for 256 MiB). DefaultConfig: 1 GiB.
+	InFlightBytes int
+	// StallTimeout bounds how long a peer that has begun a frame may leave
+	// it unfinished: the rest of a header once its first byte is in, and
+	// each step of up to 1 MiB of a payload, must arrive within it, else
+	// the connection is closed and logged as a warning naming the peer. A
+	// peer must therefore send a large payload at 1 MiB per StallTimeout at
+	// least (100 KiB/s with the default), and cannot hold buffers by
+	// trickling bytes. It also bounds a wait for InFlightBytes (see
+	// there). Accepted connections only: a client is served by peers it
+	// chose, and keeps IdleTimeout. DefaultConfig: 10 s.
+	StallTimeout time.Duration
 	// Checksum adds a CRC32C to every frame this side sends and asks the
 	// peer to do the same. Off by default: TCP and TLS already check, and
 	// it costs about a memory pass per payload.
@@ -106,6 +146,9 @@ func DefaultConfig() Config {
 		IdleTimeout:       20 * time.Second,
 		HandshakeTimeout:  10 * time.Second,
 		DrainTimeout:      10 * time.Second,
+		ConnInFlightBytes: fabric.MaxMessageSize,
+		InFlightBytes:     1 << 30,
+		StallTimeout:      10 * time.Second,
 		BulkSockets:       max(4, perProcessor()),
 		BulkThreshold:     4 << 10,
 		Lanes:             perProcessor(),
@@ -129,8 +172,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxMessageSize < 1 || c.MaxMessageSize > fabric.MaxMessageSize:
 		return fmt.Errorf("tcp: Config.MaxMessageSize %d is outside [1, %d]", c.MaxMessageSize, fabric.MaxMessageSize)
-	case c.MaxInFlight < 1 || c.MaxInFlight > 1<<16:
-		return fmt.Errorf("tcp: Config.MaxInFlight %d is outside [1, %d]", c.MaxInFlight, 1<<16)
+	case c.MaxInFlight < 1 || c.MaxInFlight > helloMaxWindow:
+		return fmt.Errorf("tcp: Config.MaxInFlight %d is outside [1, %d]", c.MaxInFlight, helloMaxWindow)
 	case c.KeepaliveInterval < time.Millisecond:
 		return fmt.Errorf("tcp: Config.KeepaliveInterval %v is below 1ms", c.KeepaliveInterval)
 	case c.IdleTimeout <= c.KeepaliveInterval:
@@ -139,6 +182,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tcp: Config.HandshakeTimeout %v must be positive", c.HandshakeTimeout)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("tcp: Config.DrainTimeout %v must be positive", c.DrainTimeout)
+	case c.ConnInFlightBytes < c.MaxMessageSize:
+		return fmt.Errorf("tcp: Config.ConnInFlightBytes %d is below MaxMessageSize %d; every frame a peer may send must fit", c.ConnInFlightBytes, c.MaxMessageSize)
+	case c.InFlightBytes < peakCharge(c.MaxMessageSize):
+		return fmt.Errorf("tcp: Config.InFlightBytes %d is below %d, what reading one frame of MaxMessageSize %d holds at its peak; every frame a peer may send must fit",
+			c.InFlightBytes, peakCharge(c.MaxMessageSize), c.MaxMessageSize)
+	case c.StallTimeout <= 0:
+		return fmt.Errorf("tcp: Config.StallTimeout %v must be positive", c.StallTimeout)
 	case c.BulkSockets < 0 || c.BulkSockets > 64:
 		return fmt.Errorf("tcp: Config.BulkSockets %d is outside [0, 64]", c.BulkSockets)
 	case c.BulkSockets > 0 && c.BulkThreshold < 1:

@@ -216,13 +216,29 @@ func (h hello) encode() []byte {
 	return b
 }
 
+// Hello fields: the bounds Config.Validate puts on the values they carry.
+const (
+	helloWantCRC   = 1 << 0 // byte 8
+	helloMaxWindow = 1 << 16
+)
+
+// decodeHello parses a hello payload and checks every field's range: a
+// peer announcing limits this build cannot honour, or bits it does not
+// know, is refused during the handshake rather than trusted later.
 func decodeHello(p []byte) (hello, error) {
 	if len(p) != helloPayload {
 		return hello{}, fmt.Errorf("%w: hello of %d bytes, want %d", ErrProtocol, len(p), helloPayload)
 	}
-	h := hello{maxMessage: binary.BigEndian.Uint32(p[0:]), window: binary.BigEndian.Uint32(p[4:]), wantCRC: p[8]&1 != 0}
-	if h.window == 0 || h.maxMessage == 0 {
-		return hello{}, fmt.Errorf("%w: hello with window %d and max message %d; both must be positive", ErrProtocol, h.window, h.maxMessage)
+	h := hello{maxMessage: binary.BigEndian.Uint32(p[0:]), window: binary.BigEndian.Uint32(p[4:]), wantCRC: p[8]&helloWantCRC != 0}
+	switch {
+	case h.maxMessage < 1 || h.maxMessage > fabric.MaxMessageSize:
+		return hello{}, fmt.Errorf("%w: hello announces a max message of %d bytes, outside [1, %d]", ErrProtocol, h.maxMessage, fabric.MaxMessageSize)
+	case h.window < 1 || h.window > helloMaxWindow:
+		return hello{}, fmt.Errorf("%w: hello announces a window of %d calls, outside [1, %d]", ErrProtocol, h.window, helloMaxWindow)
+	case p[8]&^helloWantCRC != 0:
+		return hello{}, fmt.Errorf("%w: hello options byte %#02x has unknown bits set (known: %#02x)", ErrProtocol, p[8], helloWantCRC)
+	case p[9] != 0 || p[10] != 0 || p[11] != 0:
+		return hello{}, fmt.Errorf("%w: hello reserved bytes are %#x, want 0", ErrProtocol, p[9:12])
 	}
 	return h, nil
 }

@@ -3,10 +3,12 @@ package tcp
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +133,9 @@ func (l *link) handshake(client bool, deadline time.Time) error {
 	}
 	if h.typ != typeHello {
 		return fmt.Errorf("%w: first frame has type %d, want hello", ErrProtocol, h.typ)
+	}
+	if h.method != 0 || h.id != 0 {
+		return fmt.Errorf("%w: hello with method %d and id %d, want 0 and 0", ErrProtocol, h.method, h.id)
 	}
 	theirs, err := decodeHello(p)
 	if err != nil {
@@ -394,22 +399,36 @@ func (l *link) kill() {
 	l.fail(fmt.Errorf("killed"))
 }
 
-// readHeader reads the next frame header.
-func (l *link) readHeader(hb *[headerSize]byte) (header, error) {
-	if _, err := io.ReadFull(l.br, hb[:]); err != nil {
-		return header{}, err
+// readHeader reads the next frame header. It waits as long as it takes
+// for the header's first byte (an idle connection is fine; the keepalive
+// watches it), but when the rest is not buffered with it, the rest must
+// arrive within stall (StallTimeout), else errStalled. Only accepted
+// connections read this way, so the read deadline is theirs to use.
+func (l *link) readHeader(hb *[headerSize]byte, stall time.Duration) (header, error) {
+	if l.br.Buffered() < headerSize {
+		if _, err := l.br.Peek(1); err != nil {
+			return header{}, err
+		}
+	}
+	if l.br.Buffered() < headerSize {
+		if err := l.nc.SetReadDeadline(time.Now().Add(stall)); err != nil {
+			return header{}, err
+		}
+		n, err := io.ReadFull(l.br, hb[:])
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = stallError(err, fmt.Sprintf("the last %d bytes of a frame header", headerSize-n), stall)
+			}
+			return header{}, unexpectedEOF(err)
+		}
+		if err := l.nc.SetReadDeadline(time.Time{}); err != nil {
+			return header{}, err
+		}
+	} else {
+		_, _ = io.ReadFull(l.br, hb[:]) // buffered: cannot fail
 	}
 	l.touch()
 	return decodeHeader(hb, l.localMax)
-}
-
-// readPayload fills p (len == h.length) and checks the CRC.
-func (l *link) readPayload(hb *[headerSize]byte, h header, p []byte) error {
-	if err := readFull(l.br, p, l.touch); err != nil {
-		return unexpectedEOF(err)
-	}
-	l.received.Add(uint64(len(p)))
-	return checkCRC(hb, h, p)
 }
 
 // noPayload rejects a control frame that carries bytes.

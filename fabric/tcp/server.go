@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,11 @@ type session struct {
 	// slow marks methods (by method mod len) whose last handler ran longer
 	// than inlineBudget: their requests get their own goroutine at once.
 	slow [64]atomic.Bool
+	// held is Config.ConnInFlightBytes: the declared sizes of this
+	// connection's requests read into buffers of their own, from before
+	// their payload is read until the buffer is released.
+	held *budget
+	body bodyReader
 }
 
 // Reader states, the low bits of session.state.
@@ -231,14 +237,19 @@ func (l *Listener) serve(nc net.Conn) {
 		ln.remote = name + "@" + ln.remote
 	}
 	if err := ln.handshake(false, deadline); err != nil {
-		l.t.log.Info("fabric handshake failed", "remote", ln.remote, "err", err)
+		level := slog.LevelInfo
+		if misbehaved(err) {
+			level = slog.LevelWarn // a malformed or out-of-range hello
+		}
+		l.t.log.Log(context.Background(), level, "fabric handshake failed", "remote", ln.remote, "err", err)
 		_ = nc.Close()
 		return
 	}
-	s := &session{link: ln, l: l, freed: make(chan struct{}, 1)}
+	s := &session{link: ln, l: l, freed: make(chan struct{}, 1), held: newBudget(l.t.cfg.ConnInFlightBytes)}
+	s.body = bodyReader{charge: s.charge, refund: s.refund, arm: s.arm, disarm: s.disarm, progress: s.progress, stall: l.t.cfg.StallTimeout, eager: eagerPayload}
 	s.watchdog = time.AfterFunc(time.Hour, s.watch)
 	s.watchdog.Stop()
-	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, bufpool.Put)
+	s.d = dispatch.New(context.Background(), l.h, ln.remote, s.respond, s.release)
 	ln.onFail = func(error) { s.d.Close() }
 	l.mu.Lock()
 	if l.closed {
@@ -267,6 +278,9 @@ func (s *session) readAndFinish(gen uint64) {
 	if handedOff {
 		return
 	}
+	if misbehaved(err) {
+		s.l.t.log.Warn("fabric peer disconnected", "remote", s.remote, "listener", s.l.Addr(), "reason", err)
+	}
 	s.fail(err)
 	s.watchdog.Stop()
 	s.wg.Wait()
@@ -293,7 +307,7 @@ func (s *session) readAndFinish(gen uint64) {
 // time.
 func (s *session) readLoop(gen uint64) (handedOff bool, err error) {
 	for {
-		h, err := s.readHeader(&s.hb)
+		h, err := s.readHeader(&s.hb, s.l.t.cfg.StallTimeout)
 		if err != nil {
 			return false, err
 		}
@@ -381,21 +395,92 @@ func (s *session) request(hb *[headerSize]byte, h header) (t dispatch.Task, ok, 
 		}
 		lent = true
 	default:
-		bp = bufpool.Get(n)
-		if err := s.readPayload(hb, h, *bp); err != nil {
-			bufpool.Put(bp)
+		if bp, err = s.readBody(hb, h); err != nil {
 			return t, false, false, err
 		}
 		payload = *bp
 	}
 	if !s.admit() {
 		if bp != nil {
-			bufpool.Put(bp)
+			s.release(bp)
 		}
 		return t, false, false, s.err
 	}
 	t, ok = s.d.Accept(h.id, h.method, payload, h.typ == typeOneWay, bp)
 	return t, ok, lent, nil
+}
+
+// readBody reads a request's payload into a buffer of its own and checks
+// its CRC. The declared size is reserved against ConnInFlightBytes before
+// anything is read or allocated, waiting for this connection's own
+// handlers to free it if need be; the buffer is charged to InFlightBytes
+// as it grows (bodyReader). On success the dispatcher releases the buffer
+// (release); on error nothing stays held.
+func (s *session) readBody(hb *[headerSize]byte, h header) (*[]byte, error) {
+	n := int(h.length)
+	if err := s.held.take(int64(n), 0, s.done, s.touch, s.cfg.KeepaliveInterval); err != nil {
+		return nil, err
+	}
+	bp, err := s.body.read(s.br, n)
+	if err != nil {
+		s.held.give(int64(n))
+		return nil, s.budgetError(err, h)
+	}
+	if err := checkCRC(hb, h, *bp); err != nil {
+		s.release(bp)
+		return nil, err
+	}
+	return bp, nil
+}
+
+// charge takes n bytes of buffer from the transport's InFlightBytes,
+// waiting up to StallTimeout while they are not free (see Config).
+func (s *session) charge(n int) error {
+	return s.l.t.mem.take(int64(n), s.cfg.StallTimeout, s.done, s.touch, s.cfg.KeepaliveInterval)
+}
+
+// refund gives back to InFlightBytes what charge took for a buffer.
+func (s *session) refund(n int) { s.l.t.mem.give(int64(n)) }
+
+// release lets go of a request buffer that body.read returned: its
+// capacity goes back to InFlightBytes, its length (the declared size) to
+// ConnInFlightBytes, and the buffer to the pool. The dispatcher calls it
+// once the request is answered and every loan of the payload returned.
+func (s *session) release(bp *[]byte) {
+	s.refund(cap(*bp))
+	s.held.give(int64(len(*bp)))
+	bufpool.Put(bp)
+}
+
+// arm sets the stall deadline for the next step of a payload.
+func (s *session) arm() error { return s.nc.SetReadDeadline(time.Now().Add(s.cfg.StallTimeout)) }
+
+// disarm clears the stall deadline once a payload is in.
+func (s *session) disarm() error { return s.nc.SetReadDeadline(time.Time{}) }
+
+// progress counts n payload bytes in and the peer as heard from.
+func (s *session) progress(n int) {
+	s.received.Add(uint64(n))
+	s.touch()
+}
+
+// budgetError says which request waited for how much, when a wait for
+// budget failed.
+func (s *session) budgetError(err error, h header) error {
+	if !errors.Is(err, errBudget) {
+		return err
+	}
+	mem := s.l.t.mem
+	return fmt.Errorf("%w: request %d of %d bytes waited StallTimeout %v for buffer memory, with %d of InFlightBytes %d in use by this transport's connections",
+		err, h.id, h.length, s.cfg.StallTimeout, mem.used.Load(), mem.limit)
+}
+
+// misbehaved reports whether err, which closes an accepted connection,
+// is the peer's doing (a malformed or oversized frame, a stall) or a
+// budget wait that gave up, rather than a plain end of the connection:
+// such closes are logged as warnings.
+func misbehaved(err error) bool {
+	return errors.Is(err, ErrProtocol) || errors.Is(err, errStalled) || errors.Is(err, errBudget)
 }
 
 // admit counts a request in, waiting while the window is full; false when

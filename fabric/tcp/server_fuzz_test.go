@@ -20,7 +20,11 @@ import (
 // Whatever the bytes, the server must not panic or hang — it closes the
 // connection once the stream ends or turns bad — and a held payload must be
 // unchanged when its handler looks at it again, though the reader may have
-// been lent the read buffer and later frames read meanwhile.
+// been lent the read buffer and later frames read meanwhile. The budgets are
+// small (ConnInFlightBytes 1 MiB, InFlightBytes 2 MiB) so that declared
+// sizes reach them; a stream that starts with "stall:" is not ended, so
+// that a frame it leaves unfinished stalls (StallTimeout is 20 ms). Once
+// the connection is gone, nothing may stay charged to InFlightBytes.
 func FuzzServerFrames(f *testing.F) {
 	req := func(m fabric.Method, id uint64, p []byte, crc bool) []byte {
 		return encodeFrame(typeRequest, m, id, p, crc)
@@ -34,6 +38,11 @@ func FuzzServerFrames(f *testing.F) {
 	f.Add(bytes.Join([][]byte{req(mEcho, 1, nil, false), req(mEcho, 1, nil, false)}, nil)) // a duplicate id
 	f.Add(encodeFrame(typeReply, 0, 1, []byte("a reply from a client"), false))
 	f.Add([]byte("not a frame at all, just bytes"))
+	f.Add(append(requestHeader(1, 0xffffffff), make([]byte, 100)...))                             // declares 4 GiB
+	f.Add(append(requestHeader(1, 1<<20), make([]byte, 100)...))                                  // declares 1 MiB, sends 100 B
+	f.Add(append([]byte("stall:"), append(requestHeader(1, 300<<10), make([]byte, 70000)...)...)) // then stalls
+	f.Add(append([]byte("stall:"), requestHeader(1, 10)[:7]...))                                  // stalls in a header
+	f.Add(bytes.Join([][]byte{req(mBlock, 1, make([]byte, 700<<10), false), req(mEcho, 2, make([]byte, 700<<10), false)}, nil))
 	f.Add([]byte{})
 
 	var damaged atomic.Value // string: the first held payload found changed
@@ -48,7 +57,8 @@ func FuzzServerFrames(f *testing.F) {
 		return r.Payload, nil
 	})
 	cfg := DefaultConfig()
-	cfg.MaxMessageSize = 1 << 20
+	cfg.MaxMessageSize, cfg.ConnInFlightBytes, cfg.InFlightBytes = 1<<20, 1<<20, 2<<20
+	cfg.StallTimeout = 20 * time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	tr, err := New(cfg)
 	if err != nil {
@@ -85,9 +95,24 @@ func FuzzServerFrames(f *testing.F) {
 			defer close(replies)
 			_, _ = io.Copy(io.Discard, nc) // until the server closes
 		}()
+		stall := bytes.HasPrefix(stream, []byte("stall:"))
+		if stall {
+			stream = stream[len("stall:"):]
+		}
 		_, _ = nc.Write(stream)
+		if stall {
+			select {
+			case <-replies: // the server hung up on a stalled frame
+			case <-time.After(200 * time.Millisecond): // between frames: no stall
+			}
+		}
 		_ = nc.(*net.TCPConn).CloseWrite() // the end of the stream: the server closes
 		<-replies
+		for deadline := time.Now().Add(5 * time.Second); tr.mem.used.Load() != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d bytes still charged to InFlightBytes after the connection went (stream %q)", tr.mem.used.Load(), stream)
+			}
+		}
 		if d := damaged.Load(); d != nil {
 			t.Fatalf("%s (stream %q)", d, stream)
 		}

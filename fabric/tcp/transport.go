@@ -18,16 +18,32 @@
 //	16     4    payload length (at most the receiver's advertised limit)
 //	20     4    CRC32C (Castagnoli) of header bytes 0–19 and the payload
 //
-// A connection opens with a hello each way (client first) whose 12-byte
-// payload carries the sender's maximum payload size, its in-flight window
-// and whether it wants checksums; the smaller window applies, and each side
-// sends the other no more than the other's limit. Then the client sends
+// A connection opens with a hello each way (client first), method and id
+// 0, whose 12-byte payload carries the sender's maximum payload size
+// (uint32, 1 to fabric.MaxMessageSize), its in-flight window (uint32, 1 to
+// 65536), an options byte (bit 0: it wants checksums; other bits 0) and
+// three reserved bytes (0); a hello with any field out of range is
+// refused. The smaller window applies, and each side sends the other no
+// more than the other's limit. Then the client sends
 // request, one-way and cancel frames; the server answers each request with
 // a reply or an error (code uint16, then the message) and each one-way
 // message with done once its handler returned, which frees the window slot.
 // Either side sends ping when idle and answers ping with pong. A decoder
 // error (bad magic, version, type, flags, length or CRC) closes the
 // connection: framing cannot be trusted afterwards.
+//
+// # Limits on what a peer makes this side hold
+//
+// An accepted connection checks a request's declared length before it
+// allocates anything: above MaxMessageSize the connection is closed;
+// within it, the length is reserved against Config.ConnInFlightBytes, and
+// the payload is read into buffers that grow as its bytes arrive, each
+// charged to the transport-wide Config.InFlightBytes before it is taken.
+// When either budget is spent the connection stops reading (back-pressure)
+// instead of being closed; a wait for InFlightBytes is bounded by
+// Config.StallTimeout, which also bounds how long a begun frame may go
+// unfinished. Peers disconnected for a bad or oversized frame, a stall or
+// an exhausted budget are logged as warnings with their address.
 //
 // # Performance
 //
@@ -70,6 +86,9 @@ import (
 type Transport struct {
 	cfg Config
 	log *slog.Logger
+	// mem is Config.InFlightBytes: what the request buffers of every
+	// accepted connection hold, whatever listener accepted it.
+	mem *budget
 }
 
 var _ fabric.Transport = (*Transport)(nil)
@@ -83,7 +102,7 @@ func New(cfg Config) (*Transport, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Transport{cfg: cfg, log: log}, nil
+	return &Transport{cfg: cfg, log: log, mem: newBudget(cfg.InFlightBytes)}, nil
 }
 
 // Name returns "tcp".

@@ -52,3 +52,13 @@ func class(n int) int {
 	}
 	return bits.Len(uint(n-1)) - minShift
 }
+
+// Cap returns the capacity of the buffer Get(n) returns, which is what it
+// holds in memory: n rounded up to its size class, or n above the classes.
+func Cap(n int) int {
+	c := class(n)
+	if c < 0 {
+		return n
+	}
+	return 1 << (c + minShift)
+}

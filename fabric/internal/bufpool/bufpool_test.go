@@ -24,6 +24,7 @@ func TestGetPut(t *testing.T) {
 			b := Get(tc.n)
 			require.Len(t, *b, tc.n)
 			require.Equal(t, tc.wantCap, cap(*b))
+			require.Equal(t, tc.wantCap, Cap(tc.n), "Cap says what Get holds")
 			Put(b)
 			again := Get(tc.n)
 			require.Len(t, *again, tc.n)
