@@ -309,9 +309,10 @@ func (c *Cluster) Raft() state.RaftInfo {
 }
 
 // Unreachable returns the node IDs that this node's gossip currently sees
-// dead or leaving, whatever the committed state says yet (nil without
-// gossip). The map must not be modified.
-func (c *Cluster) Unreachable() map[string]bool {
+// dead or leaving, whatever the committed state says yet, each with the
+// time (this node's clock) gossip has seen it so (nil without gossip). The
+// map must not be modified.
+func (c *Cluster) Unreachable() map[string]time.Time {
 	if c.isStarted() && c.ms != nil {
 		return c.ms.Down()
 	}

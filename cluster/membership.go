@@ -97,9 +97,10 @@ type membership struct {
 	refused map[string]string  // node ID → the cluster UUID it was refused for (logged once)
 	changed broadcast          // after every change of the member table
 
-	// down is the set of node IDs gossip last saw dead or leaving;
-	// replaced (never modified) on every change of one.
-	down atomic.Pointer[map[string]bool]
+	// down holds the node IDs gossip last saw dead or leaving, with
+	// since when (this node's clock); replaced (never modified) on every
+	// change of one.
+	down atomic.Pointer[map[string]time.Time]
 }
 
 // startMembership starts memberlist on cfg.GossipAddr with the given
@@ -249,10 +250,10 @@ func (m *membership) record(n *memberlist.Node, status string) {
 	}
 	m.members[md.ID] = mem
 	if !ok || prev.Status != status {
-		down := map[string]bool{}
+		down := map[string]time.Time{}
 		for id, x := range m.members {
 			if x.Status != "alive" {
-				down[id] = true
+				down[id] = x.Since
 			}
 		}
 		m.down.Store(&down)
@@ -261,9 +262,9 @@ func (m *membership) record(n *memberlist.Node, status string) {
 	m.changed.Signal()
 }
 
-// Down returns the node IDs gossip last saw dead or leaving (nil before
-// any); the map must not be modified.
-func (m *membership) Down() map[string]bool {
+// Down returns the node IDs gossip last saw dead or leaving, with since
+// when (nil before any); the map must not be modified.
+func (m *membership) Down() map[string]time.Time {
 	if d := m.down.Load(); d != nil {
 		return *d
 	}

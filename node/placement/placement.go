@@ -14,6 +14,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/cluster/state"
@@ -28,11 +29,16 @@ type Adapter struct {
 	// caughtUp: this node has once applied everything it knew committed;
 	// from then on its state only lags by the moment an apply takes.
 	caughtUp atomic.Bool
+	now      func() time.Time
 
 	mu       sync.Mutex
-	last     *state.State    // the committed state seen was derived from
-	lastDown map[string]bool // and the unreachable nodes
+	last     *state.State         // the committed state seen was derived from
+	lastDown map[string]time.Time // and the unreachable nodes
 	seen     *state.State
+	// admitted holds, by node ID, when (this node's clock) this adapter
+	// last saw the committed state take a node in as live: a new record of
+	// it, live, between two states it handed out.
+	admitted map[string]time.Time
 }
 
 var (
@@ -41,22 +47,54 @@ var (
 )
 
 // New adapts c.
-func New(c *cluster.Cluster) *Adapter { return &Adapter{c: c} }
+func New(c *cluster.Cluster) *Adapter {
+	return &Adapter{c: c, now: time.Now, admitted: map[string]time.Time{}}
+}
 
 // State returns the latest applied state, in which a node that this
 // node's gossip sees dead or leaving is not live even before the leader
 // has committed it (so that a search or write through a node cut off from
-// others does not wait on them). When gossip and the state agree it is the
-// committed state itself; else a shallow copy with those nodes' records
-// replaced, made once per state and set of unreachable nodes.
+// others does not wait on them), unless the committed state has taken the
+// node in again since gossip saw it go: the leader's gossip saw it come
+// back before this node's did (a killed node restarted, which gossip
+// learns from a refutation that reaches the nodes one by one), and
+// routing to it must not wait for this node's gossip to catch up. When
+// gossip and the state agree it is the committed state itself; else a
+// shallow copy with those nodes' records replaced, made once per state
+// and set of unreachable nodes.
 func (a *Adapter) State() *state.State {
 	st, down := a.c.State(), a.c.Unreachable()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.last != nil && st != a.last {
+		noteAdmitted(a.admitted, a.last, st, a.now())
+	}
 	if st != a.last || !maps.Equal(down, a.lastDown) || a.seen == nil {
-		a.seen, a.last, a.lastDown = withUnreachable(st, down, a.c.LocalNodeID()), st, down
+		a.seen, a.last, a.lastDown = withUnreachable(st, stillDown(down, a.admitted), a.c.LocalNodeID()), st, down
 	}
 	return a.seen
+}
+
+// noteAdmitted records in admitted, at now, every node that cur holds a
+// new live record of, compared with prev (the state handed out before).
+func noteAdmitted(admitted map[string]time.Time, prev, cur *state.State, now time.Time) {
+	for id, n := range cur.Nodes {
+		if n.Live && prev.Nodes[id] != n {
+			admitted[id] = now
+		}
+	}
+}
+
+// stillDown is the nodes of down that the committed state has not taken
+// in again since gossip saw them go.
+func stillDown(down, admitted map[string]time.Time) map[string]bool {
+	out := make(map[string]bool, len(down))
+	for id, since := range down {
+		if at, ok := admitted[id]; !ok || !at.After(since) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // withUnreachable is st with the nodes in down (but local) not live.
