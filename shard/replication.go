@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/weftsearch/weft/cluster/state"
-	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
 	"github.com/weftsearch/weft/shardapi"
@@ -208,11 +207,9 @@ func encodeReplicate(m replicateMsg) []byte {
 // errCorruptRecord: a replicated record failed its checksum.
 var errCorruptRecord = errors.New("corrupt replicated record")
 
-func decodeReplicate(p []byte) (replicateMsg, error) {
-	d := dec{b: p}
-	d.version()
+// decodeReplicateBody reads what follows a replication message's Header.
+func decodeReplicateBody(d *dec) replicateMsg {
 	var m replicateMsg
-	m.Header = d.copyHeader()
 	m.gcp, m.mappingVersion = d.u64(), d.u64()
 	flags := d.u8()
 	if flags > 1 {
@@ -221,18 +218,19 @@ func decodeReplicate(p []byte) (replicateMsg, error) {
 	m.resync = flags == 1
 	n := d.count(shardlog.FrameHeader)
 	if d.err != nil {
-		return m, d.err
+		return m
 	}
 	m.recs = make([]shardlog.Record, 0, n)
 	for range n {
 		r, rest, err := shardlog.DecodeFrame(d.b)
 		if err != nil {
-			return m, fmt.Errorf("%w: %v", errCorruptRecord, err)
+			d.err, d.b = fmt.Errorf("%w: %v", errCorruptRecord, err), nil
+			return m
 		}
 		m.recs = append(m.recs, r)
 		d.b = rest
 	}
-	return m, d.end()
+	return m
 }
 
 // replicate starts sending recs (committed with term) to sc's replication
@@ -337,20 +335,15 @@ func (s *Store) sendReplicate(ctx context.Context, node string, msg []byte) (uin
 	return cp, d.end()
 }
 
-// serveReplicate runs on a replica: it logs the operations of one
-// replication message, in order, and answers with its checkpoint; they are
-// indexed behind the answer (behind.go).
-func (s *Store) serveReplicate(ctx context.Context, req *fabric.Request) ([]byte, error) {
-	m, err := decodeReplicate(req.Payload)
-	if err != nil {
-		return nil, fabric.Errorf(fabric.CodeBadRequest, "%v", err)
-	}
-	if err := s.checkRouting(ctx, Header{Cluster: m.Cluster, Index: m.Index, Shard: m.Shard, Alloc: m.Alloc}, false); err != nil {
-		return nil, remoteErr(err)
-	}
+// serveReplicate runs on a replica, behind serveCopy (which checks that
+// the copy is this node's): it logs the operations of one replication
+// message, in order, and answers with its checkpoint; they are indexed
+// behind the answer (behind.go).
+func (s *Store) serveReplicate(ctx context.Context, h Header, m replicateMsg) ([]byte, error) {
+	m.Header = h
 	cp, err := s.applyReplicated(ctx, m)
 	if err != nil {
-		return nil, remoteErr(err)
+		return nil, err
 	}
 	e := enc{}
 	e.u8(wireVersion)

@@ -76,7 +76,7 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(MethodSearchStats, s.serveSearchStats)
 	mux.HandleFunc(MethodSearchQuery, s.serveSearchQuery)
 	mux.HandleFunc(MethodSearchFetch, s.serveSearchFetch)
-	mux.HandleFunc(MethodReplicate, s.serveReplicate)
+	mux.HandleFunc(MethodReplicate, serveCopy(s, heldCopy, decodeReplicateBody, s.serveReplicate))
 	mux.HandleFunc(MethodRecoveryStart, s.serveRecoveryStart)
 	mux.HandleFunc(MethodRecoveryFiles, s.serveRecoveryFiles)
 	mux.HandleFunc(MethodRecoveryOps, s.serveRecoveryOps)
