@@ -32,7 +32,7 @@ type readerContexts struct {
 	byID map[string]*readerContext
 	// held counts the contexts of each kind, and the slots reserved for
 	// contexts being opened (reserve).
-	held [2]int
+	held [shardapi.NumContextKinds]int
 }
 
 type readerContext struct {

@@ -21,23 +21,13 @@ type ScrollCursor struct {
 type ContextKind uint8
 
 const (
-	ContextPIT    ContextKind = 0 // a point in time (POST /{index}/_pit)
-	ContextScroll ContextKind = 1 // a scroll's point in time (?scroll=)
-	contextKinds              = 2
+	ContextPIT      ContextKind = 0 // a point in time (POST /{index}/_pit)
+	ContextScroll   ContextKind = 1 // a scroll's point in time (?scroll=)
+	NumContextKinds             = 2 // how many kinds there are
 )
 
 // Valid reports whether k is a known kind.
-func (k ContextKind) Valid() bool { return k < contextKinds }
-
-func (k ContextKind) String() string {
-	switch k {
-	case ContextPIT:
-		return "point in time"
-	case ContextScroll:
-		return "scroll"
-	}
-	return fmt.Sprintf("context kind %d", uint8(k))
-}
+func (k ContextKind) Valid() bool { return k < NumContextKinds }
 
 // The cluster settings (state.Settings.Values) that bound how many reader
 // contexts of each kind one node holds open, counted per shard copy as
