@@ -89,6 +89,10 @@ type IndexInfo struct {
 // and the copies it holds.
 type NodeStats struct {
 	Indices map[string]shardapi.IndexNodeStats
+	// ScrollContexts and PITContexts are the reader contexts this node's
+	// data node holds open for scrolls and points in time (one per shard
+	// copy pinned here).
+	ScrollContexts, PITContexts int
 }
 
 // primaryWait bounds how long a write or get waits for a shard's primary
@@ -460,7 +464,8 @@ func (c *Coordinator) counterStats() map[string]shardapi.IndexNodeStats {
 // Stats returns per-index counters of this node: the requests it
 // coordinated and the copies it holds.
 func (c *Coordinator) Stats() NodeStats {
-	out := NodeStats{Indices: c.counterStats()}
+	out := NodeStats{Indices: c.counterStats(),
+		ScrollContexts: c.store.OpenContextCount(shardapi.ContextScroll), PITContexts: c.store.OpenContextCount(shardapi.ContextPIT)}
 	for name, cs := range c.store.CopyCounters() {
 		st := out.Indices[name]
 		st.Docs += cs.Docs

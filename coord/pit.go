@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -62,14 +63,19 @@ func (p PIT) Indices() []string {
 	return out
 }
 
-// OpenContexts is the number of reader contexts open on this node.
-func (c *Coordinator) OpenContexts() int { return c.store.OpenContextCount() }
-
 // OpenPIT opens a point in time over the named indices: one active copy of
 // every shard (this node's when it has one) pinned for keepAlive. A shard
-// with no active copy fails the whole request (ErrUnavailable), and the
-// contexts already opened are closed again.
+// with no active copy (ErrUnavailable), or whose node holds as many points
+// in time as search.max_open_pit_context allows (ErrTooManyPITContexts),
+// fails the whole request, and the contexts already opened are closed
+// again.
 func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (PIT, error) {
+	return c.openPIT(ctx, names, keepAlive, shardapi.ContextPIT)
+}
+
+// openPIT opens a point in time whose contexts the nodes count as kind: a
+// point in time's own, or a scroll's.
+func (c *Coordinator) openPIT(ctx context.Context, names []string, keepAlive time.Duration, kind shardapi.ContextKind) (PIT, error) {
 	if keepAlive <= 0 || keepAlive > shardapi.MaxKeepAlive {
 		return PIT{}, fmt.Errorf("%w: keep alive for a point in time or scroll [%v] must be positive and at most %v (search.max_keep_alive)", shardapi.ErrInvalidRequest, keepAlive, shardapi.MaxKeepAlive)
 	}
@@ -95,12 +101,12 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 				}
 			}
 			if !found {
-				_, _ = c.ClosePIT(ctx, pit)
+				c.releasePIT(ctx, pit)
 				return PIT{}, fmt.Errorf("%w: [%s][%d] has no active copy to open a point in time on", shardapi.ErrUnavailable, n, num)
 			}
-			id, err := c.openContext(ctx, v, ix.UUID, num, pick, keepAlive)
+			id, err := c.openContext(ctx, v, ix.UUID, num, pick, keepAlive, kind)
 			if err != nil {
-				_, _ = c.ClosePIT(ctx, pit)
+				c.releasePIT(ctx, pit)
 				return PIT{}, err
 			}
 			pit.Shards = append(pit.Shards, PITShard{Index: n, UUID: ix.UUID, Shard: num, Node: pick.NodeID, Alloc: pick.AllocationID, Ctx: id})
@@ -112,36 +118,57 @@ func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive tim
 	return pit, nil
 }
 
-func (c *Coordinator) openContext(ctx context.Context, v *state.State, uuid string, num int, cp state.Copy, keep time.Duration) (string, error) {
+func (c *Coordinator) openContext(ctx context.Context, v *state.State, uuid string, num int, cp state.Copy, keep time.Duration, kind shardapi.ContextKind) (string, error) {
 	node, err := c.copiesOn(v, cp.NodeID)
 	if err != nil {
 		return "", err
 	}
-	return node.OpenContext(ctx, shard.Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: cp.AllocationID}, keep)
+	return node.OpenContext(ctx, shard.Header{Cluster: v.ClusterUUID, Index: uuid, Shard: num, Alloc: cp.AllocationID}, keep, kind)
+}
+
+// releaseTimeout bounds how long releasing the contexts of a point in time
+// that could not be used waits for their nodes.
+const releaseTimeout = 10 * time.Second
+
+// releasePIT closes the contexts of a point in time a failed request
+// opened, even when the request's ctx has ended (a client that went away
+// must not leave its contexts holding slots until they expire); what it
+// cannot close expires with its keep-alive.
+func (c *Coordinator) releasePIT(ctx context.Context, pit PIT) {
+	if len(pit.Shards) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := c.ClosePIT(ctx, pit); err != nil {
+		c.logger.Warn("coord: releasing the contexts of a point in time", "shards", len(pit.Shards), "err", err)
+	}
 }
 
 // ClosePIT closes the point in time's contexts on the nodes that hold
-// them, and reports how many were open.
+// them, and reports how many were open. A context it cannot reach does not
+// stop it closing the others; their errors come back joined.
 func (c *Coordinator) ClosePIT(ctx context.Context, pit PIT) (int, error) {
 	v, err := c.readView()
 	if err != nil {
 		return 0, err
 	}
 	freed := 0
+	var errs []error
 	for _, s := range pit.Shards {
 		node, h, err := c.contextOf(v, s)
-		if err != nil {
-			return freed, err
+		if err == nil {
+			var open bool
+			open, err = node.CloseContext(ctx, h, s.Ctx)
+			if open {
+				freed++
+			}
 		}
-		open, err := node.CloseContext(ctx, h, s.Ctx)
 		if err != nil {
-			return freed, err
-		}
-		if open {
-			freed++
+			errs = append(errs, fmt.Errorf("closing the context of [%s][%d] on node %s: %w", s.Index, s.Shard, s.Node, err))
 		}
 	}
-	return freed, nil
+	return freed, errors.Join(errs...)
 }
 
 // ClaimScroll takes the cursor of a scroll over pit for its next page;

@@ -66,7 +66,7 @@ func (c *Coordinator) RunSearch(ctx context.Context, req SearchRequest) (*Search
 		id, _ := srch.PointInTime()
 		p, err := DecodePIT(id)
 		if id == "" {
-			p, err = c.OpenPIT(ctx, req.Indices, srch.Scroll)
+			p, err = c.openPIT(ctx, req.Indices, srch.Scroll, shardapi.ContextScroll)
 			opened = true
 		}
 		if err != nil {
@@ -77,12 +77,12 @@ func (c *Coordinator) RunSearch(ctx context.Context, req SearchRequest) (*Search
 	}
 	reply, err := c.runSearch(ctx, req, pit)
 	if err != nil && opened {
-		_, _ = c.ClosePIT(ctx, *pit)
+		c.releasePIT(ctx, *pit)
 	}
 	if err == nil && opened {
 		reply.OpenedPIT = pit
 		if reply.ScrollID, err = srch.ScrollID(pit.Encode(), req.Indices); err != nil {
-			_, _ = c.ClosePIT(ctx, *pit)
+			c.releasePIT(ctx, *pit)
 			return nil, err
 		}
 	}

@@ -556,8 +556,15 @@ func nodeIndicesStats(docs uint64, store int64, st coord.NodeStats) map[string]a
 			"delete_total":         sum.DeleteTotal,
 		},
 		"search": map[string]any{
-			"query_total":          sum.SearchTotal,
-			"query_time_in_millis": sum.SearchNanos / 1e6,
+			// The reader contexts this node holds, one per shard copy a
+			// scroll or point in time pinned here (what
+			// search.max_open_scroll_context and search.max_open_pit_context
+			// bound).
+			"open_contexts":         st.ScrollContexts + st.PITContexts,
+			"scroll_current":        st.ScrollContexts,
+			"point_in_time_current": st.PITContexts,
+			"query_total":           sum.SearchTotal,
+			"query_time_in_millis":  sum.SearchNanos / 1e6,
 		},
 		"translog": map[string]any{"fsyncs": sum.LogFsyncs},
 	}

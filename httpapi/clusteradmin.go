@@ -63,20 +63,20 @@ func persistentSettings(c state.Settings) map[string]any {
 // persistent ones (Elasticsearch 8 deprecates the difference).
 func setClusterSetting(c *state.Settings, key string, raw json.RawMessage) (any, error) {
 	reset := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-	if _, ok := clusterSettings[key]; ok {
+	if spec, ok := clusterSettings[key]; ok {
 		if reset {
 			delete(c.Values, key)
 			return nil, nil
 		}
-		v, err := boolValue(raw, key)
+		stored, echo, err := spec.parse(key, raw)
 		if err != nil {
 			return nil, err
 		}
 		if c.Values == nil {
 			c.Values = map[string]string{}
 		}
-		c.Values[key] = strconv.FormatBool(v)
-		return v, nil
+		c.Values[key] = stored
+		return echo, nil
 	}
 	var str string
 	if !reset {
@@ -115,16 +115,51 @@ func setClusterSetting(c *state.Settings, key string, raw json.RawMessage) (any,
 	return str, nil
 }
 
-// clusterSettings are the cluster settings besides excludeNameSetting, with
-// their defaults. Each is honoured:
+// clusterSettings are the cluster settings besides excludeNameSetting and
+// recoveryRateSetting, kept in state.Settings.Values. Each is honoured:
 //   - search.default_allow_partial_results: false makes a search that
 //     lost a shard fail instead of answering with partial results (the
 //     default of a search's allow_partial_search_results);
 //   - action.destructive_requires_name: false lets DELETE /{index} take
-//     wildcards and _all.
-var clusterSettings = map[string]string{
-	"search.default_allow_partial_results": "true",
-	"action.destructive_requires_name":     "true",
+//     wildcards and _all;
+//   - search.max_open_scroll_context, search.max_open_pit_context: how
+//     many reader contexts of scrolls and of points in time each data node
+//     holds open (one per shard copy it pins); it refuses more with 429.
+var clusterSettings = map[string]clusterSettingSpec{
+	"search.default_allow_partial_results": {def: "true", parse: boolSetting},
+	"action.destructive_requires_name":     {def: "true", parse: boolSetting},
+	shardapi.MaxOpenScrollContextSetting:   {def: strconv.Itoa(shardapi.DefaultMaxOpenScrollContext), parse: countSetting},
+	shardapi.MaxOpenPITContextSetting:      {def: strconv.Itoa(shardapi.DefaultMaxOpenPITContext), parse: countSetting},
+}
+
+// clusterSettingSpec is a setting of clusterSettings: its default, and how
+// a PUT's JSON value becomes the stored string and the value echoed.
+type clusterSettingSpec struct {
+	def   string
+	parse func(key string, raw json.RawMessage) (stored string, echo any, err error)
+}
+
+func boolSetting(key string, raw json.RawMessage) (string, any, error) {
+	v, err := boolValue(raw, key)
+	if err != nil {
+		return "", nil, err
+	}
+	return strconv.FormatBool(v), v, nil
+}
+
+// countSetting reads a count: a non-negative integer, as a JSON number or
+// a string.
+func countSetting(key string, raw json.RawMessage) (string, any, error) {
+	str := strings.Trim(string(bytes.TrimSpace(raw)), `"`)
+	n, err := strconv.ParseInt(str, 10, 32)
+	if err != nil {
+		return "", nil, illegalArgument("Failed to parse value [%s] for setting [%s]: use a whole number of at least 0", str, key)
+	}
+	if n < 0 {
+		return "", nil, illegalArgument("Failed to parse value [%s] for setting [%s] must be >= 0", str, key)
+	}
+	stored := strconv.FormatInt(n, 10)
+	return stored, stored, nil
 }
 
 // clusterSetting returns a setting of clusterSettings: the committed value,
@@ -135,7 +170,7 @@ func (s *Server) clusterSetting(key string) string {
 			return v
 		}
 	}
-	return clusterSettings[key]
+	return clusterSettings[key].def
 }
 
 func (s *Server) destructiveRequiresName() bool {
@@ -521,8 +556,8 @@ func (s *Server) handleGetClusterSettings(w http.ResponseWriter, r *http.Request
 	out := map[string]any{"persistent": persistentSettings(s.cfg.Cluster.Settings()), "transient": map[string]any{}}
 	if flagParam(r, "include_defaults") {
 		defaults := map[string]any{}
-		for k, v := range clusterSettings {
-			defaults[k] = v
+		for k, spec := range clusterSettings {
+			defaults[k] = spec.def
 		}
 		out["defaults"] = defaults
 	}

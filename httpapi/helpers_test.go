@@ -44,6 +44,14 @@ func apiConfig() httpapi.Config {
 // serve; the test's cleanup stops it.
 func openEngine(t testing.TB, logger *slog.Logger) *coord.Coordinator {
 	t.Helper()
+	eng, _ := openEngineCluster(t, logger)
+	return eng
+}
+
+// openEngineCluster is openEngine, with the cluster whose Raft commits the
+// engine's metadata.
+func openEngineCluster(t testing.TB, logger *slog.Logger) (*coord.Coordinator, *cluster.Cluster) {
+	t.Helper()
 	dir := t.TempDir()
 	c, err := cluster.New(cluster.Config{NodeID: "node-1-id", NodeName: "node-1", DataDir: dir, Timing: cluster.LocalTiming(), Logger: logger})
 	require.NoError(t, err)
@@ -61,7 +69,7 @@ func openEngine(t testing.TB, logger *slog.Logger) *coord.Coordinator {
 	defer cancel()
 	_, err = meta.AwaitState(ctx, func(*state.State) bool { return meta.Ready() == nil })
 	require.NoError(t, err, "the single-node cluster did not elect itself")
-	return eng
+	return eng, c
 }
 
 // testAPI is an API over a real engine in a temporary directory, served on

@@ -56,6 +56,13 @@ func translate(err error) *apiError {
 		{shardapi.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
 		{shardapi.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
 		{shardapi.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
+		// A node holds as many reader contexts as its limit allows: retry
+		// once some are closed or expire. Elasticsearch's type for scrolls;
+		// it has no limit on points in time (OpenSearch's
+		// search.max_open_pit_context refuses them as a rejected
+		// execution), so theirs is its type of a 429 rejection.
+		{shardapi.ErrTooManyScrollContexts, http.StatusTooManyRequests, "too_many_scroll_contexts_exception"},
+		{shardapi.ErrTooManyPITContexts, http.StatusTooManyRequests, "es_rejected_execution_exception"},
 		{coord.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the

@@ -20,13 +20,17 @@ func TestReaderContexts(t *testing.T) {
 		return v
 	}
 	r := newReaderContexts()
-	short := r.open("a1", pin(), time.Millisecond)
-	long := r.open("a1", pin(), time.Hour)
-	gone := r.open("a2", pin(), time.Hour)
-	require.Equal(t, 3, r.count())
+	open := func(alloc string, keep time.Duration) string {
+		require.NoError(t, r.reserve(shardapi.ContextPIT, 10, time.Now()))
+		return r.open(alloc, shardapi.ContextPIT, pin(), keep)
+	}
+	short := open("a1", time.Millisecond)
+	long := open("a1", time.Hour)
+	gone := open("a2", time.Hour)
+	require.Equal(t, 3, r.count(shardapi.ContextPIT))
 	time.Sleep(5 * time.Millisecond)
 	r.sweep(time.Now(), func(alloc string) bool { return alloc == "a1" })
-	require.Equal(t, 1, r.count(), "expired, and without its copy, contexts go")
+	require.Equal(t, 1, r.count(shardapi.ContextPIT), "expired, and without its copy, contexts go")
 	_, err = r.use(short, 0)
 	require.ErrorIs(t, err, shardapi.ErrContextMissing)
 	_, err = r.use(gone, 0)
@@ -51,4 +55,55 @@ func TestReaderContexts(t *testing.T) {
 	_, err = view.Search(context.Background(), nil)
 	require.ErrorIs(t, err, index.ErrClosed, "a closed context releases its view")
 	require.ErrorIs(t, r.commit(long, shardapi.ScrollCursor{}), shardapi.ErrContextMissing)
+}
+
+// TestReaderContextLimits: a node holds at most the limit of contexts of
+// each kind, counted apart; closing one, or its expiry, frees its slot.
+func TestReaderContextLimits(t *testing.T) {
+	idx, err := index.Create(t.TempDir(), index.NewDynamicMapping())
+	require.NoError(t, err)
+	defer idx.Close()
+	r := newReaderContexts()
+	defer r.closeAll()
+	now := time.Now()
+	open := func(kind shardapi.ContextKind, limit int, keep time.Duration) (string, error) {
+		if err := r.reserve(kind, limit, now); err != nil {
+			return "", err
+		}
+		v, err := idx.Pin()
+		require.NoError(t, err)
+		return r.open("a1", kind, v, keep), nil
+	}
+
+	first, err := open(shardapi.ContextScroll, 2, time.Hour)
+	require.NoError(t, err)
+	_, err = open(shardapi.ContextScroll, 2, time.Minute)
+	require.NoError(t, err)
+	_, err = open(shardapi.ContextScroll, 2, time.Hour)
+	require.ErrorIs(t, err, shardapi.ErrTooManyScrollContexts)
+	require.EqualError(t, err, "too many scroll contexts: Trying to create too many scroll contexts. Must be less than or equal to: [2]. "+
+		"This limit can be set by changing the [search.max_open_scroll_context] setting.")
+	require.Equal(t, 2, r.count(shardapi.ContextScroll))
+
+	_, err = open(shardapi.ContextPIT, 1, time.Hour)
+	require.NoError(t, err, "points in time are counted apart from scrolls")
+	_, err = open(shardapi.ContextPIT, 1, time.Hour)
+	require.ErrorIs(t, err, shardapi.ErrTooManyPITContexts)
+	require.Equal(t, 1, r.count(shardapi.ContextPIT))
+
+	require.True(t, r.close(first))
+	_, err = open(shardapi.ContextScroll, 2, time.Hour)
+	require.NoError(t, err, "a closed context frees its slot")
+	_, err = open(shardapi.ContextScroll, 2, time.Hour)
+	require.ErrorIs(t, err, shardapi.ErrTooManyScrollContexts)
+
+	now = now.Add(2 * time.Minute) // the one-minute scroll expired; the reaper has not run
+	_, err = open(shardapi.ContextScroll, 2, time.Hour)
+	require.NoError(t, err, "an expired context frees its slot at the next open")
+	require.Equal(t, 2, r.count(shardapi.ContextScroll))
+
+	require.NoError(t, r.reserve(shardapi.ContextPIT, 2, now))
+	require.Equal(t, 2, r.count(shardapi.ContextPIT), "a reserved slot counts")
+	r.unreserve(shardapi.ContextPIT)
+	require.Equal(t, 1, r.count(shardapi.ContextPIT))
 }

@@ -29,9 +29,11 @@ type Copies interface {
 	// Refresh returns once the copy's writes in flight are searchable and it
 	// has indexed what it acknowledged.
 	Refresh(ctx context.Context, h Header) error
-	// OpenContext pins the copy's current contents in a reader context
-	// (point in time, scroll) for keep, and returns the context's id.
-	OpenContext(ctx context.Context, h Header, keep time.Duration) (string, error)
+	// OpenContext pins the copy's current contents in a reader context of
+	// kind (point in time, scroll) for keep, and returns the context's id.
+	// A node that holds as many contexts of kind as its cluster setting
+	// allows refuses it (ErrTooManyScrollContexts, ErrTooManyPITContexts).
+	OpenContext(ctx context.Context, h Header, keep time.Duration, kind shardapi.ContextKind) (string, error)
 	// CloseContext releases a reader context; false when it was gone.
 	CloseContext(ctx context.Context, h Header, id string) (bool, error)
 	// ClaimScroll takes a scroll's cursor from its home context for a page;
@@ -196,8 +198,8 @@ func (r Remote) Refresh(ctx context.Context, h Header) error {
 }
 
 // OpenContext implements Copies.
-func (r Remote) OpenContext(ctx context.Context, h Header, keep time.Duration) (string, error) {
-	reply, err := r.call(ctx, MethodContextOpen, request(h, 8, func(e *enc) { e.varint(int64(keep)) }))
+func (r Remote) OpenContext(ctx context.Context, h Header, keep time.Duration, kind shardapi.ContextKind) (string, error) {
+	reply, err := r.call(ctx, MethodContextOpen, request(h, 9, func(e *enc) { encodeOpenContext(e, openContextArg{keep: keep, kind: kind}) }))
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
+	"github.com/weftsearch/weft/shardapi"
 )
 
 // This file opens the data node's internals to package shard_test, whose
@@ -106,9 +107,10 @@ func MgetRequest(h Header, ids ...string) []byte {
 	})
 }
 
-// ContextOpenRequest encodes a request to open a reader context for keep.
-func ContextOpenRequest(h Header, keep time.Duration) []byte {
-	return request(h, 0, func(e *enc) { e.varint(int64(keep)) })
+// ContextOpenRequest encodes a request to open a reader context of kind
+// for keep.
+func ContextOpenRequest(h Header, keep time.Duration, kind shardapi.ContextKind) []byte {
+	return request(h, 0, func(e *enc) { encodeOpenContext(e, openContextArg{keep: keep, kind: kind}) })
 }
 
 // ScrollCommitRequest encodes a request storing cursor in context ctx.

@@ -55,7 +55,7 @@ func FuzzShardHandlers(f *testing.F) {
 	f.Add(uint8(0), shard.EncodeBulk(hdr, items))
 	f.Add(uint8(3), []byte{shard.WireVersion})
 	f.Add(uint8(shard.MethodMget-shard.MethodBulk), shard.MgetRequest(hdr, "a", "b"))
-	f.Add(uint8(shard.MethodContextOpen-shard.MethodBulk), shard.ContextOpenRequest(hdr, time.Second))
+	f.Add(uint8(shard.MethodContextOpen-shard.MethodBulk), shard.ContextOpenRequest(hdr, time.Second, shardapi.ContextScroll))
 	f.Add(uint8(shard.MethodScrollCommit-shard.MethodBulk), shard.ScrollCommitRequest(hdr, "no-such-context", []byte(`{"p":1}`)))
 	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
 		method := shard.MethodBulk + fabric.Method(which%uint8(shard.MethodScrollCommit-shard.MethodBulk+1))

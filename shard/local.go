@@ -35,9 +35,9 @@ func (s *Store) PinnedContext(id string, keep time.Duration) (*index.Index, erro
 	return s.pits.use(id, keep)
 }
 
-// OpenContextCount returns how many reader contexts (points in time and
-// scrolls) this node holds open.
-func (s *Store) OpenContextCount() int { return s.pits.count() }
+// OpenContextCount returns how many reader contexts of kind (points in
+// time, scrolls) this node holds open.
+func (s *Store) OpenContextCount(kind shardapi.ContextKind) int { return s.pits.count(kind) }
 
 // Mapping returns a copy of this node's mapping of ix, with the committed
 // mapping of ix merged in first (the view may be newer than what the

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,14 +25,19 @@ import (
 // ended from whichever node it is sent to, and never serves a page twice.
 
 // readerContexts are this node's pinned views of its copies, by context
-// id. Safe for concurrent use.
+// id, and how many of each kind it holds against the kind's limit. Safe
+// for concurrent use.
 type readerContexts struct {
 	mu   sync.Mutex
 	byID map[string]*readerContext
+	// held counts the contexts of each kind, and the slots reserved for
+	// contexts being opened (reserve).
+	held [shardapi.NumContextKinds]int
 }
 
 type readerContext struct {
 	alloc     string
+	kind      shardapi.ContextKind
 	view      *index.Index
 	keepAlive time.Duration
 	expires   time.Time
@@ -53,10 +59,42 @@ func MissingContext(id string) error {
 	return fmt.Errorf("%w: No search context found for id [%s]: it expired or was closed", shardapi.ErrContextMissing, id)
 }
 
-func (r *readerContexts) open(alloc string, view *index.Index, keep time.Duration) string {
+// reserve takes a slot for a context of kind about to be opened, unless
+// the node already holds limit of them (ErrTooManyScrollContexts,
+// ErrTooManyPITContexts). The caller fills the slot (open) or gives it
+// back (unreserve). At the limit, the contexts of kind past their
+// keep-alive are released first: the reaper (sweep) runs only every few
+// seconds, and an expired context must not hold a slot.
+func (r *readerContexts) reserve(kind shardapi.ContextKind, limit int, now time.Time) error {
+	r.mu.Lock()
+	var gone []*readerContext
+	if r.held[kind] >= limit {
+		gone = r.dropLocked(func(rc *readerContext) bool { return rc.kind == kind && now.After(rc.expires) })
+	}
+	ok := r.held[kind] < limit
+	if ok {
+		r.held[kind]++
+	}
+	r.mu.Unlock()
+	release(gone)
+	if !ok {
+		return shardapi.TooManyContexts(kind, limit)
+	}
+	return nil
+}
+
+// unreserve gives back a slot reserve took and open did not fill.
+func (r *readerContexts) unreserve(kind shardapi.ContextKind) {
+	r.mu.Lock()
+	r.held[kind]--
+	r.mu.Unlock()
+}
+
+// open fills a slot reserve took with view, kept for keep.
+func (r *readerContexts) open(alloc string, kind shardapi.ContextKind, view *index.Index, keep time.Duration) string {
 	id := newContextID()
 	r.mu.Lock()
-	r.byID[id] = &readerContext{alloc: alloc, view: view, keepAlive: keep, expires: time.Now().Add(keep)}
+	r.byID[id] = &readerContext{alloc: alloc, kind: kind, view: view, keepAlive: keep, expires: time.Now().Add(keep)}
 	r.mu.Unlock()
 	return id
 }
@@ -82,7 +120,10 @@ func (r *readerContexts) use(id string, keep time.Duration) (*index.Index, error
 func (r *readerContexts) close(id string) bool {
 	r.mu.Lock()
 	rc, ok := r.byID[id]
-	delete(r.byID, id)
+	if ok {
+		delete(r.byID, id)
+		r.held[rc.kind]--
+	}
 	r.mu.Unlock()
 	if ok {
 		_ = rc.view.Release()
@@ -123,14 +164,26 @@ func (r *readerContexts) commit(id string, cur shardapi.ScrollCursor) error {
 // this node no longer has.
 func (r *readerContexts) sweep(now time.Time, has func(alloc string) bool) {
 	r.mu.Lock()
+	gone := r.dropLocked(func(rc *readerContext) bool { return now.After(rc.expires) || !has(rc.alloc) })
+	r.mu.Unlock()
+	release(gone)
+}
+
+// dropLocked removes the contexts drop picks and returns them, for
+// release once r.mu is unlocked.
+func (r *readerContexts) dropLocked(drop func(*readerContext) bool) []*readerContext {
 	var gone []*readerContext
 	for id, rc := range r.byID {
-		if now.After(rc.expires) || !has(rc.alloc) {
+		if drop(rc) {
 			gone = append(gone, rc)
 			delete(r.byID, id)
+			r.held[rc.kind]--
 		}
 	}
-	r.mu.Unlock()
+	return gone
+}
+
+func release(gone []*readerContext) {
 	for _, rc := range gone {
 		_ = rc.view.Release()
 	}
@@ -140,23 +193,49 @@ func (r *readerContexts) closeAll() {
 	r.sweep(time.Now(), func(string) bool { return false })
 }
 
-// count is the number of open contexts (_stats' open_contexts).
-func (r *readerContexts) count() int {
+// count is the number of open contexts of kind (with the slots reserved
+// for contexts being opened).
+func (r *readerContexts) count(kind shardapi.ContextKind) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.byID)
+	return r.held[kind]
 }
 
 // OpenContext implements Copies: it pins the local copy h.Alloc's current
-// contents in a reader context for keep.
-func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration) (string, error) {
+// contents in a reader context of kind for keep, unless this node already
+// holds as many contexts of kind as the cluster setting allows
+// (contextLimit).
+func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration, kind shardapi.ContextKind) (string, error) {
+	if !kind.Valid() {
+		return "", fmt.Errorf("%w: unknown reader context kind %d", shardapi.ErrInvalidRequest, kind)
+	}
 	idx, err := s.Readable(h.Alloc)
 	if err != nil {
 		return "", err
 	}
-	view, err := idx.Pin()
-	if err != nil {
+	if err := s.pits.reserve(kind, s.contextLimit(kind), time.Now()); err != nil {
 		return "", err
 	}
-	return s.pits.open(h.Alloc, view, keep), nil
+	view, err := idx.Pin()
+	if err != nil {
+		s.pits.unreserve(kind)
+		return "", err
+	}
+	return s.pits.open(h.Alloc, kind, view, keep), nil
+}
+
+// contextLimit is how many reader contexts of kind this node may hold: the
+// committed cluster setting (search.max_open_scroll_context,
+// search.max_open_pit_context), else its default. It is read at every
+// open, so a change applies to the next one; contexts already open stay.
+func (s *Store) contextLimit(kind shardapi.ContextKind) int {
+	key, def := kind.LimitSetting()
+	if v := s.meta.State(); v != nil {
+		if raw, ok := v.Settings.Values[key]; ok {
+			if n, err := strconv.Atoi(raw); err == nil && n >= 0 {
+				return n
+			}
+		}
+	}
+	return def
 }

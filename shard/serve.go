@@ -37,8 +37,8 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(MethodRefresh, serveCopy(s, anyCopy, noBody, func(ctx context.Context, h Header, _ struct{}) ([]byte, error) {
 		return []byte{wireVersion}, s.Refresh(ctx, h)
 	}))
-	mux.HandleFunc(MethodContextOpen, serveCopy(s, anyCopy, decodeKeepAlive, func(ctx context.Context, h Header, keep time.Duration) ([]byte, error) {
-		id, err := s.OpenContext(ctx, h, keep)
+	mux.HandleFunc(MethodContextOpen, serveCopy(s, anyCopy, decodeOpenContext, func(ctx context.Context, h Header, a openContextArg) ([]byte, error) {
+		id, err := s.OpenContext(ctx, h, a.keep, a.kind)
 		if err != nil {
 			return nil, err
 		}
@@ -127,12 +127,27 @@ func decodeIDs(d *dec) []string {
 	return ids
 }
 
-func decodeKeepAlive(d *dec) time.Duration {
-	keep := time.Duration(d.varint())
-	if d.err == nil && (keep <= 0 || keep > shardapi.MaxKeepAlive) {
-		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", keep, shardapi.MaxKeepAlive))
+// openContextArg is the body of MethodContextOpen: the keep-alive and
+// (since wire version 6) the context's kind.
+type openContextArg struct {
+	keep time.Duration
+	kind shardapi.ContextKind
+}
+
+func encodeOpenContext(e *enc, a openContextArg) {
+	e.varint(int64(a.keep))
+	e.u8(byte(a.kind))
+}
+
+func decodeOpenContext(d *dec) openContextArg {
+	a := openContextArg{keep: time.Duration(d.varint()), kind: shardapi.ContextKind(d.u8())}
+	if d.err == nil && (a.keep <= 0 || a.keep > shardapi.MaxKeepAlive) {
+		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", a.keep, shardapi.MaxKeepAlive))
 	}
-	return keep
+	if d.err == nil && !a.kind.Valid() {
+		d.fail(fmt.Sprintf("unknown reader context kind %d", a.kind))
+	}
+	return a
 }
 
 // contextArg names a reader context and carries a method's argument.

@@ -45,8 +45,10 @@ const (
 // versions in bulk ops, mget, reader contexts (point in time, scroll); 4:
 // every request to one copy starts with the same Header, and gets go as
 // MethodMget; 5: bulk replies carry no HTTP status (the error's kind, its
-// wire code, says what failed).
-const wireVersion = 5
+// wire code, says what failed); 6: a request to open a reader context
+// says its kind (point in time or scroll), which the node counts against
+// the kind's limit.
+const wireVersion = 6
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request
@@ -77,6 +79,8 @@ var wireErrors = []error{
 	21: shardlog.ErrCorrupt,
 	22: shardapi.ErrContextMissing,
 	23: index.ErrIllegalArgument,
+	24: shardapi.ErrTooManyScrollContexts,
+	25: shardapi.ErrTooManyPITContexts,
 }
 
 // errCode returns the wire code of err's sentinel (0: none) and its

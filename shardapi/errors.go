@@ -34,3 +34,13 @@ var (
 // primary, or the primary term differs. Nothing was done; the sender
 // refreshes its view and retries.
 var ErrStaleRouting = errors.New("stale routing")
+
+// ErrTooManyScrollContexts and ErrTooManyPITContexts: the node already
+// holds as many reader contexts of the kind as its limit allows
+// (search.max_open_scroll_context, search.max_open_pit_context); nothing
+// was opened. Retry once contexts are closed or expire (429, as
+// Elasticsearch's too_many_scroll_contexts_exception).
+var (
+	ErrTooManyScrollContexts = errors.New("too many scroll contexts")
+	ErrTooManyPITContexts    = errors.New("too many point in time contexts")
+)
