@@ -46,6 +46,10 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 		op := &ops[k]
 		res := &results[k]
 		res.Index, res.ID = op.Index, op.ID
+		if err := checkID(op.ID); err != nil {
+			res.Fail(err) // before indexForWrite: a refused item creates no index
+			continue
+		}
 		ix, err := c.indexForWrite(ctx, op)
 		res.Index = op.Index
 		if err != nil {
@@ -63,10 +67,6 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 			}
 			op.ID, autoID = NewID(), true
 			res.ID = op.ID
-		}
-		if len(op.ID) > 512 {
-			res.Fail(fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shardapi.ErrInvalidRequest, op.ID, len(op.ID)))
-			continue
 		}
 		kk := key{ix.UUID, ShardFor(op.ID, op.Routing, ix.NumberOfShards)}
 		g := groups[kk]
@@ -104,6 +104,15 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 		}
 	}
 	return results, nil // documents are searchable on return, whatever opts.Refresh (package doc)
+}
+
+// checkID applies the id rules of a write: ValidateID's, and
+// Elasticsearch's limit of 512 bytes. An empty id (one to generate) passes.
+func checkID(id string) error {
+	if len(id) > 512 {
+		return fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shardapi.ErrInvalidRequest, Printable(id), len(id))
+	}
+	return ValidateID(id)
 }
 
 // resolveFailure is the failure of an item whose index could not be

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
@@ -162,23 +164,79 @@ func (c *Coordinator) viewWhen(ok func() error) (*state.State, error) {
 // cluster (Metadata.Serving).
 func (c *Coordinator) ClusterView() (*state.State, error) { return c.readView() }
 
-// ValidateIndexName applies Elasticsearch's index name rules.
+// ValidateIndexName applies Elasticsearch's index name rules, and one of
+// Weft's own: no control characters and no bytes that are not UTF-8
+// (Elasticsearch's parsers refuse the second; the first are refused so
+// that a name always prints, logs and round-trips through a URL as it was
+// sent). Every name that creates something passes here: an index created
+// or auto-created by a write, and an alias (checkAliasName). The reasons
+// read as Elasticsearch's: "Invalid index name [x], must be lowercase".
 func ValidateIndexName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: index name must not be empty", shardapi.ErrInvalidIndexName)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: [%s]: must not be '.' or '..'", shardapi.ErrInvalidIndexName, name)
-	case strings.ToLower(name) != name:
-		return fmt.Errorf("%w: [%s]: must be lowercase", shardapi.ErrInvalidIndexName, name)
-	case strings.ContainsAny(name, "\\/*?\"<>| ,#:"):
-		return fmt.Errorf("%w: [%s]: must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?, #, :]", shardapi.ErrInvalidIndexName, name)
-	case strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "+"):
-		return fmt.Errorf("%w: [%s]: must not start with '_', '-', or '+'", shardapi.ErrInvalidIndexName, name)
-	case len(name) > 255:
-		return fmt.Errorf("%w: [%s]: index name is too long, (%d > 255)", shardapi.ErrInvalidIndexName, name, len(name))
+	if why := nameRule(name); why != "" {
+		return fmt.Errorf("%w: Invalid index name [%s], %s", shardapi.ErrInvalidIndexName, Printable(name), why)
 	}
 	return nil
+}
+
+// nameRule says which rule of index and alias names name breaks, or "".
+func nameRule(name string) string {
+	if bad := BadText(name); bad != "" {
+		return bad // first: the rules below read the name as text
+	}
+	switch {
+	case name == "":
+		return "must not be empty"
+	case name == "." || name == "..":
+		return "must not be '.' or '..'"
+	case strings.ToLower(name) != name:
+		return "must be lowercase"
+	case strings.ContainsAny(name, "\\/*?\"<>| ,"):
+		return "must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?]"
+	case strings.Contains(name, "#"):
+		return "must not contain '#'"
+	case strings.Contains(name, ":"):
+		return "must not contain ':'"
+	case strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "+"):
+		return "must not start with '_', '-', or '+'"
+	case len(name) > 255:
+		return fmt.Sprintf("index name is too long, (%d > 255)", len(name))
+	}
+	return ""
+}
+
+// ValidateID refuses a document id with a control character or bytes
+// that are not UTF-8 (BadText), as ErrInvalidRequest (400
+// illegal_argument_exception). Every operation that names a document by
+// id passes here: writes (Bulk, which every single-document write goes
+// through), Get and Mget, so such an id is never stored and never looked
+// up. The length limit (512 bytes) is Bulk's, as in Elasticsearch.
+func ValidateID(id string) error {
+	if why := BadText(id); why != "" {
+		return fmt.Errorf("%w: id [%s] %s", shardapi.ErrInvalidRequest, Printable(id), why)
+	}
+	return nil
+}
+
+// Printable is s for an error message: its bytes that are not UTF-8
+// replaced with U+FFFD, so that the JSON reply carrying the message is
+// valid (JSON escapes the control characters).
+func Printable(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// BadText says why s may not be an index name or a document id, or "" when
+// it may: the first control character (C0, DEL or C1, as unicode.IsControl
+// says) or the first byte that does not start valid UTF-8, by offset.
+func BadText(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return fmt.Sprintf("must be valid UTF-8: invalid byte 0x%02x at offset %d", s[i], i)
+			}
+		case unicode.IsControl(r):
+			return fmt.Sprintf("must not contain control characters: U+%04X at offset %d", r, i)
+		}
+	}
+	return ""
 }
 
 // activeShardsWait bounds how long index creation waits for the new

@@ -55,6 +55,8 @@ func TestValidateIndexName(t *testing.T) {
 	}{
 		{"logs-2024.01", true}, {"a", true}, {"Upper", false}, {"", false}, {"_hidden", false}, {"-x", false},
 		{"+x", false}, {"a b", false}, {"a,b", false}, {"a*", false}, {"a/b", false}, {"a#b", false}, {"..", false},
+		{"a:b", false}, {"a\x00b", false}, {"a\x1fb", false}, {"a\tb", false}, {"a\x7fb", false}, {"a\u0085b", false},
+		{"a\xffb", false}, {"a\xc3", false}, {"caf\u00e9", true}, {"\u65e5\u672c", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +65,43 @@ func TestValidateIndexName(t *testing.T) {
 				require.NoError(t, err)
 			} else {
 				require.ErrorIs(t, err, shardapi.ErrInvalidIndexName)
+			}
+		})
+	}
+}
+
+func TestValidateIndexNameReasons(t *testing.T) {
+	tests := []struct{ name, reason string }{
+		{"Upper", "Invalid index name [Upper], must be lowercase"},
+		{"a\x00b", "Invalid index name [a\x00b], must not contain control characters: U+0000 at offset 1"},
+		{"ab\x7f", "Invalid index name [ab\x7f], must not contain control characters: U+007F at offset 2"},
+		{"a\xffb", "Invalid index name [a\ufffdb], must be valid UTF-8: invalid byte 0xff at offset 1"},
+		{"a#b", "Invalid index name [a#b], must not contain '#'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reason, func(t *testing.T) {
+			err := coord.ValidateIndexName(tc.name)
+			require.ErrorIs(t, err, shardapi.ErrInvalidIndexName)
+			require.Equal(t, "invalid index name: "+tc.reason, err.Error())
+		})
+	}
+}
+
+func TestValidateID(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"1", true}, {"a b/c?d", true}, {"..", true}, {"caf\u00e9", true},
+		{"a\x00b", false}, {"\n", false}, {"a\x7f", false}, {"a\u009fb", false}, {"a\xff", false}, {"\xed\xa0\x80", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.id, func(t *testing.T) {
+			err := coord.ValidateID(tc.id)
+			if tc.ok {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, shardapi.ErrInvalidRequest)
 			}
 		})
 	}

@@ -21,6 +21,9 @@ func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (i
 	if err != nil {
 		return index.Doc{}, err
 	}
+	if err := ValidateID(id); err != nil {
+		return index.Doc{}, err
+	}
 	ix, err := v.Index(indexName)
 	if err != nil {
 		return index.Doc{}, err

@@ -48,8 +48,8 @@ func checkAliasName(v *state.State, alias, index string) error {
 	if _, ok := v.Indices[alias]; ok {
 		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shardapi.ErrInvalidRequest, alias)
 	}
-	if err := ValidateIndexName(alias); err != nil {
-		return fmt.Errorf("%w: Invalid alias name [%s]: %v", shardapi.ErrInvalidRequest, alias, err)
+	if why := nameRule(alias); why != "" {
+		return fmt.Errorf("%w: Invalid alias name [%s], %s", shardapi.ErrInvalidRequest, Printable(alias), why)
 	}
 	return nil
 }

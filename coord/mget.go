@@ -37,6 +37,10 @@ func (c *Coordinator) Mget(ctx context.Context, items []MgetItem) ([]MgetResult,
 	groups := map[key][]int{}
 	var order []key
 	for k, it := range items {
+		if err := ValidateID(it.ID); err != nil {
+			out[k].Err = err
+			continue
+		}
 		ix, err := v.Index(it.Index)
 		if err == nil && ix.Closed {
 			err = closedErr(it.Index)

@@ -278,6 +278,12 @@ func SingleIndex(v *state.State, name, routing string, write bool) (*state.Index
 	}
 	names := aliases(v)[name]
 	if len(names) == 0 {
+		if BadText(name) != "" {
+			// A name no index or alias may take is the client's error,
+			// said as such (an index made under older rules still
+			// resolves above).
+			return nil, "", ValidateIndexName(name)
+		}
 		return nil, "", fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, name)
 	}
 	target := ""

@@ -136,6 +136,9 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, 
 		if !ok {
 			break
 		}
+		if xe := utf8Error(line, lineNo); xe != nil {
+			return nil, xe // an action line that does not parse, as any other
+		}
 		a, needsSource, err := parseActionLine(line, lineNo, defaultIndex, defaultRouting)
 		if err != nil {
 			return nil, err
@@ -146,6 +149,9 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, 
 				// Elasticsearch drops a last action whose source line
 				// never came.
 				break
+			}
+			if a.Err == nil {
+				a.Err = a.sourceUTF8Error(src, lineNo)
 			}
 			if a.Err == nil {
 				a.Err = a.setSource(src)
@@ -277,6 +283,17 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 			Reason: fmt.Sprintf("Validation Failed: 1: id is missing for the %s action on line %d;", a.Action, lineNo)}
 	}
 	return a, needsSource, nil
+}
+
+// sourceUTF8Error refuses a source line (body line lineNo) that is not
+// UTF-8, failing only its item, as Elasticsearch fails a document it
+// cannot parse: a document's as document_parsing_exception, an update
+// body's as x_content_parse_exception (Weft fails a bad update body alone).
+func (a *bulkAction) sourceUTF8Error(src []byte, lineNo int) *apiError {
+	if a.Action != actionUpdate {
+		return docUTF8Error(src, lineNo, a.Index)
+	}
+	return utf8Error(src, lineNo)
 }
 
 // setSource validates and attaches the source line of an index, create or

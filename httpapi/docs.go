@@ -195,9 +195,12 @@ func (s *Server) handleIndexDoc(w http.ResponseWriter, r *http.Request) error {
 	if r.PathValue("id") == "" && r.Pattern != "POST /{index}/_doc" {
 		return &apiError{Status: http.StatusBadRequest, Type: "action_request_validation_exception", Reason: "Validation Failed: 1: id is missing;"}
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readRawBody(w, r)
 	if err != nil {
 		return err
+	}
+	if aerr := docUTF8Error(body, 1, op.Index); aerr != nil {
+		return aerr
 	}
 	if err := checkObject(body); err != nil {
 		return &apiError{Status: http.StatusBadRequest, Type: "document_parsing_exception", Reason: "failed to parse the document: " + err.Error(), Index: op.Index}
@@ -418,7 +421,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readRawBody(w, r) // parseBulk checks UTF-8 line by line
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,20 @@ func FuzzAPI(f *testing.F) {
 		{"POST", "/f/_pit?keep_alive=1m", ""},
 		{"PUT", "/f/_doc/3?version=5&version_type=external_gte", `{"n":3}`},
 		{"POST", "/f/_close", ""},
+		// Hostile input: NUL and other control characters in ids and index
+		// names, bodies that are not UTF-8, paths that are not canonical.
+		{"PUT", "/f/_doc/a%00b", `{"n":1}`},
+		{"PUT", "/f%01/_doc/1", `{"n":1}`},
+		{"POST", "/_bulk", "{\"index\":{\"_index\":\"f\",\"_id\":\"a\\u0000\"}}\n{}\n{\"index\":{\"_index\":\"f\"}}\n{\"t\":\"\xff\"}\n"},
+		{"POST", "/_mget", `{"docs":[{"_index":"f\u0007","_id":"1"},{"_index":"f","_id":"\u001f"}]}`},
+		{"POST", "/_aliases", `{"actions":[{"add":{"index":"f","alias":"a\u0000"}}]}`},
+		{"PUT", "/f/_doc/4", "{\"t\":\"\xc3\x28\xed\xa0\x80\"}"},
+		{"POST", "/f/_search", "{\"query\":{\"match\":{\"t\":\"\xf0\x9f\"}}}"},
+		{"GET", "/f/_doc/../../_cluster/health", ""},
+		{"DELETE", "//f", ""},
+		{"GET", "/f/./_doc/1", ""},
+		{"PUT", "/%2e%2e/_doc/1", `{}`},
+		{"GET", "/f%2F..%2F_doc/1", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body)

@@ -159,6 +159,10 @@ func TestSecurityUnauthenticatedIs401(t *testing.T) {
 		{name: "authenticate", method: "GET", path: "/_security/_authenticate"},
 		{name: "put user", method: "PUT", path: "/_security/user/x", body: `{"password":"secret-pw"}`},
 		{name: "unknown path", method: "GET", path: "/_nowhere/at/all"},
+		// Authentication comes before the path's form is judged: a client
+		// without credentials learns nothing, not even that.
+		{name: "malformed path", method: "GET", path: "/logs-a/_doc/../../_cluster/health"},
+		{name: "invalid UTF-8 body", method: "POST", path: "/logs-a/_search", body: "{\"query\":\"\xff\"}"},
 		{name: "wrong password", method: "GET", path: "/", headers: []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("reader:wrong"))}},
 		{name: "unknown user", method: "GET", path: "/", headers: []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("ghost:ghost-pw"))}},
 		{name: "malformed header", method: "GET", path: "/", headers: []string{"Authorization", "Basic !!!"}},

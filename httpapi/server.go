@@ -298,10 +298,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve.ServeHTTP(rec, r)
 }
 
-// negotiated checks media types and hands r to the mux.
+// negotiated checks media types and the path's form (pathError: never
+// the mux's redirect) and hands r to the mux. With security on it runs
+// after authentication, so a client that has not authenticated learns
+// nothing, not even that its path is malformed.
 func (s *Server) negotiated(w http.ResponseWriter, r *http.Request) {
 	n, aerr := negotiate(r)
 	w.Header().Set("Content-Type", n.responseType())
+	if aerr == nil {
+		aerr = pathError(r)
+	}
 	if aerr != nil {
 		s.fail(w, r, aerr)
 		return
@@ -475,8 +481,26 @@ func (s *Server) writeEncodeError(w http.ResponseWriter, r *http.Request, err er
 	}
 }
 
-// readBody reads the whole request body, bounded by MaxBodyBytes.
+// readBody reads the whole request body, bounded by MaxBodyBytes, and
+// refuses one that is not UTF-8 (400 x_content_parse_exception, as
+// Elasticsearch's parsers do: Go's would read the bad bytes as U+FFFD and
+// store that). The one body read otherwise is a document source, whose
+// refusal takes the document's error (readRawBody, docUTF8Error).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := s.readRawBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if xe := utf8Error(b, 1); xe != nil {
+		return nil, xe
+	}
+	return b, nil
+}
+
+// readRawBody is readBody without the UTF-8 check: for the bodies whose
+// parts are judged one by one (a _bulk's lines) or whose refusal is a
+// document's (docUTF8Error).
+func (s *Server) readRawBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, errContentTooLong(limit)

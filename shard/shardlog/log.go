@@ -296,7 +296,11 @@ func (l *Log) cutTornTail(f vfs.File, path string, sc segmentScan, lastSeq uint6
 	if size, err := f.Size(); err != nil || size != sc.valid {
 		return fmt.Errorf("shard log: cut the torn tail of %s at byte %d: size is %d after truncating (%v)", path, sc.valid, size, err)
 	}
-	l.logger.Warn("shard log: cut a torn tail, the unsynced end of a write that a crash interrupted; none of it was acknowledged",
+	// What was cut is certain; whether it had been acknowledged is not:
+	// no sync mark vouches for it, which is so of a write the stop
+	// interrupted, but also of the last fsync's records before a crash
+	// (see "What the rule cannot tell" above).
+	l.logger.Warn("shard log: cut a torn tail: the bytes from the end of the last valid record, which no sync mark says were fsynced (most often a write the node's stop interrupted; damage to the records of the last fsync before a crash reads the same)",
 		"dir", l.dir, "segment", path, "offset", sc.valid, "bytes_cut", sc.size-sc.valid, "reason", sc.bad, "valid_records_cut", records)
 	return nil
 }
