@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"testing"
 
@@ -46,29 +45,12 @@ func newCommittingAPI(t *testing.T) *testAPI {
 	return &testAPI{t: t, srv: srv, eng: eng}
 }
 
-// esError is Elasticsearch's error body.
-type esError struct {
-	Error struct {
-		RootCause []struct {
-			Type   string `json:"type"`
-			Reason string `json:"reason"`
-		} `json:"root_cause"`
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	} `json:"error"`
-	Status int `json:"status"`
-}
-
 func requireESError(t *testing.T, r reply, status int, typ, reason string) {
 	t.Helper()
 	require.Equal(t, status, r.Status, "%s", r.Body)
-	var e esError
-	require.NoError(t, json.Unmarshal(r.Body, &e), "%s", r.Body)
-	require.Equal(t, status, e.Status)
-	require.Equal(t, typ, e.Error.Type)
-	require.Equal(t, reason, e.Error.Reason)
-	require.Len(t, e.Error.RootCause, 1)
-	require.Equal(t, typ, e.Error.RootCause[0].Type)
+	e := readError(t, r) // validate_test.go: the body's shape is checked there
+	require.Equal(t, typ, e.Type)
+	require.Equal(t, reason, e.Reason)
 }
 
 // TestSearchContextLimits: PUT _cluster/settings lowers the node's limits
