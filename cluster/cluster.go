@@ -16,6 +16,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/internal/logadapt"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // Cluster is one node's part of the cluster: its gossip membership, its
@@ -110,7 +111,7 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 	case phaseStarted:
 		return errors.New("cluster: Start called twice")
 	}
-	uuid, err := readClusterUUID(c.cfg.DataDir)
+	uuid, err := readClusterUUID(vfs.OS, c.cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func (c *Cluster) followState(ctx context.Context, known string) {
 	defer unwatch()
 	for {
 		if uuid := c.State().ClusterUUID; uuid != "" && uuid != known {
-			if err := writeClusterUUID(c.cfg.DataDir, uuid); err != nil {
+			if err := writeClusterUUID(vfs.OS, c.cfg.DataDir, uuid); err != nil {
 				c.log.Error(err.Error())
 			} else {
 				known = uuid

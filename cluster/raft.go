@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/weftsearch/weft/internal/vfs"
 )
 
 // raftNode is this node's Raft: durable log and stable store (one bolt
@@ -198,8 +199,8 @@ var _ raft.StreamLayer = (*tcpLayer)(nil)
 
 // readClusterUUID returns the cluster UUID this node's Raft state belongs
 // to, "" when it has not learnt one.
-func readClusterUUID(dataDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, raftDirName, clusterUUIDFile))
+func readClusterUUID(fs vfs.FS, dataDir string) (string, error) {
+	b, err := vfs.ReadFile(fs, filepath.Join(dataDir, raftDirName, clusterUUIDFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -209,16 +210,11 @@ func readClusterUUID(dataDir string) (string, error) {
 	return string(b), nil
 }
 
-// writeClusterUUID keeps the cluster UUID beside the Raft state, so that a
-// restarted node gossips it before its log is replayed (and is refused by
-// another cluster at once).
-func writeClusterUUID(dataDir, uuid string) error {
-	path := filepath.Join(dataDir, raftDirName, clusterUUIDFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(uuid), 0o644); err != nil {
-		return fmt.Errorf("cluster: writing the cluster UUID: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+// writeClusterUUID keeps the cluster UUID beside the Raft state, durably
+// (vfs.WriteFileAtomic), so that a restarted node gossips it before its log
+// is replayed (and is refused by another cluster at once).
+func writeClusterUUID(fs vfs.FS, dataDir, uuid string) error {
+	if err := vfs.WriteFileAtomic(fs, filepath.Join(dataDir, raftDirName, clusterUUIDFile), []byte(uuid)); err != nil {
 		return fmt.Errorf("cluster: writing the cluster UUID: %w", err)
 	}
 	return nil

@@ -31,6 +31,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/internal/vfs"
 	"github.com/weftsearch/weft/node/placement"
 	"github.com/weftsearch/weft/security/audit"
 	"github.com/weftsearch/weft/shard"
@@ -100,7 +101,7 @@ func New(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: logger, lock: lock, streams: fabric.NewStreamReceiver(streamIdle)}
 	n.mux.Handle(fabric.MethodStream, n.streams)
-	if n.meta, err = loadMeta(cfg.DataDir); err != nil {
+	if n.meta, err = loadMeta(vfs.OS, cfg.DataDir); err != nil {
 		_ = lock.Close()
 		return nil, err
 	}
@@ -132,12 +133,12 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// loadMeta reads dir/node.json, creating it with a fresh node ID (a UUID)
-// on first start.
-func loadMeta(dir string) (nodeMeta, error) {
+// loadMeta reads dir/node.json from fs, creating it (durably: see
+// vfs.WriteFileAtomic) with a fresh node ID (a UUID) on first start.
+func loadMeta(fs vfs.FS, dir string) (nodeMeta, error) {
 	path := filepath.Join(dir, "node.json")
 	var m nodeMeta
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadFile(fs, path)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &m); err != nil || m.NodeID == "" {
@@ -149,29 +150,10 @@ func loadMeta(dir string) (nodeMeta, error) {
 	}
 	m = nodeMeta{NodeID: uuid.NewString()}
 	b, _ = json.Marshal(m)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return m, fmt.Errorf("node: writing %s: %w", tmp, err)
+	if err := vfs.WriteFileAtomic(fs, path, b); err != nil {
+		return m, fmt.Errorf("node: %w", err)
 	}
-	if err := syncFile(tmp); err != nil {
-		return m, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return m, fmt.Errorf("node: renaming %s: %w", tmp, err)
-	}
-	return m, syncFile(dir)
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("node: opening %s to sync: %w", path, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("node: syncing %s: %w", path, err)
-	}
-	return nil
+	return m, nil
 }
 
 // streamIdle aborts an incoming stream whose sender went silent this long.

@@ -716,34 +716,18 @@ func (s *Store) cleanDeleted() {
 	}
 }
 
-// writeFileAtomic writes v as JSON to p through a synced temporary file and
-// a rename, then syncs the directory: p holds the old or the new content,
-// never a mix.
+// writeFileAtomic writes v as JSON to p (vfs.WriteFileAtomic: a synced
+// temporary file, a rename, a synced directory, crash-tested at every
+// step): p holds the old or the new content, never a mix.
 func writeFileAtomic(p string, v any) error {
 	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := p + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("shard: write %s: %w", tmp, err)
+	if err := vfs.WriteFileAtomic(vfs.OS, p, raw); err != nil {
+		return fmt.Errorf("shard: %w", err)
 	}
-	if _, err := f.Write(raw); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("shard: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("shard: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("shard: rename %s: %w", tmp, err)
-	}
-	return syncDir(filepath.Dir(p))
+	return nil
 }
 
 // syncDir fsyncs a directory of the operating system's file system, after
