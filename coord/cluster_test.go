@@ -106,6 +106,41 @@ func TestClusterRanksLikeOneShard(t *testing.T) {
 		require.NotEmpty(t, one["labels"].(map[string]any)["buckets"])
 		coordtest.RequireSameJSON(t, one, six, "aggregations")
 	})
+	t.Run("post_filter", func(t *testing.T) {
+		// The data nodes translate post_filter again from the request
+		// (esdsl.FromWire): over six shards on three nodes the hits and
+		// total are those of the query and the filter together, the
+		// aggregations those of the query alone.
+		q, pf := `{"match":{"body":"the"}}`, `{"term":{"label":"spam"}}`
+		aggs := `"aggs":{"labels":{"terms":{"field":"label","shard_size":100}}}`
+		n := tc.Nodes["n3"]
+		run := func(name, body string) (*coord.SearchResult, map[string]any) {
+			srch, err := esdsl.ParseSearch([]byte(body), nil, n.Fields([]string{name}))
+			require.NoError(t, err, body)
+			res, err := n.Search(ctx, []string{name}, srch)
+			require.NoError(t, err, body)
+			require.Zero(t, res.Status.Failed, "%v", res.Status.Errors)
+			out, err := srch.RenderAggs(res.Aggs)
+			require.NoError(t, err)
+			raw, err := json.Marshal(out)
+			require.NoError(t, err)
+			var v map[string]any
+			require.NoError(t, json.Unmarshal(raw, &v))
+			return res, v
+		}
+		page := `"size":50,"sort":[{"_id":"asc"}]`
+		filtered, filteredAggs := run("six", `{"query":`+q+`,"post_filter":`+pf+`,`+aggs+`,`+page+`}`)
+		both, _ := run("six", `{"query":{"bool":{"must":`+q+`,"filter":`+pf+`}},`+page+`}`)
+		_, plainAggs := run("six", `{"query":`+q+`,"size":0,`+aggs+`}`)
+		one, _ := run("one", `{"query":`+q+`,"post_filter":`+pf+`,`+aggs+`,`+page+`}`)
+		require.Positive(t, both.Total)
+		require.Equal(t, both.Total, filtered.Total)
+		require.Equal(t, one.Total, filtered.Total)
+		coordtest.SameSorted(t, both.SearchResult, filtered.SearchResult, "post_filter vs bool filter")
+		coordtest.SameSorted(t, one.SearchResult, filtered.SearchResult, "one shard vs six")
+		coordtest.RequireSameJSON(t, plainAggs, filteredAggs, "aggregations")
+		require.Greater(t, len(filteredAggs["labels"].(map[string]any)["buckets"].([]any)), 1, "labels other than spam are counted")
+	})
 	t.Run("matched_queries", func(t *testing.T) {
 		// Named queries are tested on the final page's hits: in place on
 		// local copies, in the fetch phase on remote ones (even with

@@ -244,7 +244,7 @@ func newRemoteSearch(v *state.State, names []string, srch *esdsl.Search) *remote
 // newLocalSearcher searches idx, shard num of the index name, for srch;
 // alloc names the copy whose statistics may be kept ("": none).
 func newLocalSearcher(name, alloc string, idx *index.Index, srch *esdsl.Search, indexName string, num int) *localSearcher {
-	l := &localSearcher{name: name, alloc: alloc, idx: idx, aggs: srch.AggCollector(indexName, num)}
+	l := &localSearcher{name: name, alloc: alloc, idx: idx, aggs: srch.AggCollector(indexName, num), post: srch.PostFilter()}
 	if len(srch.Request.Fields) > 0 && !srch.Request.IncludeLocations {
 		l.fields = srch.Request.Fields
 	}
@@ -259,6 +259,7 @@ type localSearcher struct {
 	alloc  string // "": its statistics are not kept
 	idx    *index.Index
 	aggs   esdsl.AggCollector // nil: no aggregations
+	post   query.Query        // the post_filter; nil: none
 	fields []string
 }
 
@@ -280,7 +281,7 @@ func (l *localSearcher) Search(ctx context.Context, req *bleve.SearchRequest) (*
 		r.Fields = nil
 		req = &r
 	}
-	res, err := l.idx.SearchCollect(ctx, req, l.collector())
+	res, err := l.idx.SearchCollect(ctx, req, l.collector(), l.post)
 	if errors.Is(err, index.ErrStaleStats) {
 		st, serr := l.TermStats(ctx, req.Query)
 		if serr != nil {

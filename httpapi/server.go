@@ -117,6 +117,8 @@ type Config struct {
 	// outcomes, and serves the /_security APIs. Nil serves every request
 	// unauthenticated, and the /_security APIs answer 501.
 	Security *Security
+	// CORS is cross-origin resource sharing; the zero value is off.
+	CORS CORS
 	// SecurityInfo is what GET / reports of the node's security (its
 	// "security" object): whether it is on, and the CA clients trust, or
 	// the warning with it off. Any JSON value; nil reports nothing.
@@ -140,8 +142,7 @@ type Server struct {
 	now     func() time.Time
 	// sec is nil with security off.
 	sec *securityState
-	// serve is the mux behind content negotiation, behind the
-	// authentication middleware with security on.
+	// serve is the handler chain below ServeHTTP (see New).
 	serve http.Handler
 	// unruled lists routes registered without an authorization rule.
 	unruled []string
@@ -175,12 +176,26 @@ func New(cfg Config, eng Engine, logger *slog.Logger, reg *prometheus.Registry) 
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
 	s := &Server{cfg: cfg, eng: eng, log: logger, metrics: m, mux: http.NewServeMux(), gather: reg, now: time.Now}
+	// The handler chain, outermost first:
+	//   ServeHTTP: metrics, the panic guard, the product header, body pacing;
+	//   CORS (when on): preflights answered and disallowed origins refused
+	//     before authentication, CORS headers set on every other reply;
+	//   authentication (with security on);
+	//   negotiated: media types and the path's form;
+	//   the mux: each route's authorization rule, then its handler.
 	s.serve = http.HandlerFunc(s.negotiated)
 	if cfg.Security != nil {
 		if s.sec, err = newSecurityState(*cfg.Security, logger); err != nil {
 			return nil, err
 		}
 		s.serve = s.sec.mw.Wrap(s.serve)
+	}
+	cors, err := newCORSHandler(cfg.CORS)
+	if err != nil {
+		return nil, err
+	}
+	if cors != nil {
+		s.serve = cors.wrap(s.serve)
 	}
 	s.routes()
 	if len(s.unruled) > 0 {

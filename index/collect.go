@@ -152,37 +152,94 @@ func (s *Snapshot) Terms(field string, visit func(term string)) error {
 }
 
 // SearchCollect runs req like Search and hands every matching document to
-// c (Collect for each, then Finish), on the snapshot the hits come from.
-func (i *Index) SearchCollect(ctx context.Context, req *bleve.SearchRequest, c Collector) (*bleve.SearchResult, error) {
-	if c == nil {
+// c (Collect for each, then Finish), on the snapshot the hits come from. A
+// non-nil post is Elasticsearch's post_filter: the hits, the total and the
+// max score are of the documents that match post too, while c (the
+// aggregations) still sees every document req's query matches. post is
+// tested unscored, so the hits keep the scores of req's query. Either c or
+// post may be nil.
+func (i *Index) SearchCollect(ctx context.Context, req *bleve.SearchRequest, c Collector, post query.Query) (*bleve.SearchResult, error) {
+	if c == nil && post == nil {
 		return i.Search(ctx, req)
 	}
+	var kept postFiltered
+	// stops close the filters' searchers once the search is over, however
+	// it ended (a cancelled search never hands the handler its end).
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	maker := search.MakeDocumentMatchHandler(func(sctx *search.SearchContext) (search.DocumentMatchHandler, bool, error) {
 		inner, loadID, err := collector.MakeTopNDocumentMatchHandler(sctx)
 		if err != nil || inner == nil {
 			return nil, false, fmt.Errorf("index: collecting needs bleve's top-n collector: %v", err)
 		}
-		run, err := i.newCollectRun(ctx, sctx.IndexReader, c)
-		if err != nil {
-			return nil, false, err
+		var run *collectRun
+		if c != nil {
+			if run, err = i.newCollectRun(ctx, sctx.IndexReader, c); err != nil {
+				return nil, false, err
+			}
+			stops = append(stops, run.close)
+		}
+		var pf *filterState
+		if post != nil {
+			pf = &filterState{ctx: ctx, q: post, r: filterReader(sctx.IndexReader), im: i.im}
+			stops = append(stops, pf.close)
 		}
 		return func(d *search.DocumentMatch) error {
 			if d == nil {
-				err := run.finish()
-				run.close()
-				if err != nil {
-					return err
+				if run != nil {
+					err := run.finish()
+					run.close()
+					if err != nil {
+						return err
+					}
+				}
+				if pf != nil {
+					pf.close()
 				}
 				return inner(nil)
 			}
-			if err := run.collect(d); err != nil {
-				run.close()
-				return err
+			if run != nil {
+				if err := run.collect(d); err != nil {
+					return err
+				}
+			}
+			if pf != nil {
+				ok, err := pf.matches(d.IndexInternalID)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					sctx.DocumentMatchPool.Put(d)
+					return nil
+				}
+				kept.add(d.Score)
 			}
 			return inner(d)
 		}, loadID, nil
 	})
-	return i.Search(context.WithValue(ctx, search.MakeDocumentMatchHandlerKey, maker), req)
+	res, err := i.Search(context.WithValue(ctx, search.MakeDocumentMatchHandlerKey, maker), req)
+	if err == nil && post != nil {
+		res.Total, res.MaxScore = kept.total, kept.maxScore
+	}
+	return res, err
+}
+
+// postFiltered counts the documents a post filter kept: bleve's collector
+// counts every document the query matches before its handler sees it.
+type postFiltered struct {
+	total    uint64
+	maxScore float64
+}
+
+func (p *postFiltered) add(score float64) {
+	p.total++
+	if score > p.maxScore {
+		p.maxScore = score
+	}
 }
 
 // collectRun is one search's collection state.
@@ -222,17 +279,22 @@ func (i *Index) newCollectRun(ctx context.Context, r bindex.IndexReader, c Colle
 		}
 		run.dv = dv
 	}
-	// Filters run on a reader of the same snapshot without the main
-	// query's global statistics: those cover only the main query's terms.
-	fr := r
-	if sr, ok := r.(*statsReader); ok {
-		fr = &statsReader{IndexSnapshot: sr.IndexSnapshot, fieldLength: sr.fieldLength}
-	}
+	fr := filterReader(r)
 	for _, q := range c.Filters() {
 		run.filters = append(run.filters, &filterState{ctx: ctx, q: q, r: fr, im: i.im})
 	}
 	run.doc = MatchedDoc{run: run, nums: make([][]float64, len(fields)), strs: make([][]string, len(fields))}
 	return run, nil
+}
+
+// filterReader is the reader filters run on: the same snapshot as r
+// without the main query's global statistics, which cover only the main
+// query's terms.
+func filterReader(r bindex.IndexReader) bindex.IndexReader {
+	if sr, ok := r.(*statsReader); ok {
+		return &statsReader{IndexSnapshot: sr.IndexSnapshot, fieldLength: sr.fieldLength}
+	}
+	return r
 }
 
 func (run *collectRun) collect(d *search.DocumentMatch) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
+	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -52,6 +53,10 @@ type Config struct {
 	HTTPBodyMinRate int64
 	// EnablePprof serves net/http/pprof under /debug/pprof/.
 	EnablePprof bool
+	// CORS is the REST API's cross-origin resource sharing
+	// (Elasticsearch's http.cors.* settings); DefaultConfig sets
+	// Elasticsearch's defaults, off.
+	CORS httpapi.CORS
 	// ShutdownTimeout bounds how long Run waits for in-flight requests and
 	// for the shards to flush when its context ends.
 	ShutdownTimeout time.Duration
@@ -182,6 +187,7 @@ func DefaultConfig() Config {
 		HTTPIdleTimeout:    DefaultHTTPIdleTimeout,
 		HTTPBodyTimeout:    DefaultHTTPBodyTimeout,
 		HTTPBodyMinRate:    DefaultHTTPBodyMinRate,
+		CORS:               httpapi.DefaultCORS(),
 
 		FabricRDMA:      FabricRDMAAuto,
 		FabricTransport: FabricAdaptive,
@@ -284,6 +290,9 @@ func (c Config) validateHTTPLimits() []error {
 	}
 	if c.HTTPBodyMinRate < 0 {
 		errs = append(errs, fmt.Errorf("node: HTTPBodyMinRate %d must be 0 (no rate rule) or positive; set --http-body-min-rate (WEFT_HTTP_BODY_MIN_RATE)", c.HTTPBodyMinRate))
+	}
+	if err := c.CORS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("node: %w; set the --http-cors-* flags (WEFT_HTTP_CORS_*)", err))
 	}
 	return errs
 }

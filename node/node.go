@@ -351,6 +351,7 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 		BodyTimeout:  n.cfg.HTTPBodyTimeout,
 		BodyMinRate:  n.cfg.HTTPBodyMinRate,
 		EnablePprof:  n.cfg.EnablePprof,
+		CORS:         n.cfg.CORS,
 		Fabric:       fabricDiag{n},
 		Cluster:      clusterAdmin{n.clu},
 		SecurityInfo: n.Security(),

@@ -181,7 +181,7 @@ func (s *Store) serveSearchQuery(ctx context.Context, req *fabric.Request) ([]by
 		if ac != nil {
 			col = ac
 		}
-		res, err := idx.SearchCollect(qctx, &r, col)
+		res, err := idx.SearchCollect(qctx, &r, col, run.srch.PostFilter())
 		if errors.Is(err, index.ErrStaleStats) {
 			st, gen, err := idx.TermStats(ctx, run.srch.Request.Query)
 			parts[k] = QueryPart{Err: err, Stale: &StatsPart{Stats: st, Gen: gen}}

@@ -108,6 +108,27 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		{"http-body-min-rate", "WEFT_HTTP_BODY_MIN_RATE", func() {
 			fs.Var(&bodyRate, "http-body-min-rate", "average rate a request body must keep after the --http-body-timeout head start, in bytes per second or with a unit (kb, mb, gb); 0: only the stall rule (WEFT_HTTP_BODY_MIN_RATE)")
 		}},
+		{"http-cors-enabled", "WEFT_HTTP_CORS_ENABLED", func() {
+			fs.BoolVar(&cfg.CORS.Enabled, "http-cors-enabled", cfg.CORS.Enabled, "answer browsers' cross-origin requests (CORS preflights before authentication), like Elasticsearch's http.cors.enabled; off by default (WEFT_HTTP_CORS_ENABLED)")
+		}},
+		{"http-cors-allow-origin", "WEFT_HTTP_CORS_ALLOW_ORIGIN", func() {
+			fs.StringVar(&cfg.CORS.AllowOrigin, "http-cors-allow-origin", cfg.CORS.AllowOrigin, "origins a page may call the API from: * (any), comma-separated origins, or a /regular expression/ the whole Origin must match; empty (the default): only the node's own host (WEFT_HTTP_CORS_ALLOW_ORIGIN)")
+		}},
+		{"http-cors-allow-methods", "WEFT_HTTP_CORS_ALLOW_METHODS", func() {
+			fs.Var(listFlag{&cfg.CORS.AllowMethods}, "http-cors-allow-methods", "comma-separated methods a CORS preflight allows (WEFT_HTTP_CORS_ALLOW_METHODS)")
+		}},
+		{"http-cors-allow-headers", "WEFT_HTTP_CORS_ALLOW_HEADERS", func() {
+			fs.Var(listFlag{&cfg.CORS.AllowHeaders}, "http-cors-allow-headers", "comma-separated request headers a CORS preflight allows (WEFT_HTTP_CORS_ALLOW_HEADERS)")
+		}},
+		{"http-cors-expose-headers", "WEFT_HTTP_CORS_EXPOSE_HEADERS", func() {
+			fs.Var(listFlag{&cfg.CORS.ExposeHeaders}, "http-cors-expose-headers", "comma-separated reply headers a cross-origin page may read (WEFT_HTTP_CORS_EXPOSE_HEADERS)")
+		}},
+		{"http-cors-allow-credentials", "WEFT_HTTP_CORS_ALLOW_CREDENTIALS", func() {
+			fs.BoolVar(&cfg.CORS.AllowCredentials, "http-cors-allow-credentials", cfg.CORS.AllowCredentials, "send Access-Control-Allow-Credentials: true to allowed origins, so that browsers send Authorization and cookies cross-origin (WEFT_HTTP_CORS_ALLOW_CREDENTIALS)")
+		}},
+		{"http-cors-max-age", "WEFT_HTTP_CORS_MAX_AGE", func() {
+			fs.IntVar(&cfg.CORS.MaxAgeSeconds, "http-cors-max-age", cfg.CORS.MaxAgeSeconds, "seconds a browser may cache a CORS preflight's answer (WEFT_HTTP_CORS_MAX_AGE)")
+		}},
 		{"pprof", "WEFT_PPROF", func() {
 			fs.BoolVar(&cfg.EnablePprof, "pprof", cfg.EnablePprof, "serve Go profiling under /debug/pprof/ (WEFT_PPROF)")
 		}},

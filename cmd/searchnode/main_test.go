@@ -41,6 +41,23 @@ func TestParseOptions(t *testing.T) {
 				require.Equal(t, 2*time.Minute, o.node.HTTPIdleTimeout)
 				require.Equal(t, 30*time.Second, o.node.HTTPBodyTimeout)
 				require.EqualValues(t, 16<<10, o.node.HTTPBodyMinRate)
+				require.False(t, o.node.CORS.Enabled, "CORS is off by default, as in Elasticsearch")
+				require.Equal(t, []string{"OPTIONS", "HEAD", "GET", "POST", "PUT", "DELETE"}, o.node.CORS.AllowMethods)
+				require.Equal(t, 1728000, o.node.CORS.MaxAgeSeconds)
+			},
+		},
+		{
+			name: "cors from flags over environment",
+			args: []string{"--http-cors-enabled", "--http-cors-allow-origin", "/https?:\\/\\/localhost(:[0-9]+)?/",
+				"--http-cors-allow-headers", "X-Custom, Content-Type", "--http-cors-allow-credentials", "--http-cors-max-age", "60"},
+			env: map[string]string{"WEFT_HTTP_CORS_ALLOW_ORIGIN": "*", "WEFT_HTTP_CORS_ALLOW_METHODS": "GET,POST", "WEFT_HTTP_CORS_MAX_AGE": "5"},
+			check: func(t *testing.T, o options) {
+				require.True(t, o.node.CORS.Enabled)
+				require.Equal(t, "/https?:\\/\\/localhost(:[0-9]+)?/", o.node.CORS.AllowOrigin)
+				require.Equal(t, []string{"GET", "POST"}, o.node.CORS.AllowMethods)
+				require.Equal(t, []string{"X-Custom", "Content-Type"}, o.node.CORS.AllowHeaders)
+				require.True(t, o.node.CORS.AllowCredentials)
+				require.Equal(t, 60, o.node.CORS.MaxAgeSeconds)
 			},
 		},
 		{
@@ -69,6 +86,8 @@ func TestParseOptions(t *testing.T) {
 				require.Zero(t, o.node.HTTPBodyMinRate, "0: only the stall rule")
 			},
 		},
+		{name: "bad cors origin pattern", args: []string{"--http-cors-enabled", "--http-cors-allow-origin", "/(/"}, wantErr: "http.cors.allow-origin"},
+		{name: "negative cors max age", args: []string{"--http-cors-enabled", "--http-cors-max-age", "-1"}, wantErr: "http.cors.max-age"},
 		{name: "no http connections", args: []string{"--http-max-connections", "0"}, wantErr: "HTTPMaxConnections 0"},
 		{name: "no idle timeout", env: map[string]string{"WEFT_HTTP_IDLE_TIMEOUT": "0s"}, wantErr: "--http-idle-timeout"},
 		{name: "no body timeout", args: []string{"--http-body-timeout", "0"}, wantErr: "HTTPBodyTimeout"},

@@ -67,7 +67,7 @@ func aggSearch(t *testing.T, shards []*index.Index, fields esdsl.Fields, body st
 	var parts []esdsl.AggPartials
 	for k, sh := range shards {
 		ac := s.AggCollector(fmt.Sprint("idx", k), 0)
-		_, err := sh.SearchCollect(context.Background(), s.Request, ac)
+		_, err := sh.SearchCollect(context.Background(), s.Request, ac, nil)
 		require.NoError(t, err)
 		// Partials cross the network as JSON.
 		raw, err := json.Marshal(ac.Partials())
@@ -205,7 +205,7 @@ func TestAggregationsTooManyBuckets(t *testing.T) {
 	s, err := esdsl.ParseSearch([]byte(`{"aggs":{"h":{"histogram":{"field":"n","interval":0.001}}}}`), nil, fields)
 	require.NoError(t, err)
 	ac := s.AggCollector("i", 0)
-	_, err = shards[0].SearchCollect(context.Background(), s.Request, ac)
+	_, err = shards[0].SearchCollect(context.Background(), s.Request, ac, nil)
 	require.NoError(t, err)
 	_, err = s.RenderAggs(s.ReduceAggs([]esdsl.AggPartials{ac.Partials()}))
 	var e *esdsl.Error
@@ -245,7 +245,7 @@ func FuzzAggregations(f *testing.F) {
 			if ac != nil {
 				c = ac
 			}
-			_, err := sh.SearchCollect(context.Background(), s.Request, c)
+			_, err := sh.SearchCollect(context.Background(), s.Request, c, nil)
 			require.NoError(t, err, aggs)
 			if ac == nil {
 				return
@@ -333,7 +333,7 @@ func TestHistogramsOfRanges(t *testing.T) {
 	multi, mfields := aggShardsOf(t, 1, mapping, []string{`{"r":[{"gte":1,"lte":2},{"gte":8,"lte":9}]}`})
 	s, err := esdsl.ParseSearch([]byte(`{"aggs":{"a":{"histogram":{"field":"r","interval":1}}}}`), nil, mfields)
 	require.NoError(t, err)
-	_, err = multi[0].SearchCollect(context.Background(), s.Request, s.AggCollector("idx0", 0))
+	_, err = multi[0].SearchCollect(context.Background(), s.Request, s.AggCollector("idx0", 0), nil)
 	require.ErrorContains(t, err, "several ranges")
 }
 

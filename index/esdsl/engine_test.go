@@ -71,7 +71,7 @@ func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body stri
 	if ac != nil {
 		c = ac
 	}
-	res, err := idx.SearchCollect(context.Background(), s.Request, c)
+	res, err := idx.SearchCollect(context.Background(), s.Request, c, s.PostFilter())
 	require.NoError(t, err)
 	resp := s.Response(res, time.Millisecond)
 	if ac != nil {

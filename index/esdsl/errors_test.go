@@ -29,7 +29,7 @@ func TestParseSearchErrors(t *testing.T) {
 		{name: "not an object", body: `[1]`, typ: "x_content_parse_exception", reason: "JSON object"},
 		{name: "trailing data", body: `{} {}`, typ: "x_content_parse_exception", reason: "after the JSON object"},
 		{name: "unknown top-level key", body: `{"querry":{}}`, typ: "parsing_exception", reason: "[querry]"},
-		{name: "unsupported top-level key", body: `{"post_filter":{}}`, typ: "illegal_argument_exception", reason: "[post_filter]"},
+		{name: "unsupported top-level key", body: `{"collapse":{}}`, typ: "illegal_argument_exception", reason: "[collapse]"},
 		{name: "unknown query", body: `{"query":{"span_near":{}}}`, typ: "parsing_exception", reason: "[span_near]"},
 		{name: "two queries in one object", body: `{"query":{"match_all":{},"match_none":{}}}`, typ: "parsing_exception", reason: "match_all, match_none"},
 		{name: "unknown key in match", body: `{"query":{"match":{"title":{"query":"x","operatr":"and"}}}}`, typ: "parsing_exception", reason: "[operatr]"},

@@ -67,6 +67,10 @@ type Search struct {
 	count bool
 	// named are the queries given a _name, in the order met.
 	named []namedQuery
+	// postFilter is the request's post_filter (nil when none): the hits
+	// and the total are of the documents that match it too, the
+	// aggregations of every document the query matches.
+	postFilter query.Query
 	// noID: stored_fields "_none_" hides hits' _id.
 	noID bool
 	// scope is what the indices searched added to the request.
@@ -168,10 +172,11 @@ var searchBodyKeys = map[string]bool{
 	"track_total_hits": true, "search_after": true, "explain": true, "aggs": true, "aggregations": true,
 	"timeout": true, "track_scores": true, "version": true, "seq_no_primary_term": true, "profile": true,
 	"stored_fields": true, "min_score": true, "fields": true, "docvalue_fields": true, "pit": true,
+	"post_filter": true,
 }
 
 var unsupportedBodyKeys = map[string]string{
-	"post_filter": "", "terminate_after": "", "collapse": "", "rescore": "",
+	"terminate_after": "", "collapse": "", "rescore": "",
 	"suggest": "", "script_fields": "",
 	"indices_boost": "", "runtime_mappings": "", "knn": "", "rank": "", "retriever": "",
 	"slice": "", "stats": "", "ext": "", "sub_searches": "",
@@ -208,6 +213,9 @@ func parseSearchAt(body []byte, params url.Values, fields Fields, now time.Time,
 	s := &Search{trackTotal: defaultTrackTotalHits, scoreSorted: true, body: body, params: params, now: now, scope: sc, fields: fields}
 	q, err := s.parseQuery(o, params, t)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.parsePostFilter(o, t); err != nil {
 		return nil, err
 	}
 	from, size, err := parseWindow(o, params, sc)
@@ -314,6 +322,31 @@ func (s *Search) parseQuery(o object, params url.Values, t *translator) (query.Q
 	}
 	return q, nil
 }
+
+// parsePostFilter reads post_filter: a query the hits must match as well,
+// applied after the aggregations saw the query's documents (a faceted UI
+// filters the hits by the facet clicked, while the facets still count
+// every document). It is tested unscored: hits keep the query's scores.
+// Its named queries join the request's.
+func (s *Search) parsePostFilter(o object, t *translator) error {
+	raw, ok := o["post_filter"]
+	if !ok {
+		return nil
+	}
+	q, err := t.query(raw, "post_filter")
+	if err != nil {
+		return err
+	}
+	s.postFilter = q
+	s.named = t.named
+	return nil
+}
+
+// PostFilter is the request's post_filter, nil when it has none: the
+// shards' searches keep the hits (and count the total) of the documents
+// that match it too, while the aggregations see every document the query
+// matches (index.Index.SearchCollect's post).
+func (s *Search) PostFilter() query.Query { return s.postFilter }
 
 // parseWindow returns the page of hits asked for: from (default 0) and size
 // (default 10), each from the body and overridden by the URL. It reads the
