@@ -406,9 +406,35 @@ var bulkOpTypes = map[string]shardapi.OpType{actionIndex: shardapi.OpIndex, acti
 
 // bulkReply is the reply of _bulk.
 type bulkReply struct {
-	Took   int64                    `json:"took"`
-	Errors bool                     `json:"errors"`
-	Items  []map[string]writeResult `json:"items"`
+	Took   int64      `json:"took"`
+	Errors bool       `json:"errors"`
+	Items  []bulkItem `json:"items"`
+}
+
+// bulkItem is one item of a bulk reply, {"<action>": result}: exactly one
+// field is set. A struct rather than a one-key map: a map of one
+// writeResult costs about a kilobyte (a whole map group), which made the
+// reply the largest part of a bulk of tiny items in memory; these point
+// into one slice of results.
+type bulkItem struct {
+	Index  *writeResult `json:"index,omitempty"`
+	Create *writeResult `json:"create,omitempty"`
+	Update *writeResult `json:"update,omitempty"`
+	Delete *writeResult `json:"delete,omitempty"`
+}
+
+// set makes res the item's result under action.
+func (b *bulkItem) set(action string, res *writeResult) {
+	switch action {
+	case actionIndex:
+		b.Index = res
+	case actionCreate:
+		b.Create = res
+	case actionUpdate:
+		b.Update = res
+	default:
+		b.Delete = res
+	}
 }
 
 // handleBulk serves _bulk: the body is parsed whole (a line that cannot be
@@ -479,7 +505,8 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 			return errors.New("httpapi: engine returned a different number of bulk results than operations")
 		}
 	}
-	reply := bulkReply{Items: make([]map[string]writeResult, len(actions))}
+	reply := bulkReply{Items: make([]bulkItem, len(actions))}
+	items := make([]writeResult, len(actions))
 	shards := s.newShardsCache()
 	var ok, failed float64
 	next := 0
@@ -502,7 +529,8 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			ok++
 		}
-		reply.Items[i] = map[string]writeResult{a.Action: item}
+		items[i] = item
+		reply.Items[i].set(a.Action, &items[i])
 	}
 	s.metrics.bulkDocs.WithLabelValues("ok").Add(ok)
 	s.metrics.bulkDocs.WithLabelValues("failed").Add(failed)
