@@ -13,6 +13,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shardapi"
 )
 
@@ -144,6 +145,11 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op
 			return aerr
 		}
 	}
+	held, err := s.eng.IndexingPressure().Reserve(membudget.Coordinating, op.Bytes())
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	results, err := s.eng.Bulk(r.Context(), []shardapi.Op{op}, opts)
 	if err != nil {
 		return err
@@ -441,17 +447,32 @@ func (b *bulkItem) set(action string, res *writeResult) {
 // an action rejects the request), items that failed parsing are answered
 // without reaching the engine, and the rest go to the engine in one call so
 // that they share one log sync.
+//
+// The request is held at the coordinating stage of indexing pressure until
+// its reply is written: its declared length before the body is read, then
+// the body, then shardapi.OpOverhead for each action as it is parsed. Over
+// the limit the whole request is refused with 429
+// es_rejected_execution_exception and nothing of it is written, as
+// Elasticsearch refuses a bulk at the coordinating stage.
 func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	opts, err := writeOptions(r)
 	if err != nil {
 		return err
 	}
+	held, err := s.eng.IndexingPressure().Reserve(membudget.Coordinating, max(r.ContentLength, 0))
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	body, err := s.readRawBody(w, r) // parseBulk checks UTF-8 line by line
 	if err != nil {
 		return err
 	}
-	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"))
+	if err := held.Grow(int64(len(body)) - held.Bytes()); err != nil {
+		return err
+	}
+	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"), held.Grow)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,8 @@ func (s Stage) String() string {
 //     would exceed 1.5 times the limit: as the pressure builds, a node
 //     stops taking new writes before it stops taking the replication of
 //     writes it (or another node) already took.
+//   - Work that must not fail for pressure (ReserveForced) is counted but
+//     never refused.
 //   - A primary on the coordinating node itself (PrimaryLocal) is counted
 //     in the primary stage's figures but never refused and never counted
 //     twice against the limit: its bytes are the coordinating stage's.
@@ -90,7 +92,8 @@ func (p *IndexingPressure) ReplicaLimit() int64 { return p.limit + p.limit/2 }
 type Reservation struct {
 	p     *IndexingPressure
 	stage Stage
-	local bool // a primary on the coordinating node: not in combined
+	local  bool // a primary on the coordinating node: not in combined
+	forced bool // counted, never refused (ReserveForced)
 
 	mu       sync.Mutex
 	n        int64
@@ -106,6 +109,16 @@ func (p *IndexingPressure) Reserve(stage Stage, n int64) (*Reservation, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// ReserveForced starts stage's accounting of work that must not be
+// refused (a recovery's replay, a new primary's resync, as Elasticsearch
+// forces them): counted like Reserve's, so that other work is refused
+// while it holds its bytes, but never refused itself.
+func (p *IndexingPressure) ReserveForced(stage Stage, n int64) *Reservation {
+	r := &Reservation{p: p, stage: stage, forced: true}
+	_ = r.Grow(n) // never refused
+	return r
 }
 
 // PrimaryLocal starts the primary stage of a request whose coordinating
@@ -134,7 +147,7 @@ func (r *Reservation) Grow(n int64) error {
 	case r.local:
 		p.current[Primary].Add(n)
 	case r.stage == Replica:
-		if cur := p.current[Replica].Add(n); cur > p.ReplicaLimit() {
+		if cur := p.current[Replica].Add(n); !r.forced && cur > p.ReplicaLimit() {
 			p.current[Replica].Add(-n)
 			p.rejections[Replica].Add(1)
 			return fmt.Errorf("%w: rejected execution of replica operation [replica_bytes=%d, replica_operation_bytes=%d, max_replica_bytes=%d]",
@@ -143,7 +156,7 @@ func (r *Reservation) Grow(n int64) error {
 	default:
 		combined := p.combined.Add(n)
 		replica := p.current[Replica].Load()
-		if combined+replica > p.limit {
+		if !r.forced && combined+replica > p.limit {
 			p.combined.Add(-n)
 			p.rejections[r.stage].Add(1)
 			return fmt.Errorf("%w: rejected execution of %s operation [coordinating_and_primary_bytes=%d, replica_bytes=%d, all_bytes=%d, %s_operation_bytes=%d, max_coordinating_and_primary_bytes=%d]",

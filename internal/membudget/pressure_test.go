@@ -84,3 +84,16 @@ func TestGrowChargesAsItGoes(t *testing.T) {
 	none.Release()
 	require.NoError(t, none.Grow(5))
 }
+
+func TestForcedWorkIsCountedNotRefused(t *testing.T) {
+	p := NewIndexingPressure(1000)
+	r := p.ReserveForced(Replica, 5000)
+	require.Equal(t, int64(5000), p.Stats().Current.Replica)
+	_, err := p.Reserve(Replica, 1)
+	require.ErrorIs(t, err, ErrRejected, "forced bytes count against later work")
+	_, err = p.Reserve(Coordinating, 1)
+	require.ErrorIs(t, err, ErrRejected)
+	r.Release()
+	require.Equal(t, StageBytes{}, p.Stats().Current)
+	require.Equal(t, int64(1), p.Stats().ReplicaRejections, "only the refused work counts as a rejection")
+}
