@@ -90,8 +90,8 @@ func (p *IndexingPressure) ReplicaLimit() int64 { return p.limit + p.limit/2 }
 // them back; a nil Reservation's methods do nothing, so a caller may defer
 // Release before it knows whether it reserved.
 type Reservation struct {
-	p     *IndexingPressure
-	stage Stage
+	p      *IndexingPressure
+	stage  Stage
 	local  bool // a primary on the coordinating node: not in combined
 	forced bool // counted, never refused (ReserveForced)
 
