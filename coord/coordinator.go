@@ -17,6 +17,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shard"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -95,6 +96,9 @@ type NodeStats struct {
 	// data node holds open for scrolls and points in time (one per shard
 	// copy pinned here).
 	ScrollContexts, PITContexts int
+	// IndexingPressure is the node's accounting of the bytes of writes in
+	// flight, by stage.
+	IndexingPressure membudget.Stats
 }
 
 // primaryWait bounds how long a write or get waits for a shard's primary
@@ -112,6 +116,16 @@ func NewCoordinator(store *shard.Store, cfg Config, logger *slog.Logger) *Coordi
 		counters: map[string]*indexCounters{}}
 	store.SetRequestCounters(c.counterStats)
 	return c
+}
+
+// IndexingPressure is the node's accounting of the bytes of writes in
+// flight (shared with its data node). Whoever takes a write from a client
+// holds its bytes at the coordinating stage (membudget.Coordinating) until
+// the write is answered; Bulk's groups for local primaries are counted at
+// the primary stage without a second check, those for other nodes'
+// primaries are checked there.
+func (c *Coordinator) IndexingPressure() *membudget.IndexingPressure {
+	return c.store.IndexingPressure()
 }
 
 // Start starts the local data node's reconcile loop (Store.Start).
@@ -523,7 +537,8 @@ func (c *Coordinator) counterStats() map[string]shardapi.IndexNodeStats {
 // coordinated and the copies it holds.
 func (c *Coordinator) Stats() NodeStats {
 	out := NodeStats{Indices: c.counterStats(),
-		ScrollContexts: c.store.OpenContextCount(shardapi.ContextScroll), PITContexts: c.store.OpenContextCount(shardapi.ContextPIT)}
+		ScrollContexts: c.store.OpenContextCount(shardapi.ContextScroll), PITContexts: c.store.OpenContextCount(shardapi.ContextPIT),
+		IndexingPressure: c.store.IndexingPressure().Stats()}
 	for name, cs := range c.store.CopyCounters() {
 		st := out.Indices[name]
 		st.Docs += cs.Docs

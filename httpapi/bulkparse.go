@@ -108,10 +108,15 @@ type updateBody struct {
 // not name their own. The returned actions alias body; the caller keeps body
 // alive and unmodified while it uses them.
 //
-// The returned error, always an *apiError with a 4xx status, means the whole
+// charge (nil: none) is called with shardapi.OpOverhead before each action
+// is kept, so that what the parsed request holds is accounted as it grows
+// (the body's own bytes are the caller's to charge); an error from it
+// stops the parse and is returned as it is.
+//
+// Any other error, always an *apiError with a 4xx status, means the whole
 // request is rejected: a line where an action is expected that is not a
 // valid action line, an action without an index, or a missing source line.
-func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, error) {
+func parseBulk(body []byte, defaultIndex, defaultRouting string, charge func(n int64) error) ([]bulkAction, error) {
 	var actions []bulkAction
 	lineNo := 0
 	rest := body
@@ -135,6 +140,11 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string) ([]bulkAction, 
 		line, ok := nextLine()
 		if !ok {
 			break
+		}
+		if charge != nil {
+			if err := charge(shardapi.OpOverhead); err != nil {
+				return nil, err
+			}
 		}
 		if xe := utf8Error(line, lineNo); xe != nil {
 			return nil, xe // an action line that does not parse, as any other

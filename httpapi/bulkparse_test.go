@@ -119,7 +119,7 @@ func TestParseBulk(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			as, err := parseBulk([]byte(tc.body), tc.index, "")
+			as, err := parseBulk([]byte(tc.body), tc.index, "", nil)
 			if tc.wantErr != "" {
 				var ae *apiError
 				require.True(t, errors.As(err, &ae), "error %v is not an *apiError", err)
@@ -153,7 +153,7 @@ func FuzzParseBulk(f *testing.F) {
 		f.Add([]byte(s), "dflt")
 	}
 	f.Fuzz(func(t *testing.T, body []byte, index string) {
-		as, err := parseBulk(body, index, "")
+		as, err := parseBulk(body, index, "", nil)
 		if err != nil {
 			var ae *apiError
 			require.True(t, errors.As(err, &ae), "error %v is not an *apiError", err)
@@ -199,7 +199,7 @@ func BenchmarkParseBulk(b *testing.B) {
 	b.SetBytes(int64(body.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		as, err := parseBulk(body.Bytes(), "", "")
+		as, err := parseBulk(body.Bytes(), "", "", nil)
 		if err != nil || len(as) != n {
 			b.Fatalf("parsed %d of %d: %v", len(as), n, err)
 		}
@@ -210,7 +210,7 @@ func BenchmarkParseBulk(b *testing.B) {
 // TestParseBulkConditions: if_seq_no and if_primary_term reach the action;
 // a value that is not a non-negative number fails only its item.
 func TestParseBulkConditions(t *testing.T) {
-	as, err := parseBulk([]byte("{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3,\"if_primary_term\":2}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\",\"if_seq_no\":-1}}\n"), "", "")
+	as, err := parseBulk([]byte("{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3,\"if_primary_term\":2}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\",\"if_seq_no\":-1}}\n"), "", "", nil)
 	require.NoError(t, err)
 	require.Nil(t, as[0].Err)
 	require.Equal(t, uint64(3), *as[0].IfSeqNo)

@@ -13,6 +13,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shardapi"
 )
 
@@ -144,6 +145,11 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op
 			return aerr
 		}
 	}
+	held, err := s.eng.IndexingPressure().Reserve(membudget.Coordinating, op.Bytes())
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	results, err := s.eng.Bulk(r.Context(), []shardapi.Op{op}, opts)
 	if err != nil {
 		return err
@@ -406,26 +412,67 @@ var bulkOpTypes = map[string]shardapi.OpType{actionIndex: shardapi.OpIndex, acti
 
 // bulkReply is the reply of _bulk.
 type bulkReply struct {
-	Took   int64                    `json:"took"`
-	Errors bool                     `json:"errors"`
-	Items  []map[string]writeResult `json:"items"`
+	Took   int64      `json:"took"`
+	Errors bool       `json:"errors"`
+	Items  []bulkItem `json:"items"`
+}
+
+// bulkItem is one item of a bulk reply, {"<action>": result}: exactly one
+// field is set. A struct rather than a one-key map: a map of one
+// writeResult costs about a kilobyte (a whole map group), which made the
+// reply the largest part of a bulk of tiny items in memory; these point
+// into one slice of results.
+type bulkItem struct {
+	Index  *writeResult `json:"index,omitempty"`
+	Create *writeResult `json:"create,omitempty"`
+	Update *writeResult `json:"update,omitempty"`
+	Delete *writeResult `json:"delete,omitempty"`
+}
+
+// set makes res the item's result under action.
+func (b *bulkItem) set(action string, res *writeResult) {
+	switch action {
+	case actionIndex:
+		b.Index = res
+	case actionCreate:
+		b.Create = res
+	case actionUpdate:
+		b.Update = res
+	default:
+		b.Delete = res
+	}
 }
 
 // handleBulk serves _bulk: the body is parsed whole (a line that cannot be
 // an action rejects the request), items that failed parsing are answered
 // without reaching the engine, and the rest go to the engine in one call so
 // that they share one log sync.
+//
+// The request is held at the coordinating stage of indexing pressure until
+// its reply is written: its declared length before the body is read, then
+// the body, then shardapi.OpOverhead for each action as it is parsed. Over
+// the limit the whole request is refused with 429
+// es_rejected_execution_exception and nothing of it is written, as
+// Elasticsearch refuses a bulk at the coordinating stage.
 func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	opts, err := writeOptions(r)
 	if err != nil {
 		return err
 	}
+	held, err := s.eng.IndexingPressure().Reserve(membudget.Coordinating, max(r.ContentLength, 0))
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	body, err := s.readRawBody(w, r) // parseBulk checks UTF-8 line by line
 	if err != nil {
 		return err
 	}
-	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"))
+	if err := held.Grow(int64(len(body)) - held.Bytes()); err != nil {
+		return err
+	}
+	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"), held.Grow)
 	if err != nil {
 		return err
 	}
@@ -479,7 +526,8 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 			return errors.New("httpapi: engine returned a different number of bulk results than operations")
 		}
 	}
-	reply := bulkReply{Items: make([]map[string]writeResult, len(actions))}
+	reply := bulkReply{Items: make([]bulkItem, len(actions))}
+	items := make([]writeResult, len(actions))
 	shards := s.newShardsCache()
 	var ok, failed float64
 	next := 0
@@ -502,7 +550,8 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			ok++
 		}
-		reply.Items[i] = map[string]writeResult{a.Action: item}
+		items[i] = item
+		reply.Items[i].set(a.Action, &items[i])
 	}
 	s.metrics.bulkDocs.WithLabelValues("ok").Add(ok)
 	s.metrics.bulkDocs.WithLabelValues("failed").Add(failed)

@@ -52,12 +52,18 @@ func openEngine(t testing.TB, logger *slog.Logger) *coord.Coordinator {
 // engine's metadata.
 func openEngineCluster(t testing.TB, logger *slog.Logger) (*coord.Coordinator, *cluster.Cluster) {
 	t.Helper()
+	return openEngineWith(t, logger, shard.DefaultConfig())
+}
+
+// openEngineWith is openEngineCluster with the data node's configuration.
+func openEngineWith(t testing.TB, logger *slog.Logger, scfg shard.Config) (*coord.Coordinator, *cluster.Cluster) {
+	t.Helper()
 	dir := t.TempDir()
 	c, err := cluster.New(cluster.Config{NodeID: "node-1-id", NodeName: "node-1", DataDir: dir, Timing: cluster.LocalTiming(), Logger: logger})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
 	meta := placement.New(c)
-	st, err := shard.OpenStore(filepath.Join(dir, "shards"), shard.DefaultConfig(), meta, nil, logger)
+	st, err := shard.OpenStore(filepath.Join(dir, "shards"), scfg, meta, nil, logger)
 	require.NoError(t, err)
 	eng := coord.NewCoordinator(st, coord.DefaultConfig(), logger)
 	eng.Start()

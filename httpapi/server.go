@@ -27,6 +27,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shardapi"
 )
 
@@ -54,6 +55,9 @@ type Engine interface {
 	// SetClosed closes indices or opens them again.
 	SetClosed(ctx context.Context, names []string, closed bool) error
 	Bulk(ctx context.Context, ops []shardapi.Op, opts coord.WriteOptions) ([]shardapi.OpResult, error)
+	// IndexingPressure is the node's accounting of the bytes of writes in
+	// flight; a handler holds a write's bytes at its coordinating stage.
+	IndexingPressure() *membudget.IndexingPressure
 	Get(ctx context.Context, indexName, id, routing string) (index.Doc, error)
 	// IndexStats gathers the named indices' statistics from the nodes
 	// that answer before ctx ends.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/coord"
+	"github.com/weftsearch/weft/internal/membudget"
 )
 
 // GET /_stats and /{index}/_stats[/{metric}]: each index's statistics,
@@ -129,4 +130,25 @@ func statsSection(st coord.IndexStats, primaries bool, metrics []string) map[str
 		}
 	}
 	return out
+}
+
+// indexingPressureStats is a node's "indexing_pressure" in _nodes/stats,
+// in Elasticsearch's shape: the bytes of writes each stage holds now and
+// has ever taken, the requests each refused, and the limit of the
+// coordinating and primary stages (the replica stage's is 1.5 times it).
+func indexingPressureStats(st membudget.Stats) map[string]any {
+	bytes := func(b membudget.StageBytes) map[string]any {
+		return map[string]any{
+			"combined_coordinating_and_primary_in_bytes": b.Combined,
+			"coordinating_in_bytes":                      b.Coordinating,
+			"primary_in_bytes":                           b.Primary,
+			"replica_in_bytes":                           b.Replica,
+			"all_in_bytes":                               b.All,
+		}
+	}
+	total := bytes(st.Total)
+	total["coordinating_rejections"] = st.CoordinatingRejections
+	total["primary_rejections"] = st.PrimaryRejections
+	total["replica_rejections"] = st.ReplicaRejections
+	return map[string]any{"memory": map[string]any{"current": bytes(st.Current), "total": total, "limit_in_bytes": st.Limit}}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -63,6 +64,9 @@ func translate(err error) *apiError {
 		// execution), so theirs is its type of a 429 rejection.
 		{shardapi.ErrTooManyScrollContexts, http.StatusTooManyRequests, "too_many_scroll_contexts_exception"},
 		{shardapi.ErrTooManyPITContexts, http.StatusTooManyRequests, "es_rejected_execution_exception"},
+		// Indexing pressure: the node holds as many bytes of writes as its
+		// share of the memory limit allows; retry later or send less.
+		{membudget.ErrRejected, http.StatusTooManyRequests, "es_rejected_execution_exception"},
 		{coord.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the

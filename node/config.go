@@ -15,6 +15,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/adaptive"
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shard"
 )
 
@@ -99,6 +100,14 @@ type Config struct {
 	// for several nodes in one process, leaves GOMAXPROCS alone.
 	Processors int
 
+	// MemoryLimit is the node's one memory budget in bytes: Go's soft
+	// memory limit (applied by Run, as it is process-wide) and the figure
+	// split among the node's bounded parts (membudget.Split: indexing
+	// pressure takes 10%). 0 (the default) is membudget.DefaultPercent
+	// (50%) of the memory available to the process: its cgroup's limit if
+	// it has one, else the machine's physical memory.
+	MemoryLimit int64
+
 	// RecoveryMaxBytesPerSec throttles the index files this node streams
 	// to a recovering copy as its primary (Elasticsearch's
 	// indices.recovery.max_bytes_per_sec); 0 is no limit. DefaultConfig
@@ -162,6 +171,8 @@ const (
 	// link send any body, while a client must spend 64 MiB/s (512 Mbit/s)
 	// of upload to hold the default 4096 connections with bodies.
 	DefaultHTTPBodyMinRate = 16 << 10
+	// MinMemoryLimit is the least --memory-limit a node takes.
+	MinMemoryLimit = 64 << 20
 	// DefaultRecoveryMaxBytesPerSec is Elasticsearch's default for
 	// indices.recovery.max_bytes_per_sec, 40mb.
 	DefaultRecoveryMaxBytesPerSec = 40 << 20
@@ -224,6 +235,9 @@ func (c Config) Validate() error {
 	if cpus := runtime.NumCPU(); c.Processors < 0 || c.Processors > cpus {
 		errs = append(errs, fmt.Errorf("node: Processors %d is out of range: use 0 (every CPU the process may use) up to the %d this machine lets the process use; set --processors (WEFT_PROCESSORS)", c.Processors, cpus))
 	}
+	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
+		errs = append(errs, fmt.Errorf("node: MemoryLimit %d is below the minimum of %d bytes (64mb); set --memory-limit (WEFT_MEMORY_LIMIT), or 0 for %d%% of the memory available", c.MemoryLimit, MinMemoryLimit, membudget.DefaultPercent))
+	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		errs = append(errs, fmt.Errorf("node: RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive; set --recovery-max-bytes-per-sec (WEFT_RECOVERY_MAX_BYTES_PER_SEC)", c.RecoveryMaxBytesPerSec))
 	}
@@ -267,6 +281,20 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity()...)
 	return errors.Join(errs...)
+}
+
+// MemoryBudget is the node's memory limit and its split: MemoryLimit, or
+// membudget.DefaultPercent of the memory available to the process. source
+// says where the figure came from.
+func (c Config) MemoryBudget() (split membudget.Split, source string, err error) {
+	if c.MemoryLimit > 0 {
+		return membudget.SplitLimit(c.MemoryLimit), "--memory-limit", nil
+	}
+	avail, from, err := membudget.Available(os.DirFS("/"))
+	if err != nil {
+		return membudget.Split{}, "", fmt.Errorf("node: %w", err)
+	}
+	return membudget.SplitLimit(avail / 100 * membudget.DefaultPercent), fmt.Sprintf("%d%% of /%s", membudget.DefaultPercent, from), nil
 }
 
 // validateHTTPLimits checks the HTTP connection limits: every one is on,

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -219,8 +220,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.peers != nil {
 		sp = n.peers
 	}
+	budget, budgetFrom, err := n.cfg.MemoryBudget()
+	if err != nil {
+		return err
+	}
+	n.log.Info("memory budget", "limit_bytes", budget.Total, "from", budgetFrom, "indexing_pressure_bytes", budget.IndexingPressure)
 	scfg := shard.DefaultConfig()
 	scfg.RecoveryMaxBytesPerSec = n.cfg.RecoveryMaxBytesPerSec
+	scfg.IndexingPressureBytes = budget.IndexingPressure
 	if n.cfg.Hooks.Shard != nil {
 		n.cfg.Hooks.Shard(&scfg)
 	}
@@ -537,6 +544,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url st
 	if cfg.Processors > 0 {
 		runtime.GOMAXPROCS(cfg.Processors)
 	}
+	budget, _, err := cfg.MemoryBudget()
+	if err != nil {
+		return err
+	}
+	debug.SetMemoryLimit(budget.Total)
 	n, err := New(cfg, logger)
 	if err != nil {
 		return err
@@ -547,7 +559,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(url st
 	}
 	logger.Info("node ready", "url", n.URL(), "fabric", n.FabricAddr(), "data_dir", cfg.DataDir, "node_name", cfg.NodeName,
 		"node_id", n.ID(), "cluster_name", cfg.ClusterName, "gossip", cfg.GossipAddr, "raft", cfg.RaftAddr,
-		"processors", runtime.GOMAXPROCS(0))
+		"processors", runtime.GOMAXPROCS(0), "memory_limit_bytes", budget.Total)
 	if ready != nil {
 		ready(n.URL())
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negative body rate", func(c *node.Config) { c.HTTPBodyMinRate = -1 }, "HTTPBodyMinRate -1"},
 		{"recovery unthrottled", func(c *node.Config) { c.RecoveryMaxBytesPerSec = 0 }, ""},
 		{"negative recovery throttle", func(c *node.Config) { c.RecoveryMaxBytesPerSec = -1 }, "RecoveryMaxBytesPerSec -1"},
+		{"memory limit", func(c *node.Config) { c.MemoryLimit = 1 << 30 }, ""},
+		{"memory limit below the minimum", func(c *node.Config) { c.MemoryLimit = 1 << 20 }, "--memory-limit"},
+		{"negative memory limit", func(c *node.Config) { c.MemoryLimit = -1 }, "MemoryLimit -1"},
 		{"fabric on loopback", func(c *node.Config) { c.FabricAddr = "127.0.0.1:9300" }, ""},
 		{"fabric address without port", func(c *node.Config) { c.FabricAddr = "127.0.0.1" }, "FabricAddr"},
 		{"fabric address with empty port", func(c *node.Config) { c.FabricAddr = "127.0.0.1:" }, "no port"},
@@ -137,6 +141,13 @@ func TestConfigValidate(t *testing.T) {
 			require.ErrorContains(t, err, tc.wantErr)
 		})
 	}
+	split, _, err := node.DefaultConfig().MemoryBudget()
+	require.NoError(t, err, "the default memory limit is a share of what the process may use")
+	require.Positive(t, split.IndexingPressure)
+	split, from, err := node.Config{MemoryLimit: 1 << 30}.MemoryBudget()
+	require.NoError(t, err)
+	require.Equal(t, "--memory-limit", from)
+	require.Equal(t, int64(1<<30)/100*10, split.IndexingPressure)
 	d := node.DefaultConfig()
 	require.Equal(t, "./data", d.DataDir)
 	require.Equal(t, "127.0.0.1:9200", d.HTTPAddr)
@@ -288,6 +299,44 @@ func TestRunAppliesProcessors(t *testing.T) {
 	for _, n := range stats.Nodes {
 		require.Equal(t, 1, n.OS.Allocated)
 		require.Equal(t, runtime.NumCPU(), n.OS.Available)
+	}
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// TestRunAppliesMemoryLimit: --memory-limit is Go's soft memory limit, and
+// its indexing pressure share (10%) is the limit _nodes/stats reports.
+func TestRunAppliesMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	cfg := testConfig(t.TempDir())
+	cfg.MemoryLimit = 1 << 30
+	go func() { done <- node.Run(ctx, cfg, testlog.New(t), func(u string) { urls <- u }) }()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatalf("Run returned early: %v", err)
+	}
+	require.Equal(t, int64(1<<30), debug.SetMemoryLimit(-1))
+	status, body := callRaw(t, "GET", url+"/_nodes/stats", "")
+	require.Equal(t, 200, status)
+	var stats struct {
+		Nodes map[string]struct {
+			IndexingPressure struct {
+				Memory struct {
+					Limit int64 `json:"limit_in_bytes"`
+				} `json:"memory"`
+			} `json:"indexing_pressure"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal(body, &stats))
+	require.Len(t, stats.Nodes, 1)
+	for _, n := range stats.Nodes {
+		require.Equal(t, int64(1<<30)/100*10, n.IndexingPressure.Memory.Limit)
 	}
 	cancel()
 	require.NoError(t, <-done)

@@ -18,9 +18,20 @@ import (
 // after a transport failure its outcome is unknown and its items fail
 // with 503, as Elasticsearch's do.
 
-// Write implements Copies: the group runs through the local primary copy
-// h.Alloc, if its primary term is h.Term.
+// Write implements Copies for this node's own coordinator: the group runs
+// through the local primary copy h.Alloc, if its primary term is h.Term.
+// Its bytes are held by this node's coordinating stage already, so the
+// primary stage counts them without refusing them (pressure.go).
 func (s *Store) Write(_ context.Context, h Header, items []Item) error {
+	r := s.pressure.PrimaryLocal(itemsBytes(items))
+	defer r.Release()
+	return s.write(h, items)
+}
+
+// write runs a group through the local primary copy h.Alloc; a group from
+// another node's coordinator comes here from MethodBulk's handler, which
+// holds its bytes at the primary stage.
+func (s *Store) write(h Header, items []Item) error {
 	allocationID, term := h.Alloc, h.Term
 	if !s.beginWrite() {
 		return shardapi.ErrClosed

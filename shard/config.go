@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/internal/vfs"
 )
 
@@ -44,7 +45,17 @@ type Config struct {
 	// LogFS is the file system the shard logs are written through; nil is
 	// the operating system's (tests inject faults: a full disk).
 	LogFS vfs.FS
+	// IndexingPressureBytes bounds the bytes of writes in flight on this
+	// node at the coordinating and primary stages; the replica stage may
+	// hold 1.5 times as much (membudget.IndexingPressure). A node sets it
+	// to its share of --memory-limit (membudget.Split).
+	IndexingPressureBytes int64
 }
+
+// DefaultIndexingPressureBytes is DefaultConfig's IndexingPressureBytes,
+// for a Store built on its own (tests, tools): 10% of a 4 GiB budget. A
+// node sets its own from its memory limit.
+const DefaultIndexingPressureBytes = 4 << 30 / 100 * membudget.IndexingPressurePercent
 
 // logFS is LogFS, or the operating system's file system.
 func (c Config) logFS() vfs.FS {
@@ -56,7 +67,8 @@ func (c Config) logFS() vfs.FS {
 
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
-	return Config{LogSegmentBytes: 64 << 20, RecoveryMaxBytesPerSec: 40 << 20, ReplicationTimeout: 30 * time.Second, ReplicaIndexDelay: 5 * time.Second}
+	return Config{LogSegmentBytes: 64 << 20, RecoveryMaxBytesPerSec: 40 << 20, ReplicationTimeout: 30 * time.Second, ReplicaIndexDelay: 5 * time.Second,
+		IndexingPressureBytes: DefaultIndexingPressureBytes}
 }
 
 // Validate names the first field out of bounds.
@@ -69,6 +81,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReplicaIndexDelay <= 0 {
 		return fmt.Errorf("shard: Config.ReplicaIndexDelay %v must be positive", c.ReplicaIndexDelay)
+	}
+	if c.IndexingPressureBytes <= 0 {
+		return fmt.Errorf("shard: Config.IndexingPressureBytes %d must be positive", c.IndexingPressureBytes)
 	}
 	if c.RecoveryMaxBytesPerSec < 0 {
 		return fmt.Errorf("shard: Config.RecoveryMaxBytesPerSec %d must be 0 (no limit) or positive", c.RecoveryMaxBytesPerSec)

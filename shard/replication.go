@@ -177,8 +177,18 @@ type replicateMsg struct {
 	gcp            uint64
 	mappingVersion uint64
 	resync         bool
-	recs           []shardlog.Record
+	// write: the records are a primary's new writes, which the replica
+	// may refuse under indexing pressure (the primary then fails it); a
+	// recovery's replay or a resync is never refused for pressure.
+	write bool
+	recs  []shardlog.Record
 }
+
+// Flags of a replication message.
+const (
+	replResync = 1 << iota
+	replWrite
+)
 
 func encodeReplicate(m replicateMsg) []byte {
 	size := 64 + len(m.Cluster) + len(m.Index) + len(m.Alloc)
@@ -192,7 +202,10 @@ func encodeReplicate(m replicateMsg) []byte {
 	e.u64(m.mappingVersion)
 	var flags byte
 	if m.resync {
-		flags = 1
+		flags |= replResync
+	}
+	if m.write {
+		flags |= replWrite
 	}
 	e.u8(flags)
 	e.uvarint(uint64(len(m.recs)))
@@ -212,10 +225,10 @@ func decodeReplicateBody(d *dec) replicateMsg {
 	var m replicateMsg
 	m.gcp, m.mappingVersion = d.u64(), d.u64()
 	flags := d.u8()
-	if flags > 1 {
+	if flags&^(replResync|replWrite) != 0 {
 		d.fail("unknown replication flags")
 	}
-	m.resync = flags == 1
+	m.resync, m.write = flags&replResync != 0, flags&replWrite != 0
 	n := d.count(shardlog.FrameHeader)
 	if d.err != nil {
 		return m
@@ -261,7 +274,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 	}
 	answers := make(chan answer, len(targets))
 	for _, t := range targets {
-		msg := encodeReplicate(replicateMsg{Header: Header{Cluster: v.ClusterUUID, Index: sc.meta.IndexUUID, Shard: sc.meta.Shard, Alloc: t.alloc, Term: term}, gcp: gcp, mappingVersion: mappingVersion, recs: recs})
+		msg := encodeReplicate(replicateMsg{Header: Header{Cluster: v.ClusterUUID, Index: sc.meta.IndexUUID, Shard: sc.meta.Shard, Alloc: t.alloc, Term: term}, gcp: gcp, mappingVersion: mappingVersion, write: true, recs: recs})
 		go func() {
 			cp, err := s.sendReplicate(ctx, t.node, msg)
 			answers <- answer{t, cp, err}

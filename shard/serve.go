@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/fabric"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shardapi"
 )
 
@@ -21,12 +22,12 @@ import (
 // streams (a receiver the node registered on mux for fabric.MethodStream).
 // Call it before the fabric listens.
 func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
-	mux.HandleFunc(MethodBulk, serveCopy(s, primaryCopy, decodeBulkItems, func(ctx context.Context, h Header, items []Item) ([]byte, error) {
-		if err := s.Write(ctx, h, items); err != nil {
+	mux.HandleFunc(MethodBulk, s.underPressure(membudget.Primary, bulkCount, serveCopy(s, primaryCopy, decodeBulkItems, func(ctx context.Context, h Header, items []Item) ([]byte, error) {
+		if err := s.write(h, items); err != nil {
 			return nil, err
 		}
 		return encodeBulkReply(items), nil
-	}))
+	})))
 	mux.HandleFunc(MethodMget, serveCopy(s, primaryCopy, decodeIDs, func(ctx context.Context, h Header, ids []string) ([]byte, error) {
 		docs, found, err := s.Get(ctx, h, ids)
 		if err != nil {
@@ -76,7 +77,7 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 	mux.HandleFunc(MethodSearchStats, s.serveSearchStats)
 	mux.HandleFunc(MethodSearchQuery, s.serveSearchQuery)
 	mux.HandleFunc(MethodSearchFetch, s.serveSearchFetch)
-	mux.HandleFunc(MethodReplicate, serveCopy(s, heldCopy, decodeReplicateBody, s.serveReplicate))
+	mux.HandleFunc(MethodReplicate, s.underPressure(membudget.Replica, replicateCount, serveCopy(s, heldCopy, decodeReplicateBody, s.serveReplicate)))
 	mux.HandleFunc(MethodRecoveryStart, s.serveRecoveryStart)
 	mux.HandleFunc(MethodRecoveryFiles, s.serveRecoveryFiles)
 	mux.HandleFunc(MethodRecoveryOps, s.serveRecoveryOps)

@@ -17,6 +17,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/internal/vfs"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -56,6 +57,10 @@ type Store struct {
 	writes          sync.WaitGroup // writes in flight on local copies
 	background      sync.WaitGroup // recoveries and failure reports
 	stop            chan struct{}  // closed by Close: background work ends
+
+	// pressure accounts the bytes of the writes in flight on this node
+	// (IndexingPressure).
+	pressure *membudget.IndexingPressure
 
 	// behindBytes is the source bytes the node's replicas have logged and
 	// not yet indexed, all together (behind.go).
@@ -98,11 +103,16 @@ func OpenStore(dir string, cfg Config, meta Metadata, peers fabric.Caller, logge
 		copies: map[string]*shardCopy{}, mappings: map[string]*nodeMapping{}, failed: map[string]string{},
 		recovering: map[string]bool{}, recoveries: map[string]*recovery{}, expected: map[string]*recovery{},
 		sources: map[string]*sourceRecovery{}, leases: map[string]*lease{}, stop: make(chan struct{}), loopStop: make(chan struct{}), loopDone: make(chan struct{}),
-		pits: newReaderContexts()}
+		pits: newReaderContexts(), pressure: membudget.NewIndexingPressure(cfg.IndexingPressureBytes)}
 	s.throttle = newRecoveryThrottle(s.recoveryRate, recoveryFileChunk)
 	s.cleanDeleted()
 	return s, nil
 }
+
+// IndexingPressure is this node's accounting of the bytes of writes in
+// flight, shared by its coordinator (the coordinating stage), its
+// primaries and its replicas.
+func (s *Store) IndexingPressure() *membudget.IndexingPressure { return s.pressure }
 
 // Start runs the loop that reconciles the store with every new view, until
 // Close.

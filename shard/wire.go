@@ -11,6 +11,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shard/shardlog"
 	"github.com/weftsearch/weft/shardapi"
 )
@@ -47,8 +48,10 @@ const (
 // MethodMget; 5: bulk replies carry no HTTP status (the error's kind, its
 // wire code, says what failed); 6: a request to open a reader context
 // says its kind (point in time or scroll), which the node counts against
-// the kind's limit.
-const wireVersion = 6
+// the kind's limit; 7: a replication message says whether it carries a
+// primary's new writes (refusable under indexing pressure) or a recovery's
+// replay or a resync (never refused).
+const wireVersion = 7
 
 // Error codes of the shard layer on the wire: a sentinel error crosses a
 // node boundary as its code (fabric.CodeUserBase + n for whole-request
@@ -81,6 +84,7 @@ var wireErrors = []error{
 	23: index.ErrIllegalArgument,
 	24: shardapi.ErrTooManyScrollContexts,
 	25: shardapi.ErrTooManyPITContexts,
+	26: membudget.ErrRejected,
 }
 
 // errCode returns the wire code of err's sentinel (0: none) and its

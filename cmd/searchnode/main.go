@@ -73,6 +73,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	}
 	maxBody := byteSize(cfg.MaxBodyBytes)
 	recoveryRate := byteSize(cfg.RecoveryMaxBytesPerSec)
+	memLimit := byteSize(cfg.MemoryLimit)
 	bodyRate := byteSize(cfg.HTTPBodyMinRate)
 	level := levelFlag{&opts.logLevel}
 	format := formatFlag{&opts.logFormat}
@@ -162,6 +163,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		{"processors", "WEFT_PROCESSORS", func() {
 			fs.IntVar(&cfg.Processors, "processors", cfg.Processors, "how many processors this node runs on at once (GOMAXPROCS), like Elasticsearch's node.processors; set it when several nodes share one host, e.g. 1 each for three nodes on two CPUs; 0 (the default): every CPU the process may use (WEFT_PROCESSORS)")
 		}},
+		{"memory-limit", "WEFT_MEMORY_LIMIT", func() {
+			fs.Var(&memLimit, "memory-limit", "the node's memory budget, in bytes or with a unit (kb, mb, gb): Go's soft memory limit, of which 10% bounds the bytes of writes in flight (indexing pressure; over it writes get 429); 0 (the default): 50% of the cgroup's memory limit, or of the machine's memory without one (WEFT_MEMORY_LIMIT)")
+		}},
 		{"recovery-max-bytes-per-sec", "WEFT_RECOVERY_MAX_BYTES_PER_SEC", func() {
 			fs.Var(&recoveryRate, "recovery-max-bytes-per-sec", "limit on the index files this node streams to recovering copies, all its recoveries together, in bytes per second or with a unit (kb, mb, gb); 0 is no limit (WEFT_RECOVERY_MAX_BYTES_PER_SEC)")
 		}},
@@ -210,6 +214,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	}
 	cfg.MaxBodyBytes = int64(maxBody)
 	cfg.RecoveryMaxBytesPerSec = int64(recoveryRate)
+	cfg.MemoryLimit = int64(memLimit)
 	cfg.HTTPBodyMinRate = int64(bodyRate)
 	if err := cfg.Validate(); err != nil {
 		return opts, err

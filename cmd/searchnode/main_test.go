@@ -174,6 +174,15 @@ func TestParseOptions(t *testing.T) {
 		},
 		{name: "bad recovery throttle", args: []string{"--recovery-max-bytes-per-sec", "fast"}, wantErr: "not a byte size"},
 		{
+			name: "memory limit by flag over environment",
+			args: []string{"--memory-limit", "2gb"},
+			env:  map[string]string{"WEFT_MEMORY_LIMIT": "1gb"},
+			check: func(t *testing.T, o options) {
+				require.EqualValues(t, 2<<30, o.node.MemoryLimit)
+			},
+		},
+		{name: "memory limit too small", env: map[string]string{"WEFT_MEMORY_LIMIT": "1mb"}, wantErr: "MemoryLimit 1048576 is below the minimum"},
+		{
 			name: "fabric from the environment",
 			env:  map[string]string{"WEFT_FABRIC_ADDR": "127.0.0.1:9300", "WEFT_FABRIC_RDMA": "off"},
 			check: func(t *testing.T, o options) {
