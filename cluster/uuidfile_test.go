@@ -1,13 +1,12 @@
 package cluster
 
 import (
-	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/internal/vfs"
+	"github.com/weftsearch/weft/internal/vfs/vfstest"
 )
 
 // The cluster UUID kept beside the Raft state survives a power cut at
@@ -22,25 +21,8 @@ func TestClusterUUIDSurvivesAPowerCutAtEveryStep(t *testing.T) {
 		require.NoError(t, m.SyncDir("data"))
 		return m
 	}
-	m := fresh()
-	before := m.Ops()
-	require.NoError(t, writeClusterUUID(m, "data", uuid))
-	steps := m.Ops() - before
-
-	cut := errors.New("power cut")
-	for step := 0; step <= steps; step++ {
-		t.Run(fmt.Sprint("at step ", step), func(t *testing.T) {
-			m := fresh()
-			start := m.Ops()
-			m.SetFaults(func(op vfs.Op) vfs.Fault {
-				if op.Index-start == step {
-					return vfs.Fault{Err: cut, Halt: true}
-				}
-				return vfs.Fault{}
-			})
-			err := writeClusterUUID(m, "data", uuid)
-			m.SetFaults(nil)
-			m.Crash()
+	vfstest.CutPowerAtEveryStep(t, fresh, func(fs vfs.FS) error { return writeClusterUUID(fs, "data", uuid) },
+		func(t *testing.T, m *vfs.MemFS, err error) {
 			got, rerr := readClusterUUID(m, "data")
 			require.NoError(t, rerr)
 			if err == nil {
@@ -49,5 +31,4 @@ func TestClusterUUIDSurvivesAPowerCutAtEveryStep(t *testing.T) {
 			}
 			require.Contains(t, []string{"", uuid}, got, "nothing or the whole UUID")
 		})
-	}
 }

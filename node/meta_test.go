@@ -1,12 +1,11 @@
 package node_test
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/internal/vfs"
+	"github.com/weftsearch/weft/internal/vfs/vfstest"
 	"github.com/weftsearch/weft/node"
 )
 
@@ -21,31 +20,16 @@ func TestNodeIdentitySurvivesAPowerCutAtEveryStep(t *testing.T) {
 		require.NoError(t, m.SyncDir("."))
 		return m
 	}
-	m := fresh()
-	before := m.Ops()
-	_, err := node.LoadMeta(m, "data")
-	require.NoError(t, err)
-	steps := m.Ops() - before
-
-	cut := errors.New("power cut")
-	for step := 0; step <= steps; step++ {
-		t.Run(fmt.Sprint("at step ", step), func(t *testing.T) {
-			m := fresh()
-			start := m.Ops()
-			m.SetFaults(func(op vfs.Op) vfs.Fault {
-				if op.Index-start == step {
-					return vfs.Fault{Err: cut, Halt: true}
-				}
-				return vfs.Fault{}
-			})
-			id, err := node.LoadMeta(m, "data")
-			m.SetFaults(nil)
-			m.Crash()
-			again, rerr := node.LoadMeta(m, "data")
-			require.NoError(t, rerr, "a restart after the cut starts")
-			if err == nil {
-				require.Equal(t, id, again, "the ID handed out survives the cut")
-			}
-		})
-	}
+	var id string
+	vfstest.CutPowerAtEveryStep(t, fresh, func(fs vfs.FS) error {
+		var err error
+		id, err = node.LoadMeta(fs, "data")
+		return err
+	}, func(t *testing.T, m *vfs.MemFS, err error) {
+		again, rerr := node.LoadMeta(m, "data")
+		require.NoError(t, rerr, "a restart after the cut starts")
+		if err == nil {
+			require.Equal(t, id, again, "the ID handed out survives the cut")
+		}
+	})
 }
