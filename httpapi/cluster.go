@@ -523,6 +523,7 @@ func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error 
 		"timestamp":         s.now().UnixMilli(),
 		"indices":           nodeIndicesStats(docs, store, st),
 		"indexing_pressure": indexingPressureStats(st.IndexingPressure),
+		"breakers":          s.breakerStats(),
 		"process":           map[string]any{"timestamp": s.now().UnixMilli()},
 		"os":                map[string]any{"available_processors": runtime.NumCPU(), "allocated_processors": runtime.GOMAXPROCS(0)},
 		"runtime":           map[string]any{"goroutines": runtime.NumGoroutine(), "heap_alloc_in_bytes": mem.HeapAlloc, "sys_in_bytes": mem.Sys},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/weftsearch/weft/internal/membudget"
 )
 
 // apiError is an error answered to the client in Elasticsearch's error shape:
@@ -23,6 +25,9 @@ type apiError struct {
 	Index string
 	// CausedBy is the error this one wraps, reported as "caused_by".
 	CausedBy *apiError
+	// Breaking, for a circuit_breaking_exception, reports bytes_wanted,
+	// bytes_limit and durability as Elasticsearch does.
+	Breaking *membudget.BreakingError
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s: %s", e.Type, e.Reason) }
@@ -43,6 +48,9 @@ type esErrorCause struct {
 	ResourceID   string        `json:"resource.id,omitempty"`
 	Index        string        `json:"index,omitempty"`
 	IndexUUID    string        `json:"index_uuid,omitempty"`
+	BytesWanted  *int64        `json:"bytes_wanted,omitempty"`
+	BytesLimit   *int64        `json:"bytes_limit,omitempty"`
+	Durability   string        `json:"durability,omitempty"`
 	CausedBy     *esErrorCause `json:"caused_by,omitempty"`
 }
 
@@ -63,6 +71,9 @@ func (e *apiError) cause() esErrorCause {
 		if e.Type == "index_not_found_exception" {
 			c.ResourceType, c.ResourceID = "index_or_alias", e.Index
 		}
+	}
+	if b := e.Breaking; b != nil {
+		c.BytesWanted, c.BytesLimit, c.Durability = &b.Wanted, &b.Limit, "TRANSIENT"
 	}
 	if e.CausedBy != nil {
 		cb := e.CausedBy.cause()

@@ -108,6 +108,12 @@ type Config struct {
 	// BodyTimeout 0 leaves bodies unpaced.
 	BodyTimeout time.Duration
 	BodyMinRate int64
+	// InFlight is the in_flight_requests breaker: every request body is
+	// counted against it while the request is served (its declared length
+	// before it is read, or its bytes as they arrive), and a body that
+	// would pass its limit gets 429 circuit_breaking_exception. Nil counts
+	// nothing.
+	InFlight *membudget.Breaker
 	// EnablePprof serves net/http/pprof under /debug/pprof/.
 	EnablePprof bool
 	// Fabric serves GET /_weft/fabric/devices and /_weft/fabric/conns;
@@ -524,11 +530,19 @@ func (s *Server) readRawBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	if r.ContentLength > limit {
 		return nil, errContentTooLong(limit)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := s.inFlight(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, errContentTooLong(limit)
+		}
+		var be *membudget.BreakingError
+		if errors.As(err, &be) {
+			return nil, err
 		}
 		if errors.Is(err, errBodyTooSlow) {
 			w.Header().Set("Connection", "close")
@@ -538,6 +552,51 @@ func (s *Server) readRawBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	}
 	return b, nil
 }
+
+// httpRequestLabel is what the in_flight_requests breaker calls a request
+// body, as Elasticsearch does.
+const httpRequestLabel = "<http_request>"
+
+// inFlight counts r's body against the in_flight_requests breaker until
+// the request has been served: its declared length at once, or, without
+// one, its bytes as they are read (through the returned reader). It fails
+// with a *membudget.BreakingError when the body would pass the limit.
+func (s *Server) inFlight(r *http.Request) (io.ReadCloser, error) {
+	if s.cfg.InFlight == nil {
+		return r.Body, nil
+	}
+	if r.ContentLength >= 0 {
+		release, err := s.cfg.InFlight.Reserve(r.ContentLength, httpRequestLabel)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(r.Context(), release) // the request's context ends once it has been served
+		return r.Body, nil
+	}
+	return &countedBody{r: r.Body, b: s.cfg.InFlight, ctx: r.Context()}, nil
+}
+
+// countedBody reserves the bytes of a body of unknown length as they are
+// read, each read's until the request's context ends.
+type countedBody struct {
+	r   io.ReadCloser
+	b   *membudget.Breaker
+	ctx context.Context
+}
+
+func (c *countedBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		release, berr := c.b.Reserve(int64(n), httpRequestLabel)
+		if berr != nil {
+			return n, berr
+		}
+		context.AfterFunc(c.ctx, release)
+	}
+	return n, err
+}
+
+func (c *countedBody) Close() error { return c.r.Close() }
 
 // flagParam reports whether a boolean flag parameter is set: present with an
 // empty value, or "true".

@@ -152,3 +152,20 @@ func indexingPressureStats(st membudget.Stats) map[string]any {
 	total["replica_rejections"] = st.ReplicaRejections
 	return map[string]any{"memory": map[string]any{"current": bytes(st.Current), "total": total, "limit_in_bytes": st.Limit}}
 }
+
+// breakerStats is a node's "breakers" in _nodes/stats, in Elasticsearch's
+// shape: each breaker's limit, estimate and trips.
+func (s *Server) breakerStats() map[string]any {
+	out := map[string]any{}
+	if s.cfg.InFlight == nil {
+		return out
+	}
+	for _, b := range []membudget.BreakerStats{s.cfg.InFlight.Stats()} {
+		out[b.Name] = map[string]any{
+			"limit_size_in_bytes": b.Limit, "limit_size": membudget.HumanBytes(b.Limit),
+			"estimated_size_in_bytes": b.Estimated, "estimated_size": membudget.HumanBytes(b.Estimated),
+			"overhead": 1.0, "tripped": b.Tripped,
+		}
+	}
+	return out
+}

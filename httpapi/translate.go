@@ -22,6 +22,10 @@ func translate(err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	var be *membudget.BreakingError
+	if errors.As(err, &be) {
+		return &apiError{Status: http.StatusTooManyRequests, Type: "circuit_breaking_exception", Reason: be.Error(), Breaking: be}
+	}
 	var pe *coord.PartialFailureError
 	if errors.As(err, &pe) {
 		// Before the first shard's error, which it wraps as its cause.

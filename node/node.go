@@ -32,6 +32,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/httpapi"
+	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/internal/vfs"
 	"github.com/weftsearch/weft/node/placement"
 	"github.com/weftsearch/weft/security/audit"
@@ -55,6 +56,8 @@ type Node struct {
 	streams *fabric.StreamReceiver
 	sec     *security     // nil with security off
 	audit   *audit.Logger // the audit log (--audit-log), nil without
+	// budget is the node's memory split, read at Start.
+	budget membudget.Split
 	// cluRef is clu for the TLS layers' name look-ups, which run on the
 	// transports' goroutines without mu.
 	cluRef atomic.Pointer[cluster.Cluster]
@@ -224,7 +227,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	n.log.Info("memory budget", "limit_bytes", budget.Total, "from", budgetFrom, "indexing_pressure_bytes", budget.IndexingPressure)
+	n.log.Info("memory budget", "limit_bytes", budget.Total, "from", budgetFrom, "indexing_pressure_bytes", budget.IndexingPressure,
+		"in_flight_requests_bytes", budget.InFlightRequests)
+	n.budget = budget
 	scfg := shard.DefaultConfig()
 	scfg.RecoveryMaxBytesPerSec = n.cfg.RecoveryMaxBytesPerSec
 	scfg.IndexingPressureBytes = budget.IndexingPressure
@@ -359,6 +364,7 @@ func (n *Node) newHTTPServer() (*http.Server, error) {
 		BodyMinRate:  n.cfg.HTTPBodyMinRate,
 		EnablePprof:  n.cfg.EnablePprof,
 		CORS:         n.cfg.CORS,
+		InFlight:     membudget.NewBreaker("in_flight_requests", n.budget.InFlightRequests),
 		Fabric:       fabricDiag{n},
 		Cluster:      clusterAdmin{n.clu},
 		SecurityInfo: n.Security(),

@@ -32,6 +32,14 @@ const DefaultPercent = 50
 // indexing_pressure.memory.limit (10% of the heap).
 const IndexingPressurePercent = 10
 
+// InFlightRequestsPercent is the share of the memory limit that the bodies
+// of the HTTP requests a node is reading or serving may take together (its
+// in_flight_requests breaker). Elasticsearch's defaults to the whole heap
+// under a parent breaker at 95%; Weft has no parent breaker yet, so the
+// share is set so that bodies, writes in flight and the working room
+// cannot together pass the limit by much.
+const InFlightRequestsPercent = 25
+
 // Split is how a node's memory limit is shared out. It is the one place
 // the shares are written down:
 //
@@ -41,18 +49,22 @@ const IndexingPressurePercent = 10
 //   - IndexingPressure (IndexingPressurePercent of Total) bounds the bytes
 //     of writes in flight at the coordinating and primary stages; the
 //     replica stage may take 1.5 times as much (see IndexingPressure).
+//   - InFlightRequests (InFlightRequestsPercent of Total) is the limit of
+//     the in_flight_requests breaker: the bodies of HTTP requests held at
+//     once.
 //   - The rest is the working room of everything not accounted yet: the
 //     indexes (bleve's segments and caches), searches, the fabric's
-//     buffers. Circuit breakers for searches and in-flight requests will
-//     take their shares of it here.
+//     buffers. Circuit breakers for searches will take their share of it
+//     here.
 type Split struct {
 	Total            int64
 	IndexingPressure int64
+	InFlightRequests int64
 }
 
 // SplitLimit shares total out.
 func SplitLimit(total int64) Split {
-	return Split{Total: total, IndexingPressure: total / 100 * IndexingPressurePercent}
+	return Split{Total: total, IndexingPressure: total / 100 * IndexingPressurePercent, InFlightRequests: total / 100 * InFlightRequestsPercent}
 }
 
 // Available returns the memory available to this process, read from fsys
