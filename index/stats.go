@@ -656,8 +656,14 @@ func (s *TermStats) Add(o *TermStats) {
 
 // WithGlobalStats returns a context under which searches of this package's
 // indexes score with the given statistics (phase 2 above). s must not be
-// modified afterwards.
+// modified afterwards. Statistics of no document (read while the indexes
+// were empty, by a search racing the first writes) are not applied: under
+// them bleve's scores would be NaN (an idf of log 0 under an infinite
+// normalisation), so each shard scores with its own.
 func WithGlobalStats(ctx context.Context, s *TermStats) context.Context {
+	if s.DocCount == 0 {
+		return ctx
+	}
 	card := make(map[string]int, len(s.FieldLength)+len(s.DocFreq))
 	for f, n := range s.FieldLength {
 		card[f] = int(n)

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -92,4 +93,31 @@ func TestDocumentsLoadsStoredFieldsAsSearchDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, bare, 1)
 	require.Nil(t, bare[0].Fields)
+}
+
+// TestStatisticsOfNoDocumentScoreNothing: statistics read while the
+// indexes held no document (a search racing the first writes) would make
+// bleve's scores NaN (an idf of log 0, normalised by an infinite weight);
+// under them a search scores with the shard's own statistics instead, so
+// every score is a number (NaN cannot be written in a JSON reply).
+func TestStatisticsOfNoDocumentScoreNothing(t *testing.T) {
+	idx, err := Create(t.TempDir(), NewDynamicMapping())
+	require.NoError(t, err)
+	defer idx.Close()
+	ctx := context.Background()
+	var seq uint64
+	applyDocs(t, idx, map[string]string{"0": `{"other":"x"}`}, &seq) // the field searched is not there yet
+	q := bleve.NewMatchQuery("ipsum")
+	q.SetField("text")
+	empty, _, err := idx.TermStats(ctx, q)
+	require.NoError(t, err)
+	empty.DocCount = 0 // as if read before the first document
+	applyDocs(t, idx, map[string]string{"1": `{"text":"lorem ipsum"}`, "2": `{"text":"ipsum dolor ipsum"}`}, &seq)
+	res, err := idx.Search(WithGlobalStats(ctx, empty), bleve.NewSearchRequest(q))
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 2)
+	for _, h := range res.Hits {
+		require.False(t, math.IsNaN(h.Score) || math.IsInf(h.Score, 0), "hit %s scored %v", h.ID, h.Score)
+	}
+	require.False(t, math.IsNaN(res.MaxScore))
 }
