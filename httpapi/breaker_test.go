@@ -82,3 +82,25 @@ func TestInFlightRequestsBreaker(t *testing.T) {
 	require.Eventually(t, func() bool { return breaker()["estimated_size_in_bytes"] == float64(0) }, 10*time.Second, 10*time.Millisecond,
 		"served requests gave their bytes back")
 }
+
+// A request refused before its body was read (the in_flight_requests
+// breaker on its declared length) is answered once the body has been read
+// to its end and dropped: a client still sending a large body sees the
+// 429, not a connection reset, and the node holds none of it.
+func TestRefusedLargeBodyIsAnsweredNotReset(t *testing.T) {
+	cfg := apiConfig()
+	cfg.MaxBodyBytes = 16 << 20
+	cfg.InFlight = membudget.NewBreaker("in_flight_requests", 1<<20)
+	a := newTestAPI(t, cfg)
+	body := `{"index":{"_index":"big"}}` + "\n" + `{"t":"` + strings.Repeat("y", 8<<20) + `"}` + "\n"
+	for range 3 {
+		req, err := http.NewRequest("POST", a.srv.URL+"/_bulk", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err, "the client gets the refusal, not a reset")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	}
+}

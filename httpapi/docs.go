@@ -462,7 +462,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	}
 	held, err := s.eng.IndexingPressure().Reserve(membudget.Coordinating, max(r.ContentLength, 0))
 	if err != nil {
-		return err
+		return s.refuseUnread(w, r, err)
 	}
 	defer held.Release()
 	body, err := s.readRawBody(w, r) // parseBulk checks UTF-8 line by line

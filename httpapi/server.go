@@ -532,7 +532,7 @@ func (s *Server) readRawBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	}
 	body, err := s.inFlight(r)
 	if err != nil {
-		return nil, err
+		return nil, s.refuseUnread(w, r, err)
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, body, limit))
 	if err != nil {
@@ -551,6 +551,20 @@ func (s *Server) readRawBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 		return nil, badRequest("parse_exception", "reading the request body failed: %v", err)
 	}
 	return b, nil
+}
+
+// refuseUnread returns err, the refusal of a request whose body was not
+// read (it would have taken too much memory), after reading the body to
+// its end without keeping it (within --max-body-bytes and the body's
+// pace): a client still sending its body when the reply came would
+// otherwise have its connection reset and never see the refusal, which is
+// what it needs to back off or try another node. A body over the limit, or
+// too slow, closes the connection instead.
+func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, err error) error {
+	if _, derr := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)); derr != nil {
+		w.Header().Set("Connection", "close")
+	}
+	return err
 }
 
 // httpRequestLabel is what the in_flight_requests breaker calls a request

@@ -20,12 +20,13 @@ type nodeProc struct {
 	name, dir                string
 	http, fabric, gossip, rf string
 	bin, seeds, initial      string // what it runs, and its --seeds and --initial-nodes
+	extra                    []string // more flags
 	p                        *proc
 }
 
 // processCluster starts n searchnode processes of bin that form one
 // cluster.
-func processCluster(t *testing.T, bin string, n int) []*nodeProc {
+func processCluster(t *testing.T, bin string, n int, extra ...string) []*nodeProc {
 	t.Helper()
 	var nodes []*nodeProc
 	var seeds, names []string
@@ -37,7 +38,7 @@ func processCluster(t *testing.T, bin string, n int) []*nodeProc {
 		names = append(names, np.name)
 	}
 	for _, np := range nodes {
-		np.seeds, np.initial = strings.Join(seeds, ","), strings.Join(names, ",")
+		np.seeds, np.initial, np.extra = strings.Join(seeds, ","), strings.Join(names, ","), extra
 		np.start(t)
 	}
 	return nodes
@@ -58,9 +59,10 @@ func greenCluster(t *testing.T) []*nodeProc {
 // start starts (or restarts) the node's process on its data directory.
 func (np *nodeProc) start(t *testing.T) {
 	t.Helper()
-	np.p = startProcArgs(t, np.bin, "--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
+	args := append([]string{"--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
 		"--http-addr", np.http, "--fabric-addr", np.fabric, "--gossip-addr", np.gossip, "--raft-addr", np.rf,
-		"--seeds", np.seeds, "--initial-nodes", np.initial, "--security=false")
+		"--seeds", np.seeds, "--initial-nodes", np.initial, "--security=false"}, np.extra...)
+	np.p = startProcArgs(t, np.bin, args...)
 }
 
 func (np *nodeProc) kill(t *testing.T) {
