@@ -19,7 +19,7 @@ import (
 type nodeProc struct {
 	name, dir                string
 	http, fabric, gossip, rf string
-	bin, seeds, initial      string // what it runs, and its --seeds and --initial-nodes
+	bin, seeds, initial      string   // what it runs, and its --seeds and --initial-nodes
 	extra                    []string // more flags
 	p                        *proc
 }
