@@ -79,6 +79,18 @@ func (p *MemPeers) Call(ctx context.Context, id string, m fabric.Method, payload
 	return reply, err
 }
 
+// Forget drops the connection to node id, if there is one; the next call
+// dials again.
+func (p *MemPeers) Forget(id string) {
+	p.mu.Lock()
+	c := p.conns[id]
+	delete(p.conns, id)
+	p.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
 func (p *MemPeers) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -160,8 +172,14 @@ func (tc *Cluster) Kill(id string) {
 	tc.Stop(id)
 }
 
-// Revive marks node id live again and starts it.
+// Revive marks node id live again and starts it. The other nodes drop
+// their connections to its old process first, as a node's pool does when
+// it sees a departed node live again (node.peers.forgetDeparted): a call
+// on one would fail.
 func (tc *Cluster) Revive(id string) *Node {
+	for _, p := range tc.Peers {
+		p.Forget(id)
+	}
 	tc.MC.SetLive(id, true)
 	return tc.Start(id)
 }

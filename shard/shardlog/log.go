@@ -22,7 +22,8 @@ import (
 // Durability. A record is durable once Append returns nil: Append writes,
 // then fsyncs with group commit (concurrent appenders share one fsync). A
 // new segment's directory entry is fsynced before a record goes into it,
-// and a segment is fsynced before the next one is started.
+// and a segment is fsynced before the next one is started; so is the entry
+// of every directory Open creates for the log.
 //
 // Failure. A failed or short write, or a failed fsync, fails the log for
 // good (ErrFailed): that Append and every later one return an error, so
@@ -201,7 +202,7 @@ func Open(fsys vfs.FS, dir string, segSize int64, logger *slog.Logger) (*Log, er
 	l := &Log{fs: fsys, dir: dir, segSize: segSize, logger: logger}
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		err = fsys.MkdirAll(dir)
+		err = mkdirDurable(fsys, dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("shard log: open %s: %w", dir, err)
@@ -251,6 +252,37 @@ func Open(fsys vfs.FS, dir string, segSize int64, logger *slog.Logger) (*Log, er
 		return nil, err
 	}
 	return l, nil
+}
+
+// mkdirDurable creates dir and the directories missing above it, and
+// fsyncs the parent of each one it created: a record is not durable while
+// its log's directory, or one above it, can vanish in a power cut (Open
+// fsyncs only dir and its parent, which covers a log whose parent existed).
+func mkdirDurable(fsys vfs.FS, dir string) error {
+	top := dir // the highest directory missing
+	for {
+		parent := filepath.Dir(top)
+		if parent == top {
+			break
+		}
+		if _, err := fsys.List(parent); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		top = parent
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		if d == top {
+			return nil
+		}
+	}
 }
 
 // openLastSegment opens the last segment for appending, cutting its torn
