@@ -135,7 +135,8 @@ func NewCommand(stdio IO) *cobra.Command {
 		Long: "searchctl administers a Weft cluster over a node's HTTP API: cluster health, indexes,\n" +
 			"bulk loading of NDJSON files, query-string searches, the node-to-node fabric (devices and\n" +
 			"peer connections), the cluster (status, nodes, shards, Raft, node drains, shard moves), and\n" +
-			"security users and roles; certs create writes the cluster's certificates, offline.\n\n" +
+			"security users and roles; certs create writes the cluster's certificates and certs add\n" +
+			"issues more from its CA, offline.\n\n" +
 			"A node with security on serves https and wants credentials: --user with WEFT_PASSWORD (or a\n" +
 			"prompt on a terminal), or --api-key; --cacert trusts the cluster's CA (DATA_DIR/certs/ca.crt).\n\n" +
 			"Exit codes: 0 ok, 1 the node reported an error or documents failed, 2 bad usage or input,\n" +

@@ -1,6 +1,7 @@
 // Package certs is the cluster's public key infrastructure on disk: it
 // creates a cluster CA, one certificate and key per node and a gossip key
-// (CreateCluster, AutoConfigure), loads them back with their file modes
+// (CreateCluster, AutoConfigure), issues certificates for more nodes from
+// an existing CA or replaces one node's (AddNodes), loads them back with their file modes
 // checked (Load, LoadKeyPair), and builds the TLS configurations that use
 // them (ServerConfig, ClientConfig, HTTPServerConfig).
 //
@@ -13,7 +14,8 @@
 // confused with a host name an operator adds with --dns, so a verified
 // certificate with weft-node:n2 was issued for node n2 and nothing else.
 // CreateCluster refuses a node name that is also one of the extra DNS names,
-// so that the DNS name n2 too appears in n2's certificate only.
+// so that the DNS name n2 too appears in n2's certificate only; AddNodes
+// keeps that true against the node certificates already in the directory.
 //
 // # Keys
 //
@@ -65,7 +67,8 @@ var (
 	// ErrKeyPermissions: a key file is readable or writable by its group or
 	// by others.
 	ErrKeyPermissions = errors.New("certs: key file permissions too open")
-	// ErrExists: CreateCluster would overwrite a file.
+	// ErrExists: CreateCluster would overwrite a file, or AddNodes a
+	// node's certificate without force.
 	ErrExists = errors.New("certs: file already exists")
 	// ErrBadNodeName: a node name cannot be put in a certificate.
 	ErrBadNodeName = errors.New("certs: invalid node name")

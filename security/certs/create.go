@@ -17,13 +17,16 @@ import (
 	"time"
 )
 
-// Created says what CreateCluster or AutoConfigure wrote.
+// Created says what CreateCluster, AutoConfigure or AddNodes wrote.
 type Created struct {
 	// Dir is the certificate directory.
 	Dir string
 	// Files are the paths written, in the order written; empty when
 	// AutoConfigure reused what was there.
 	Files []string
+	// Replaced are the files of Files that AddNodes wrote over (a
+	// rotation with force).
+	Replaced []string
 	// Fingerprint is the CA certificate's SHA-256 fingerprint (see
 	// Fingerprint).
 	Fingerprint string

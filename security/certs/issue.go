@@ -15,8 +15,10 @@ import (
 )
 
 // Validity is how long issued certificates (the CA's and the nodes') are
-// valid: three years, as elasticsearch-certutil issues them. Rotate by
-// creating a new directory and rolling it out node by node.
+// valid: three years, as elasticsearch-certutil issues them. A node's
+// certificate is rotated with AddNodes (force) from the same CA; a new CA
+// means new certificates for every node and restarting them all, since
+// nodes of different CAs do not talk.
 const Validity = 3 * 365 * 24 * time.Hour
 
 // clockSkew backdates NotBefore so that a peer whose clock is a little
@@ -82,7 +84,8 @@ func newAuthority(label string, now time.Time) (*authority, []byte, error) {
 // issue signs a certificate for node, usable for both server and client
 // authentication, naming it as weft-node:NODE and as the DNS name NODE, plus
 // localhost, 127.0.0.1, ::1 and the extra ips and dnsNames. It returns the
-// certificate's DER and its new key.
+// certificate's DER and its new key. The certificate expires with the CA
+// if the CA expires first.
 func (a *authority) issue(node string, ips []net.IP, dnsNames []string, now time.Time) ([]byte, *ecdsa.PrivateKey, error) {
 	key, err := newKey()
 	if err != nil {
@@ -96,7 +99,7 @@ func (a *authority) issue(node string, ips []net.IP, dnsNames []string, now time
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: node, Organization: []string{"Weft"}},
 		NotBefore:    now.Add(-clockSkew),
-		NotAfter:     now.Add(Validity),
+		NotAfter:     minTime(now.Add(Validity), a.cert.NotAfter),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     appendUnique([]string{node, "localhost"}, dnsNames...),
@@ -108,6 +111,13 @@ func (a *authority) issue(node string, ips []net.IP, dnsNames []string, now time
 		return nil, nil, fmt.Errorf("certs: signing the certificate of node %q: %w", node, err)
 	}
 	return der, key, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // NodeURI is the URI name that carries node's identity: weft-node:NODE.
