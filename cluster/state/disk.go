@@ -69,6 +69,17 @@ func (ix *Index) ReadOnlyAllowDelete() bool {
 	return string(v) == "true" || string(v) == `"true"`
 }
 
+// WriteBlock returns the error, wrapping ErrIndexBlocked, that a document
+// write (index, create, update or delete) to the index gets while it
+// carries the read_only_allow_delete block, with Elasticsearch's reason;
+// nil without the block.
+func (ix *Index) WriteBlock() error {
+	if !ix.ReadOnlyAllowDelete() {
+		return nil
+	}
+	return fmt.Errorf("%w: index [%s] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];", ErrIndexBlocked, ix.Name)
+}
+
 // Watermark is one disk watermark: either a share of the disk used
 // (Ratio, from "85%" or "0.85") or, as Elasticsearch reads a byte value
 // ("10gb"), the free space that must remain (FreeBytes).
