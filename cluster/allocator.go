@@ -33,7 +33,9 @@ const MaxMovesPerNode = 2
 //     DelayedTimeoutMS is removed, then replicas beyond NumberOfReplicas
 //     are removed and missing ones allocated (only once the primary has
 //     started);
-//   - a started copy on an excluded node is moved off it.
+//   - a started copy on an excluded node is moved off it, and so is one
+//     on a node past the high disk watermark (one move off such a node at
+//     a time: the next waits for a new reading of its disk).
 //
 // When nothing else is to be done and no copy is initializing or moving,
 // one copy moves from the node with the most copies to the one with the
@@ -41,8 +43,17 @@ const MaxMovesPerNode = 2
 // never flaps. New copies go to the live, non-excluded node with the
 // fewest copies (all indices counted) that holds no copy of the shard;
 // ties go to the lowest node ID.
-func Plan(s *state.State, nowMS int64, newID func() string) []Command {
+//
+// disk is the nodes' last disk usage by node ID (DiskUsage; nil or a
+// missing node: unknown, which no watermark applies to). With the disk
+// threshold enabled (state.Settings.DiskWatermarks), no copy goes to a
+// node past the high watermark, and none but the first primary of a shard
+// that never started goes to a node past the low watermark (as
+// Elasticsearch, so that a new index is never red for want of a node
+// merely fuller than the others).
+func Plan(s *state.State, disk map[string]state.DiskUsage, nowMS int64, newID func() string) []Command {
 	p := newPlanner(s, nowMS, newID)
+	p.disk, p.wm = disk, s.Settings.DiskWatermarks()
 	for _, name := range slices.Sorted(maps.Keys(s.Indices)) {
 		ix := s.Indices[name]
 		for n := range ix.Shards {
@@ -62,8 +73,15 @@ type planner struct {
 	counts map[string]int // copies per node, all indices
 	moves  map[string]int // moves per node, as source or target
 	busy   bool           // a copy is initializing or moving
+	disk   map[string]state.DiskUsage
+	wm     state.DiskWatermarks
 	out    []Command
 }
+
+// pastLow and pastHigh report whether the node's disk is past the low or
+// high watermark (false with the disk threshold disabled, or unknown).
+func (p *planner) pastLow(id string) bool  { return p.wm.Enabled && p.wm.Low.Exceeded(p.disk[id]) }
+func (p *planner) pastHigh(id string) bool { return p.wm.Enabled && p.wm.High.Exceeded(p.disk[id]) }
 
 func newPlanner(s *state.State, nowMS int64, newID func() string) *planner {
 	p := &planner{s: s, now: nowMS, newID: newID, counts: make(map[string]int), moves: make(map[string]int)}
@@ -200,7 +218,7 @@ func (p *planner) remove(ix *state.Index, n int, c state.Copy, reason string) {
 
 // allocate adds a new copy on the best node, if there is one.
 func (p *planner) allocate(ix *state.Index, n int, sh *state.Shard, primary bool) bool {
-	node := p.best(sh, false)
+	node := p.best(sh, false, primary && !sh.Started)
 	if node == "" {
 		return false
 	}
@@ -212,14 +230,18 @@ func (p *planner) allocate(ix *state.Index, n int, sh *state.Shard, primary bool
 	return true
 }
 
-// drain moves a started copy off an excluded node.
+// drain moves a started copy off an excluded node, or off a node past the
+// high disk watermark that no copy is moving off yet.
 func (p *planner) drain(ix *state.Index, n int, sh *state.Shard) {
 	for _, c := range sh.Copies {
 		node := p.s.Nodes[c.NodeID]
-		if node == nil || !node.Live || !p.s.Settings.Excluded(node.Name) || p.moves[c.NodeID] >= MaxMovesPerNode {
+		if node == nil || !node.Live || p.moves[c.NodeID] >= MaxMovesPerNode {
 			continue
 		}
-		if to := p.best(sh, true); to != "" {
+		if !p.s.Settings.Excluded(node.Name) && (!p.pastHigh(c.NodeID) || p.moves[c.NodeID] > 0) {
+			continue
+		}
+		if to := p.best(sh, true, false); to != "" {
 			p.move(ix, n, c, to)
 			return
 		}
@@ -248,12 +270,14 @@ func (p *planner) eligible() []string {
 }
 
 // best returns the eligible node with the fewest copies that holds no
-// copy of the shard (and, for a move, takes part in fewer than
+// copy of the shard, is not past the high disk watermark nor, unless the
+// copy is the first primary of a shard that never started (newPrimary),
+// past the low one (and, for a move, takes part in fewer than
 // MaxMovesPerNode moves), or "".
-func (p *planner) best(sh *state.Shard, moving bool) string {
+func (p *planner) best(sh *state.Shard, moving, newPrimary bool) string {
 	best := ""
 	for _, id := range p.eligible() {
-		if holds(sh, id) || (moving && p.moves[id] >= MaxMovesPerNode) {
+		if holds(sh, id) || (moving && p.moves[id] >= MaxMovesPerNode) || !p.diskAccepts(id, newPrimary) {
 			continue
 		}
 		if best == "" || p.counts[id] < p.counts[best] {
@@ -261,6 +285,12 @@ func (p *planner) best(sh *state.Shard, moving bool) string {
 		}
 	}
 	return best
+}
+
+// diskAccepts reports whether the disk watermarks let a new copy go to the
+// node.
+func (p *planner) diskAccepts(id string, newPrimary bool) bool {
+	return !p.pastHigh(id) && (newPrimary || !p.pastLow(id))
 }
 
 func holds(sh *state.Shard, nodeID string) bool {
@@ -285,6 +315,9 @@ func (p *planner) rebalance() {
 		for _, to := range byCount(false) {
 			if p.counts[from]-p.counts[to] <= 1 {
 				break
+			}
+			if !p.diskAccepts(to, false) {
+				continue
 			}
 			if p.rebalanceOne(from, to) {
 				return
@@ -319,7 +352,8 @@ func (p *planner) emit(c Command) {
 
 // initialCopies fills a new index's shard table: one initializing primary
 // per shard, each on the eligible node with the fewest copies, primary
-// term 1. With no eligible node the shards get no copy yet (Plan
+// term 1. It runs in the FSM, which knows no disk usage: a primary placed
+// on a node past the high watermark is moved off by Plan once it started. With no eligible node the shards get no copy yet (Plan
 // allocates them once a node is there).
 func initialCopies(s *state.State, ix *state.Index, newID func() string) {
 	p := newPlanner(s, 0, newID)
@@ -327,7 +361,7 @@ func initialCopies(s *state.State, ix *state.Index, newID func() string) {
 	for n := range ix.Shards {
 		sh := &ix.Shards[n]
 		sh.PrimaryTerm = 1
-		if node := p.best(sh, false); node != "" {
+		if node := p.best(sh, false, true); node != "" {
 			sh.Copies = []state.Copy{{AllocationID: newID(), NodeID: node, Primary: true, State: state.CopyInitializing}}
 			p.counts[node]++
 		}

@@ -32,6 +32,13 @@ type Cluster struct {
 	rn *raftNode
 	ms *membership // nil without gossip
 
+	// disk is this node's last disk reading published (never nil);
+	// diskChanged signals a new one.
+	disk        atomic.Pointer[state.DiskUsage]
+	diskChanged broadcast
+	diskMu      sync.Mutex
+	diskErr     string // the last disk reading error logged
+
 	mu    sync.Mutex   // serialises Start and Shutdown
 	phase atomic.Int32 // phaseNew, phaseStarted, phaseClosed
 	stop  context.CancelFunc
@@ -85,7 +92,9 @@ func New(cfg Config) (*Cluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Cluster{cfg: cfg, log: log.With("node", cfg.NodeName), fsm: newFSM(), done: make(chan struct{})}, nil
+	c := &Cluster{cfg: cfg, log: log.With("node", cfg.NodeName), fsm: newFSM(), done: make(chan struct{})}
+	c.disk.Store(&state.DiskUsage{})
+	return c, nil
 }
 
 // Register registers the handler of proposals forwarded from other nodes
@@ -123,9 +132,12 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 		uuid = s // restored from a snapshot
 	}
 	c.rn = rn
+	disk := c.readDisk()
+	c.disk.Store(&disk)
 	if c.cfg.GossipAddr != "" {
 		local := c.cfg.localMeta(uuid)
 		local.RaftAddr = rn.addr
+		local.Disk = disk
 		if c.ms, err = startMembership(c.cfg, local, c.log); err != nil {
 			return errors.Join(err, rn.shutdown())
 		}
@@ -139,6 +151,7 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 	c.phase.Store(phaseStarted)
 	c.goWork(func() { c.watchLeadership(bg) })
 	c.goWork(func() { c.followState(bg, uuid) })
+	c.goWork(func() { c.diskLoop(bg) })
 	if c.ms != nil {
 		c.goWork(func() { c.rejoinLoop(bg) })
 	}

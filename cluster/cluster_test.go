@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -338,6 +339,7 @@ func TestMetaWorstCaseFits(t *testing.T) {
 		HTTPAddr: addr, FabricAddr: addr + "," + addr, RaftAddr: addr, RDMA: "rxe0/1 gid fe80:0000:0000:0000:0000:0000:0000:0001"}
 	require.NoError(t, cfg.Validate())
 	m := cfg.localMeta("00000000-0000-0000-0000-000000000000")
+	m.Disk = state.DiskUsage{UsedBytes: math.MaxUint64, TotalBytes: math.MaxUint64}
 	b := m.encode()
 	require.Less(t, len(b), 512)
 	got, err := decodeMeta(b)

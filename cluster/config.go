@@ -3,12 +3,14 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/security/auth"
 )
@@ -68,6 +70,11 @@ type Config struct {
 	// PasswordHasher hashes the elastic password this package sets; nil
 	// means auth.BcryptHasher{} (the FSM accepts only bcrypt hashes).
 	PasswordHasher auth.PasswordHasher
+	// DiskUsage reads the usage of the filesystem that holds the node's
+	// data (for the disk watermarks); nil reads DataDir's with statfs.
+	// Tests inject usage here. It is called every Timing.DiskInterval
+	// from one goroutine and must return promptly.
+	DiskUsage func() (state.DiskUsage, error)
 	// Test hooks, nil in production: they wrap Raft's stream layer and
 	// memberlist's transport so that tests can partition nodes.
 	RaftLayer  func(raft.StreamLayer) raft.StreamLayer
@@ -96,6 +103,9 @@ type Timing struct {
 	// ProposeTimeout bounds Propose (and the leader's Barrier) when ctx
 	// has no deadline.
 	ProposeTimeout time.Duration
+	// DiskInterval is how often a node reads its disk usage (and gossips
+	// it when it changed), as Elasticsearch's cluster.info.update.interval.
+	DiskInterval time.Duration
 }
 
 // DefaultTiming is for production: memberlist's LAN profile and Raft's
@@ -115,6 +125,7 @@ func DefaultTiming() Timing {
 		DeadNodeRemoval:    2 * time.Minute,
 		AllocationInterval: 10 * time.Second,
 		ProposeTimeout:     30 * time.Second,
+		DiskInterval:       30 * time.Second,
 	}
 }
 
@@ -131,6 +142,7 @@ func LocalTiming() Timing {
 		DeadNodeRemoval:    3 * time.Second,
 		AllocationInterval: 200 * time.Millisecond,
 		ProposeTimeout:     10 * time.Second,
+		DiskInterval:       200 * time.Millisecond,
 	}
 }
 
@@ -176,8 +188,9 @@ func (c Config) Validate() error {
 	if host, port, _ := net.SplitHostPort(worst.RaftAddr); port == "0" {
 		worst.RaftAddr = net.JoinHostPort(host, "65535") // the port it will get
 	}
+	worst.Disk = state.DiskUsage{UsedBytes: math.MaxUint64, TotalBytes: math.MaxUint64}
 	if n := len(worst.encode()); n > memberlist.MetaMaxSize {
-		return fmt.Errorf("cluster: the gossip metadata (node ID, name, HTTP, fabric, Raft and RDMA addresses, cluster UUID) takes %d bytes, over memberlist's limit of %d; shorten the node name or addresses", n, memberlist.MetaMaxSize)
+		return fmt.Errorf("cluster: the gossip metadata (node ID, name, HTTP, fabric, Raft and RDMA addresses, cluster UUID, disk usage) takes %d bytes, over memberlist's limit of %d; shorten the node name or addresses", n, memberlist.MetaMaxSize)
 	}
 	return c.timing().Validate()
 }
@@ -199,6 +212,7 @@ func (t Timing) Validate() error {
 		"RaftHeartbeat": t.RaftHeartbeat, "RaftElection": t.RaftElection, "RaftLeaderLease": t.RaftLeaderLease,
 		"RaftCommit": t.RaftCommit, "RejoinInterval": t.RejoinInterval, "GossipSettle": t.GossipSettle,
 		"DeadNodeRemoval": t.DeadNodeRemoval, "AllocationInterval": t.AllocationInterval, "ProposeTimeout": t.ProposeTimeout,
+		"DiskInterval": t.DiskInterval,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("cluster: Timing.%s %v must be positive", name, d)

@@ -55,8 +55,9 @@ func (c *Cluster) watchLeadership(ctx context.Context) {
 // holds everything earlier leaders committed) it sets the cluster UUID if
 // there is none, then sets the elastic user's password while it was never
 // set, keeps the Raft configuration and the node records in line with
-// gossip and proposes what Plan says, on every state change, membership
-// change and AllocationInterval tick, until ctx ends.
+// gossip, proposes what Plan says and the flood stage blocks
+// (FloodStageBlocks), on every state change, membership change, change of
+// this node's disk usage and AllocationInterval tick, until ctx ends.
 type leaderLoop struct {
 	c     *Cluster
 	since time.Time // when this node became leader
@@ -85,17 +86,22 @@ func (l *leaderLoop) run(ctx context.Context) {
 		members, unwatchMembers = c.ms.changed.Watch()
 		defer unwatchMembers()
 	}
+	disk, unwatchDisk := c.diskChanged.Watch()
+	defer unwatchDisk()
 	tick := time.NewTicker(c.cfg.Timing.AllocationInterval)
 	defer tick.Stop()
 	for {
 		l.bootstrapElasticPassword(ctx)
 		l.reconcileMembers(ctx)
-		l.allocate(ctx)
+		usage := c.DiskUsage()
+		l.allocate(ctx, usage)
+		l.floodStage(ctx, usage)
 		select {
 		case <-ctx.Done():
 			return
 		case <-applied:
 		case <-members:
+		case <-disk:
 		case <-tick.C:
 		}
 	}
@@ -286,8 +292,8 @@ func (l *leaderLoop) refuse(msg string, args ...any) {
 }
 
 // allocate proposes what Plan says should happen next.
-func (l *leaderLoop) allocate(ctx context.Context) {
-	for _, cmd := range Plan(l.c.State(), time.Now().UnixMilli(), uuid.NewString) {
+func (l *leaderLoop) allocate(ctx context.Context, disk map[string]state.DiskUsage) {
+	for _, cmd := range Plan(l.c.State(), disk, time.Now().UnixMilli(), uuid.NewString) {
 		if ctx.Err() != nil || l.propose(ctx, cmd) != nil {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/internal/logadapt"
 )
 
@@ -28,6 +29,9 @@ type Member struct {
 	GossipAddr  string `json:"gossip_addr"`
 	RDMA        string `json:"rdma,omitempty"`
 	ClusterUUID string `json:"cluster_uuid"`
+	// Disk is the node's data directory filesystem as it last gossiped it
+	// (zero when it reports none).
+	Disk state.DiskUsage `json:"disk"`
 	// Status is "alive", "dead" (failed) or "left" (said goodbye).
 	Status string `json:"status"`
 	// Since is when this node last saw the status change.
@@ -35,11 +39,14 @@ type Member struct {
 }
 
 // meta is what a node gossips about itself (memberlist's node metadata).
-// Its encoding is a version byte and then each field as a uvarint length
-// and its bytes, in the order of the struct; it must fit in
-// memberlist.MetaMaxSize.
+// Its encoding is a version byte, then each string field as a uvarint
+// length and its bytes, in the order of the struct, then the disk usage as
+// two uvarints (used, total bytes: at most 20 bytes); it must fit in
+// memberlist.MetaMaxSize. A node of an earlier build sends no disk usage
+// (unknown) and ignores it.
 type meta struct {
 	ID, Name, HTTPAddr, FabricAddr, RaftAddr, RDMA, ClusterUUID string
+	Disk                                                        state.DiskUsage
 }
 
 const metaVersion = 1
@@ -50,7 +57,8 @@ func (m meta) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(*f)))
 		b = append(b, *f...)
 	}
-	return b
+	b = binary.AppendUvarint(b, m.Disk.UsedBytes)
+	return binary.AppendUvarint(b, m.Disk.TotalBytes)
 }
 
 var errMeta = errors.New("cluster: bad gossip metadata")
@@ -71,6 +79,17 @@ func decodeMeta(b []byte) (meta, error) {
 		}
 		*f = string(b[k : k+int(n)])
 		b = b[k+int(n):]
+	}
+	if len(b) > 0 {
+		used, k := binary.Uvarint(b)
+		if k <= 0 {
+			return meta{}, fmt.Errorf("%w: truncated disk usage", errMeta)
+		}
+		total, j := binary.Uvarint(b[k:])
+		if j <= 0 || used > total {
+			return meta{}, fmt.Errorf("%w: truncated disk usage, or more used than there is", errMeta)
+		}
+		m.Disk = state.DiskUsage{UsedBytes: used, TotalBytes: total}
 	}
 	if m.ID == "" || m.Name == "" {
 		return meta{}, fmt.Errorf("%w: no node ID or name", errMeta)
@@ -200,6 +219,16 @@ func (m *membership) setClusterUUID(uuid string) {
 	}
 }
 
+// setDisk puts this node's disk usage into its metadata and gossips it.
+func (m *membership) setDisk(u state.DiskUsage) {
+	m.mu.Lock()
+	m.local.Disk = u
+	m.mu.Unlock()
+	if err := m.ml.UpdateNode(time.Second); err != nil {
+		m.log.Debug("cluster: gossiping the disk usage", "err", err)
+	}
+}
+
 func (m *membership) clusterUUID() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -244,7 +273,7 @@ func (m *membership) record(n *memberlist.Node, status string) {
 	m.mu.Lock()
 	prev, ok := m.members[md.ID]
 	mem := &Member{ID: md.ID, Name: md.Name, HTTPAddr: md.HTTPAddr, FabricAddr: md.FabricAddr, RaftAddr: md.RaftAddr,
-		GossipAddr: n.Address(), RDMA: md.RDMA, ClusterUUID: md.ClusterUUID, Status: status, Since: time.Now()}
+		GossipAddr: n.Address(), RDMA: md.RDMA, ClusterUUID: md.ClusterUUID, Disk: md.Disk, Status: status, Since: time.Now()}
 	if ok && prev.Status == status {
 		mem.Since = prev.Since
 	}

@@ -208,7 +208,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			_ = m.step(t, Command{Type: CmdSetSettings, SetSettings: &SetSettings{Settings: state.Settings{ExcludeNames: names}}})
 		},
 		"allocate": func(t *rapid.T) {
-			for _, cmd := range Plan(m.s, m.now, m.newID) {
+			for _, cmd := range Plan(m.s, nil, m.now, m.newID) {
 				if err := m.step(t, cmd); err != nil {
 					t.Fatalf("Plan's %s %+v was refused: %v", cmd.Type, cmd, err)
 				}
@@ -277,7 +277,7 @@ func TestPropertyAllocatorConverges(t *testing.T) {
 		const rounds = 200
 		for round := 0; m.settle(t); round++ {
 			if round == rounds {
-				t.Fatalf("no fixed point after %d rounds; still planning %+v", rounds, Plan(m.s, m.now, m.newID))
+				t.Fatalf("no fixed point after %d rounds; still planning %+v", rounds, Plan(m.s, nil, m.now, m.newID))
 			}
 		}
 		checkFixedPoint(t, m.s)
@@ -290,7 +290,7 @@ func TestPropertyAllocatorConverges(t *testing.T) {
 // It reports whether anything changed.
 func (m *model) settle(t *rapid.T) bool {
 	changed := false
-	for _, cmd := range Plan(m.s, m.now, m.newID) {
+	for _, cmd := range Plan(m.s, nil, m.now, m.newID) {
 		if err := m.step(t, cmd); err != nil {
 			t.Fatalf("Plan's %s %+v was refused: %v", cmd.Type, cmd, err)
 		}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 )
 
@@ -60,6 +62,14 @@ func FuzzDecodeProposal(f *testing.F) {
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add(meta{ID: "id", Name: "n", HTTPAddr: "h:1", FabricAddr: "f:2", RaftAddr: "r:3", RDMA: "rxe0", ClusterUUID: "c"}.encode())
 	f.Add([]byte{metaVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	withDisk := meta{ID: "id", Name: "n", Disk: state.DiskUsage{UsedBytes: 1 << 40, TotalBytes: 1 << 41}}.encode()
+	f.Add(withDisk)
+	f.Add(withDisk[:len(withDisk)-1]) // truncated total
+	strs := meta{ID: "id", Name: "n"}.encode()
+	strs = strs[:len(strs)-2] // the strings alone, as an earlier build sends them
+	f.Add(strs)
+	f.Add(append(slices.Clone(strs), 0x05, 0x01))             // more used than total
+	f.Add(append(slices.Clone(strs), 0x01, 0x02, 0x7f, 0x7f)) // a later version's trailing fields
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeMeta(b)
 		if err != nil {
@@ -70,4 +80,26 @@ func FuzzDecodeMeta(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, m, again)
 	})
+}
+
+// Disk usage rides after the strings: an earlier build's metadata (no
+// usage) reads as unknown, and a reading that claims more used than there
+// is, or is cut short, is refused.
+func TestMetaDiskUsage(t *testing.T) {
+	m := meta{ID: "id", Name: "n", Disk: state.DiskUsage{UsedBytes: 3 << 30, TotalBytes: 8 << 30}}
+	b := m.encode()
+	got, err := decodeMeta(b)
+	require.NoError(t, err)
+	require.Equal(t, m, got)
+
+	strs := meta{ID: "id", Name: "n"}.encode()
+	strs = strs[:len(strs)-2]
+	got, err = decodeMeta(strs)
+	require.NoError(t, err)
+	require.False(t, got.Disk.Known())
+
+	_, err = decodeMeta(append(slices.Clone(strs), 0x05, 0x01))
+	require.ErrorIs(t, err, errMeta)
+	_, err = decodeMeta(b[:len(b)-1])
+	require.ErrorIs(t, err, errMeta)
 }

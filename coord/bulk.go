@@ -59,6 +59,10 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 			res.Fail(resolveFailure(err))
 			continue
 		}
+		if err := ix.WriteBlock(); err != nil {
+			res.Fail(err) // the flood stage's block: deletes of documents too, as Elasticsearch
+			continue
+		}
 		autoID := false
 		if op.ID == "" {
 			if op.Type != shardapi.OpIndex && op.Type != shardapi.OpCreate {

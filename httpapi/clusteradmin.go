@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -33,6 +34,9 @@ type ClusterAdmin interface {
 	// Move starts moving the copy of index's shard held by node from to
 	// node to (names or IDs); the move completes in the background.
 	Move(ctx context.Context, index string, shard int, from, to string) error
+	// DiskUsage returns the nodes' last disk usage as this node heard it,
+	// by node ID (a node that reports none is missing).
+	DiskUsage() map[string]state.DiskUsage
 }
 
 // The cluster settings Weft has besides those of clusterSettings.
@@ -124,12 +128,21 @@ func setClusterSetting(c *state.Settings, key string, raw json.RawMessage) (any,
 //     wildcards and _all;
 //   - search.max_open_scroll_context, search.max_open_pit_context: how
 //     many reader contexts of scrolls and of points in time each data node
-//     holds open (one per shard copy it pins); it refuses more with 429.
+//     holds open (one per shard copy it pins); it refuses more with 429;
+//   - cluster.routing.allocation.disk.threshold_enabled and
+//     cluster.routing.allocation.disk.watermark.{low,high,flood_stage}:
+//     the disk watermarks the leader allocates by and sets the flood
+//     stage block by (state.DiskWatermarks; checked together by
+//     checkDiskWatermarks).
 var clusterSettings = map[string]clusterSettingSpec{
 	"search.default_allow_partial_results": {def: "true", parse: boolSetting},
 	"action.destructive_requires_name":     {def: "true", parse: boolSetting},
 	shardapi.MaxOpenScrollContextSetting:   {def: strconv.Itoa(shardapi.DefaultMaxOpenScrollContext), parse: countSetting},
 	shardapi.MaxOpenPITContextSetting:      {def: strconv.Itoa(shardapi.DefaultMaxOpenPITContext), parse: countSetting},
+	state.DiskThresholdEnabledSetting:      {def: "true", parse: boolSetting},
+	state.DiskLowSetting:                   {def: state.DefaultDiskLow, parse: watermarkSetting},
+	state.DiskHighSetting:                  {def: state.DefaultDiskHigh, parse: watermarkSetting},
+	state.DiskFloodStageSetting:            {def: state.DefaultDiskFloodStage, parse: watermarkSetting},
 }
 
 // clusterSettingSpec is a setting of clusterSettings: its default, and how
@@ -160,6 +173,31 @@ func countSetting(key string, raw json.RawMessage) (string, any, error) {
 	}
 	stored := strconv.FormatInt(n, 10)
 	return stored, stored, nil
+}
+
+// watermarkSetting reads a disk watermark: a percentage, a ratio or a byte
+// value of free space, as a JSON string (or number, for a ratio).
+func watermarkSetting(key string, raw json.RawMessage) (string, any, error) {
+	str := strings.Trim(string(bytes.TrimSpace(raw)), `"`)
+	if _, err := state.ParseWatermark(str); err != nil {
+		return "", nil, illegalArgument("failed to parse setting [%s]: %v", key, err)
+	}
+	return str, str, nil
+}
+
+// checkDiskWatermarks refuses settings whose three disk watermarks, each
+// valid alone, do not fit together (the kinds mixed, or out of order).
+func checkDiskWatermarks(c state.Settings) error {
+	get := func(key string) string {
+		if v, ok := c.Values[key]; ok {
+			return v
+		}
+		return clusterSettings[key].def
+	}
+	if _, err := state.ParseDiskWatermarks(get(state.DiskLowSetting), get(state.DiskHighSetting), get(state.DiskFloodStageSetting)); err != nil {
+		return illegalArgument("%v", err)
+	}
+	return nil
 }
 
 // clusterSetting returns a setting of clusterSettings: the committed value,
@@ -262,6 +300,63 @@ func (s *Server) handleCatNodes(w http.ResponseWriter, r *http.Request) error {
 			fabric = "-"
 		}
 		t.rows = append(t.rows, []string{n.ID, n.Name, hostOf(n.HTTPAddr), n.HTTPAddr, fabric, "dim", m, strconv.Itoa(shards[n.ID])})
+	}
+	return s.writeCat(w, r, t)
+}
+
+// handleCatAllocation serves GET /_cat/allocation[/{node}]: per live node
+// (by name or ID, a comma list), its copies and its data directory's disk
+// as the node last gossiped it (empty cells when it reported none); then,
+// as Elasticsearch, a row UNASSIGNED with the copies no node holds.
+func (s *Server) handleCatAllocation(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.eng.ClusterView()
+	if err != nil {
+		return err
+	}
+	var disk map[string]state.DiskUsage
+	if s.cfg.Cluster != nil {
+		disk = s.cfg.Cluster.DiskUsage()
+	}
+	unit := r.URL.Query().Get("bytes")
+	if _, err := byteSize(0, unit); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	if p := r.PathValue("node"); p != "" && p != "_all" {
+		for _, n := range strings.Split(p, ",") {
+			want[n] = true
+		}
+	}
+	shards, unassigned := map[string]int{}, 0
+	for _, ix := range v.Indices {
+		for _, sh := range ix.Shards {
+			held := 0
+			for _, c := range sh.Copies {
+				shards[c.NodeID]++
+				if c.RelocatingFrom == "" {
+					held++
+				}
+			}
+			unassigned += max(0, ix.NumberOfReplicas+1-held)
+		}
+	}
+	size := func(n uint64) string { out, _ := byteSize(int64(min(n, math.MaxInt64)), unit); return out }
+	t := catTable{cols: []string{"shards", "disk.used", "disk.avail", "disk.total", "disk.percent", "host", "ip", "node"},
+		aliases: map[string]string{"s": "shards", "du": "disk.used", "diskUsed": "disk.used", "da": "disk.avail", "diskAvail": "disk.avail",
+			"dt": "disk.total", "diskTotal": "disk.total", "dp": "disk.percent", "diskPercent": "disk.percent", "h": "host", "n": "node"}}
+	for _, n := range liveNodes(v) {
+		if len(want) > 0 && !want[n.Name] && !want[n.ID] {
+			continue
+		}
+		row := []string{strconv.Itoa(shards[n.ID]), "", "", "", "", hostOf(n.HTTPAddr), hostOf(n.HTTPAddr), n.Name}
+		if u, ok := disk[n.ID]; ok && u.Known() {
+			row[1], row[2], row[3] = size(u.UsedBytes), size(u.FreeBytes()), size(u.TotalBytes)
+			row[4] = strconv.Itoa(int(u.Percent()))
+		}
+		t.rows = append(t.rows, row)
+	}
+	if unassigned > 0 && len(want) == 0 {
+		t.rows = append(t.rows, []string{strconv.Itoa(unassigned), "", "", "", "", "", "", "UNASSIGNED"})
 	}
 	return s.writeCat(w, r, t)
 }
@@ -595,6 +690,9 @@ func (s *Server) handlePutClusterSettings(w http.ResponseWriter, r *http.Request
 			}
 			changed[i][k] = v
 		}
+	}
+	if err := checkDiskWatermarks(cur); err != nil {
+		return err
 	}
 	if err := s.cfg.Cluster.PutSettings(r.Context(), cur); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/internal/testlog"
+	"github.com/weftsearch/weft/shard"
 )
 
 // raftAdmin commits the cluster settings through the engine's own Raft, as
@@ -24,6 +25,8 @@ type raftAdmin struct {
 
 func (a raftAdmin) Settings() state.Settings { return a.c.State().Settings }
 
+func (a raftAdmin) DiskUsage() map[string]state.DiskUsage { return a.c.DiskUsage() }
+
 func (a raftAdmin) PutSettings(ctx context.Context, s state.Settings) error {
 	_, err := a.c.Propose(ctx, cluster.Command{V: cluster.CommandVersion, Type: cluster.CmdSetSettings,
 		SetSettings: &cluster.SetSettings{Settings: s}})
@@ -34,8 +37,15 @@ func (a raftAdmin) PutSettings(ctx context.Context, s state.Settings) error {
 // through Raft.
 func newCommittingAPI(t *testing.T) *testAPI {
 	t.Helper()
+	return newCommittingAPIWith(t, nil)
+}
+
+// newCommittingAPIWith is newCommittingAPI whose cluster's Config mod
+// changes (when not nil).
+func newCommittingAPIWith(t *testing.T, mod func(*cluster.Config)) *testAPI {
+	t.Helper()
 	logger := testlog.New(t)
-	eng, c := openEngineCluster(t, logger)
+	eng, c := openEngineConfig(t, logger, shard.DefaultConfig(), mod)
 	cfg := apiConfig()
 	cfg.Cluster = raftAdmin{memAdmin: &memAdmin{}, c: c}
 	api, err := httpapi.New(cfg, eng, logger, prometheus.NewRegistry())

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -83,7 +84,7 @@ func itemResult(res shardapi.OpResult, withStatus bool, shards *shardsCache) wri
 	}
 	if res.Err != nil {
 		ae := translate(res.Err)
-		if ae.Index == "" {
+		if ae.Index == "" && !errors.Is(res.Err, state.ErrIndexBlocked) { // ES's block reason names the index itself
 			ae.Index = res.Index
 		}
 		c := ae.cause()

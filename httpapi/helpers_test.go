@@ -58,8 +58,19 @@ func openEngineCluster(t testing.TB, logger *slog.Logger) (*coord.Coordinator, *
 // openEngineWith is openEngineCluster with the data node's configuration.
 func openEngineWith(t testing.TB, logger *slog.Logger, scfg shard.Config) (*coord.Coordinator, *cluster.Cluster) {
 	t.Helper()
+	return openEngineConfig(t, logger, scfg, nil)
+}
+
+// openEngineConfig is openEngineWith whose cluster's Config mod changes
+// (when not nil).
+func openEngineConfig(t testing.TB, logger *slog.Logger, scfg shard.Config, mod func(*cluster.Config)) (*coord.Coordinator, *cluster.Cluster) {
+	t.Helper()
 	dir := t.TempDir()
-	c, err := cluster.New(cluster.Config{NodeID: "node-1-id", NodeName: "node-1", DataDir: dir, Timing: cluster.LocalTiming(), Logger: logger})
+	ccfg := cluster.Config{NodeID: "node-1-id", NodeName: "node-1", DataDir: dir, Timing: cluster.LocalTiming(), Logger: logger}
+	if mod != nil {
+		mod(&ccfg)
+	}
+	c, err := cluster.New(ccfg)
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
 	meta := placement.New(c)

@@ -264,6 +264,7 @@ func (m *memAdmin) PutSettings(_ context.Context, s state.Settings) error {
 	return nil
 }
 func (m *memAdmin) Move(context.Context, string, int, string, string) error { return nil }
+func (m *memAdmin) DiskUsage() map[string]state.DiskUsage                   { return nil }
 
 func apiConfigWithCluster(testing.TB) httpapi.Config {
 	cfg := apiConfig()

@@ -98,18 +98,20 @@ var routeRuleSpecs = map[string]routeRule{
 
 	// _cat: the index ones list only the indices the principal may
 	// monitor (or, for count, search).
-	"GET /_cat/indices":          indices(auth.ActionIndicesStats),
-	"GET /_cat/indices/{index}":  indices(auth.ActionIndicesStats),
-	"GET /_cat/health":           cluster(auth.ActionClusterHealth),
-	"GET /_cat/count":            indices(auth.ActionCount),
-	"GET /_cat/count/{index}":    indices(auth.ActionCount),
-	"GET /_cat/aliases":          indices(auth.ActionGetAliases),
-	"GET /_cat/aliases/{name}":   indices(auth.ActionGetAliases),
-	"GET /_cat/nodes":            cluster(auth.ActionNodesInfo),
-	"GET /_cat/shards":           indices(auth.ActionIndicesStats),
-	"GET /_cat/shards/{index}":   indices(auth.ActionIndicesStats),
-	"GET /_cat/recovery":         indices(auth.ActionIndicesRecovery),
-	"GET /_cat/recovery/{index}": indices(auth.ActionIndicesRecovery),
+	"GET /_cat/indices":           indices(auth.ActionIndicesStats),
+	"GET /_cat/indices/{index}":   indices(auth.ActionIndicesStats),
+	"GET /_cat/health":            cluster(auth.ActionClusterHealth),
+	"GET /_cat/count":             indices(auth.ActionCount),
+	"GET /_cat/count/{index}":     indices(auth.ActionCount),
+	"GET /_cat/aliases":           indices(auth.ActionGetAliases),
+	"GET /_cat/aliases/{name}":    indices(auth.ActionGetAliases),
+	"GET /_cat/nodes":             cluster(auth.ActionNodesInfo),
+	"GET /_cat/allocation":        cluster(auth.ActionNodesStats),
+	"GET /_cat/allocation/{node}": cluster(auth.ActionNodesStats),
+	"GET /_cat/shards":            indices(auth.ActionIndicesStats),
+	"GET /_cat/shards/{index}":    indices(auth.ActionIndicesStats),
+	"GET /_cat/recovery":          indices(auth.ActionIndicesRecovery),
+	"GET /_cat/recovery/{index}":  indices(auth.ActionIndicesRecovery),
 
 	// Weft's own: reports need monitor, pprof manage.
 	"GET /_weft/fabric/devices":    cluster(auth.ActionWeftMonitor),

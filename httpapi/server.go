@@ -877,6 +877,8 @@ func (s *Server) catRoutes() {
 	s.handle("GET /_cat/aliases", s.handleCatAliases, append(catParams, "expand_wildcards")...)
 	s.handle("GET /_cat/aliases/{name}", s.handleCatAliases, append(catParams, "expand_wildcards")...)
 	s.handle("GET /_cat/nodes", s.handleCatNodes, append(catParams, "full_id")...)
+	s.handle("GET /_cat/allocation", s.handleCatAllocation, append(catParams, "bytes")...)
+	s.handle("GET /_cat/allocation/{node}", s.handleCatAllocation, append(catParams, "bytes")...)
 	s.handle("GET /_cat/shards", s.handleCatShards, catParams...)
 	s.handle("GET /_cat/shards/{index}", s.handleCatShards, catParams...)
 	s.handle("GET /_cat/recovery", s.handleCatRecovery, append(catParams, "active_only", "detailed")...)

@@ -71,6 +71,10 @@ func translate(err error) *apiError {
 		// Indexing pressure: the node holds as many bytes of writes as its
 		// share of the memory limit allows; retry later or send less.
 		{membudget.ErrRejected, http.StatusTooManyRequests, "es_rejected_execution_exception"},
+		// The flood stage disk watermark's read_only_allow_delete block:
+		// retry once the disk is below the high watermark (Elasticsearch's
+		// TOO_MANY_REQUESTS/12 block).
+		{state.ErrIndexBlocked, http.StatusTooManyRequests, "cluster_block_exception"},
 		{coord.ErrNotSupported, http.StatusNotImplemented, "not_implemented"},
 		// No shard answered: ES's search_phase_execution_exception. The
 		// cause is in the reason; client errors were caught before the

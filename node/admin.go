@@ -20,6 +20,9 @@ var _ httpapi.ClusterAdmin = clusterAdmin{}
 // Raft describes this node's Raft.
 func (a clusterAdmin) Raft() state.RaftInfo { return a.c.Raft() }
 
+// DiskUsage returns the nodes' disk usage as this node's gossip heard it.
+func (a clusterAdmin) DiskUsage() map[string]state.DiskUsage { return a.c.DiskUsage() }
+
 // Settings returns the committed cluster settings.
 func (a clusterAdmin) Settings() state.Settings { return a.c.State().Settings }
 

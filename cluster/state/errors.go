@@ -15,4 +15,8 @@ var (
 	// version that is no longer the committed one; merge again from the
 	// newer mapping and retry.
 	ErrMappingVersion = errors.New("mapping version changed")
+	// ErrIndexBlocked: the index carries a block that refuses the request
+	// (Index.WriteBlock); nothing was done (429 cluster_block_exception
+	// for the flood stage's read_only_allow_delete block).
+	ErrIndexBlocked = errors.New("index blocked")
 )
