@@ -13,7 +13,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // benchDocs returns n sample documents with distinct ids.
@@ -43,9 +43,9 @@ func BenchmarkBulkManager(b *testing.B) {
 	ids, srcs := benchDocs(b, b.N*benchBatch)
 	b.ResetTimer()
 	for k := range b.N {
-		ops := make([]shardapi.Op, benchBatch)
+		ops := make([]vocab.Op, benchBatch)
 		for j := range ops {
-			ops[j] = shardapi.Op{Type: shardapi.OpIndex, Index: "b", ID: ids[k*benchBatch+j], Source: srcs[k*benchBatch+j]}
+			ops[j] = vocab.Op{Type: vocab.OpIndex, Index: "b", ID: ids[k*benchBatch+j], Source: srcs[k*benchBatch+j]}
 		}
 		res, err := m.Bulk(context.Background(), ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 		if err != nil || res[0].Err != nil {
@@ -86,9 +86,9 @@ func benchSearchSetup(b *testing.B) (*coordtest.Node, bleve.Index) {
 	b.Cleanup(func() { _ = m.Close() })
 	require.NoError(b, m.CreateIndex(context.Background(), "b", coord.IndexSettings{NumberOfShards: 1}, coordtest.SampleMapping(b)))
 	ids, srcs := coordtest.SampleDocs(b)
-	ops := make([]shardapi.Op, len(ids))
+	ops := make([]vocab.Op, len(ids))
 	for k := range ids {
-		ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
+		ops[k] = vocab.Op{Type: vocab.OpIndex, Index: "b", ID: ids[k], Source: srcs[k]}
 	}
 	_, err := m.Bulk(context.Background(), ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(b, err)

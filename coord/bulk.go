@@ -10,7 +10,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Bulk applies ops and returns one result per op, in op order. A bad item
@@ -18,7 +18,7 @@ import (
 // failures (cancelled ctx, the node not in a cluster). Each touched shard
 // logs its ops with one fsync (shared with concurrent Bulks) and indexes
 // them as one batch before Bulk returns.
-func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOptions) ([]shardapi.OpResult, error) {
+func (c *Coordinator) Bulk(ctx context.Context, ops []vocab.Op, opts WriteOptions) ([]vocab.OpResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 		defer cancel()
 	}
 	start := time.Now()
-	results := make([]shardapi.OpResult, len(ops))
+	results := make([]vocab.OpResult, len(ops))
 	type key struct {
 		uuid string
 		num  int
@@ -53,7 +53,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 		ix, err := c.indexForWrite(ctx, op)
 		res.Index = op.Index
 		if err != nil {
-			if errors.Is(err, shardapi.ErrClusterBlocked) || ctx.Err() != nil {
+			if errors.Is(err, vocab.ErrClusterBlocked) || ctx.Err() != nil {
 				return nil, err
 			}
 			res.Fail(resolveFailure(err))
@@ -65,8 +65,8 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 		}
 		autoID := false
 		if op.ID == "" {
-			if op.Type != shardapi.OpIndex && op.Type != shardapi.OpCreate {
-				res.Fail(fmt.Errorf("%w: an id is required for update and delete", shardapi.ErrInvalidRequest))
+			if op.Type != vocab.OpIndex && op.Type != vocab.OpCreate {
+				res.Fail(fmt.Errorf("%w: an id is required for update and delete", vocab.ErrInvalidRequest))
 				continue
 			}
 			op.ID, autoID = NewID(), true
@@ -114,7 +114,7 @@ func (c *Coordinator) Bulk(ctx context.Context, ops []shardapi.Op, opts WriteOpt
 // Elasticsearch's limit of 512 bytes. An empty id (one to generate) passes.
 func checkID(id string) error {
 	if len(id) > 512 {
-		return fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", shardapi.ErrInvalidRequest, Printable(id), len(id))
+		return fmt.Errorf("%w: id [%.40s...] is too long, must be no longer than 512 bytes but was: %d", vocab.ErrInvalidRequest, Printable(id), len(id))
 	}
 	return ValidateID(id)
 }
@@ -124,19 +124,19 @@ func checkID(id string) error {
 // closed or missing index) as it is; any other means the metadata could
 // not be reached or changed now (ErrUnavailable).
 func resolveFailure(err error) error {
-	for _, kind := range []error{shardapi.ErrInvalidIndexName, shardapi.ErrInvalidRequest, shardapi.ErrIndexClosed, state.ErrIndexNotFound} {
+	for _, kind := range []error{vocab.ErrInvalidIndexName, vocab.ErrInvalidRequest, vocab.ErrIndexClosed, state.ErrIndexNotFound} {
 		if errors.Is(err, kind) {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %v", shardapi.ErrUnavailable, err)
+	return fmt.Errorf("%w: %v", vocab.ErrUnavailable, err)
 }
 
 // indexForWrite returns the op's index, creating it (one shard, one
 // replica, dynamic mapping) if it is missing and writes may create it. An
 // op naming an alias is pointed at the alias's write index (op.Index and
 // op.Routing are rewritten); a closed index is ErrIndexClosed.
-func (c *Coordinator) indexForWrite(ctx context.Context, op *shardapi.Op) (*state.Index, error) {
+func (c *Coordinator) indexForWrite(ctx context.Context, op *vocab.Op) (*state.Index, error) {
 	v := c.meta.State()
 	if op.RequireAlias && !IsAlias(v, op.Index) {
 		return nil, fmt.Errorf("%w: no such index [%s] and [require_alias] request flag is [true] and [%s] is not an alias", state.ErrIndexNotFound, op.Index, op.Index)
@@ -153,7 +153,7 @@ func (c *Coordinator) indexForWrite(ctx context.Context, op *shardapi.Op) (*stat
 		return nil, err
 	}
 	missing := fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, op.Index)
-	if !c.cfg.AutoCreateIndex || op.Type == shardapi.OpDelete || (op.Type == shardapi.OpUpdate && (op.Update == nil || (!op.Update.DocAsUpsert && len(op.Update.Upsert) == 0))) {
+	if !c.cfg.AutoCreateIndex || op.Type == vocab.OpDelete || (op.Type == vocab.OpUpdate && (op.Update == nil || (!op.Update.DocAsUpsert && len(op.Update.Upsert) == 0))) {
 		return nil, missing
 	}
 	err := c.CreateIndex(ctx, op.Index, IndexSettings{NumberOfShards: 1, NumberOfReplicas: 1}, nil)
@@ -183,12 +183,12 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 		if err == nil {
 			return
 		}
-		if errors.Is(err, shardapi.ErrStaleRouting) || errors.Is(err, shardapi.ErrUnavailable) {
+		if errors.Is(err, vocab.ErrStaleRouting) || errors.Is(err, vocab.ErrUnavailable) {
 			if werr := c.awaitNewer(ctx, v); werr == nil {
 				continue
 			}
 		}
-		if ctx.Err() != nil && !errors.Is(err, shardapi.ErrStaleRouting) && !errors.Is(err, shardapi.ErrUnavailable) {
+		if ctx.Err() != nil && !errors.Is(err, vocab.ErrStaleRouting) && !errors.Is(err, vocab.ErrUnavailable) {
 			err = ctx.Err()
 		}
 		for _, it := range items {
@@ -206,11 +206,11 @@ func (c *Coordinator) writeGroup(ctx context.Context, uuid string, num, activeSh
 // (ErrUnavailable); any other error stays what it is.
 func groupFailure(err error) error {
 	switch {
-	case errors.Is(err, shardapi.ErrUnavailable), errors.Is(err, state.ErrIndexNotFound):
+	case errors.Is(err, vocab.ErrUnavailable), errors.Is(err, state.ErrIndexNotFound):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, shardapi.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
-		return fmt.Errorf("%w: %w", shardapi.ErrUnavailable, err)
+		errors.Is(err, vocab.ErrStaleRouting), errors.Is(err, fabric.ErrClosed):
+		return fmt.Errorf("%w: %w", vocab.ErrUnavailable, err)
 	}
 	return err
 }
@@ -234,7 +234,7 @@ func (c *Coordinator) enoughActive(v *state.State, uuid string, num, want int) e
 		}
 	}
 	if active < want {
-		return fmt.Errorf("%w: [%s][%d] Not enough active copies to meet shard count of [%d] (have %d, needed %d)", shardapi.ErrUnavailable, ix.Name, num, want, active, want)
+		return fmt.Errorf("%w: [%s][%d] Not enough active copies to meet shard count of [%d] (have %d, needed %d)", vocab.ErrUnavailable, ix.Name, num, want, active, want)
 	}
 	return nil
 }
@@ -261,7 +261,7 @@ func (c *Coordinator) tryWriteGroup(ctx context.Context, v *state.State, uuid st
 	sh := &ix.Shards[num]
 	p, ok := sh.Primary()
 	if !ok || !v.Active(p) {
-		return fmt.Errorf("%w: [%s][%d] primary shard is not active", shardapi.ErrUnavailable, ix.Name, num)
+		return fmt.Errorf("%w: [%s][%d] primary shard is not active", vocab.ErrUnavailable, ix.Name, num)
 	}
 	node, err := c.copiesOn(v, p.NodeID)
 	if err != nil {

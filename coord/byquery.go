@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // _delete_by_query, _update_by_query and _reindex (local) all run ByQuery:
@@ -35,7 +35,7 @@ type ByQuery struct {
 	Batch   int
 	Write   WriteOptions
 	// Ops turns a batch of the documents found into the writes to send.
-	Ops func([]ScanHit) ([]shardapi.Op, error)
+	Ops func([]ScanHit) ([]vocab.Op, error)
 }
 
 // ScanHit is one document a batch found.
@@ -58,8 +58,8 @@ type ByQueryResult struct {
 
 // ByQueryFailure is one write that failed.
 type ByQueryFailure struct {
-	Op     shardapi.Op
-	Result shardapi.OpResult
+	Op     vocab.Op
+	Result vocab.OpResult
 }
 
 // ByQuery scans and writes. An error is returned only when the request
@@ -164,7 +164,7 @@ func (c *Coordinator) scan(ctx context.Context, req ByQuery, fn func([]ScanHit) 
 
 // tally counts a batch's results; it reports false when a failure must
 // stop the request (a conflict without proceed, or any other failure).
-func (out *ByQueryResult) tally(ops []shardapi.Op, results []shardapi.OpResult, proceed bool) bool {
+func (out *ByQueryResult) tally(ops []vocab.Op, results []vocab.OpResult, proceed bool) bool {
 	ok := true
 	for k, res := range results {
 		switch {
@@ -176,7 +176,7 @@ func (out *ByQueryResult) tally(ops []shardapi.Op, results []shardapi.OpResult, 
 			out.Updated++
 		case res.Err == nil && res.Result == "noop":
 			out.Noops++
-		case errors.Is(res.Err, shardapi.ErrVersionConflict):
+		case errors.Is(res.Err, vocab.ErrVersionConflict):
 			out.VersionConflicts++
 			if !proceed {
 				out.Failures = append(out.Failures, ByQueryFailure{Op: ops[k], Result: res})
@@ -186,7 +186,7 @@ func (out *ByQueryResult) tally(ops []shardapi.Op, results []shardapi.OpResult, 
 			// Deleted since the search saw it: a conflict, as in Elasticsearch.
 			out.VersionConflicts++
 			if !proceed {
-				res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already deleted", shardapi.ErrVersionConflict, ops[k].ID))
+				res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already deleted", vocab.ErrVersionConflict, ops[k].ID))
 				out.Failures = append(out.Failures, ByQueryFailure{Op: ops[k], Result: res})
 				ok = false
 			}

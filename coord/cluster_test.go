@@ -18,7 +18,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // TestClusterRanksLikeOneShard: six shards spread over three nodes, searched
@@ -236,9 +236,9 @@ func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
 	for _, n := range tc.Nodes {
 		n.AwaitOpen(t)
 	}
-	var ops []shardapi.Op
+	var ops []vocab.Op
 	for k := range 60 {
-		ops = append(ops, shardapi.Op{Type: shardapi.OpIndex, Index: "w", ID: fmt.Sprint("d", k), Source: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag%d":"x"}`, k, k%3))})
+		ops = append(ops, vocab.Op{Type: vocab.OpIndex, Index: "w", ID: fmt.Sprint("d", k), Source: json.RawMessage(fmt.Sprintf(`{"n":%d,"tag%d":"x"}`, k, k%3))})
 	}
 	res, err := tc.Nodes["n2"].Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
@@ -254,16 +254,16 @@ func TestClusterWritesAndGetsGoToThePrimary(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, `{"n":7,"tag1":"x"}`, string(d.Source))
 		_, err = tc.Nodes[id].Get(ctx, "w", "nope", "")
-		require.ErrorIs(t, err, shardapi.ErrDocumentNotFound)
+		require.ErrorIs(t, err, vocab.ErrDocumentNotFound)
 	}
 	// Versions and conflicts cross the fabric as they are.
-	res, err = tc.Nodes["n3"].Bulk(ctx, []shardapi.Op{
-		{Type: shardapi.OpCreate, Index: "w", ID: "d7", Source: json.RawMessage(`{"n":1}`)},
-		{Type: shardapi.OpUpdate, Index: "w", ID: "d8", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"m":1}`)}},
-		{Type: shardapi.OpIndex, Index: "w", ID: "d9", Source: json.RawMessage(`{"n":"not a number"}`)},
+	res, err = tc.Nodes["n3"].Bulk(ctx, []vocab.Op{
+		{Type: vocab.OpCreate, Index: "w", ID: "d7", Source: json.RawMessage(`{"n":1}`)},
+		{Type: vocab.OpUpdate, Index: "w", ID: "d8", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"m":1}`)}},
+		{Type: vocab.OpIndex, Index: "w", ID: "d9", Source: json.RawMessage(`{"n":"not a number"}`)},
 	}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, res[0].Err, shardapi.ErrVersionConflict)
+	require.ErrorIs(t, res[0].Err, vocab.ErrVersionConflict)
 	require.NoError(t, res[1].Err)
 	require.Equal(t, int64(2), res[1].Version)
 	require.ErrorIs(t, res[2].Err, index.ErrDocParse)
@@ -296,15 +296,15 @@ func TestClusterSearchWithDeadNodeGivesPartialResults(t *testing.T) {
 	res = tc.Search(t, "n2", []string{"p"}, `{"query":{"match":{"body":"linux"}}}`)
 	require.Equal(t, 2, res.Status.Failed)
 	for _, f := range res.Failures {
-		require.ErrorIs(t, f.Err, shardapi.ErrUnavailable)
+		require.ErrorIs(t, f.Err, vocab.ErrUnavailable)
 	}
 	// Writes to its shards fail with 503 once their wait for a primary ends.
 	wctx, cancel := context.WithTimeout(ctx, 300e6)
 	defer cancel()
 	onDead := tc.DocOn(t, "p", "n3", ids)
-	out, err := tc.Nodes["n1"].Bulk(wctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	out, err := tc.Nodes["n1"].Bulk(wctx, []vocab.Op{{Type: vocab.OpIndex, Index: "p", ID: onDead, Source: json.RawMessage(`{}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, out[0].Err, shardapi.ErrUnavailable)
+	require.ErrorIs(t, out[0].Err, vocab.ErrUnavailable)
 }
 
 // TestClusterReadsReachARestartedNode: a node's process restarts behind
@@ -356,12 +356,12 @@ func TestSearchRoutingReachesOnlyRoutedShards(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, b)
-	ops := []shardapi.Op{
-		{Type: shardapi.OpIndex, Index: "r", ID: "ra", Routing: a, Source: json.RawMessage(`{"k":"x"}`)},
-		{Type: shardapi.OpIndex, Index: "r", ID: "rb", Routing: b, Source: json.RawMessage(`{"k":"x"}`)},
+	ops := []vocab.Op{
+		{Type: vocab.OpIndex, Index: "r", ID: "ra", Routing: a, Source: json.RawMessage(`{"k":"x"}`)},
+		{Type: vocab.OpIndex, Index: "r", ID: "rb", Routing: b, Source: json.RawMessage(`{"k":"x"}`)},
 	}
 	for k := 0; k < 60; k++ {
-		ops = append(ops, shardapi.Op{Type: shardapi.OpIndex, Index: "r", ID: fmt.Sprint("d", k), Source: json.RawMessage(`{"k":"x"}`)})
+		ops = append(ops, vocab.Op{Type: vocab.OpIndex, Index: "r", ID: fmt.Sprint("d", k), Source: json.RawMessage(`{"k":"x"}`)})
 	}
 	res, err := tc.Nodes["n2"].Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshTrue})
 	require.NoError(t, err)
@@ -609,10 +609,10 @@ func TestClusterQueryPhasePrefetchesTheLikelyPage(t *testing.T) {
 		n.AwaitOpen(t)
 	}
 	on := idsOnNodes(t, tc, "p", 12, "n1", "n2", "n3")
-	var ops []shardapi.Op
+	var ops []vocab.Op
 	add := func(k string, ids []string) {
 		for _, id := range ids {
-			ops = append(ops, shardapi.Op{Type: shardapi.OpIndex, Index: "p", ID: id, Source: json.RawMessage(`{"k":"` + k + `","id":"` + id + `"}`)})
+			ops = append(ops, vocab.Op{Type: vocab.OpIndex, Index: "p", ID: id, Source: json.RawMessage(`{"k":"` + k + `","id":"` + id + `"}`)})
 		}
 	}
 	// Page a: 3 + 4 + 3 documents on n1, n2, n3; page b: 1 + 8 + 1.

@@ -14,7 +14,7 @@ import (
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // contextLimitCluster is two nodes with index "two", one shard on each:
@@ -46,7 +46,7 @@ func setClusterSetting(t *testing.T, tc *coordtest.Cluster, key string, n int) {
 }
 
 // openCounts are the contexts of kind open on each node.
-func openCounts(kind shardapi.ContextKind, nodes ...*coordtest.Node) []int {
+func openCounts(kind vocab.ContextKind, nodes ...*coordtest.Node) []int {
 	var out []int
 	for _, n := range nodes {
 		out = append(out, n.Store.OpenContextCount(kind))
@@ -61,15 +61,15 @@ func openCounts(kind shardapi.ContextKind, nodes ...*coordtest.Node) []int {
 func TestPITContextLimit(t *testing.T) {
 	tc, a, b := contextLimitCluster(t)
 	ctx := context.Background()
-	setClusterSetting(t, tc, shardapi.MaxOpenPITContextSetting, 1)
+	setClusterSetting(t, tc, vocab.MaxOpenPITContextSetting, 1)
 
 	first, err := a.OpenPIT(ctx, []string{"two"}, time.Minute)
 	require.NoError(t, err)
 	_, err = b.OpenPIT(ctx, []string{"two"}, time.Minute)
-	require.ErrorIs(t, err, shardapi.ErrTooManyPITContexts)
+	require.ErrorIs(t, err, vocab.ErrTooManyPITContexts)
 	require.Contains(t, err.Error(), "Trying to create too many Point In Time contexts. Must be less than or equal to: [1]. "+
 		"This limit can be set by changing the [search.max_open_pit_context] setting.")
-	require.Equal(t, []int{1, 1}, openCounts(shardapi.ContextPIT, a, b))
+	require.Equal(t, []int{1, 1}, openCounts(vocab.ContextPIT, a, b))
 
 	// Only b is full: the open takes a's slot for shard 0, is refused on b
 	// for shard 1, and gives a's slot back.
@@ -80,11 +80,11 @@ func TestPITContextLimit(t *testing.T) {
 	require.NoError(t, err)
 	p1, _ := ix.Shards[1].Primary()
 	h := shard.Header{Cluster: a.Meta.State().ClusterUUID, Index: ix.UUID, Shard: 1, Alloc: p1.AllocationID}
-	held, err := b.Store.OpenContext(ctx, h, time.Minute, shardapi.ContextPIT)
+	held, err := b.Store.OpenContext(ctx, h, time.Minute, vocab.ContextPIT)
 	require.NoError(t, err)
 	_, err = a.OpenPIT(ctx, []string{"two"}, time.Minute)
-	require.ErrorIs(t, err, shardapi.ErrTooManyPITContexts, "refused by the remote node, as its sentinel")
-	require.Equal(t, []int{0, 1}, openCounts(shardapi.ContextPIT, a, b), "the context opened on a was released")
+	require.ErrorIs(t, err, vocab.ErrTooManyPITContexts, "refused by the remote node, as its sentinel")
+	require.Equal(t, []int{0, 1}, openCounts(vocab.ContextPIT, a, b), "the context opened on a was released")
 
 	open, err := b.Store.CloseContext(ctx, h, held)
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestPITContextLimit(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // past the millisecond keep-alive
 	last, err := a.OpenPIT(ctx, []string{"two"}, time.Minute)
 	require.NoError(t, err, "an expired context frees its slot")
-	require.Equal(t, []int{1, 1}, openCounts(shardapi.ContextPIT, a, b))
+	require.Equal(t, []int{1, 1}, openCounts(vocab.ContextPIT, a, b))
 	_, err = a.ClosePIT(ctx, last)
 	require.NoError(t, err)
 }
@@ -107,7 +107,7 @@ func TestPITContextLimit(t *testing.T) {
 func TestScrollContextLimit(t *testing.T) {
 	tc, a, b := contextLimitCluster(t)
 	ctx := context.Background()
-	setClusterSetting(t, tc, shardapi.MaxOpenScrollContextSetting, 1)
+	setClusterSetting(t, tc, vocab.MaxOpenScrollContextSetting, 1)
 	scroll := func() (*coord.SearchReply, error) {
 		srch, err := esdsl.ParseSearch([]byte(`{"size":5}`), map[string][]string{"scroll": {"1m"}}, a.Fields([]string{"two"}))
 		require.NoError(t, err)
@@ -118,14 +118,14 @@ func TestScrollContextLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, first.OpenedPIT)
 	_, err = scroll()
-	require.ErrorIs(t, err, shardapi.ErrTooManyScrollContexts)
+	require.ErrorIs(t, err, vocab.ErrTooManyScrollContexts)
 	require.Contains(t, err.Error(), "Trying to create too many scroll contexts. Must be less than or equal to: [1]. "+
 		"This limit can be set by changing the [search.max_open_scroll_context] setting.")
 
 	pit, err := a.OpenPIT(ctx, []string{"two"}, time.Minute)
 	require.NoError(t, err, "points in time are counted apart from scrolls")
-	require.Equal(t, []int{1, 1}, openCounts(shardapi.ContextScroll, a, b))
-	require.Equal(t, []int{1, 1}, openCounts(shardapi.ContextPIT, a, b))
+	require.Equal(t, []int{1, 1}, openCounts(vocab.ContextScroll, a, b))
+	require.Equal(t, []int{1, 1}, openCounts(vocab.ContextPIT, a, b))
 	st := a.Stats()
 	require.Equal(t, 1, st.ScrollContexts)
 	require.Equal(t, 1, st.PITContexts)
@@ -138,6 +138,6 @@ func TestScrollContextLimit(t *testing.T) {
 		_, err = a.ClosePIT(ctx, p)
 		require.NoError(t, err)
 	}
-	require.Equal(t, []int{0, 0}, openCounts(shardapi.ContextScroll, a, b))
-	require.Equal(t, []int{0, 0}, openCounts(shardapi.ContextPIT, a, b))
+	require.Equal(t, []int{0, 0}, openCounts(vocab.ContextScroll, a, b))
+	require.Equal(t, []int{0, 0}, openCounts(vocab.ContextPIT, a, b))
 }

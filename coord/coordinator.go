@@ -19,7 +19,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // copiesOn returns the shard copies of node as this coordinator calls
@@ -29,7 +29,7 @@ func (c *Coordinator) copiesOn(v *state.State, node string) (shard.Copies, error
 		return c.store, nil
 	}
 	if c.peers == nil {
-		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", shardapi.ErrUnavailable, node)
+		return nil, fmt.Errorf("%w: the copy is on node %s, and this node has no fabric", vocab.ErrUnavailable, node)
 	}
 	return shard.NewRemote(c.peers, node), nil
 }
@@ -91,7 +91,7 @@ type IndexInfo struct {
 // NodeStats are the node's index statistics: what this node coordinated,
 // and the copies it holds.
 type NodeStats struct {
-	Indices map[string]shardapi.IndexNodeStats
+	Indices map[string]vocab.IndexNodeStats
 	// ScrollContexts and PITContexts are the reader contexts this node's
 	// data node holds open for scrolls and points in time (one per shard
 	// copy pinned here).
@@ -164,7 +164,7 @@ func (c *Coordinator) viewWhen(ok func() error) (*state.State, error) {
 	closed := c.closed
 	c.closeMu.Unlock()
 	if closed {
-		return nil, shardapi.ErrClosed
+		return nil, vocab.ErrClosed
 	}
 	if err := ok(); err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (c *Coordinator) ClusterView() (*state.State, error) { return c.readView() 
 // read as Elasticsearch's: "Invalid index name [x], must be lowercase".
 func ValidateIndexName(name string) error {
 	if why := nameRule(name); why != "" {
-		return fmt.Errorf("%w: Invalid index name [%s], %s", shardapi.ErrInvalidIndexName, Printable(name), why)
+		return fmt.Errorf("%w: Invalid index name [%s], %s", vocab.ErrInvalidIndexName, Printable(name), why)
 	}
 	return nil
 }
@@ -226,7 +226,7 @@ func nameRule(name string) string {
 // up. The length limit (512 bytes) is Bulk's, as in Elasticsearch.
 func ValidateID(id string) error {
 	if why := BadText(id); why != "" {
-		return fmt.Errorf("%w: id [%s] %s", shardapi.ErrInvalidRequest, Printable(id), why)
+		return fmt.Errorf("%w: id [%s] %s", vocab.ErrInvalidRequest, Printable(id), why)
 	}
 	return nil
 }
@@ -272,10 +272,10 @@ func (c *Coordinator) CreateIndex(ctx context.Context, name string, s IndexSetti
 		s.NumberOfShards = 1
 	}
 	if s.NumberOfShards < 1 || s.NumberOfShards > c.cfg.MaxShards {
-		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", shardapi.ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
+		return fmt.Errorf("%w: number_of_shards %d must be between 1 and %d", vocab.ErrInvalidRequest, s.NumberOfShards, c.cfg.MaxShards)
 	}
 	if s.NumberOfReplicas < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shardapi.ErrInvalidRequest, s.NumberOfReplicas)
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", vocab.ErrInvalidRequest, s.NumberOfReplicas)
 	}
 	if mp == nil {
 		mp = index.NewDynamicMapping()
@@ -470,7 +470,7 @@ type SettingsUpdate struct {
 // UpdateSettings changes an index's dynamic settings.
 func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u SettingsUpdate) error {
 	if r := u.NumberOfReplicas; r != nil && *r < 0 {
-		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", shardapi.ErrInvalidRequest, *r)
+		return fmt.Errorf("%w: number_of_replicas %d must be >= 0", vocab.ErrInvalidRequest, *r)
 	}
 	v, err := c.view()
 	if err != nil {
@@ -519,15 +519,15 @@ func (c *Coordinator) UpdateSettings(ctx context.Context, name string, u Setting
 
 // Fields returns the merged mapping view of the named indexes (unknown
 // names are skipped).
-func (c *Coordinator) Fields(names []string) shardapi.FieldTypes { return c.store.Fields(names) }
+func (c *Coordinator) Fields(names []string) vocab.FieldTypes { return c.store.Fields(names) }
 
 // counterStats are this node's request counters by index name.
-func (c *Coordinator) counterStats() map[string]shardapi.IndexNodeStats {
-	out := map[string]shardapi.IndexNodeStats{}
+func (c *Coordinator) counterStats() map[string]vocab.IndexNodeStats {
+	out := map[string]vocab.IndexNodeStats{}
 	c.countersMu.Lock()
 	defer c.countersMu.Unlock()
 	for name, ic := range c.counters {
-		out[name] = shardapi.IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
+		out[name] = vocab.IndexNodeStats{IndexTotal: ic.indexTotal.Load(), IndexTimeNanos: ic.indexNanos.Load(),
 			DeleteTotal: ic.delTotal.Load(), SearchTotal: ic.srchTotal.Load(), SearchNanos: ic.srchNanos.Load()}
 	}
 	return out
@@ -537,7 +537,7 @@ func (c *Coordinator) counterStats() map[string]shardapi.IndexNodeStats {
 // coordinated and the copies it holds.
 func (c *Coordinator) Stats() NodeStats {
 	out := NodeStats{Indices: c.counterStats(),
-		ScrollContexts: c.store.OpenContextCount(shardapi.ContextScroll), PITContexts: c.store.OpenContextCount(shardapi.ContextPIT),
+		ScrollContexts: c.store.OpenContextCount(vocab.ContextScroll), PITContexts: c.store.OpenContextCount(vocab.ContextPIT),
 		IndexingPressure: c.store.IndexingPressure().Stats()}
 	for name, cs := range c.store.CopyCounters() {
 		st := out.Indices[name]

@@ -18,7 +18,7 @@ import (
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 	"go.uber.org/goleak"
 )
 
@@ -64,7 +64,7 @@ func TestValidateIndexName(t *testing.T) {
 			if tc.ok {
 				require.NoError(t, err)
 			} else {
-				require.ErrorIs(t, err, shardapi.ErrInvalidIndexName)
+				require.ErrorIs(t, err, vocab.ErrInvalidIndexName)
 			}
 		})
 	}
@@ -81,7 +81,7 @@ func TestValidateIndexNameReasons(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.reason, func(t *testing.T) {
 			err := coord.ValidateIndexName(tc.name)
-			require.ErrorIs(t, err, shardapi.ErrInvalidIndexName)
+			require.ErrorIs(t, err, vocab.ErrInvalidIndexName)
 			require.Equal(t, "invalid index name: "+tc.reason, err.Error())
 		})
 	}
@@ -101,7 +101,7 @@ func TestValidateID(t *testing.T) {
 			if tc.ok {
 				require.NoError(t, err)
 			} else {
-				require.ErrorIs(t, err, shardapi.ErrInvalidRequest)
+				require.ErrorIs(t, err, vocab.ErrInvalidRequest)
 			}
 		})
 	}
@@ -115,7 +115,7 @@ func TestIndexLifecycle(t *testing.T) {
 	require.NoError(t, m.CreateIndex(ctx, "logs-b", coord.IndexSettings{NumberOfShards: 1, NumberOfReplicas: 0}, nil))
 	require.NoError(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil))
 	require.ErrorIs(t, m.CreateIndex(ctx, "other", coord.IndexSettings{}, nil), state.ErrIndexExists)
-	require.ErrorIs(t, m.CreateIndex(ctx, "Bad", coord.IndexSettings{}, nil), shardapi.ErrInvalidIndexName)
+	require.ErrorIs(t, m.CreateIndex(ctx, "Bad", coord.IndexSettings{}, nil), vocab.ErrInvalidIndexName)
 
 	inf, err := m.Index("logs-a")
 	require.NoError(t, err)
@@ -177,27 +177,27 @@ func TestBulkItemSemantics(t *testing.T) {
 	}
 	steps := []struct {
 		name string
-		op   shardapi.Op
+		op   vocab.Op
 		want want
 	}{
-		{"index new", shardapi.Op{Type: shardapi.OpIndex, ID: "1", Source: json.RawMessage(`{"n":1,"o":{"a":"x"}}`)}, want{"created", 1, nil}},
-		{"index again", shardapi.Op{Type: shardapi.OpIndex, ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x"}}`)}, want{"updated", 2, nil}},
-		{"create existing", shardapi.Op{Type: shardapi.OpCreate, ID: "1", Source: json.RawMessage(`{"n":3}`)}, want{"", 0, shardapi.ErrVersionConflict}},
-		{"create new", shardapi.Op{Type: shardapi.OpCreate, ID: "2", Source: json.RawMessage(`{"n":3}`)}, want{"created", 1, nil}},
-		{"partial update merges objects", shardapi.Op{Type: shardapi.OpUpdate, ID: "1", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"o":{"b":"y"}}`)}}, want{"updated", 3, nil}},
-		{"update with same values is noop", shardapi.Op{Type: shardapi.OpUpdate, ID: "1", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":2}`)}}, want{"noop", 3, nil}},
-		{"update missing", shardapi.Op{Type: shardapi.OpUpdate, ID: "9", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":1}`)}}, want{"", 0, shardapi.ErrDocumentNotFound}},
-		{"doc_as_upsert", shardapi.Op{Type: shardapi.OpUpdate, ID: "9", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":9}`), DocAsUpsert: true}}, want{"created", 1, nil}},
-		{"upsert", shardapi.Op{Type: shardapi.OpUpdate, ID: "8", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":1}`), Upsert: json.RawMessage(`{"n":8}`)}}, want{"created", 1, nil}},
-		{"wrong type fails the item", shardapi.Op{Type: shardapi.OpIndex, ID: "3", Source: json.RawMessage(`{"n":"abc"}`)}, want{"", 0, index.ErrDocParse}},
-		{"malformed source fails the item", shardapi.Op{Type: shardapi.OpIndex, ID: "3", Source: json.RawMessage(`{"n":`)}, want{"", 0, index.ErrDocParse}},
-		{"delete", shardapi.Op{Type: shardapi.OpDelete, ID: "2"}, want{"deleted", 2, nil}},
-		{"delete missing", shardapi.Op{Type: shardapi.OpDelete, ID: "2"}, want{"not_found", 0, shardapi.ErrDocumentNotFound}},
-		{"update needs an id", shardapi.Op{Type: shardapi.OpUpdate, Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{}`)}}, want{"", 0, shardapi.ErrInvalidRequest}},
+		{"index new", vocab.Op{Type: vocab.OpIndex, ID: "1", Source: json.RawMessage(`{"n":1,"o":{"a":"x"}}`)}, want{"created", 1, nil}},
+		{"index again", vocab.Op{Type: vocab.OpIndex, ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x"}}`)}, want{"updated", 2, nil}},
+		{"create existing", vocab.Op{Type: vocab.OpCreate, ID: "1", Source: json.RawMessage(`{"n":3}`)}, want{"", 0, vocab.ErrVersionConflict}},
+		{"create new", vocab.Op{Type: vocab.OpCreate, ID: "2", Source: json.RawMessage(`{"n":3}`)}, want{"created", 1, nil}},
+		{"partial update merges objects", vocab.Op{Type: vocab.OpUpdate, ID: "1", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"o":{"b":"y"}}`)}}, want{"updated", 3, nil}},
+		{"update with same values is noop", vocab.Op{Type: vocab.OpUpdate, ID: "1", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"n":2}`)}}, want{"noop", 3, nil}},
+		{"update missing", vocab.Op{Type: vocab.OpUpdate, ID: "9", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"n":1}`)}}, want{"", 0, vocab.ErrDocumentNotFound}},
+		{"doc_as_upsert", vocab.Op{Type: vocab.OpUpdate, ID: "9", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"n":9}`), DocAsUpsert: true}}, want{"created", 1, nil}},
+		{"upsert", vocab.Op{Type: vocab.OpUpdate, ID: "8", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"n":1}`), Upsert: json.RawMessage(`{"n":8}`)}}, want{"created", 1, nil}},
+		{"wrong type fails the item", vocab.Op{Type: vocab.OpIndex, ID: "3", Source: json.RawMessage(`{"n":"abc"}`)}, want{"", 0, index.ErrDocParse}},
+		{"malformed source fails the item", vocab.Op{Type: vocab.OpIndex, ID: "3", Source: json.RawMessage(`{"n":`)}, want{"", 0, index.ErrDocParse}},
+		{"delete", vocab.Op{Type: vocab.OpDelete, ID: "2"}, want{"deleted", 2, nil}},
+		{"delete missing", vocab.Op{Type: vocab.OpDelete, ID: "2"}, want{"not_found", 0, vocab.ErrDocumentNotFound}},
+		{"update needs an id", vocab.Op{Type: vocab.OpUpdate, Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{}`)}}, want{"", 0, vocab.ErrInvalidRequest}},
 	}
 	for _, st := range steps {
 		st.op.Index = "i"
-		res, err := m.Bulk(ctx, []shardapi.Op{st.op}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+		res, err := m.Bulk(ctx, []vocab.Op{st.op}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 		require.NoError(t, err, st.name)
 		r := res[0]
 		require.Equal(t, st.want.result, r.Result, st.name)
@@ -215,28 +215,28 @@ func TestBulkItemSemantics(t *testing.T) {
 
 	// Optimistic concurrency control (if_seq_no / if_primary_term).
 	stale, term := d.SeqNo-1, d.PrimaryTerm
-	res, err := m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err := m.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":5}`), IfSeqNo: &stale, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, res[0].Err, shardapi.ErrVersionConflict)
+	require.ErrorIs(t, res[0].Err, vocab.ErrVersionConflict)
 	cur := d.SeqNo
-	res, err = m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err = m.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "i", ID: "1", Source: json.RawMessage(`{"n":2,"o":{"a":"x","b":"y"}}`), IfSeqNo: &cur, IfPrimaryTerm: &term}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, int64(4), res[0].Version)
-	res, err = m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err = m.Bulk(ctx, []vocab.Op{{Type: vocab.OpDelete, Index: "i", ID: "nope", IfSeqNo: &cur}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
-	require.ErrorIs(t, res[0].Err, shardapi.ErrVersionConflict, "a condition on a missing document is a conflict")
+	require.ErrorIs(t, res[0].Err, vocab.ErrVersionConflict, "a condition on a missing document is a conflict")
 	_, err = m.Get(ctx, "i", "2", "")
-	require.ErrorIs(t, err, shardapi.ErrDocumentNotFound)
+	require.ErrorIs(t, err, vocab.ErrDocumentNotFound)
 	_, err = m.Get(ctx, "nope", "2", "")
 	require.ErrorIs(t, err, state.ErrIndexNotFound)
 
 	// One request mixing good and bad items; results stay in op order.
-	res, err = m.Bulk(ctx, []shardapi.Op{
-		{Type: shardapi.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":1}`)},
-		{Type: shardapi.OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
-		{Type: shardapi.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},
-		{Type: shardapi.OpUpdate, Index: "i", ID: "a", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":3}`)}},
+	res, err = m.Bulk(ctx, []vocab.Op{
+		{Type: vocab.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":1}`)},
+		{Type: vocab.OpIndex, Index: "i", ID: "b", Source: json.RawMessage(`[1]`)},
+		{Type: vocab.OpIndex, Index: "i", ID: "a", Source: json.RawMessage(`{"n":2}`)},
+		{Type: vocab.OpUpdate, Index: "i", ID: "a", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"n":3}`)}},
 	}, coord.WriteOptions{Refresh: coord.RefreshTrue})
 	require.NoError(t, err)
 	require.Equal(t, []string{"created", "", "updated", "updated"}, []string{res[0].Result, res[1].Result, res[2].Result, res[3].Result})
@@ -251,17 +251,17 @@ func TestBulkAutoCreateAndGeneratedIDs(t *testing.T) {
 	m := coordtest.OpenManager(t, t.TempDir())
 	defer m.Close()
 	ctx := context.Background()
-	res, err := m.Bulk(ctx, []shardapi.Op{
-		{Type: shardapi.OpIndex, Index: "auto", Source: json.RawMessage(`{"msg":"hello world","when":"2024-01-02T03:04:05Z","n":1}`)},
-		{Type: shardapi.OpDelete, Index: "absent", ID: "x"},
-		{Type: shardapi.OpIndex, Index: "BAD", ID: "x", Source: json.RawMessage(`{}`)},
+	res, err := m.Bulk(ctx, []vocab.Op{
+		{Type: vocab.OpIndex, Index: "auto", Source: json.RawMessage(`{"msg":"hello world","when":"2024-01-02T03:04:05Z","n":1}`)},
+		{Type: vocab.OpDelete, Index: "absent", ID: "x"},
+		{Type: vocab.OpIndex, Index: "BAD", ID: "x", Source: json.RawMessage(`{}`)},
 	}, coord.WriteOptions{Refresh: coord.RefreshWaitFor})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, "created", res[0].Result)
 	require.Len(t, res[0].ID, 20)
 	require.ErrorIs(t, res[1].Err, state.ErrIndexNotFound)
-	require.ErrorIs(t, res[2].Err, shardapi.ErrInvalidIndexName)
+	require.ErrorIs(t, res[2].Err, vocab.ErrInvalidIndexName)
 
 	inf, err := m.Index("auto")
 	require.NoError(t, err)
@@ -309,7 +309,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.NoError(t, m.CreateIndex(ctx, "i", coord.IndexSettings{NumberOfShards: 3, NumberOfReplicas: 0}, nil))
 	ids, sources := coordtest.SampleDocs(t)
 	coordtest.BulkIndex(t, m, "i", ids[:100], sources[:100])
-	res, err := m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpDelete, Index: "i", ID: ids[0]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err := m.Bulk(ctx, []vocab.Op{{Type: vocab.OpDelete, Index: "i", ID: ids[0]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	put, err := index.ParseMapping([]byte(`{"properties":{"extra":{"type":"keyword"}}}`))
@@ -319,7 +319,7 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.NoError(t, m.Close())
 	require.NoError(t, m.Close(), "Close is idempotent")
 	_, err = m.Bulk(ctx, nil, coord.WriteOptions{})
-	require.ErrorIs(t, err, shardapi.ErrClosed)
+	require.ErrorIs(t, err, vocab.ErrClosed)
 
 	m = coordtest.OpenManager(t, dir)
 	defer m.Close()
@@ -330,12 +330,12 @@ func TestReopenKeepsIndexesMappingsAndDocs(t *testing.T) {
 	require.Equal(t, "keyword", inf.Mapping.FieldType("extra"))
 	require.Equal(t, "text", inf.Mapping.FieldType("subject"), "dynamic fields persist")
 	_, err = m.Get(ctx, "i", ids[0], "")
-	require.ErrorIs(t, err, shardapi.ErrDocumentNotFound)
+	require.ErrorIs(t, err, vocab.ErrDocumentNotFound)
 	d, err := m.Get(ctx, "i", ids[1], "")
 	require.NoError(t, err)
 	require.JSONEq(t, string(sources[1]), string(d.Source))
 	// Sequence numbers continue after a restart.
-	res, err = m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err = m.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "i", ID: ids[1], Source: sources[1]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.Greater(t, res[0].SeqNo, d.SeqNo)
 	require.Equal(t, int64(2), res[0].Version)
@@ -522,9 +522,9 @@ func TestConcurrentBulksAndSearches(t *testing.T) {
 			defer wg.Done()
 			for k := range perWriter {
 				// Every writer also bumps the shared document "hot".
-				res, err := m.Bulk(ctx, []shardapi.Op{
-					{Type: shardapi.OpIndex, Index: "c", ID: fmt.Sprintf("w%d-%d", w, k), Source: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d}`, w, k))},
-					{Type: shardapi.OpIndex, Index: "c", ID: "hot", Source: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w))},
+				res, err := m.Bulk(ctx, []vocab.Op{
+					{Type: vocab.OpIndex, Index: "c", ID: fmt.Sprintf("w%d-%d", w, k), Source: json.RawMessage(fmt.Sprintf(`{"w":%d,"k":%d}`, w, k))},
+					{Type: vocab.OpIndex, Index: "c", ID: "hot", Source: json.RawMessage(fmt.Sprintf(`{"w":%d}`, w))},
 				}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 				if err == nil {
 					err = errors.Join(res[0].Err, res[1].Err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // statsWait bounds how long index descriptions (_cat/indices, GET /{index})
@@ -18,17 +18,17 @@ const statsWait = 2 * time.Second
 
 // CopyStats counts the documents and bytes of every copy whose node
 // answers before ctx ends, by allocation ID.
-func (c *Coordinator) CopyStats(ctx context.Context) map[string]shardapi.CopyStats {
+func (c *Coordinator) CopyStats(ctx context.Context) map[string]vocab.CopyStats {
 	v, err := c.readView()
 	if err != nil {
-		return map[string]shardapi.CopyStats{}
+		return map[string]vocab.CopyStats{}
 	}
 	return c.gatherCopyStats(ctx, v)
 }
 
 // gatherCopyStats counts the copies of every live node that holds some, in
 // parallel, until ctx ends.
-func (c *Coordinator) gatherCopyStats(ctx context.Context, v *state.State) map[string]shardapi.CopyStats {
+func (c *Coordinator) gatherCopyStats(ctx context.Context, v *state.State) map[string]vocab.CopyStats {
 	out := c.store.LocalCopyStats()
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {
@@ -40,7 +40,7 @@ func (c *Coordinator) gatherCopyStats(ctx context.Context, v *state.State) map[s
 
 // Recoveries lists the recoveries of copies on every live node that
 // answers before ctx ends (this node's too), newest first.
-func (c *Coordinator) Recoveries(ctx context.Context) []shardapi.RecoveryInfo {
+func (c *Coordinator) Recoveries(ctx context.Context) []vocab.RecoveryInfo {
 	v, err := c.readView()
 	if err != nil {
 		return nil
@@ -57,8 +57,8 @@ func (c *Coordinator) Recoveries(ctx context.Context) []shardapi.RecoveryInfo {
 // the nodes that answered, and the requests for it that the nodes
 // coordinated, summed over the nodes.
 type IndexStats struct {
-	Primaries, Total shardapi.CopyStats
-	Counters         shardapi.IndexNodeStats
+	Primaries, Total vocab.CopyStats
+	Counters         vocab.IndexNodeStats
 	// Copies are the copies assigned; Counted those whose node answered,
 	// CountedPrimaries the primaries among them.
 	Copies, Counted, CountedPrimaries int
@@ -72,7 +72,7 @@ func (c *Coordinator) IndexStats(ctx context.Context, names []string) map[string
 		return map[string]IndexStats{}
 	}
 	copies := c.store.LocalCopyStats()
-	counters := []map[string]shardapi.IndexNodeStats{c.counterStats()}
+	counters := []map[string]vocab.IndexNodeStats{c.counterStats()}
 	for _, rep := range c.askHolders(ctx, v) {
 		for k, st := range rep.Copies {
 			copies[k] = st

@@ -10,7 +10,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // setBlock sets or removes the flood stage's read_only_allow_delete block
@@ -36,20 +36,20 @@ func TestFloodStageBlockRefusesDocumentWrites(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"full", "other", "doomed"} {
 		require.NoError(t, m.CreateIndex(ctx, name, coord.IndexSettings{NumberOfShards: 2}, nil))
-		res, err := m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: name, ID: "1", Source: json.RawMessage(`{"n":1}`)}}, coord.WriteOptions{Refresh: coord.RefreshTrue})
+		res, err := m.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: name, ID: "1", Source: json.RawMessage(`{"n":1}`)}}, coord.WriteOptions{Refresh: coord.RefreshTrue})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 	}
 	setBlock(t, m.MC, "full", true)
 	setBlock(t, m.MC, "doomed", true)
 
-	ops := []shardapi.Op{
-		{Type: shardapi.OpIndex, Index: "full", ID: "2", Source: json.RawMessage(`{"n":2}`)},
-		{Type: shardapi.OpCreate, Index: "full", ID: "3", Source: json.RawMessage(`{"n":3}`)},
-		{Type: shardapi.OpUpdate, Index: "full", ID: "1", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"n":9}`)}},
-		{Type: shardapi.OpDelete, Index: "full", ID: "1"},
-		{Type: shardapi.OpIndex, Index: "full", Source: json.RawMessage(`{"n":4}`)},
-		{Type: shardapi.OpIndex, Index: "other", ID: "2", Source: json.RawMessage(`{"n":2}`)},
+	ops := []vocab.Op{
+		{Type: vocab.OpIndex, Index: "full", ID: "2", Source: json.RawMessage(`{"n":2}`)},
+		{Type: vocab.OpCreate, Index: "full", ID: "3", Source: json.RawMessage(`{"n":3}`)},
+		{Type: vocab.OpUpdate, Index: "full", ID: "1", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"n":9}`)}},
+		{Type: vocab.OpDelete, Index: "full", ID: "1"},
+		{Type: vocab.OpIndex, Index: "full", Source: json.RawMessage(`{"n":4}`)},
+		{Type: vocab.OpIndex, Index: "other", ID: "2", Source: json.RawMessage(`{"n":2}`)},
 	}
 	res, err := m.Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshTrue})
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestFloodStageBlockRefusesDocumentWrites(t *testing.T) {
 	require.NoError(t, err, "a blocked index is read")
 	require.JSONEq(t, `{"n":1}`, string(d.Source), "nothing of the refused ops was applied")
 	_, err = m.Get(ctx, "full", "2", "")
-	require.ErrorIs(t, err, shardapi.ErrDocumentNotFound)
+	require.ErrorIs(t, err, vocab.ErrDocumentNotFound)
 
 	require.NoError(t, m.DeleteIndex(ctx, "doomed"), "the block allows deleting the index")
 

@@ -9,7 +9,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Get returns a document from its shard's primary (realtime).
@@ -40,7 +40,7 @@ func (c *Coordinator) Get(ctx context.Context, indexName, id, routing string) (i
 		return index.Doc{}, err
 	}
 	if !found[0] {
-		return index.Doc{}, fmt.Errorf("%w: [%s][%s]", shardapi.ErrDocumentNotFound, indexName, id)
+		return index.Doc{}, fmt.Errorf("%w: [%s][%s]", vocab.ErrDocumentNotFound, indexName, id)
 	}
 	return docs[0], nil
 }
@@ -69,13 +69,13 @@ func (c *Coordinator) onPrimary(ctx context.Context, uuid string, num int, fn fu
 		p, ok := ix.Shards[num].Primary()
 		var err error
 		if !ok || !v.Active(p) {
-			err = fmt.Errorf("%w: [%s][%d] primary shard is not active", shardapi.ErrUnavailable, ix.Name, num)
+			err = fmt.Errorf("%w: [%s][%d] primary shard is not active", vocab.ErrUnavailable, ix.Name, num)
 		} else if p.NodeID != c.meta.LocalNode() && c.peers == nil {
-			return fmt.Errorf("%w: [%s][%d] primary is on node %s, and this node has no fabric", shardapi.ErrUnavailable, ix.Name, num, p.NodeID)
+			return fmt.Errorf("%w: [%s][%d] primary is on node %s, and this node has no fabric", vocab.ErrUnavailable, ix.Name, num, p.NodeID)
 		} else {
 			err = fn(v, p)
 		}
-		if err == nil || !(errors.Is(err, shardapi.ErrStaleRouting) || errors.Is(err, shardapi.ErrUnavailable)) {
+		if err == nil || !(errors.Is(err, vocab.ErrStaleRouting) || errors.Is(err, vocab.ErrUnavailable)) {
 			return err
 		}
 		if werr := c.awaitNewer(ctx, v); werr != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Index administration beyond creation and deletion: aliases, opening and
@@ -30,7 +30,7 @@ func (c *Coordinator) admin() (shard.IndexAdmin, error) {
 // this gives the error Elasticsearch gives).
 func checkNewNames(v *state.State, index string, aliases map[string]state.Alias) error {
 	if IsAlias(v, index) {
-		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", shardapi.ErrInvalidIndexName, index)
+		return fmt.Errorf("%w: [%s]: an alias with the same name already exists", vocab.ErrInvalidIndexName, index)
 	}
 	for a := range aliases {
 		if err := checkAliasName(v, a, index); err != nil {
@@ -43,13 +43,13 @@ func checkNewNames(v *state.State, index string, aliases map[string]state.Alias)
 // checkAliasName applies Elasticsearch's alias name rules.
 func checkAliasName(v *state.State, alias, index string) error {
 	if alias == index {
-		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shardapi.ErrInvalidRequest, alias)
+		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", vocab.ErrInvalidRequest, alias)
 	}
 	if _, ok := v.Indices[alias]; ok {
-		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", shardapi.ErrInvalidRequest, alias)
+		return fmt.Errorf("%w: Invalid alias name [%s]: an index or data stream exists with the same name as the alias", vocab.ErrInvalidRequest, alias)
 	}
 	if why := nameRule(alias); why != "" {
-		return fmt.Errorf("%w: Invalid alias name [%s], %s", shardapi.ErrInvalidRequest, Printable(alias), why)
+		return fmt.Errorf("%w: Invalid alias name [%s], %s", vocab.ErrInvalidRequest, Printable(alias), why)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // PITShard is one shard's pinned copy.
@@ -44,7 +44,7 @@ func DecodePIT(id string) (PIT, error) {
 		err = json.Unmarshal(raw, &p)
 	}
 	if err != nil || len(p.Shards) == 0 {
-		return PIT{}, fmt.Errorf("%w: malformed point in time id: use the id of an open point in time, unchanged", shardapi.ErrInvalidRequest)
+		return PIT{}, fmt.Errorf("%w: malformed point in time id: use the id of an open point in time, unchanged", vocab.ErrInvalidRequest)
 	}
 	return p, nil
 }
@@ -70,14 +70,14 @@ func (p PIT) Indices() []string {
 // fails the whole request, and the contexts already opened are closed
 // again.
 func (c *Coordinator) OpenPIT(ctx context.Context, names []string, keepAlive time.Duration) (PIT, error) {
-	return c.openPIT(ctx, names, keepAlive, shardapi.ContextPIT)
+	return c.openPIT(ctx, names, keepAlive, vocab.ContextPIT)
 }
 
 // openPIT opens a point in time whose contexts the nodes count as kind: a
 // point in time's own, or a scroll's.
-func (c *Coordinator) openPIT(ctx context.Context, names []string, keepAlive time.Duration, kind shardapi.ContextKind) (PIT, error) {
-	if keepAlive <= 0 || keepAlive > shardapi.MaxKeepAlive {
-		return PIT{}, fmt.Errorf("%w: keep alive for a point in time or scroll [%v] must be positive and at most %v (search.max_keep_alive)", shardapi.ErrInvalidRequest, keepAlive, shardapi.MaxKeepAlive)
+func (c *Coordinator) openPIT(ctx context.Context, names []string, keepAlive time.Duration, kind vocab.ContextKind) (PIT, error) {
+	if keepAlive <= 0 || keepAlive > vocab.MaxKeepAlive {
+		return PIT{}, fmt.Errorf("%w: keep alive for a point in time or scroll [%v] must be positive and at most %v (search.max_keep_alive)", vocab.ErrInvalidRequest, keepAlive, vocab.MaxKeepAlive)
 	}
 	v, err := c.readView()
 	if err != nil {
@@ -102,7 +102,7 @@ func (c *Coordinator) openPIT(ctx context.Context, names []string, keepAlive tim
 			}
 			if !found {
 				c.releasePIT(ctx, pit)
-				return PIT{}, fmt.Errorf("%w: [%s][%d] has no active copy to open a point in time on", shardapi.ErrUnavailable, n, num)
+				return PIT{}, fmt.Errorf("%w: [%s][%d] has no active copy to open a point in time on", vocab.ErrUnavailable, n, num)
 			}
 			id, err := c.openContext(ctx, v, ix.UUID, num, pick, keepAlive, kind)
 			if err != nil {
@@ -113,12 +113,12 @@ func (c *Coordinator) openPIT(ctx context.Context, names []string, keepAlive tim
 		}
 	}
 	if len(pit.Shards) == 0 {
-		return PIT{}, fmt.Errorf("%w: a point in time needs at least one index", shardapi.ErrInvalidRequest)
+		return PIT{}, fmt.Errorf("%w: a point in time needs at least one index", vocab.ErrInvalidRequest)
 	}
 	return pit, nil
 }
 
-func (c *Coordinator) openContext(ctx context.Context, v *state.State, uuid string, num int, cp state.Copy, keep time.Duration, kind shardapi.ContextKind) (string, error) {
+func (c *Coordinator) openContext(ctx context.Context, v *state.State, uuid string, num int, cp state.Copy, keep time.Duration, kind vocab.ContextKind) (string, error) {
 	node, err := c.copiesOn(v, cp.NodeID)
 	if err != nil {
 		return "", err
@@ -174,20 +174,20 @@ func (c *Coordinator) ClosePIT(ctx context.Context, pit PIT) (int, error) {
 // ClaimScroll takes the cursor of a scroll over pit for its next page;
 // CommitScroll must follow (with the new cursor, or the same to give the
 // page up).
-func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (shardapi.ScrollCursor, error) {
+func (c *Coordinator) ClaimScroll(ctx context.Context, pit PIT) (vocab.ScrollCursor, error) {
 	v, err := c.readView()
 	if err != nil {
-		return shardapi.ScrollCursor{}, err
+		return vocab.ScrollCursor{}, err
 	}
 	node, h, err := c.contextOf(v, pit.Shards[0])
 	if err != nil {
-		return shardapi.ScrollCursor{}, err
+		return vocab.ScrollCursor{}, err
 	}
 	return node.ClaimScroll(ctx, h, pit.Shards[0].Ctx)
 }
 
 // CommitScroll stores a scroll's cursor after a page.
-func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur shardapi.ScrollCursor) error {
+func (c *Coordinator) CommitScroll(ctx context.Context, pit PIT, cur vocab.ScrollCursor) error {
 	v, err := c.readView()
 	if err != nil {
 		return err
@@ -234,7 +234,7 @@ func (c *Coordinator) pitSearchers(v *state.State, pit PIT, keep time.Duration, 
 		}
 		if c.peers == nil {
 			failures = append(failures, ShardFailure{Index: s.Index, Shard: s.Shard, Node: s.Node,
-				Err: fmt.Errorf("%w: the context is on node %s, and this node has no fabric", shardapi.ErrUnavailable, s.Node)})
+				Err: fmt.Errorf("%w: the context is on node %s, and this node has no fabric", vocab.ErrUnavailable, s.Node)})
 			continue
 		}
 		out = append(out, &remoteSearcher{c: c, rs: rs, name: name, index: s.Index, num: s.Shard, uuid: s.UUID,

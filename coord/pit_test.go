@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/coord"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 func TestPITIDs(t *testing.T) {
@@ -17,7 +17,7 @@ func TestPITIDs(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, got.Indices())
 	for _, bad := range []string{"", "!!", "e30", "bnVsbA"} {
 		_, err := coord.DecodePIT(bad)
-		require.ErrorIs(t, err, shardapi.ErrInvalidRequest, bad)
+		require.ErrorIs(t, err, vocab.ErrInvalidRequest, bad)
 	}
 }
 
@@ -29,7 +29,7 @@ func FuzzDecodePIT(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		p, err := coord.DecodePIT(id)
 		if err != nil {
-			require.ErrorIs(t, err, shardapi.ErrInvalidRequest)
+			require.ErrorIs(t, err, vocab.ErrInvalidRequest)
 			return
 		}
 		require.NotEmpty(t, p.Shards)

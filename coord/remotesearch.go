@@ -18,7 +18,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // The search phases of shard copies on other nodes, coordinator side: the
@@ -202,7 +202,7 @@ func (r *remoteSearcher) call(ctx context.Context, ph phase, a partArgs) (part, 
 			if last != nil {
 				return nil, last
 			}
-			return nil, fmt.Errorf("%w: no copy of [%s][%d] answered", shardapi.ErrUnavailable, r.index, r.num)
+			return nil, fmt.Errorf("%w: no copy of [%s][%d] answered", vocab.ErrUnavailable, r.index, r.num)
 		}
 		a.cp = r.copies[0]
 		r.mu.Unlock()
@@ -244,7 +244,7 @@ func copyFault(err error) bool {
 	if errors.As(err, &re) {
 		return re.Code == fabric.CodeUnavailable || re.Code == fabric.CodeInternal
 	}
-	return !errors.Is(err, shardapi.ErrInvalidRequest) // sentinels of the copy's state, transport errors
+	return !errors.Is(err, vocab.ErrInvalidRequest) // sentinels of the copy's state, transport errors
 }
 
 func (r *remoteSearcher) TermStats(ctx context.Context, _ query.Query) (ShardStats, error) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/weftsearch/weft/cluster/state"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Resolving index expressions, as Elasticsearch does: a request names
@@ -136,7 +136,7 @@ func Resolve(v *state.State, expr string, o ResolveOptions) (Resolved, error) {
 				continue
 			}
 			//lint:ignore ST1005 Elasticsearch's own message, word for word
-			return Resolved{}, fmt.Errorf("%w: The provided expression [%s] matches an alias, specify the corresponding concrete indices instead.", shardapi.ErrInvalidRequest, part)
+			return Resolved{}, fmt.Errorf("%w: The provided expression [%s] matches an alias, specify the corresponding concrete indices instead.", vocab.ErrInvalidRequest, part)
 		case len(names) == 0:
 			if o.IgnoreUnavailable {
 				continue
@@ -243,7 +243,7 @@ func expands(v *state.State, ix *state.Index, o ResolveOptions) bool {
 func isPattern(s string) bool { return strings.ContainsAny(s, "*?") }
 
 func closedErr(name string) error {
-	return fmt.Errorf("%w: closed [%s]", shardapi.ErrIndexClosed, name)
+	return fmt.Errorf("%w: closed [%s]", vocab.ErrIndexClosed, name)
 }
 
 // aliases maps every alias to its indices, sorted.
@@ -297,11 +297,11 @@ func SingleIndex(v *state.State, name, routing string, write bool) (*state.Index
 			target = names[0]
 		}
 		if target == "" {
-			return nil, "", fmt.Errorf("%w: no write index is defined for alias [%s]. The write index may be explicitly disabled using is_write_index=false or the alias points to multiple indices without one being designated as a write index", shardapi.ErrInvalidRequest, name)
+			return nil, "", fmt.Errorf("%w: no write index is defined for alias [%s]. The write index may be explicitly disabled using is_write_index=false or the alias points to multiple indices without one being designated as a write index", vocab.ErrInvalidRequest, name)
 		}
 	} else {
 		if len(names) > 1 {
-			return nil, "", fmt.Errorf("%w: alias [%s] has more than one index associated with it [%s], can't execute a single index op", shardapi.ErrInvalidRequest, name, strings.Join(names, ", "))
+			return nil, "", fmt.Errorf("%w: alias [%s] has more than one index associated with it [%s], can't execute a single index op", vocab.ErrInvalidRequest, name, strings.Join(names, ", "))
 		}
 		target = names[0]
 	}
@@ -311,7 +311,7 @@ func SingleIndex(v *state.State, name, routing string, write bool) (*state.Index
 	}
 	if r := ix.Aliases[name].IndexRouting; r != "" {
 		if routing != "" && routing != r {
-			return nil, "", fmt.Errorf("%w: Alias [%s] has index routing associated with it [%s], and was provided with routing value [%s], rejecting operation", shardapi.ErrInvalidRequest, name, r, routing)
+			return nil, "", fmt.Errorf("%w: Alias [%s] has index routing associated with it [%s], and was provided with routing value [%s], rejecting operation", vocab.ErrInvalidRequest, name, r, routing)
 		}
 		routing = r
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Scope is what the indices a request resolved to add to it: the alias
@@ -25,7 +25,7 @@ func (c *Coordinator) Scope(res Resolved, params map[string][]string) (esdsl.Sco
 	for k, name := range res.Indices {
 		f, r := res.Filters[name], res.Routing[name]
 		if k > 0 && (!sameRaws(f, filters) || !slices.Equal(r, routing)) {
-			return sc, fmt.Errorf("%w: indices [%s] are reached through aliases with different filters or routing; Weft runs one filter per request, so search them separately", shardapi.ErrInvalidRequest, strings.Join(res.Indices, ","))
+			return sc, fmt.Errorf("%w: indices [%s] are reached through aliases with different filters or routing; Weft runs one filter per request, so search them separately", vocab.ErrInvalidRequest, strings.Join(res.Indices, ","))
 		}
 		filters, routing = f, r
 	}
@@ -86,7 +86,7 @@ func restrictRouting(params map[string][]string, alias []string) error {
 		}
 	}
 	if len(both) == 0 {
-		return fmt.Errorf("%w: routing [%s] and the alias's search routing [%s] have no value in common, so no shard would be searched", shardapi.ErrInvalidRequest, strings.Join(own, ","), strings.Join(alias, ","))
+		return fmt.Errorf("%w: routing [%s] and the alias's search routing [%s] have no value in common, so no shard would be searched", vocab.ErrInvalidRequest, strings.Join(own, ","), strings.Join(alias, ","))
 	}
 	params["routing"] = []string{strings.Join(both, ",")}
 	return nil
@@ -123,7 +123,7 @@ func ParseIntSetting(v json.RawMessage) (int, error) {
 // IndexFields is the mapping of the indices a search reads, with each
 // index's _source mapping parameter (esdsl.SourcePolicy) for the replies.
 type IndexFields struct {
-	shardapi.FieldTypes
+	vocab.FieldTypes
 	byIndex map[string]*index.Mapping
 }
 

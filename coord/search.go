@@ -18,7 +18,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Search, as Elasticsearch runs it, in phases over one copy of every
@@ -153,7 +153,7 @@ func (c *Coordinator) searchers(v *state.State, names []string, srch *esdsl.Sear
 			}
 			if len(active) == 0 {
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
-					Err: fmt.Errorf("%w: [%s][%d] has no active copy", shardapi.ErrUnavailable, n, num)})
+					Err: fmt.Errorf("%w: [%s][%d] has no active copy", vocab.ErrUnavailable, n, num)})
 				continue
 			}
 			name := fmt.Sprintf("%s/%d", n, num)
@@ -177,7 +177,7 @@ func (c *Coordinator) searchers(v *state.State, names []string, srch *esdsl.Sear
 					mappingVersion: ix.MappingVersion, copies: c.ars.order(remote)})
 			default:
 				failures = append(failures, ShardFailure{Index: n, Shard: num,
-					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", shardapi.ErrUnavailable, n, num)})
+					Err: fmt.Errorf("%w: no copy of [%s][%d] can be searched from this node now", vocab.ErrUnavailable, n, num)})
 			}
 		}
 	}
@@ -376,7 +376,7 @@ func SearchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.Sea
 // phase and the query phase.
 func searchShards(ctx context.Context, searchers []ShardSearcher, req *bleve.SearchRequest, srch *esdsl.Search, scope *statsScope) (*shardsResult, error) {
 	if req == nil || req.Query == nil {
-		return nil, fmt.Errorf("%w: search request has no query", shardapi.ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: search request has no query", vocab.ErrInvalidRequest)
 	}
 	if len(searchers) == 0 {
 		out := &shardsResult{SearchResult: &bleve.SearchResult{Status: &bleve.SearchStatus{Errors: map[string]error{}}, Request: req, Hits: search.DocumentMatchCollection{}}}

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // SearchRequest is one search as a client sent it, translated: what
@@ -66,7 +66,7 @@ func (c *Coordinator) RunSearch(ctx context.Context, req SearchRequest) (*Search
 		id, _ := srch.PointInTime()
 		p, err := DecodePIT(id)
 		if id == "" {
-			p, err = c.openPIT(ctx, req.Indices, srch.Scroll, shardapi.ContextScroll)
+			p, err = c.openPIT(ctx, req.Indices, srch.Scroll, vocab.ContextScroll)
 			opened = true
 		}
 		if err != nil {
@@ -96,7 +96,7 @@ func (c *Coordinator) runSearch(ctx context.Context, req SearchRequest, pit *PIT
 		return nil, err
 	}
 	c.addUnfit(res, req.Unfit)
-	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, shardapi.ErrContextMissing) {
+	if len(res.Failures) > 0 && res.Status != nil && res.Status.Successful == 0 && errors.Is(res.Failures[0].Err, vocab.ErrContextMissing) {
 		return nil, res.Failures[0].Err // the point in time is gone
 	}
 	if len(res.Failures) > 0 && !srch.AllowPartial(c.clusterSetting(defaultAllowPartialSetting) != "false") {
@@ -108,7 +108,7 @@ func (c *Coordinator) runSearch(ctx context.Context, req SearchRequest, pit *PIT
 	}
 	if pit != nil {
 		page, after := srch.ScrollCursor(res.SearchResult)
-		if err := c.CommitScroll(ctx, *pit, shardapi.ScrollCursor{Page: page, After: after}); err != nil {
+		if err := c.CommitScroll(ctx, *pit, vocab.ScrollCursor{Page: page, After: after}); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +120,7 @@ func (c *Coordinator) runSearch(ctx context.Context, req SearchRequest, pit *PIT
 // page translate the search of the page after it, and runs it (RunSearch).
 // When anything fails the page is given up, so that the next request
 // serves it again.
-func (c *Coordinator) ScrollPage(ctx context.Context, pit PIT, indices []string, page func(shardapi.ScrollCursor) (*esdsl.Search, error)) (*SearchReply, error) {
+func (c *Coordinator) ScrollPage(ctx context.Context, pit PIT, indices []string, page func(vocab.ScrollCursor) (*esdsl.Search, error)) (*SearchReply, error) {
 	cur, err := c.ClaimScroll(ctx, pit)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/auth/authhttp"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Authorization, with Elasticsearch's rules (issue 17, item 5). Every route
@@ -181,7 +181,7 @@ func (s *Server) authorizeResolved(ctx context.Context, expr string, concrete []
 		return rerr
 	}
 	if rerr != nil {
-		if errors.Is(rerr, state.ErrIndexNotFound) || errors.Is(rerr, shardapi.ErrIndexClosed) || errors.Is(rerr, shardapi.ErrInvalidRequest) {
+		if errors.Is(rerr, state.ErrIndexNotFound) || errors.Is(rerr, vocab.ErrIndexClosed) || errors.Is(rerr, vocab.ErrInvalidRequest) {
 			if names := explicitNames(expr); len(names) > 0 {
 				if err := s.authorize(ctx, names); err != nil {
 					return err
@@ -206,13 +206,13 @@ func explicitNames(expr string) []string {
 }
 
 // writeAction is the index action of a write.
-func writeAction(t shardapi.OpType) auth.Action {
+func writeAction(t vocab.OpType) auth.Action {
 	switch t {
-	case shardapi.OpCreate:
+	case vocab.OpCreate:
 		return auth.ActionCreateDoc
-	case shardapi.OpUpdate:
+	case vocab.OpUpdate:
 		return auth.ActionUpdateDoc
-	case shardapi.OpDelete:
+	case vocab.OpDelete:
 		return auth.ActionDeleteDoc
 	}
 	return auth.ActionIndexDoc
@@ -224,7 +224,7 @@ func writeAction(t shardapi.OpType) auth.Action {
 // that also needs ActionAutoCreateIndex there (Elasticsearch's
 // auto_configure or create_index), except for a delete, which creates
 // nothing.
-func (s *Server) authorizeWrite(ctx context.Context, op shardapi.Op) error {
+func (s *Server) authorizeWrite(ctx context.Context, op vocab.Op) error {
 	g := guardFrom(ctx)
 	if g == nil {
 		return nil
@@ -243,7 +243,7 @@ func (s *Server) authorizeWrite(ctx context.Context, op shardapi.Op) error {
 		if err := s.authorizeAction(ctx, action, []string{op.Index}); err != nil {
 			return err
 		}
-		if op.Type == shardapi.OpDelete || op.RequireAlias {
+		if op.Type == vocab.OpDelete || op.RequireAlias {
 			return nil // the engine answers 404
 		}
 		return s.authorizeAction(ctx, auth.ActionAutoCreateIndex, []string{op.Index})

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Bulk action names as they appear in an action/metadata line.
@@ -44,7 +44,7 @@ type bulkAction struct {
 	RequireAlias *bool
 	// Version and VersionType are an externally versioned write's.
 	Version     int64
-	VersionType shardapi.VersionType
+	VersionType vocab.VersionType
 	// NoDetectNoop is an update's detect_noop false.
 	NoDetectNoop bool
 	// SourceFilter is an update body's "_source" (the document to return
@@ -108,7 +108,7 @@ type updateBody struct {
 // not name their own. The returned actions alias body; the caller keeps body
 // alive and unmodified while it uses them.
 //
-// charge (nil: none) is called with shardapi.OpOverhead before each action
+// charge (nil: none) is called with vocab.OpOverhead before each action
 // is kept, so that what the parsed request holds is accounted as it grows
 // (the body's own bytes are the caller's to charge); an error from it
 // stops the parse and is returned as it is.
@@ -142,7 +142,7 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string, charge func(n i
 			break
 		}
 		if charge != nil {
-			if err := charge(shardapi.OpOverhead); err != nil {
+			if err := charge(vocab.OpOverhead); err != nil {
 				return nil, err
 			}
 		}
@@ -346,22 +346,22 @@ func (a *bulkAction) setSource(src []byte) *apiError {
 // version was sent at all). Elasticsearch 8 takes a version only with
 // version_type external or external_gte (internal versioning is if_seq_no's
 // job now), and never on create or update.
-func parseVersion(version string, given bool, versionType, action string) (int64, shardapi.VersionType, *apiError) {
-	var vt shardapi.VersionType
+func parseVersion(version string, given bool, versionType, action string) (int64, vocab.VersionType, *apiError) {
+	var vt vocab.VersionType
 	switch versionType {
 	case "", "internal":
-		vt = shardapi.VersionInternal
+		vt = vocab.VersionInternal
 	case "external":
-		vt = shardapi.VersionExternal
+		vt = vocab.VersionExternal
 	case "external_gte":
-		vt = shardapi.VersionExternalGTE
+		vt = vocab.VersionExternalGTE
 	case "force":
 		return 0, 0, illegalArgument("version type [force] may no longer be used")
 	default:
 		return 0, 0, illegalArgument("No version type match [%s]; use external or external_gte", versionType)
 	}
 	if !given {
-		if vt != shardapi.VersionInternal {
+		if vt != vocab.VersionInternal {
 			return 0, 0, validationErr("an external version type needs a version")
 		}
 		return 0, vt, nil
@@ -370,7 +370,7 @@ func parseVersion(version string, given bool, versionType, action string) (int64
 	switch {
 	case err != nil:
 		return 0, 0, illegalArgument("[version] must be a number, got [%s]", version)
-	case vt == shardapi.VersionInternal:
+	case vt == vocab.VersionInternal:
 		return 0, 0, validationErr("internal versioning can not be used for optimistic concurrency control. Please use `if_seq_no` and `if_primary_term` instead")
 	case n < 0:
 		return 0, 0, validationErr("illegal version value [" + version + "] for version type [" + versionType + "]")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/security/auth"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -136,7 +136,7 @@ func failureOf(f coord.ByQueryFailure) byQueryFailure {
 // runByQuery scans and writes (coord.Coordinator.ByQuery): ops builds a
 // batch's writes.
 func (s *Server) runByQuery(w http.ResponseWriter, r *http.Request, res coord.Resolved, query json.RawMessage, params url.Values,
-	o byQueryOptions, ops func([]coord.ScanHit) ([]shardapi.Op, error)) error {
+	o byQueryOptions, ops func([]coord.ScanHit) ([]vocab.Op, error)) error {
 	start := time.Now()
 	done, err := s.eng.ByQuery(r.Context(), coord.ByQuery{Source: res, Query: query, Params: params, Proceed: o.proceed,
 		MaxDocs: o.maxDocs, Batch: o.batch, Write: o.refresh, Ops: ops})
@@ -236,11 +236,11 @@ func (s *Server) handleDeleteByQuery(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	routing := r.URL.Query().Get("routing")
-	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []coord.ScanHit) ([]shardapi.Op, error) {
-		ops := make([]shardapi.Op, len(batch))
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []coord.ScanHit) ([]vocab.Op, error) {
+		ops := make([]vocab.Op, len(batch))
 		for k, h := range batch {
 			seq, term := h.SeqNo, h.Term
-			ops[k] = shardapi.Op{Type: shardapi.OpDelete, Index: h.Index, ID: h.ID, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
+			ops[k] = vocab.Op{Type: vocab.OpDelete, Index: h.Index, ID: h.ID, Routing: routing, IfSeqNo: &seq, IfPrimaryTerm: &term}
 		}
 		return ops, nil
 	})
@@ -261,11 +261,11 @@ func (s *Server) handleUpdateByQuery(w http.ResponseWriter, r *http.Request) err
 		}
 	}
 	routing := r.URL.Query().Get("routing")
-	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []coord.ScanHit) ([]shardapi.Op, error) {
-		ops := make([]shardapi.Op, len(batch))
+	return s.runByQuery(w, r, res, b["query"], byQuerySearchParams(r.URL.Query()), o, func(batch []coord.ScanHit) ([]vocab.Op, error) {
+		ops := make([]vocab.Op, len(batch))
 		for k, h := range batch {
 			seq, term := h.SeqNo, h.Term
-			ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: h.Index, ID: h.ID, Routing: routing, Source: h.Source, IfSeqNo: &seq, IfPrimaryTerm: &term}
+			ops[k] = vocab.Op{Type: vocab.OpIndex, Index: h.Index, ID: h.ID, Routing: routing, Source: h.Source, IfSeqNo: &seq, IfPrimaryTerm: &term}
 		}
 		return ops, nil
 	})
@@ -351,32 +351,32 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	if b.Source.Size > 0 {
 		o.batch = b.Source.Size
 	}
-	opType := shardapi.OpIndex
+	opType := vocab.OpIndex
 	switch b.Dest.OpType {
 	case "", "index":
 	case "create":
-		opType = shardapi.OpCreate
+		opType = vocab.OpCreate
 	default:
 		return illegalArgument("opType must be 'create' or 'index', found: [%s]", b.Dest.OpType)
 	}
-	var vt shardapi.VersionType
+	var vt vocab.VersionType
 	switch b.Dest.VersionType {
 	case "", "internal":
 	case "external":
-		vt = shardapi.VersionExternal
+		vt = vocab.VersionExternal
 	case "external_gte":
-		vt = shardapi.VersionExternalGTE
+		vt = vocab.VersionExternalGTE
 	default:
 		return illegalArgument("[dest.version_type] %s is not supported; use internal, external or external_gte", b.Dest.VersionType)
 	}
-	if vt != shardapi.VersionInternal && opType == shardapi.OpCreate {
+	if vt != vocab.VersionInternal && opType == vocab.OpCreate {
 		return validationErr("create operations only support internal versioning. use index instead")
 	}
 	res, err := s.resolveReq(withAction(r.Context(), auth.ActionSearch), strings.Join(srcNames, ","), url.Values{}, coord.DefaultResolve)
 	if err != nil {
 		return err
 	}
-	if err := s.authorizeWrite(r.Context(), shardapi.Op{Type: opType, Index: b.Dest.Index}); err != nil {
+	if err := s.authorizeWrite(r.Context(), vocab.Op{Type: opType, Index: b.Dest.Index}); err != nil {
 		return err
 	}
 	for _, n := range res.Indices {
@@ -401,8 +401,8 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return illegalArgument("[dest.routing] must be keep, discard or =value, got [%s]", rt)
 	}
-	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []coord.ScanHit) ([]shardapi.Op, error) {
-		ops := make([]shardapi.Op, len(batch))
+	return s.runByQuery(w, r, res, b.Source.Query, url.Values{}, o, func(batch []coord.ScanHit) ([]vocab.Op, error) {
+		ops := make([]vocab.Op, len(batch))
 		for k, h := range batch {
 			src := h.Source
 			if filter != nil {
@@ -411,8 +411,8 @@ func (s *Server) handleReindex(w http.ResponseWriter, r *http.Request) error {
 					return nil, err
 				}
 			}
-			op := shardapi.Op{Type: opType, Index: b.Dest.Index, ID: h.ID, Source: src, Routing: destRouting}
-			if vt != shardapi.VersionInternal {
+			op := vocab.Op{Type: opType, Index: b.Dest.Index, ID: h.ID, Source: src, Routing: destRouting}
+			if vt != vocab.VersionInternal {
 				op.Version, op.VersionType = h.Version, vt
 			}
 			ops[k] = op

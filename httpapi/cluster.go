@@ -17,7 +17,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // health summarises the indexes expr names (all when empty) at level
@@ -72,7 +72,7 @@ func (s *Server) handleClusterHealth(w http.ResponseWriter, r *http.Request) err
 		q.Has("wait_for_no_relocating_shards") || q.Has("wait_for_no_initializing_shards")
 	for {
 		h, err := s.health(r.Context(), r.PathValue("index"), level)
-		blocked := err != nil && waits && errors.Is(err, shardapi.ErrClusterBlocked) && time.Now().Before(deadline)
+		blocked := err != nil && waits && errors.Is(err, vocab.ErrClusterBlocked) && time.Now().Before(deadline)
 		if err != nil && !blocked {
 			return err
 		}
@@ -540,7 +540,7 @@ func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error 
 
 // nodeIndicesStats is the "indices" section of a node in _nodes/stats.
 func nodeIndicesStats(docs uint64, store int64, st coord.NodeStats) map[string]any {
-	var sum shardapi.IndexNodeStats
+	var sum vocab.IndexNodeStats
 	for _, s := range st.Indices {
 		sum.IndexTotal += s.IndexTotal
 		sum.IndexTimeNanos += s.IndexTimeNanos

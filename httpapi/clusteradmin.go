@@ -17,7 +17,7 @@ import (
 
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/internal/bytesize"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // ClusterAdmin is what the cluster endpoints need from the node beyond the
@@ -137,8 +137,8 @@ func setClusterSetting(c *state.Settings, key string, raw json.RawMessage) (any,
 var clusterSettings = map[string]clusterSettingSpec{
 	"search.default_allow_partial_results": {def: "true", parse: boolSetting},
 	"action.destructive_requires_name":     {def: "true", parse: boolSetting},
-	shardapi.MaxOpenScrollContextSetting:   {def: strconv.Itoa(shardapi.DefaultMaxOpenScrollContext), parse: countSetting},
-	shardapi.MaxOpenPITContextSetting:      {def: strconv.Itoa(shardapi.DefaultMaxOpenPITContext), parse: countSetting},
+	vocab.MaxOpenScrollContextSetting:      {def: strconv.Itoa(vocab.DefaultMaxOpenScrollContext), parse: countSetting},
+	vocab.MaxOpenPITContextSetting:         {def: strconv.Itoa(vocab.DefaultMaxOpenPITContext), parse: countSetting},
 	state.DiskThresholdEnabledSetting:      {def: "true", parse: boolSetting},
 	state.DiskLowSetting:                   {def: state.DefaultDiskLow, parse: watermarkSetting},
 	state.DiskHighSetting:                  {def: state.DefaultDiskHigh, parse: watermarkSetting},
@@ -444,9 +444,9 @@ func (s *Server) handleCatRecovery(w http.ResponseWriter, r *http.Request) error
 			pct = strconv.FormatFloat(100*float64(rec.BytesDone)/float64(rec.BytesTotal), 'f', 1, 64) + "%"
 		}
 		typ := "peer"
-		if rec.Mode == shardapi.RecoveryOps {
+		if rec.Mode == vocab.RecoveryOps {
 			typ = "peer (operations)"
-		} else if rec.Mode == shardapi.RecoveryFiles {
+		} else if rec.Mode == vocab.RecoveryFiles {
 			typ = "peer (files)"
 		}
 		t.rows = append(t.rows, []string{rec.Index, strconv.Itoa(rec.Shard), end.Sub(rec.Started).Round(time.Millisecond).String(), typ, rec.Stage,

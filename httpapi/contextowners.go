@@ -9,7 +9,7 @@ import (
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/security/auth"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Scrolls and points in time belong to the principal that opened them, as
@@ -79,7 +79,7 @@ func (c *contextOwners) record(pit coord.PIT, p auth.Principal) {
 			delete(c.m, k)
 		}
 	}
-	c.m[pitKey(pit)] = ownerRecord{owner: ownerID(p), expires: now.Add(shardapi.MaxKeepAlive)}
+	c.m[pitKey(pit)] = ownerRecord{owner: ownerID(p), expires: now.Add(vocab.MaxKeepAlive)}
 }
 
 // allowed reports whether p may use pit: it has no record here, or p
@@ -97,7 +97,7 @@ func (c *contextOwners) allowed(pit coord.PIT, p auth.Principal) bool {
 	if rec.owner != ownerID(p) {
 		return false
 	}
-	rec.expires = now.Add(shardapi.MaxKeepAlive)
+	rec.expires = now.Add(vocab.MaxKeepAlive)
 	c.m[key] = rec
 	return true
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/internal/membudget"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // writeResult is the reply to a single-document write and one item of a
@@ -74,7 +74,7 @@ func (c *shardsCache) forWrite(name string) shardsHeader {
 }
 
 // itemResult converts one engine result.
-func itemResult(res shardapi.OpResult, withStatus bool, shards *shardsCache) writeResult {
+func itemResult(res vocab.OpResult, withStatus bool, shards *shardsCache) writeResult {
 	out := writeResult{Index: res.Index, ID: res.ID}
 	if res.Result == "not_found" {
 		res.Err = nil // a delete of a missing document is a result, not an error
@@ -107,7 +107,7 @@ func itemResult(res shardapi.OpResult, withStatus bool, shards *shardsCache) wri
 // itemStatus is the HTTP status of one write's result: the status of its
 // error's kind when it failed; 201 for a document created, 404 for a
 // delete that found nothing, 200 for any other success.
-func itemStatus(res shardapi.OpResult) int {
+func itemStatus(res vocab.OpResult) int {
 	switch {
 	case res.Result == "not_found":
 		return http.StatusNotFound
@@ -122,7 +122,7 @@ func itemStatus(res shardapi.OpResult) int {
 // writeOne runs one write through the engine and replies as Elasticsearch
 // does for single-document endpoints; after, when not nil, completes a
 // successful reply.
-func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op, after func(*writeResult) error) error {
+func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op vocab.Op, after func(*writeResult) error) error {
 	opts, err := writeOptions(r)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op
 		return err
 	}
 	if q := r.URL.Query(); q.Has("version") || q.Has("version_type") {
-		action := map[shardapi.OpType]string{shardapi.OpIndex: actionIndex, shardapi.OpCreate: actionCreate, shardapi.OpUpdate: actionUpdate, shardapi.OpDelete: actionDelete}[op.Type]
+		action := map[vocab.OpType]string{vocab.OpIndex: actionIndex, vocab.OpCreate: actionCreate, vocab.OpUpdate: actionUpdate, vocab.OpDelete: actionDelete}[op.Type]
 		var aerr *apiError
 		if op.Version, op.VersionType, aerr = parseVersion(q.Get("version"), q.Has("version"), q.Get("version_type"), action); aerr != nil {
 			return aerr
@@ -151,7 +151,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op
 		return err
 	}
 	defer held.Release()
-	results, err := s.eng.Bulk(r.Context(), []shardapi.Op{op}, opts)
+	results, err := s.eng.Bulk(r.Context(), []vocab.Op{op}, opts)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op
 		return errors.New("httpapi: engine returned no result for a single write")
 	}
 	res := results[0]
-	if res.Err != nil && !(op.Type == shardapi.OpDelete && res.Result == "not_found") {
+	if res.Err != nil && !(op.Type == vocab.OpDelete && res.Result == "not_found") {
 		ae := translate(res.Err)
 		if ae.Index == "" {
 			ae.Index = op.Index
@@ -185,16 +185,16 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, op shardapi.Op
 // handleIndexDoc serves PUT|POST /{index}/_doc/{id}, POST /{index}/_doc and
 // PUT|POST /{index}/_create/{id}.
 func (s *Server) handleIndexDoc(w http.ResponseWriter, r *http.Request) error {
-	op := shardapi.Op{Type: shardapi.OpIndex, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
+	op := vocab.Op{Type: vocab.OpIndex, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
 	switch opType := r.URL.Query().Get("op_type"); opType {
 	case "", "index":
 	case "create":
-		op.Type = shardapi.OpCreate
+		op.Type = vocab.OpCreate
 	default:
 		return illegalArgument("opType must be 'create' or 'index', found: [%s]", opType)
 	}
 	if r.Pattern == "PUT /{index}/_create/{id}" || r.Pattern == "POST /{index}/_create/{id}" {
-		op.Type = shardapi.OpCreate
+		op.Type = vocab.OpCreate
 	}
 	if r.Method == http.MethodPut && op.ID == "" {
 		return illegalArgument("PUT needs a document id; use POST /%s/_doc to have one generated", op.Index)
@@ -309,7 +309,7 @@ func (s *Server) getDoc(r *http.Request, expr, id, routing string) (string, inde
 func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
 	name, doc, err := s.getDoc(r, name, id, r.URL.Query().Get("routing"))
-	if errors.Is(err, shardapi.ErrDocumentNotFound) {
+	if errors.Is(err, vocab.ErrDocumentNotFound) {
 		s.writeJSON(w, r, http.StatusNotFound, getResult{Index: name, ID: id})
 		return nil
 	}
@@ -336,7 +336,7 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("index"), r.PathValue("id")
 	name, doc, err := s.getDoc(r, name, id, r.URL.Query().Get("routing"))
-	if errors.Is(err, shardapi.ErrDocumentNotFound) {
+	if errors.Is(err, vocab.ErrDocumentNotFound) {
 		return &apiError{Status: http.StatusNotFound, Type: "resource_not_found_exception", Reason: "Document not found [" + name + "]/[" + id + "]"}
 	}
 	if err != nil {
@@ -358,7 +358,7 @@ func (s *Server) handleGetSource(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleDeleteDoc(w http.ResponseWriter, r *http.Request) error {
-	op := shardapi.Op{Type: shardapi.OpDelete, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
+	op := vocab.Op{Type: vocab.OpDelete, Index: r.PathValue("index"), ID: r.PathValue("id"), Routing: r.URL.Query().Get("routing")}
 	if _, _, err := s.singleIndex(r.Context(), op.Index, op.Routing, true); err != nil {
 		return err // deleting from a missing index is 404 index_not_found, not an auto-create
 	}
@@ -374,14 +374,14 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 	if aerr := a.setSource(body); aerr != nil {
 		return aerr
 	}
-	if err := s.authorizeWrite(r.Context(), shardapi.Op{Type: shardapi.OpUpdate, Index: a.Index, Routing: r.URL.Query().Get("routing")}); err != nil {
+	if err := s.authorizeWrite(r.Context(), vocab.Op{Type: vocab.OpUpdate, Index: a.Index, Routing: r.URL.Query().Get("routing")}); err != nil {
 		return err
 	}
 	if s.sourceDisabled(a.Index) {
 		return errSourceMissing(a.Index, a.ID)
 	}
-	op := shardapi.Op{Type: shardapi.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
-		Update: &shardapi.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}}
+	op := vocab.Op{Type: vocab.OpUpdate, Index: a.Index, ID: a.ID, Routing: r.URL.Query().Get("routing"),
+		Update: &vocab.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}}
 	q := r.URL.Query()
 	if a.SourceFilter == nil && !q.Has("_source") && !q.Has("_source_includes") && !q.Has("_source_excludes") {
 		return s.writeOne(w, r, op, nil)
@@ -409,7 +409,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) error {
 }
 
 // bulkOpTypes are the op types of the bulk actions.
-var bulkOpTypes = map[string]shardapi.OpType{actionIndex: shardapi.OpIndex, actionCreate: shardapi.OpCreate, actionUpdate: shardapi.OpUpdate, actionDelete: shardapi.OpDelete}
+var bulkOpTypes = map[string]vocab.OpType{actionIndex: vocab.OpIndex, actionCreate: vocab.OpCreate, actionUpdate: vocab.OpUpdate, actionDelete: vocab.OpDelete}
 
 // bulkReply is the reply of _bulk.
 type bulkReply struct {
@@ -451,7 +451,7 @@ func (b *bulkItem) set(action string, res *writeResult) {
 //
 // The request is held at the coordinating stage of indexing pressure until
 // its reply is written: its declared length before the body is read, then
-// the body, then shardapi.OpOverhead for each action as it is parsed. Over
+// the body, then vocab.OpOverhead for each action as it is parsed. Over
 // the limit the whole request is refused with 429
 // es_rejected_execution_exception and nothing of it is written, as
 // Elasticsearch refuses a bulk at the coordinating stage.
@@ -481,12 +481,12 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ops := make([]shardapi.Op, 0, len(actions))
+	ops := make([]vocab.Op, 0, len(actions))
 	for i, a := range actions {
 		if a.Err != nil {
 			continue
 		}
-		op := shardapi.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm, RequireAlias: requireAlias,
+		op := vocab.Op{Index: a.Index, ID: a.ID, Routing: a.Routing, IfSeqNo: a.IfSeqNo, IfPrimaryTerm: a.IfPrimaryTerm, RequireAlias: requireAlias,
 			Version: a.Version, VersionType: a.VersionType}
 		if a.RequireAlias != nil {
 			op.RequireAlias = *a.RequireAlias
@@ -500,9 +500,9 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 		}
 		switch a.Action {
 		case actionIndex:
-			op.Type, op.Source = shardapi.OpIndex, a.Source
+			op.Type, op.Source = vocab.OpIndex, a.Source
 		case actionCreate:
-			op.Type, op.Source = shardapi.OpCreate, a.Source
+			op.Type, op.Source = vocab.OpCreate, a.Source
 		case actionUpdate:
 			if s.sourceDisabled(a.Index) {
 				actions[i].Err = errSourceMissing(a.Index, a.ID)
@@ -512,13 +512,13 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 				actions[i].Err = illegalArgument("update option [_source] is not supported in _bulk; use the _update endpoint to get the updated document back")
 				continue
 			}
-			op.Type, op.Update = shardapi.OpUpdate, &shardapi.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}
+			op.Type, op.Update = vocab.OpUpdate, &vocab.UpdateSpec{Doc: a.Doc, DocAsUpsert: a.DocAsUpsert, Upsert: a.Upsert, NoDetectNoop: a.NoDetectNoop}
 		case actionDelete:
-			op.Type = shardapi.OpDelete
+			op.Type = vocab.OpDelete
 		}
 		ops = append(ops, op)
 	}
-	var results []shardapi.OpResult
+	var results []vocab.OpResult
 	if len(ops) > 0 {
 		if results, err = s.eng.Bulk(r.Context(), ops, opts); err != nil {
 			return err

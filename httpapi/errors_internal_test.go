@@ -12,12 +12,12 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 func TestErrorBodiesAsElasticsearch(t *testing.T) {
 	t.Run("a failed search says why in caused_by, and root_cause is the innermost", func(t *testing.T) {
-		err := fmt.Errorf("%w: shard logs/0: %w", coord.ErrAllShardsFailed, fmt.Errorf("%w: [logs][0] has no active copy", shardapi.ErrUnavailable))
+		err := fmt.Errorf("%w: shard logs/0: %w", coord.ErrAllShardsFailed, fmt.Errorf("%w: [logs][0] has no active copy", vocab.ErrUnavailable))
 		ae := translate(err)
 		require.Equal(t, "search_phase_execution_exception", ae.Type)
 		raw, _ := json.Marshal(ae.response())
@@ -48,22 +48,22 @@ func TestErrorBodiesAsElasticsearch(t *testing.T) {
 func TestItemStatus(t *testing.T) {
 	tests := []struct {
 		name string
-		res  shardapi.OpResult
+		res  vocab.OpResult
 		want int
 	}{
-		{"created", shardapi.OpResult{Result: "created"}, 201},
-		{"updated", shardapi.OpResult{Result: "updated"}, 200},
-		{"deleted", shardapi.OpResult{Result: "deleted"}, 200},
-		{"noop", shardapi.OpResult{Result: "noop"}, 200},
-		{"delete of a missing document", shardapi.OpResult{Result: "not_found", Err: shardapi.ErrDocumentNotFound}, 404},
-		{"version conflict", shardapi.OpResult{Err: fmt.Errorf("%w: [1]", shardapi.ErrVersionConflict)}, 409},
-		{"document that does not parse", shardapi.OpResult{Err: fmt.Errorf("%w: x", index.ErrDocParse)}, 400},
-		{"strict mapping", shardapi.OpResult{Err: fmt.Errorf("%w: x", index.ErrStrictDynamic)}, 400},
-		{"invalid request", shardapi.OpResult{Err: fmt.Errorf("%w: no id", shardapi.ErrInvalidRequest)}, 400},
-		{"update of a missing document", shardapi.OpResult{Err: fmt.Errorf("%w: [9]", shardapi.ErrDocumentNotFound)}, 404},
-		{"missing index", shardapi.OpResult{Err: fmt.Errorf("%w: [x]", state.ErrIndexNotFound)}, 404},
-		{"unavailable shard", shardapi.OpResult{Err: fmt.Errorf("%w: not acknowledged", shardapi.ErrUnavailable)}, 503},
-		{"anything else", shardapi.OpResult{Err: errors.New("disk on fire")}, 500},
+		{"created", vocab.OpResult{Result: "created"}, 201},
+		{"updated", vocab.OpResult{Result: "updated"}, 200},
+		{"deleted", vocab.OpResult{Result: "deleted"}, 200},
+		{"noop", vocab.OpResult{Result: "noop"}, 200},
+		{"delete of a missing document", vocab.OpResult{Result: "not_found", Err: vocab.ErrDocumentNotFound}, 404},
+		{"version conflict", vocab.OpResult{Err: fmt.Errorf("%w: [1]", vocab.ErrVersionConflict)}, 409},
+		{"document that does not parse", vocab.OpResult{Err: fmt.Errorf("%w: x", index.ErrDocParse)}, 400},
+		{"strict mapping", vocab.OpResult{Err: fmt.Errorf("%w: x", index.ErrStrictDynamic)}, 400},
+		{"invalid request", vocab.OpResult{Err: fmt.Errorf("%w: no id", vocab.ErrInvalidRequest)}, 400},
+		{"update of a missing document", vocab.OpResult{Err: fmt.Errorf("%w: [9]", vocab.ErrDocumentNotFound)}, 404},
+		{"missing index", vocab.OpResult{Err: fmt.Errorf("%w: [x]", state.ErrIndexNotFound)}, 404},
+		{"unavailable shard", vocab.OpResult{Err: fmt.Errorf("%w: not acknowledged", vocab.ErrUnavailable)}, 503},
+		{"anything else", vocab.OpResult{Err: errors.New("disk on fire")}, 500},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/httpapi"
 	"github.com/weftsearch/weft/internal/testlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // refreshFails is the real engine with a Refresh that fails with err.
@@ -70,10 +70,10 @@ func TestFailedRequestsAreLoggedByStatus(t *testing.T) {
 		status int
 		logged []slog.Level
 	}{
-		{fmt.Errorf("%w: this node has not joined a cluster", shardapi.ErrClusterBlocked), http.StatusServiceUnavailable, []slog.Level{slog.LevelWarn}},
-		{fmt.Errorf("%w: shard 0 has no active copy", shardapi.ErrUnavailable), http.StatusServiceUnavailable, []slog.Level{slog.LevelWarn}},
+		{fmt.Errorf("%w: this node has not joined a cluster", vocab.ErrClusterBlocked), http.StatusServiceUnavailable, []slog.Level{slog.LevelWarn}},
+		{fmt.Errorf("%w: shard 0 has no active copy", vocab.ErrUnavailable), http.StatusServiceUnavailable, []slog.Level{slog.LevelWarn}},
 		{errors.New("disk on fire"), http.StatusInternalServerError, []slog.Level{slog.LevelError}},
-		{fmt.Errorf("%w: bad", shardapi.ErrInvalidRequest), http.StatusBadRequest, nil},
+		{fmt.Errorf("%w: bad", vocab.ErrInvalidRequest), http.StatusBadRequest, nil},
 	} {
 		err = tc.err
 		resp, e := http.Post(srv.URL+"/_refresh", "application/json", nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // The endpoints that look at the mappings, the analyzers and queries rather
@@ -420,7 +420,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	}
 	if out["matched"] == false {
 		if _, err := s.eng.Get(r.Context(), name, id, routing); err != nil {
-			if errors.Is(err, shardapi.ErrDocumentNotFound) {
+			if errors.Is(err, vocab.ErrDocumentNotFound) {
 				s.writeJSON(w, r, http.StatusNotFound, out)
 				return nil
 			}

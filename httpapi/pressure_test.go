@@ -72,7 +72,7 @@ func TestBulkOverIndexingPressureIsRefused(t *testing.T) {
 	}{
 		// 1,000 actions of a few dozen bytes each: a body well under the
 		// limit, refused as its items are parsed (each is charged
-		// shardapi.OpOverhead).
+		// vocab.OpOverhead).
 		{"many tiny items", func() string {
 			var b strings.Builder
 			for i := range 1000 {

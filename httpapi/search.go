@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/security/auth"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/index/esdsl"
@@ -272,7 +272,7 @@ func (s *Server) handleScroll(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var srch *esdsl.Search
-	reply, err := s.eng.ScrollPage(r.Context(), pit, sc.Indices, func(cur shardapi.ScrollCursor) (*esdsl.Search, error) {
+	reply, err := s.eng.ScrollPage(r.Context(), pit, sc.Indices, func(cur vocab.ScrollCursor) (*esdsl.Search, error) {
 		var err error
 		if srch, err = sc.Page(s.eng.SearchFields(sc.Indices), cur.Page, cur.After); err != nil {
 			return nil, err

@@ -28,14 +28,14 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/internal/membudget"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Engine is the coordinator's API as httpapi calls it, method for method:
 // *coord.Coordinator implements it (the node package checks that at
 // compile time), and httpapi's tests wrap one to inject failures. Its
 // types are the coordinator's (coord), the cluster state's (cluster/state)
-// and the data node's vocabulary (shardapi), never package shard. Every
+// and the data node's vocabulary (vocab), never package shard. Every
 // method may be called concurrently.
 type Engine interface {
 	CreateIndex(ctx context.Context, name string, s coord.IndexSettings, mp *index.Mapping) error
@@ -54,7 +54,7 @@ type Engine interface {
 	UpdateAliases(ctx context.Context, actions []state.AliasAction) error
 	// SetClosed closes indices or opens them again.
 	SetClosed(ctx context.Context, names []string, closed bool) error
-	Bulk(ctx context.Context, ops []shardapi.Op, opts coord.WriteOptions) ([]shardapi.OpResult, error)
+	Bulk(ctx context.Context, ops []vocab.Op, opts coord.WriteOptions) ([]vocab.OpResult, error)
 	// IndexingPressure is the node's accounting of the bytes of writes in
 	// flight; a handler holds a write's bytes at its coordinating stage.
 	IndexingPressure() *membudget.IndexingPressure
@@ -69,7 +69,7 @@ type Engine interface {
 	// RunSearch runs a search request, a scroll's first page included;
 	// ScrollPage serves a scroll's next page.
 	RunSearch(ctx context.Context, req coord.SearchRequest) (*coord.SearchReply, error)
-	ScrollPage(ctx context.Context, pit coord.PIT, indices []string, page func(shardapi.ScrollCursor) (*esdsl.Search, error)) (*coord.SearchReply, error)
+	ScrollPage(ctx context.Context, pit coord.PIT, indices []string, page func(vocab.ScrollCursor) (*esdsl.Search, error)) (*coord.SearchReply, error)
 	// ByQuery runs a by-query request (delete, update, reindex).
 	ByQuery(ctx context.Context, req coord.ByQuery) (coord.ByQueryResult, error)
 	// Mget reads many documents (realtime), grouped by shard.
@@ -88,10 +88,10 @@ type Engine interface {
 	ClusterView() (*state.State, error)
 	// CopyStats counts the documents and bytes of every copy that answers,
 	// by allocation ID (asking the nodes that hold them until ctx ends).
-	CopyStats(ctx context.Context) map[string]shardapi.CopyStats
+	CopyStats(ctx context.Context) map[string]vocab.CopyStats
 	// Recoveries lists the shard recoveries of the nodes that answer
 	// before ctx ends, newest first.
-	Recoveries(ctx context.Context) []shardapi.RecoveryInfo
+	Recoveries(ctx context.Context) []vocab.RecoveryInfo
 }
 
 // Config describes the node the API speaks for.

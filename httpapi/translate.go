@@ -11,7 +11,7 @@ import (
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/security/auth"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // translate turns any error a handler meets into the status and
@@ -50,24 +50,24 @@ func translate(err error) *apiError {
 	}{
 		{state.ErrIndexNotFound, http.StatusNotFound, "index_not_found_exception"},
 		{state.ErrIndexExists, http.StatusBadRequest, "resource_already_exists_exception"},
-		{shardapi.ErrInvalidIndexName, http.StatusBadRequest, "invalid_index_name_exception"},
-		{shardapi.ErrDocumentNotFound, http.StatusNotFound, "document_missing_exception"},
-		{shardapi.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
+		{vocab.ErrInvalidIndexName, http.StatusBadRequest, "invalid_index_name_exception"},
+		{vocab.ErrDocumentNotFound, http.StatusNotFound, "document_missing_exception"},
+		{vocab.ErrVersionConflict, http.StatusConflict, "version_conflict_engine_exception"},
 		{index.ErrInvalidMapping, http.StatusBadRequest, "mapper_parsing_exception"},
 		{index.ErrMappingConflict, http.StatusBadRequest, "illegal_argument_exception"},
 		{index.ErrIllegalArgument, http.StatusBadRequest, "illegal_argument_exception"},
 		{index.ErrStrictDynamic, http.StatusBadRequest, "strict_dynamic_mapping_exception"},
 		{index.ErrDocParse, http.StatusBadRequest, "document_parsing_exception"},
-		{shardapi.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
-		{shardapi.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
-		{shardapi.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
+		{vocab.ErrInvalidRequest, http.StatusBadRequest, "illegal_argument_exception"},
+		{vocab.ErrIndexClosed, http.StatusBadRequest, "index_closed_exception"},
+		{vocab.ErrContextMissing, http.StatusNotFound, "search_context_missing_exception"},
 		// A node holds as many reader contexts as its limit allows: retry
 		// once some are closed or expire. Elasticsearch's type for scrolls;
 		// it has no limit on points in time (OpenSearch's
 		// search.max_open_pit_context refuses them as a rejected
 		// execution), so theirs is its type of a 429 rejection.
-		{shardapi.ErrTooManyScrollContexts, http.StatusTooManyRequests, "too_many_scroll_contexts_exception"},
-		{shardapi.ErrTooManyPITContexts, http.StatusTooManyRequests, "es_rejected_execution_exception"},
+		{vocab.ErrTooManyScrollContexts, http.StatusTooManyRequests, "too_many_scroll_contexts_exception"},
+		{vocab.ErrTooManyPITContexts, http.StatusTooManyRequests, "es_rejected_execution_exception"},
 		// Indexing pressure: the node holds as many bytes of writes as its
 		// share of the memory limit allows; retry later or send less.
 		{membudget.ErrRejected, http.StatusTooManyRequests, "es_rejected_execution_exception"},
@@ -80,11 +80,11 @@ func translate(err error) *apiError {
 		// cause is in the reason; client errors were caught before the
 		// engine ran (esdsl validates queries), so this is the node's side.
 		{coord.ErrAllShardsFailed, http.StatusServiceUnavailable, "search_phase_execution_exception"},
-		{shardapi.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
-		{shardapi.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
-		{shardapi.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},
+		{vocab.ErrClusterBlocked, http.StatusServiceUnavailable, "cluster_block_exception"},
+		{vocab.ErrUnavailable, http.StatusServiceUnavailable, "unavailable_shards_exception"},
+		{vocab.ErrStaleRouting, http.StatusServiceUnavailable, "unavailable_shards_exception"},
 		{state.ErrMappingVersion, http.StatusServiceUnavailable, "process_cluster_event_timeout_exception"},
-		{shardapi.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
+		{vocab.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 		{index.ErrClosed, http.StatusServiceUnavailable, "node_closed_exception"},
 	} {
 		if errors.Is(err, t.sentinel) {
@@ -94,7 +94,7 @@ func translate(err error) *apiError {
 				reason = detail
 			}
 			out := &apiError{Status: t.status, Type: t.typ, Reason: reason}
-			if t.sentinel == state.ErrIndexNotFound || t.sentinel == shardapi.ErrIndexClosed {
+			if t.sentinel == state.ErrIndexNotFound || t.sentinel == vocab.ErrIndexClosed {
 				out.Index = notFoundName(reason)
 			}
 			if inner := causeOf(err, t.sentinel); inner != nil {

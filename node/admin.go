@@ -8,7 +8,7 @@ import (
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/httpapi"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // clusterAdmin serves the API's cluster administration (Raft status,
@@ -43,15 +43,15 @@ func (a clusterAdmin) Move(ctx context.Context, index string, num int, from, to 
 		return fmt.Errorf("%w: no such index [%s]", state.ErrIndexNotFound, index)
 	}
 	if num < 0 || num >= len(ix.Shards) {
-		return fmt.Errorf("%w: [%s] has no shard %d", shardapi.ErrInvalidRequest, index, num)
+		return fmt.Errorf("%w: [%s] has no shard %d", vocab.ErrInvalidRequest, index, num)
 	}
 	src, ok := nodeID(st, from)
 	if !ok {
-		return fmt.Errorf("%w: unknown node [%s]", shardapi.ErrInvalidRequest, from)
+		return fmt.Errorf("%w: unknown node [%s]", vocab.ErrInvalidRequest, from)
 	}
 	dst, ok := nodeID(st, to)
 	if !ok {
-		return fmt.Errorf("%w: unknown node [%s]", shardapi.ErrInvalidRequest, to)
+		return fmt.Errorf("%w: unknown node [%s]", vocab.ErrInvalidRequest, to)
 	}
 	var alloc string
 	for _, c := range ix.Shards[num].Copies {
@@ -60,7 +60,7 @@ func (a clusterAdmin) Move(ctx context.Context, index string, num int, from, to 
 		}
 	}
 	if alloc == "" {
-		return fmt.Errorf("%w: [%s][%d] has no copy on node [%s]", shardapi.ErrInvalidRequest, index, num, from)
+		return fmt.Errorf("%w: [%s][%d] has no copy on node [%s]", vocab.ErrInvalidRequest, index, num, from)
 	}
 	_, err := a.c.Propose(ctx, cluster.Command{V: cluster.CommandVersion, Type: cluster.CmdMoveCopy,
 		MoveCopy: &cluster.MoveCopy{IndexUUID: ix.UUID, Shard: num, AllocationID: alloc, ToNode: dst}})
@@ -84,9 +84,9 @@ func adminErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, cluster.ErrInvalidCommand), errors.Is(err, cluster.ErrStale):
-		return fmt.Errorf("%w: %v", shardapi.ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %v", vocab.ErrInvalidRequest, err)
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotReady):
-		return fmt.Errorf("%w: %v", shardapi.ErrClusterBlocked, err)
+		return fmt.Errorf("%w: %v", vocab.ErrClusterBlocked, err)
 	case errors.Is(err, state.ErrIndexNotFound):
 		return fmt.Errorf("%w: %v", state.ErrIndexNotFound, err)
 	}

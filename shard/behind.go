@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // A replica acknowledges replicated operations once they are in its log on
@@ -64,7 +64,7 @@ func (sc *shardCopy) deferApply(ops []index.Op) error {
 		return b.err
 	}
 	if b.closed {
-		return shardapi.ErrClosed
+		return vocab.ErrClosed
 	}
 	b.ops = append(b.ops, ops...)
 	added := 0

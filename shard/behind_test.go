@@ -10,7 +10,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // behindCluster starts nodes whose replicas index nothing on their own
@@ -98,7 +98,7 @@ func TestReplicaThatCannotIndexIsFailed(t *testing.T) {
 		require.NoError(t, err)
 		return !slices.Contains(ix.Shards[0].InSync, replica.AllocationID())
 	}, 30*time.Second, 10*time.Millisecond, "the replica was not failed")
-	res, err := tc.Nodes["n1"].Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "f", ID: ids[10], Source: sources[10]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err := tc.Nodes["n1"].Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "f", ID: ids[10], Source: sources[10]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 }

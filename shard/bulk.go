@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/cluster/state"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Writes: any node coordinates a Bulk. It resolves each op's index
@@ -34,18 +34,18 @@ func (s *Store) Write(_ context.Context, h Header, items []Item) error {
 func (s *Store) write(h Header, items []Item) error {
 	allocationID, term := h.Alloc, h.Term
 	if !s.beginWrite() {
-		return shardapi.ErrClosed
+		return vocab.ErrClosed
 	}
 	defer s.writes.Done()
 	sc, ok := s.copy(allocationID)
 	if !ok {
-		return fmt.Errorf("%w: primary copy %s is not open on this node yet", shardapi.ErrUnavailable, allocationID)
+		return fmt.Errorf("%w: primary copy %s is not open on this node yet", vocab.ErrUnavailable, allocationID)
 	}
 	if t := sc.term.Load(); t != term {
-		return fmt.Errorf("%w: copy %s has primary term %d, the request %d", shardapi.ErrStaleRouting, allocationID, t, term)
+		return fmt.Errorf("%w: copy %s has primary term %d, the request %d", vocab.ErrStaleRouting, allocationID, t, term)
 	}
 	if !sc.primary.Load() {
-		return fmt.Errorf("%w: copy %s is not serving as primary (yet, or any more)", shardapi.ErrUnavailable, allocationID)
+		return fmt.Errorf("%w: copy %s is not serving as primary (yet, or any more)", vocab.ErrUnavailable, allocationID)
 	}
 	sc.prepare(items)
 	return sc.write(items)
@@ -70,7 +70,7 @@ func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error 
 	}
 	v := s.meta.State()
 	if v.ClusterUUID != cluster {
-		return fmt.Errorf("%w: request for cluster %s reached a node of cluster %s", shardapi.ErrStaleRouting, cluster, v.ClusterUUID)
+		return fmt.Errorf("%w: request for cluster %s reached a node of cluster %s", vocab.ErrStaleRouting, cluster, v.ClusterUUID)
 	}
 	if ok(v) {
 		return nil
@@ -78,7 +78,7 @@ func (s *Store) checkRouting(ctx context.Context, h Header, primary bool) error 
 	wctx, cancel := context.WithTimeout(ctx, routingWait)
 	defer cancel()
 	if _, err := s.meta.AwaitState(wctx, ok); err != nil {
-		return fmt.Errorf("%w: copy %s of shard %d of index %s is not %s on this node", shardapi.ErrStaleRouting, alloc, num, uuid, map[bool]string{true: "the primary", false: "held"}[primary])
+		return fmt.Errorf("%w: copy %s of shard %d of index %s is not %s on this node", vocab.ErrStaleRouting, alloc, num, uuid, map[bool]string{true: "the primary", false: "held"}[primary])
 	}
 	return nil
 }
@@ -132,9 +132,9 @@ func encodeBulkItems(e *enc, items []Item) {
 			}
 		}
 		switch op.VersionType {
-		case shardapi.VersionExternal:
+		case vocab.VersionExternal:
 			flags |= opfExternal
-		case shardapi.VersionExternalGTE:
+		case vocab.VersionExternalGTE:
 			flags |= opfExternalGTE
 		}
 		e.u8(byte(op.Type))
@@ -146,7 +146,7 @@ func encodeBulkItems(e *enc, items []Item) {
 		if op.IfPrimaryTerm != nil {
 			e.u64(*op.IfPrimaryTerm)
 		}
-		if op.VersionType != shardapi.VersionInternal {
+		if op.VersionType != vocab.VersionInternal {
 			e.varint(op.Version)
 		}
 		e.bytes(op.Source)
@@ -171,16 +171,16 @@ func decodeBulk(p []byte) (Header, []Item, error) {
 // decodeBulkItems decodes the items of a bulk request after its header.
 func decodeBulkItems(d *dec) []Item {
 	n := d.count(4)
-	ops := make([]shardapi.Op, n)
-	results := make([]shardapi.OpResult, n)
+	ops := make([]vocab.Op, n)
+	results := make([]vocab.OpResult, n)
 	items := make([]Item, n)
 	for k := 0; k < n && d.err == nil; k++ {
 		op := &ops[k]
 		t := d.u8()
-		if t > byte(shardapi.OpDelete) {
+		if t > byte(vocab.OpDelete) {
 			d.fail("unknown op type")
 		}
-		op.Type = shardapi.OpType(t)
+		op.Type = vocab.OpType(t)
 		flags := d.u8()
 		if flags&^opfKnown != 0 || flags&(opfExternal|opfExternalGTE) == opfExternal|opfExternalGTE {
 			d.fail("unknown op flags")
@@ -196,13 +196,13 @@ func decodeBulkItems(d *dec) []Item {
 		}
 		switch {
 		case flags&opfExternal != 0:
-			op.VersionType, op.Version = shardapi.VersionExternal, d.varint()
+			op.VersionType, op.Version = vocab.VersionExternal, d.varint()
 		case flags&opfExternalGTE != 0:
-			op.VersionType, op.Version = shardapi.VersionExternalGTE, d.varint()
+			op.VersionType, op.Version = vocab.VersionExternalGTE, d.varint()
 		}
 		op.Source = d.bytes()
 		if flags&opfUpdate != 0 {
-			op.Update = &shardapi.UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
+			op.Update = &vocab.UpdateSpec{Doc: d.bytes(), Upsert: d.bytes(), DocAsUpsert: flags&opfDocAsUpsert != 0, NoDetectNoop: flags&opfNoDetectNoop != 0}
 		}
 		results[k].ID = op.ID
 		items[k] = Item{Op: op, Result: &results[k], AutoID: flags&opfAutoID != 0}

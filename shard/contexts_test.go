@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 func TestReaderContexts(t *testing.T) {
@@ -21,20 +21,20 @@ func TestReaderContexts(t *testing.T) {
 	}
 	r := newReaderContexts()
 	open := func(alloc string, keep time.Duration) string {
-		require.NoError(t, r.reserve(shardapi.ContextPIT, 10, time.Now()))
-		return r.open(alloc, shardapi.ContextPIT, pin(), keep)
+		require.NoError(t, r.reserve(vocab.ContextPIT, 10, time.Now()))
+		return r.open(alloc, vocab.ContextPIT, pin(), keep)
 	}
 	short := open("a1", time.Millisecond)
 	long := open("a1", time.Hour)
 	gone := open("a2", time.Hour)
-	require.Equal(t, 3, r.count(shardapi.ContextPIT))
+	require.Equal(t, 3, r.count(vocab.ContextPIT))
 	time.Sleep(5 * time.Millisecond)
 	r.sweep(time.Now(), func(alloc string) bool { return alloc == "a1" })
-	require.Equal(t, 1, r.count(shardapi.ContextPIT), "expired, and without its copy, contexts go")
+	require.Equal(t, 1, r.count(vocab.ContextPIT), "expired, and without its copy, contexts go")
 	_, err = r.use(short, 0)
-	require.ErrorIs(t, err, shardapi.ErrContextMissing)
+	require.ErrorIs(t, err, vocab.ErrContextMissing)
 	_, err = r.use(gone, 0)
-	require.ErrorIs(t, err, shardapi.ErrContextMissing)
+	require.ErrorIs(t, err, vocab.ErrContextMissing)
 
 	view, err := r.use(long, time.Minute)
 	require.NoError(t, err)
@@ -45,8 +45,8 @@ func TestReaderContexts(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, cur.Page)
 	_, err = r.claim(long)
-	require.ErrorIs(t, err, shardapi.ErrVersionConflict, "a second page before the first committed")
-	require.NoError(t, r.commit(long, shardapi.ScrollCursor{Page: 1, After: [][]byte{[]byte("k")}}))
+	require.ErrorIs(t, err, vocab.ErrVersionConflict, "a second page before the first committed")
+	require.NoError(t, r.commit(long, vocab.ScrollCursor{Page: 1, After: [][]byte{[]byte("k")}}))
 	cur, err = r.claim(long)
 	require.NoError(t, err)
 	require.Equal(t, 1, cur.Page)
@@ -54,7 +54,7 @@ func TestReaderContexts(t *testing.T) {
 	require.False(t, r.close(long))
 	_, err = view.Search(context.Background(), nil)
 	require.ErrorIs(t, err, index.ErrClosed, "a closed context releases its view")
-	require.ErrorIs(t, r.commit(long, shardapi.ScrollCursor{}), shardapi.ErrContextMissing)
+	require.ErrorIs(t, r.commit(long, vocab.ScrollCursor{}), vocab.ErrContextMissing)
 }
 
 // TestReaderContextLimits: a node holds at most the limit of contexts of
@@ -66,7 +66,7 @@ func TestReaderContextLimits(t *testing.T) {
 	r := newReaderContexts()
 	defer r.closeAll()
 	now := time.Now()
-	open := func(kind shardapi.ContextKind, limit int, keep time.Duration) (string, error) {
+	open := func(kind vocab.ContextKind, limit int, keep time.Duration) (string, error) {
 		if err := r.reserve(kind, limit, now); err != nil {
 			return "", err
 		}
@@ -75,35 +75,35 @@ func TestReaderContextLimits(t *testing.T) {
 		return r.open("a1", kind, v, keep), nil
 	}
 
-	first, err := open(shardapi.ContextScroll, 2, time.Hour)
+	first, err := open(vocab.ContextScroll, 2, time.Hour)
 	require.NoError(t, err)
-	_, err = open(shardapi.ContextScroll, 2, time.Minute)
+	_, err = open(vocab.ContextScroll, 2, time.Minute)
 	require.NoError(t, err)
-	_, err = open(shardapi.ContextScroll, 2, time.Hour)
-	require.ErrorIs(t, err, shardapi.ErrTooManyScrollContexts)
+	_, err = open(vocab.ContextScroll, 2, time.Hour)
+	require.ErrorIs(t, err, vocab.ErrTooManyScrollContexts)
 	require.EqualError(t, err, "too many scroll contexts: Trying to create too many scroll contexts. Must be less than or equal to: [2]. "+
 		"This limit can be set by changing the [search.max_open_scroll_context] setting.")
-	require.Equal(t, 2, r.count(shardapi.ContextScroll))
+	require.Equal(t, 2, r.count(vocab.ContextScroll))
 
-	_, err = open(shardapi.ContextPIT, 1, time.Hour)
+	_, err = open(vocab.ContextPIT, 1, time.Hour)
 	require.NoError(t, err, "points in time are counted apart from scrolls")
-	_, err = open(shardapi.ContextPIT, 1, time.Hour)
-	require.ErrorIs(t, err, shardapi.ErrTooManyPITContexts)
-	require.Equal(t, 1, r.count(shardapi.ContextPIT))
+	_, err = open(vocab.ContextPIT, 1, time.Hour)
+	require.ErrorIs(t, err, vocab.ErrTooManyPITContexts)
+	require.Equal(t, 1, r.count(vocab.ContextPIT))
 
 	require.True(t, r.close(first))
-	_, err = open(shardapi.ContextScroll, 2, time.Hour)
+	_, err = open(vocab.ContextScroll, 2, time.Hour)
 	require.NoError(t, err, "a closed context frees its slot")
-	_, err = open(shardapi.ContextScroll, 2, time.Hour)
-	require.ErrorIs(t, err, shardapi.ErrTooManyScrollContexts)
+	_, err = open(vocab.ContextScroll, 2, time.Hour)
+	require.ErrorIs(t, err, vocab.ErrTooManyScrollContexts)
 
 	now = now.Add(2 * time.Minute) // the one-minute scroll expired; the reaper has not run
-	_, err = open(shardapi.ContextScroll, 2, time.Hour)
+	_, err = open(vocab.ContextScroll, 2, time.Hour)
 	require.NoError(t, err, "an expired context frees its slot at the next open")
-	require.Equal(t, 2, r.count(shardapi.ContextScroll))
+	require.Equal(t, 2, r.count(vocab.ContextScroll))
 
-	require.NoError(t, r.reserve(shardapi.ContextPIT, 2, now))
-	require.Equal(t, 2, r.count(shardapi.ContextPIT), "a reserved slot counts")
-	r.unreserve(shardapi.ContextPIT)
-	require.Equal(t, 1, r.count(shardapi.ContextPIT))
+	require.NoError(t, r.reserve(vocab.ContextPIT, 2, now))
+	require.Equal(t, 2, r.count(vocab.ContextPIT), "a reserved slot counts")
+	r.unreserve(vocab.ContextPIT)
+	require.Equal(t, 1, r.count(vocab.ContextPIT))
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // A coordinator reaches the shard copies of one node through Copies: this
@@ -33,13 +33,13 @@ type Copies interface {
 	// kind (point in time, scroll) for keep, and returns the context's id.
 	// A node that holds as many contexts of kind as its cluster setting
 	// allows refuses it (ErrTooManyScrollContexts, ErrTooManyPITContexts).
-	OpenContext(ctx context.Context, h Header, keep time.Duration, kind shardapi.ContextKind) (string, error)
+	OpenContext(ctx context.Context, h Header, keep time.Duration, kind vocab.ContextKind) (string, error)
 	// CloseContext releases a reader context; false when it was gone.
 	CloseContext(ctx context.Context, h Header, id string) (bool, error)
 	// ClaimScroll takes a scroll's cursor from its home context for a page;
 	// CommitScroll stores the cursor the page ended at.
-	ClaimScroll(ctx context.Context, h Header, id string) (shardapi.ScrollCursor, error)
-	CommitScroll(ctx context.Context, h Header, id string, cur shardapi.ScrollCursor) error
+	ClaimScroll(ctx context.Context, h Header, id string) (vocab.ScrollCursor, error)
+	CommitScroll(ctx context.Context, h Header, id string, cur vocab.ScrollCursor) error
 	// Report is the node's statistics: its copies, recoveries and request
 	// counters.
 	Report(ctx context.Context) (NodeReport, error)
@@ -81,9 +81,9 @@ func (d *dec) copyHeader() Header {
 
 // NodeReport is one node's statistics as it reports them to others.
 type NodeReport struct {
-	Copies     map[string]shardapi.CopyStats      `json:"copies"`
-	Recoveries []shardapi.RecoveryInfo            `json:"recoveries"`
-	Counters   map[string]shardapi.IndexNodeStats `json:"counters,omitempty"`
+	Copies     map[string]vocab.CopyStats      `json:"copies"`
+	Recoveries []vocab.RecoveryInfo            `json:"recoveries"`
+	Counters   map[string]vocab.IndexNodeStats `json:"counters,omitempty"`
 }
 
 // routing says what serving a request checks of the copy it names.
@@ -198,7 +198,7 @@ func (r Remote) Refresh(ctx context.Context, h Header) error {
 }
 
 // OpenContext implements Copies.
-func (r Remote) OpenContext(ctx context.Context, h Header, keep time.Duration, kind shardapi.ContextKind) (string, error) {
+func (r Remote) OpenContext(ctx context.Context, h Header, keep time.Duration, kind vocab.ContextKind) (string, error) {
 	reply, err := r.call(ctx, MethodContextOpen, request(h, 9, func(e *enc) { encodeOpenContext(e, openContextArg{keep: keep, kind: kind}) }))
 	if err != nil {
 		return "", err
@@ -235,20 +235,20 @@ func (r Remote) CloseContext(ctx context.Context, h Header, id string) (bool, er
 }
 
 // ClaimScroll implements Copies.
-func (r Remote) ClaimScroll(ctx context.Context, h Header, id string) (shardapi.ScrollCursor, error) {
+func (r Remote) ClaimScroll(ctx context.Context, h Header, id string) (vocab.ScrollCursor, error) {
 	reply, err := r.contextCall(ctx, h, MethodScrollClaim, id, nil)
 	if err != nil {
-		return shardapi.ScrollCursor{}, err
+		return vocab.ScrollCursor{}, err
 	}
-	var cur shardapi.ScrollCursor
+	var cur vocab.ScrollCursor
 	if err := json.Unmarshal(reply, &cur); err != nil {
-		return shardapi.ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", ErrBadMessage, err)
+		return vocab.ScrollCursor{}, fmt.Errorf("%w: scroll cursor: %v", ErrBadMessage, err)
 	}
 	return cur, nil
 }
 
 // CommitScroll implements Copies.
-func (r Remote) CommitScroll(ctx context.Context, h Header, id string, cur shardapi.ScrollCursor) error {
+func (r Remote) CommitScroll(ctx context.Context, h Header, id string, cur vocab.ScrollCursor) error {
 	raw, err := json.Marshal(cur)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // replayChunk is how many log records replay applies per bleve batch.
@@ -76,8 +76,8 @@ const copyMetaFile = "copy.json"
 // Item is one write of a group routed to a shard's primary: the op, its
 // result slot, and whether the coordinator gave it its id.
 type Item struct {
-	Op       *shardapi.Op
-	Result   *shardapi.OpResult
+	Op       *vocab.Op
+	Result   *vocab.OpResult
 	AutoID   bool
 	prepared *index.Op // OpIndex/OpCreate: parsed before the leader lock
 }
@@ -88,7 +88,7 @@ type Item struct {
 func (s *shardCopy) prepare(items []Item) {
 	for k := range items {
 		it := &items[k]
-		if it.Op.Type != shardapi.OpIndex && it.Op.Type != shardapi.OpCreate {
+		if it.Op.Type != vocab.OpIndex && it.Op.Type != vocab.OpCreate {
 			continue
 		}
 		iop := &index.Op{ID: it.Op.ID, Source: it.Op.Source}
@@ -318,7 +318,7 @@ func (s *shardCopy) decide(p *groupPlan, it Item) bool {
 	iop.SeqNo = s.nextSeq
 	s.nextSeq++
 	iop.Version = cur.version + 1
-	if op.VersionType != shardapi.VersionInternal {
+	if op.VersionType != vocab.VersionInternal {
 		iop.Version = op.Version
 	}
 	if del {
@@ -357,15 +357,15 @@ func (s *shardCopy) currentDoc(it Item, pending map[string]*pendingDoc) (cur *pe
 // checkConditions checks op's preconditions against cur — if_seq_no and
 // if_primary_term, an external version — and returns the version conflict
 // (wrapping ErrVersionConflict) if one fails.
-func checkConditions(op *shardapi.Op, cur *pendingDoc) error {
+func checkConditions(op *vocab.Op, cur *pendingDoc) error {
 	if op.IfSeqNo != nil || op.IfPrimaryTerm != nil {
 		if !cur.exists || (op.IfSeqNo != nil && *op.IfSeqNo != cur.seq) || (op.IfPrimaryTerm != nil && *op.IfPrimaryTerm != cur.term) {
 			return fmt.Errorf("%w: [%s]: required seqNo [%s], primary term [%s]; current document has seqNo [%d] and primary term [%d]",
-				shardapi.ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term)
+				vocab.ErrVersionConflict, op.ID, optU64(op.IfSeqNo), optU64(op.IfPrimaryTerm), cur.seq, cur.term)
 		}
 	}
-	if op.VersionType != shardapi.VersionInternal && cur.exists &&
-		(cur.version > op.Version || (cur.version == op.Version && op.VersionType == shardapi.VersionExternal)) {
+	if op.VersionType != vocab.VersionInternal && cur.exists &&
+		(cur.version > op.Version || (cur.version == op.Version && op.VersionType == vocab.VersionExternal)) {
 		return externalConflict(op, cur.version)
 	}
 	return nil
@@ -375,26 +375,26 @@ func checkConditions(op *shardapi.Op, cur *pendingDoc) error {
 // for a delete (ok true). When op writes nothing — a create of an existing
 // document, a delete or update of a missing one, an update that changes
 // nothing, a malformed op — it answers res and returns ok false.
-func newSource(op *shardapi.Op, cur *pendingDoc, res *shardapi.OpResult) (source []byte, del, ok bool) {
+func newSource(op *vocab.Op, cur *pendingDoc, res *vocab.OpResult) (source []byte, del, ok bool) {
 	switch op.Type {
-	case shardapi.OpCreate:
+	case vocab.OpCreate:
 		if cur.exists {
-			res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", shardapi.ErrVersionConflict, op.ID, cur.version))
+			res.Fail(fmt.Errorf("%w: [%s]: version conflict, document already exists (current version [%d])", vocab.ErrVersionConflict, op.ID, cur.version))
 			return nil, false, false
 		}
 		return op.Source, false, true
-	case shardapi.OpIndex:
+	case vocab.OpIndex:
 		return op.Source, false, true
-	case shardapi.OpDelete:
+	case vocab.OpDelete:
 		if !cur.exists {
-			res.Result, res.Err = "not_found", fmt.Errorf("%w: [%s]", shardapi.ErrDocumentNotFound, op.ID)
+			res.Result, res.Err = "not_found", fmt.Errorf("%w: [%s]", vocab.ErrDocumentNotFound, op.ID)
 			return nil, false, false
 		}
 		return nil, true, true
-	case shardapi.OpUpdate:
+	case vocab.OpUpdate:
 		u := op.Update
 		if u == nil {
-			res.Fail(fmt.Errorf("%w: update of [%s] has no doc", shardapi.ErrInvalidRequest, op.ID))
+			res.Fail(fmt.Errorf("%w: update of [%s] has no doc", vocab.ErrInvalidRequest, op.ID))
 			return nil, false, false
 		}
 		if !cur.exists {
@@ -404,7 +404,7 @@ func newSource(op *shardapi.Op, cur *pendingDoc, res *shardapi.OpResult) (source
 			case len(u.Upsert) > 0:
 				return u.Upsert, false, true
 			}
-			res.Fail(fmt.Errorf("%w: [%s]: document missing", shardapi.ErrDocumentNotFound, op.ID))
+			res.Fail(fmt.Errorf("%w: [%s]: document missing", vocab.ErrDocumentNotFound, op.ID))
 			return nil, false, false
 		}
 		merged, changed, err := mergeSource(cur.source, u.Doc)
@@ -419,7 +419,7 @@ func newSource(op *shardapi.Op, cur *pendingDoc, res *shardapi.OpResult) (source
 		}
 		return merged, false, true
 	}
-	res.Fail(fmt.Errorf("%w: unknown op type %d", shardapi.ErrInvalidRequest, op.Type))
+	res.Fail(fmt.Errorf("%w: unknown op type %d", vocab.ErrInvalidRequest, op.Type))
 	return nil, false, false
 }
 
@@ -475,7 +475,7 @@ func (s *shardCopy) writeGroup(p *groupPlan) error {
 		// it still is the primary and it has resynced its replicas.
 		s.primary.Store(false)
 		s.logger.Warn("shard copy stops serving as primary: a group could not be replicated", "shard", s.name, "allocation_id", s.meta.AllocationID, "err", err)
-		return s.failGroup(p, fmt.Errorf("%w: shard %s: not acknowledged: %v", shardapi.ErrUnavailable, s.name, err))
+		return s.failGroup(p, fmt.Errorf("%w: shard %s: not acknowledged: %v", vocab.ErrUnavailable, s.name, err))
 	}
 	for _, it := range p.logged {
 		it.Result.Copies = 1 + acked
@@ -493,7 +493,7 @@ func (s *shardCopy) failGroup(p *groupPlan, err error) error {
 		it.Result.Fail(err)
 	}
 	for _, it := range p.answered {
-		it.Result.Fail(fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", shardapi.ErrUnavailable, s.name, err))
+		it.Result.Fail(fmt.Errorf("%w: shard %s: answered from a copy that could not confirm it is still the primary: %v", vocab.ErrUnavailable, s.name, err))
 	}
 	return nil
 }
@@ -504,7 +504,7 @@ func (s *shardCopy) failGroup(p *groupPlan, err error) error {
 func (s *shardCopy) appendLog(recs []shardlog.Record) error {
 	err := s.log.Append(recs)
 	if errors.Is(err, shardlog.ErrClosed) {
-		return shardapi.ErrClosed
+		return vocab.ErrClosed
 	}
 	return err
 }
@@ -541,7 +541,7 @@ func optU64(v *uint64) string {
 // error of the document.
 func badDocument(err error) error {
 	for _, kind := range []error{index.ErrDocParse, index.ErrStrictDynamic, index.ErrMappingConflict, index.ErrInvalidMapping,
-		index.ErrIllegalArgument, shardapi.ErrInvalidRequest, shardapi.ErrVersionConflict, shardapi.ErrDocumentNotFound} {
+		index.ErrIllegalArgument, vocab.ErrInvalidRequest, vocab.ErrVersionConflict, vocab.ErrDocumentNotFound} {
 		if errors.Is(err, kind) {
 			return err
 		}
@@ -551,12 +551,12 @@ func badDocument(err error) error {
 
 // externalConflict is the conflict of an externally versioned write with
 // the stored version.
-func externalConflict(op *shardapi.Op, current int64) error {
+func externalConflict(op *vocab.Op, current int64) error {
 	than := "higher or equal to"
-	if op.VersionType == shardapi.VersionExternalGTE {
+	if op.VersionType == vocab.VersionExternalGTE {
 		than = "higher than"
 	}
-	return fmt.Errorf("%w: [%s]: version conflict, current version [%d] is %s the one provided [%d]", shardapi.ErrVersionConflict, op.ID, current, than, op.Version)
+	return fmt.Errorf("%w: [%s]: version conflict, current version [%d] is %s the one provided [%d]", vocab.ErrVersionConflict, op.ID, current, than, op.Version)
 }
 
 // mergeSource merges a partial document into a source, recursively for

@@ -19,7 +19,7 @@ import (
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 	"go.uber.org/goleak"
 )
 
@@ -50,9 +50,9 @@ func crashChild() {
 	}
 	out := bufio.NewWriter(os.Stdout)
 	for n := 0; ; {
-		ops := make([]shardapi.Op, 25)
+		ops := make([]vocab.Op, 25)
 		for k := range ops {
-			ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
+			ops[k] = vocab.Op{Type: vocab.OpIndex, Index: "c", ID: strconv.Itoa(n), Source: crashDoc(n)}
 			n++
 		}
 		res, err := m.Bulk(ctx, ops, coord.WriteOptions{Refresh: coord.RefreshFalse})

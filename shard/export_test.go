@@ -8,7 +8,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // This file opens the data node's internals to package shard_test, whose
@@ -109,7 +109,7 @@ func MgetRequest(h Header, ids ...string) []byte {
 
 // ContextOpenRequest encodes a request to open a reader context of kind
 // for keep.
-func ContextOpenRequest(h Header, keep time.Duration, kind shardapi.ContextKind) []byte {
+func ContextOpenRequest(h Header, keep time.Duration, kind vocab.ContextKind) []byte {
 	return request(h, 0, func(e *enc) { encodeOpenContext(e, openContextArg{keep: keep, kind: kind}) })
 }
 

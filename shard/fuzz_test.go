@@ -10,7 +10,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // FuzzBulkMessages feeds arbitrary bytes to the decoders of the write
@@ -18,23 +18,23 @@ import (
 // back to the same bytes (so a decoded message is exactly the one sent).
 func FuzzBulkMessages(f *testing.F) {
 	seq, term := uint64(7), uint64(2)
-	ops := []shardapi.Op{
-		{Type: shardapi.OpIndex, ID: "a", Source: json.RawMessage(`{"x":1}`)},
-		{Type: shardapi.OpCreate, ID: "b", Source: json.RawMessage(`{}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
-		{Type: shardapi.OpUpdate, ID: "c", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"y":2}`), DocAsUpsert: true}},
-		{Type: shardapi.OpDelete, ID: "d"},
-		{Type: shardapi.OpIndex, ID: "e", Source: json.RawMessage(`{}`), Version: 42, VersionType: shardapi.VersionExternal},
-		{Type: shardapi.OpDelete, ID: "f", Version: 7, VersionType: shardapi.VersionExternalGTE},
-		{Type: shardapi.OpUpdate, ID: "g", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{}`), NoDetectNoop: true}},
+	ops := []vocab.Op{
+		{Type: vocab.OpIndex, ID: "a", Source: json.RawMessage(`{"x":1}`)},
+		{Type: vocab.OpCreate, ID: "b", Source: json.RawMessage(`{}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
+		{Type: vocab.OpUpdate, ID: "c", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"y":2}`), DocAsUpsert: true}},
+		{Type: vocab.OpDelete, ID: "d"},
+		{Type: vocab.OpIndex, ID: "e", Source: json.RawMessage(`{}`), Version: 42, VersionType: vocab.VersionExternal},
+		{Type: vocab.OpDelete, ID: "f", Version: 7, VersionType: vocab.VersionExternalGTE},
+		{Type: vocab.OpUpdate, ID: "g", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{}`), NoDetectNoop: true}},
 	}
 	items := make([]Item, len(ops))
-	res := make([]shardapi.OpResult, len(ops))
+	res := make([]vocab.OpResult, len(ops))
 	for k := range ops {
 		items[k] = Item{Op: &ops[k], Result: &res[k], AutoID: k == 0}
 	}
 	f.Add(encodeBulk(Header{Cluster: "c", Index: "u", Shard: 3, Alloc: "a", Term: 2}, items))
-	res[1] = shardapi.OpResult{Err: shardapi.ErrVersionConflict}
-	res[0] = shardapi.OpResult{Result: "created", Version: 1, SeqNo: 4, PrimaryTerm: 2}
+	res[1] = vocab.OpResult{Err: vocab.ErrVersionConflict}
+	res[0] = vocab.OpResult{Result: "created", Version: 1, SeqNo: 4, PrimaryTerm: 2}
 	f.Add(encodeBulkReply(items))
 	f.Add([]byte{wireVersion, 0, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
@@ -51,7 +51,7 @@ func FuzzBulkMessages(f *testing.F) {
 		for n := range 4 {
 			slots := make([]Item, n)
 			for k := range slots {
-				slots[k] = Item{Op: &shardapi.Op{}, Result: &shardapi.OpResult{}}
+				slots[k] = Item{Op: &vocab.Op{}, Result: &vocab.OpResult{}}
 			}
 			_ = decodeBulkReply(p, slots)
 		}
@@ -70,20 +70,20 @@ func FuzzSearchMessages(f *testing.F) {
 	st := &index.TermStats{DocCount: 4, FieldLength: map[string]uint64{"body": 10},
 		DocFreq: map[string]map[string]uint64{"body": {"x": 2, "y": 1}}, Dicts: map[string][]index.DictTerm{"prefix\x00body\x00x": {{Term: "x"}, {Term: "xy", EditDistance: 1}}}}
 	f.Add(uint8(0), encodeStatsRequest(&StatsRequest{SearchHeader: h, Shards: []ShardRef{ref, ref}}))
-	f.Add(uint8(1), encodeStatsReply([]StatsPart{{Stats: st, Gen: 5}, {Err: shardapi.ErrUnavailable}}))
+	f.Add(uint8(1), encodeStatsReply([]StatsPart{{Stats: st, Gen: 5}, {Err: vocab.ErrUnavailable}}))
 	f.Add(uint8(2), encodeQueryRequest(&QueryRequest{SearchHeader: h, Stats: st, From: 1, Size: 2, Prefetch: 3, Fields: []string{"_source"},
 		Shards: []QueryShard{{ShardRef: ref, Expect: 3}}}))
 	qr, err := encodeQueryReply([]QueryPart{
 		{Res: QueryResult{Total: 3, GTE: true, MaxScore: 1.5, Hits: []WireHit{{ID: "a", Score: 1.5, Sort: []string{"s"}, Num: 4}},
 			Aggs: esdsl.AggPartials{"n": {Count: 2}}, Fetched: []FetchedHit{{ID: "a", Fields: map[string]any{"_source": `{}`}}}}},
-		{Stale: &StatsPart{Stats: st, Gen: 8}}, {Err: shardapi.ErrStaleRouting}})
+		{Stale: &StatsPart{Stats: st, Gen: 8}}, {Err: vocab.ErrStaleRouting}})
 	require.NoError(f, err)
 	f.Add(uint8(3), qr)
 	f.Add(uint8(4), encodeFetchRequest(&FetchRequest{SearchHeader: h, Fields: []string{"_source"}, Locations: true,
 		Shards: []FetchShard{{ShardRef: ref, IDs: []string{"a", "b"}}}}))
 	fr, err := encodeFetchReply([]FetchPart{{Hits: []FetchedHit{{ID: "a", Fields: map[string]any{"_source": `{"x":1}`, "n": 2.0},
 		Locations: search.FieldTermLocationMap{"body": {"x": {{Pos: 1, Start: 0, End: 1, ArrayPositions: []uint64{2}}}}},
-		Matched:   []string{"q"}}}}, {Err: shardapi.ErrUnavailable}})
+		Matched:   []string{"q"}}}}, {Err: vocab.ErrUnavailable}})
 	require.NoError(f, err)
 	f.Add(uint8(5), fr)
 	const parts = 2

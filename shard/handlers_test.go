@@ -13,7 +13,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // FuzzShardHandlers sends arbitrary payloads to every handler of the shard
@@ -50,12 +50,12 @@ func FuzzShardHandlers(f *testing.F) {
 	for m, seed := range search {
 		f.Add(uint8(m-shard.MethodBulk), seed)
 	}
-	items := []shard.Item{{Op: &shardapi.Op{Type: shardapi.OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, Result: &shardapi.OpResult{}}}
+	items := []shard.Item{{Op: &vocab.Op{Type: vocab.OpIndex, ID: "z", Source: json.RawMessage(`{"a":1}`)}, Result: &vocab.OpResult{}}}
 	hdr := shard.Header{Cluster: v.ClusterUUID, Index: ix.UUID, Alloc: p.AllocationID, Term: 1}
 	f.Add(uint8(0), shard.EncodeBulk(hdr, items))
 	f.Add(uint8(3), []byte{shard.WireVersion})
 	f.Add(uint8(shard.MethodMget-shard.MethodBulk), shard.MgetRequest(hdr, "a", "b"))
-	f.Add(uint8(shard.MethodContextOpen-shard.MethodBulk), shard.ContextOpenRequest(hdr, time.Second, shardapi.ContextScroll))
+	f.Add(uint8(shard.MethodContextOpen-shard.MethodBulk), shard.ContextOpenRequest(hdr, time.Second, vocab.ContextScroll))
 	f.Add(uint8(shard.MethodScrollCommit-shard.MethodBulk), shard.ScrollCommitRequest(hdr, "no-such-context", []byte(`{"p":1}`)))
 	f.Fuzz(func(t *testing.T, which uint8, payload []byte) {
 		method := shard.MethodBulk + fabric.Method(which%uint8(shard.MethodScrollCommit-shard.MethodBulk+1))

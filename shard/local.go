@@ -7,7 +7,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // This file holds what the coordinator of the same node reads from its
@@ -23,7 +23,7 @@ import (
 func (s *Store) Readable(alloc string) (*index.Index, error) {
 	sc, ok := s.copy(alloc)
 	if !ok {
-		return nil, fmt.Errorf("%w: copy %s is not open on this node", shardapi.ErrUnavailable, alloc)
+		return nil, fmt.Errorf("%w: copy %s is not open on this node", vocab.ErrUnavailable, alloc)
 	}
 	return sc.readable()
 }
@@ -37,7 +37,7 @@ func (s *Store) PinnedContext(id string, keep time.Duration) (*index.Index, erro
 
 // OpenContextCount returns how many reader contexts of kind (points in
 // time, scrolls) this node holds open.
-func (s *Store) OpenContextCount(kind shardapi.ContextKind) int { return s.pits.count(kind) }
+func (s *Store) OpenContextCount(kind vocab.ContextKind) int { return s.pits.count(kind) }
 
 // Mapping returns a copy of this node's mapping of ix, with the committed
 // mapping of ix merged in first (the view may be newer than what the
@@ -57,8 +57,8 @@ func (s *Store) Mapping(ix *state.Index) (*index.Mapping, bool) {
 // CopyCounters returns, per index name, the documents, bytes and shard
 // log fsyncs of this node's open copies (the request counters of
 // IndexNodeStats are the coordinator's).
-func (s *Store) CopyCounters() map[string]shardapi.IndexNodeStats {
-	out := map[string]shardapi.IndexNodeStats{}
+func (s *Store) CopyCounters() map[string]vocab.IndexNodeStats {
+	out := map[string]vocab.IndexNodeStats{}
 	for _, sc := range s.openCopies() {
 		st := out[sc.meta.Index]
 		is := sc.idx.Stats()

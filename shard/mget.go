@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Multi-get: the documents are grouped by shard, and each shard's primary
@@ -24,13 +24,13 @@ func (s *Store) Get(_ context.Context, h Header, ids []string) ([]index.Doc, []b
 	allocationID := h.Alloc
 	sc, ok := s.copy(allocationID)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: copy %s is not open on this node yet", shardapi.ErrUnavailable, allocationID)
+		return nil, nil, fmt.Errorf("%w: copy %s is not open on this node yet", vocab.ErrUnavailable, allocationID)
 	}
 	docs, found := make([]index.Doc, len(ids)), make([]bool, len(ids))
 	sc.leader.Lock()
 	if !sc.primary.Load() {
 		sc.leader.Unlock()
-		return nil, nil, fmt.Errorf("%w: copy %s is not serving as primary", shardapi.ErrUnavailable, allocationID)
+		return nil, nil, fmt.Errorf("%w: copy %s is not serving as primary", vocab.ErrUnavailable, allocationID)
 	}
 	term, last := sc.term.Load(), sc.lastSeq()
 	var err error

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weftsearch/weft/index"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Points in time, as Elasticsearch's: opening one pins one active copy of
@@ -32,16 +32,16 @@ type readerContexts struct {
 	byID map[string]*readerContext
 	// held counts the contexts of each kind, and the slots reserved for
 	// contexts being opened (reserve).
-	held [shardapi.NumContextKinds]int
+	held [vocab.NumContextKinds]int
 }
 
 type readerContext struct {
 	alloc     string
-	kind      shardapi.ContextKind
+	kind      vocab.ContextKind
 	view      *index.Index
 	keepAlive time.Duration
 	expires   time.Time
-	cursor    shardapi.ScrollCursor
+	cursor    vocab.ScrollCursor
 	claimed   bool // a scroll page is being served from cursor
 }
 
@@ -56,7 +56,7 @@ func newContextID() string {
 }
 
 func MissingContext(id string) error {
-	return fmt.Errorf("%w: No search context found for id [%s]: it expired or was closed", shardapi.ErrContextMissing, id)
+	return fmt.Errorf("%w: No search context found for id [%s]: it expired or was closed", vocab.ErrContextMissing, id)
 }
 
 // reserve takes a slot for a context of kind about to be opened, unless
@@ -65,7 +65,7 @@ func MissingContext(id string) error {
 // back (unreserve). At the limit, the contexts of kind past their
 // keep-alive are released first: the reaper (sweep) runs only every few
 // seconds, and an expired context must not hold a slot.
-func (r *readerContexts) reserve(kind shardapi.ContextKind, limit int, now time.Time) error {
+func (r *readerContexts) reserve(kind vocab.ContextKind, limit int, now time.Time) error {
 	r.mu.Lock()
 	var gone []*readerContext
 	if r.held[kind] >= limit {
@@ -78,20 +78,20 @@ func (r *readerContexts) reserve(kind shardapi.ContextKind, limit int, now time.
 	r.mu.Unlock()
 	release(gone)
 	if !ok {
-		return shardapi.TooManyContexts(kind, limit)
+		return vocab.TooManyContexts(kind, limit)
 	}
 	return nil
 }
 
 // unreserve gives back a slot reserve took and open did not fill.
-func (r *readerContexts) unreserve(kind shardapi.ContextKind) {
+func (r *readerContexts) unreserve(kind vocab.ContextKind) {
 	r.mu.Lock()
 	r.held[kind]--
 	r.mu.Unlock()
 }
 
 // open fills a slot reserve took with view, kept for keep.
-func (r *readerContexts) open(alloc string, kind shardapi.ContextKind, view *index.Index, keep time.Duration) string {
+func (r *readerContexts) open(alloc string, kind vocab.ContextKind, view *index.Index, keep time.Duration) string {
 	id := newContextID()
 	r.mu.Lock()
 	r.byID[id] = &readerContext{alloc: alloc, kind: kind, view: view, keepAlive: keep, expires: time.Now().Add(keep)}
@@ -102,7 +102,7 @@ func (r *readerContexts) open(alloc string, kind shardapi.ContextKind, view *ind
 // use returns a context's view and extends its keep-alive (to keep, when
 // positive).
 func (r *readerContexts) use(id string, keep time.Duration) (*index.Index, error) {
-	keep = min(keep, shardapi.MaxKeepAlive)
+	keep = min(keep, vocab.MaxKeepAlive)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
@@ -133,15 +133,15 @@ func (r *readerContexts) close(id string) bool {
 
 // claim takes a scroll's cursor for one page; a second claim before
 // commit is refused (a scroll serves one page at a time).
-func (r *readerContexts) claim(id string) (shardapi.ScrollCursor, error) {
+func (r *readerContexts) claim(id string) (vocab.ScrollCursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
 	if !ok {
-		return shardapi.ScrollCursor{}, MissingContext(id)
+		return vocab.ScrollCursor{}, MissingContext(id)
 	}
 	if rc.claimed {
-		return shardapi.ScrollCursor{}, fmt.Errorf("%w: the scroll is serving another page; send its next request after this one's reply", shardapi.ErrVersionConflict)
+		return vocab.ScrollCursor{}, fmt.Errorf("%w: the scroll is serving another page; send its next request after this one's reply", vocab.ErrVersionConflict)
 	}
 	rc.claimed = true
 	rc.expires = time.Now().Add(rc.keepAlive)
@@ -149,7 +149,7 @@ func (r *readerContexts) claim(id string) (shardapi.ScrollCursor, error) {
 }
 
 // commit stores a scroll's cursor and releases the claim.
-func (r *readerContexts) commit(id string, cur shardapi.ScrollCursor) error {
+func (r *readerContexts) commit(id string, cur vocab.ScrollCursor) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc, ok := r.byID[id]
@@ -195,7 +195,7 @@ func (r *readerContexts) closeAll() {
 
 // count is the number of open contexts of kind (with the slots reserved
 // for contexts being opened).
-func (r *readerContexts) count(kind shardapi.ContextKind) int {
+func (r *readerContexts) count(kind vocab.ContextKind) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.held[kind]
@@ -205,9 +205,9 @@ func (r *readerContexts) count(kind shardapi.ContextKind) int {
 // contents in a reader context of kind for keep, unless this node already
 // holds as many contexts of kind as the cluster setting allows
 // (contextLimit).
-func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration, kind shardapi.ContextKind) (string, error) {
+func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration, kind vocab.ContextKind) (string, error) {
 	if !kind.Valid() {
-		return "", fmt.Errorf("%w: unknown reader context kind %d", shardapi.ErrInvalidRequest, kind)
+		return "", fmt.Errorf("%w: unknown reader context kind %d", vocab.ErrInvalidRequest, kind)
 	}
 	idx, err := s.Readable(h.Alloc)
 	if err != nil {
@@ -228,7 +228,7 @@ func (s *Store) OpenContext(_ context.Context, h Header, keep time.Duration, kin
 // committed cluster setting (search.max_open_scroll_context,
 // search.max_open_pit_context), else its default. It is read at every
 // open, so a change applies to the next one; contexts already open stay.
-func (s *Store) contextLimit(kind shardapi.ContextKind) int {
+func (s *Store) contextLimit(kind vocab.ContextKind) int {
 	key, def := kind.LimitSetting()
 	if v := s.meta.State(); v != nil {
 		if raw, ok := v.Settings.Values[key]; ok {

@@ -21,7 +21,7 @@ import (
 	"github.com/weftsearch/weft/internal/vfs"
 	"github.com/weftsearch/weft/shard"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 var powerCutSeed = flag.Uint64("powercut.seed", 0, "seed of TestPowerCut (0: a new one, printed)")
@@ -123,7 +123,7 @@ func (c *cutCluster) inSync(t *testing.T) map[string]string {
 // documents, overwrites and deletes of earlier ones, and records what was
 // acknowledged. Every operation must be acknowledged by every in-sync copy.
 func (c *cutCluster) writeBatch(t *testing.T, rng *rand.Rand, via string, n int) {
-	var ops []shardapi.Op
+	var ops []vocab.Op
 	seen := map[string]bool{}
 	for range n {
 		var known []string
@@ -137,16 +137,16 @@ func (c *cutCluster) writeBatch(t *testing.T, rng *rand.Rand, via string, n int)
 		case r < 2 && len(known) > 0:
 			id := known[rng.IntN(len(known))]
 			seen[id] = true
-			ops = append(ops, shardapi.Op{Type: shardapi.OpDelete, Index: c.name, ID: id})
+			ops = append(ops, vocab.Op{Type: vocab.OpDelete, Index: c.name, ID: id})
 		case r < 4 && len(known) > 0:
 			id := known[rng.IntN(len(known))]
 			seen[id] = true
-			ops = append(ops, shardapi.Op{Type: shardapi.OpIndex, Index: c.name, ID: id, Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, rng.IntN(1000)))})
+			ops = append(ops, vocab.Op{Type: vocab.OpIndex, Index: c.name, ID: id, Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, rng.IntN(1000)))})
 		default:
 			id := fmt.Sprintf("d%d", c.nextID)
 			c.nextID++
 			seen[id] = true
-			ops = append(ops, shardapi.Op{Type: shardapi.OpIndex, Index: c.name, ID: id, Source: json.RawMessage(fmt.Sprintf(`{"v":%d,"pad":%q}`, rng.IntN(1000), strings.Repeat("x", rng.IntN(300))))})
+			ops = append(ops, vocab.Op{Type: vocab.OpIndex, Index: c.name, ID: id, Source: json.RawMessage(fmt.Sprintf(`{"v":%d,"pad":%q}`, rng.IntN(1000), strings.Repeat("x", rng.IntN(300))))})
 		}
 	}
 	copies := len(c.inSync(t))
@@ -155,7 +155,7 @@ func (c *cutCluster) writeBatch(t *testing.T, rng *rand.Rand, via string, n int)
 	for k, r := range res {
 		require.NoError(t, r.Err, "%s of %s", r.Result, r.ID)
 		require.Equal(t, copies, r.Copies, "%s of %s: acknowledged by every in-sync copy", r.Result, r.ID)
-		a := ackedOp{deleted: ops[k].Type == shardapi.OpDelete, seq: r.SeqNo, version: r.Version, term: r.PrimaryTerm}
+		a := ackedOp{deleted: ops[k].Type == vocab.OpDelete, seq: r.SeqNo, version: r.Version, term: r.PrimaryTerm}
 		if !a.deleted {
 			a.source = string(ops[k].Source)
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/internal/membudget"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Indexing pressure on the data node (membudget.IndexingPressure): a
@@ -47,7 +47,7 @@ func (s *Store) underPressure(stage membudget.Stage, count func(*dec) (n int, re
 		d.version()
 		d.copyHeader()
 		n, refusable := count(&d) // 0 for a malformed message, which next refuses
-		bytes := int64(len(req.Payload)) + int64(n)*shardapi.OpOverhead
+		bytes := int64(len(req.Payload)) + int64(n)*vocab.OpOverhead
 		var r *membudget.Reservation
 		if refusable {
 			var err error

@@ -10,12 +10,12 @@ import (
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // pressureLimit is the indexing pressure limit of the nodes of these tests:
 // a group of 40 sample documents (about 1.3 KB each, charged
-// shardapi.OpOverhead more) is over it and over the replica stage's 1.5
+// vocab.OpOverhead more) is over it and over the replica stage's 1.5
 // times it; a group of 2 is under both.
 const pressureLimit = 16 << 10
 
@@ -27,10 +27,10 @@ func newPressureCluster(t *testing.T, nodes ...string) *coordtest.Cluster {
 	}, nodes...)
 }
 
-func indexOps(name string, ids []string, sources [][]byte) []shardapi.Op {
-	ops := make([]shardapi.Op, len(ids))
+func indexOps(name string, ids []string, sources [][]byte) []vocab.Op {
+	ops := make([]vocab.Op, len(ids))
 	for k := range ids {
-		ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: name, ID: ids[k], Source: sources[k]}
+		ops[k] = vocab.Op{Type: vocab.OpIndex, Index: name, ID: ids[k], Source: sources[k]}
 	}
 	return ops
 }
@@ -69,7 +69,7 @@ func TestPrimaryRefusesAGroupOverIndexingPressure(t *testing.T) {
 	require.Zero(t, st.Current.All, "a refused group holds nothing")
 	for _, id := range ids[2:42] {
 		_, err := primary.Get(context.Background(), "pp", id, "")
-		require.ErrorIs(t, err, shardapi.ErrDocumentNotFound, "item %s of a refused group was written", id)
+		require.ErrorIs(t, err, vocab.ErrDocumentNotFound, "item %s of a refused group was written", id)
 	}
 
 	res, err = primary.Bulk(context.Background(), indexOps("pp", ids[2:42], sources[2:42]), coord.WriteOptions{})

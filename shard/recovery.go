@@ -16,7 +16,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Peer recovery: a replica or move target (initializing in the shard
@@ -98,9 +98,9 @@ func (s *Store) dropLease(id string) {
 }
 
 // Recoveries lists the recoveries of copies on this node, newest first.
-func (s *Store) Recoveries() []shardapi.RecoveryInfo {
+func (s *Store) Recoveries() []vocab.RecoveryInfo {
 	s.mu.RLock()
-	out := make([]shardapi.RecoveryInfo, 0, len(s.recoveries))
+	out := make([]vocab.RecoveryInfo, 0, len(s.recoveries))
 	for _, r := range s.recoveries {
 		r.mu.Lock()
 		out = append(out, r.info)
@@ -114,10 +114,10 @@ func (s *Store) Recoveries() []shardapi.RecoveryInfo {
 // recovery is a target's recovery in progress (or done), for Recoveries.
 type recovery struct {
 	mu   sync.Mutex
-	info shardapi.RecoveryInfo
+	info vocab.RecoveryInfo
 }
 
-func (r *recovery) update(fn func(*shardapi.RecoveryInfo)) {
+func (r *recovery) update(fn func(*vocab.RecoveryInfo)) {
 	r.mu.Lock()
 	fn(&r.info)
 	r.mu.Unlock()
@@ -167,13 +167,13 @@ func (s *Store) recover(ctx context.Context, ix *state.Index, num int, c state.C
 	if !ok || !v.Active(p) || p.AllocationID == c.AllocationID {
 		return // no primary to recover from yet
 	}
-	r := &recovery{info: shardapi.RecoveryInfo{Index: ix.Name, Shard: num, AllocationID: c.AllocationID, Stage: "init",
+	r := &recovery{info: vocab.RecoveryInfo{Index: ix.Name, Shard: num, AllocationID: c.AllocationID, Stage: "init",
 		SourceNode: v.NodeName(p.NodeID), TargetNode: v.NodeName(s.meta.LocalNode()), Started: time.Now()}}
 	s.mu.Lock()
 	s.recoveries[c.AllocationID] = r
 	s.mu.Unlock()
 	err := s.runRecovery(ctx, v, ix, num, c, p, r)
-	r.update(func(i *shardapi.RecoveryInfo) {
+	r.update(func(i *vocab.RecoveryInfo) {
 		i.Stopped = time.Now()
 		if err != nil {
 			i.Stage, i.Error = "failed", err.Error()
@@ -191,7 +191,7 @@ func (s *Store) recover(ctx context.Context, ix *state.Index, num int, c state.C
 
 func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index, num int, c state.Copy, p state.Copy, r *recovery) error {
 	if s.peers == nil {
-		return fmt.Errorf("%w: the primary is on node %s and this node has no fabric", shardapi.ErrUnavailable, p.NodeID)
+		return fmt.Errorf("%w: the primary is on node %s and this node has no fabric", vocab.ErrUnavailable, p.NodeID)
 	}
 	nm, ok := s.mapping(ix.UUID)
 	if !ok {
@@ -220,9 +220,9 @@ func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index
 	if err := s.callJSON(ctx, p.NodeID, MethodRecoveryStart, start, &plan); err != nil {
 		return fmt.Errorf("asking primary %s on node %s to recover from it: %w", p.AllocationID, p.NodeID, err)
 	}
-	r.update(func(i *shardapi.RecoveryInfo) { i.Mode, i.StartSeq = plan.Mode, plan.StartSeq })
-	if plan.Mode == shardapi.RecoveryFiles {
-		r.update(func(i *shardapi.RecoveryInfo) { i.Stage = "index" })
+	r.update(func(i *vocab.RecoveryInfo) { i.Mode, i.StartSeq = plan.Mode, plan.StartSeq })
+	if plan.Mode == vocab.RecoveryFiles {
+		r.update(func(i *vocab.RecoveryInfo) { i.Stage = "index" })
 		if sc != nil {
 			s.unregister(sc)
 			_ = sc.close()
@@ -240,7 +240,7 @@ func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index
 			return err
 		}
 	}
-	r.update(func(i *shardapi.RecoveryInfo) { i.Stage = "translog" })
+	r.update(func(i *vocab.RecoveryInfo) { i.Stage = "translog" })
 	sc.leader.Lock()
 	from := sc.nextSeq
 	sc.leader.Unlock()
@@ -248,7 +248,7 @@ func (s *Store) runRecovery(ctx context.Context, v *state.State, ix *state.Index
 	if err := s.callJSON(ctx, p.NodeID, MethodRecoveryOps, recoveryOps{ID: plan.ID, From: from}, &or); err != nil {
 		return fmt.Errorf("replaying the primary's operations from seq %d: %w", from, err)
 	}
-	r.update(func(i *shardapi.RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
+	r.update(func(i *vocab.RecoveryInfo) { i.Stage, i.OpsDone = "finalize", or.Ops })
 	if err := sc.catchUp(); err != nil {
 		return err
 	}
@@ -362,14 +362,14 @@ func (s *Store) serveRecoveryStart(ctx context.Context, req *fabric.Request) ([]
 	}
 	sc, ok := s.copy(m.Primary)
 	if !ok {
-		return nil, remoteErr(fmt.Errorf("%w: primary copy %s is not open", shardapi.ErrUnavailable, m.Primary))
+		return nil, remoteErr(fmt.Errorf("%w: primary copy %s is not open", vocab.ErrUnavailable, m.Primary))
 	}
-	plan := recoveryPlan{ID: m.Target + "@" + fmt.Sprint(time.Now().UnixNano()), Mode: shardapi.RecoveryFiles}
+	plan := recoveryPlan{ID: m.Target + "@" + fmt.Sprint(time.Now().UnixNano()), Mode: vocab.RecoveryFiles}
 	sc.leader.Lock()
 	last := sc.lastSeq()
 	first := sc.log.FirstSeq()
 	if m.HasData && !m.OlderTermAboveGCP && m.MaxSeq <= last && (first == 0 || first <= m.MaxSeq+1) {
-		plan.Mode, plan.StartSeq = shardapi.RecoveryOps, m.MaxSeq
+		plan.Mode, plan.StartSeq = vocab.RecoveryOps, m.MaxSeq
 	} else {
 		// Whatever the snapshot holds, the operations after what is
 		// applied now stay until the target has them.
@@ -388,11 +388,11 @@ func (s *Store) source(id string) (*sourceRecovery, *shardCopy, error) {
 	sr := s.sources[id]
 	s.mu.RUnlock()
 	if sr == nil {
-		return nil, nil, fmt.Errorf("%w: no recovery %s on this node", shardapi.ErrStaleRouting, id)
+		return nil, nil, fmt.Errorf("%w: no recovery %s on this node", vocab.ErrStaleRouting, id)
 	}
 	sc, ok := s.copy(sr.start.Primary)
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: primary copy %s is not open", shardapi.ErrUnavailable, sr.start.Primary)
+		return nil, nil, fmt.Errorf("%w: primary copy %s is not open", vocab.ErrUnavailable, sr.start.Primary)
 	}
 	return sr, sc, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/fabric/fabrictest"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // slowRecovery throttles file-based recovery so that a test can act while
@@ -51,13 +51,13 @@ func oneShardIndex(t *testing.T, tc *coordtest.Cluster, name string, n int) (pri
 }
 
 // recoveryOf returns node n's latest recovery of the copy alloc.
-func recoveryOf(n *coordtest.Node, alloc string) (shardapi.RecoveryInfo, bool) {
+func recoveryOf(n *coordtest.Node, alloc string) (vocab.RecoveryInfo, bool) {
 	for _, r := range n.Store.Recoveries() {
 		if r.AllocationID == alloc {
 			return r, true
 		}
 	}
-	return shardapi.RecoveryInfo{}, false
+	return vocab.RecoveryInfo{}, false
 }
 
 // leftovers lists the recovery directories (staging, snapshots) in node
@@ -104,7 +104,7 @@ func TestFileRecoveryKeepsWritesMadeDuringIt(t *testing.T) {
 			if k%5 == 4 {
 				id = fmt.Sprintf("live-%d", k-4) // an overwrite
 			}
-			res, err := tc.Nodes[p].Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "w", ID: id, Source: sources[300+k%100]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+			res, err := tc.Nodes[p].Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "w", ID: id, Source: sources[300+k%100]}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 			if err != nil || res[0].Err != nil {
 				continue
 			}
@@ -121,7 +121,7 @@ func TestFileRecoveryKeepsWritesMadeDuringIt(t *testing.T) {
 
 	require.Positive(t, duringFiles.Load(), "writes were acknowledged while the files streamed")
 	rec := latestRecovery(t, tc.Nodes[other])
-	require.Equal(t, shardapi.RecoveryFiles, rec.Mode)
+	require.Equal(t, vocab.RecoveryFiles, rec.Mode)
 	byCopy := copyDocs(t, tc, "w", 0)
 	same(t, byCopy)
 	mu.Lock()
@@ -140,7 +140,7 @@ func TestFileRecoveryReportsItsTotalFromTheStart(t *testing.T) {
 	tc := coordtest.NewClusterWith(t, slowRecovery(), "n1", "n2")
 	_, other := oneShardIndex(t, tc, "prog", 400)
 	alloc := tc.MC.AddReplica(t, "prog", 0, other)
-	var mid shardapi.RecoveryInfo
+	var mid vocab.RecoveryInfo
 	require.Eventually(t, func() bool {
 		r, ok := recoveryOf(tc.Nodes[other], alloc)
 		mid = r
@@ -189,7 +189,7 @@ func TestInterruptedFileRecoveryInstallsNothingAndStartsOver(t *testing.T) {
 	broken.Store(false)
 	coordtest.AwaitInSync(t, tc, "cut", 2)
 	rec := latestRecovery(t, target)
-	require.Equal(t, shardapi.RecoveryFiles, rec.Mode)
+	require.Equal(t, vocab.RecoveryFiles, rec.Mode)
 	require.Equal(t, rec.BytesTotal, rec.BytesDone)
 	same(t, copyDocs(t, tc, "cut", 0))
 	require.Empty(t, leftovers(t, tc, other))
@@ -223,8 +223,8 @@ func TestConcurrentRecoveriesShareTheNodesThrottle(t *testing.T) {
 	coordtest.AwaitInSync(t, tc, "b", 2)
 	ra, _ := recoveryOf(target, allocA)
 	rb, _ := recoveryOf(target, allocB)
-	require.Equal(t, shardapi.RecoveryFiles, ra.Mode)
-	require.Equal(t, shardapi.RecoveryFiles, rb.Mode)
+	require.Equal(t, vocab.RecoveryFiles, ra.Mode)
+	require.Equal(t, vocab.RecoveryFiles, rb.Mode)
 	require.True(t, ra.Started.Before(rb.Stopped) && rb.Started.Before(ra.Stopped), "the recoveries overlap: %+v %+v", ra, rb)
 	files := ra.BytesTotal + rb.BytesTotal
 	sent := throttle.ThrottleAdmitted() - before

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // The file stream of a file-based recovery, as fabric.SendStream carries
@@ -167,7 +167,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 	rec := s.expected[id]
 	s.mu.RUnlock()
 	if rec == nil {
-		return fmt.Errorf("%w: no recovery %s expects files on this node", shardapi.ErrStaleRouting, id)
+		return fmt.Errorf("%w: no recovery %s expects files on this node", vocab.ErrStaleRouting, id)
 	}
 	var tb [8]byte
 	if _, err := io.ReadFull(br, tb[:]); err != nil {
@@ -177,7 +177,7 @@ func (s *Store) receiveFiles(_ context.Context, _ string, r io.Reader) (err erro
 	if total < 0 {
 		return fmt.Errorf("%w: a snapshot of %d bytes", ErrBadMessage, uint64(total))
 	}
-	rec.update(func(i *shardapi.RecoveryInfo) { i.BytesTotal, i.BytesDone = total, 0 })
+	rec.update(func(i *vocab.RecoveryInfo) { i.BytesTotal, i.BytesDone = total, 0 })
 	root := filepath.Join(s.stagingDir(id), "index")
 	sy := newSyncer()
 	defer func() {
@@ -264,7 +264,7 @@ func receiveFile(br *bufio.Reader, path string, size int64, buf []byte, sy *sync
 			}
 			left -= int64(n)
 			sinceKick += int64(n)
-			rec.update(func(i *shardapi.RecoveryInfo) { i.BytesDone += int64(n) })
+			rec.update(func(i *vocab.RecoveryInfo) { i.BytesDone += int64(n) })
 			if sinceKick >= kickBytes {
 				sy.kick(f)
 				sinceKick = 0

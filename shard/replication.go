@@ -11,7 +11,7 @@ import (
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Replication, as Elasticsearch does it (reduced):
@@ -295,9 +295,9 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 				acked++
 				continue
 			}
-			if errors.Is(a.err, shardapi.ErrStaleRouting) {
+			if errors.Is(a.err, vocab.ErrStaleRouting) {
 				// The replica knows a newer primary: this copy was deposed.
-				errs = append(errs, fmt.Errorf("%w: copy %s refused %s: %v", shardapi.ErrStaleRouting, a.t.alloc, what, a.err))
+				errs = append(errs, fmt.Errorf("%w: copy %s refused %s: %v", vocab.ErrStaleRouting, a.t.alloc, what, a.err))
 				continue
 			}
 			reason := fmt.Sprintf("missed %s from primary %s (term %d): %v", what, sc.meta.AllocationID, term, a.err)
@@ -305,7 +305,7 @@ func (s *Store) replicate(sc *shardCopy, term, mappingVersion, last uint64, recs
 			err := s.meta.CopyFailed(fctx, sc.meta.IndexUUID, sc.meta.Shard, a.t.alloc, term, !a.t.inSync, reason)
 			fcancel()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: copy %s missed %s and could not be failed: %v (after %v)", shardapi.ErrUnavailable, a.t.alloc, what, err, a.err))
+				errs = append(errs, fmt.Errorf("%w: copy %s missed %s and could not be failed: %v (after %v)", vocab.ErrUnavailable, a.t.alloc, what, err, a.err))
 				continue
 			}
 			if a.t.inSync {
@@ -336,7 +336,7 @@ func (s *Store) confirmPrimary(sc *shardCopy, term, last uint64) error {
 // checkpoint.
 func (s *Store) sendReplicate(ctx context.Context, node string, msg []byte) (uint64, error) {
 	if s.peers == nil {
-		return 0, fmt.Errorf("%w: the replica is on node %s and this node has no fabric", shardapi.ErrUnavailable, node)
+		return 0, fmt.Errorf("%w: the replica is on node %s and this node has no fabric", vocab.ErrUnavailable, node)
 	}
 	reply, err := s.peers.Call(ctx, node, MethodReplicate, msg)
 	if err != nil {
@@ -378,7 +378,7 @@ var ErrDiverged = errors.New("copy diverged from the primary")
 func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, error) {
 	sc, ok := s.copy(m.Alloc)
 	if !ok {
-		return 0, fmt.Errorf("%w: copy %s is not open on this node", shardapi.ErrUnavailable, m.Alloc)
+		return 0, fmt.Errorf("%w: copy %s is not open on this node", vocab.ErrUnavailable, m.Alloc)
 	}
 	if err := s.awaitTerm(ctx, sc, m.Term); err != nil {
 		return 0, err
@@ -388,18 +388,18 @@ func (s *Store) applyReplicated(ctx context.Context, m replicateMsg) (uint64, er
 		return 0, err
 	}
 	if !s.beginWrite() {
-		return 0, shardapi.ErrClosed
+		return 0, vocab.ErrClosed
 	}
 	defer s.writes.Done()
 	sc.leader.Lock()
 	defer sc.leader.Unlock()
 	if t := sc.term.Load(); m.Term < t {
-		return 0, fmt.Errorf("%w: operations of primary term %d, but copy %s is at term %d", shardapi.ErrStaleRouting, m.Term, m.Alloc, t)
+		return 0, fmt.Errorf("%w: operations of primary term %d, but copy %s is at term %d", vocab.ErrStaleRouting, m.Term, m.Alloc, t)
 	}
 	if sc.primary.Load() {
 		// A primary takes no operations from another: the sender lost
 		// the shard to it (a move handed over, or a promotion).
-		return 0, fmt.Errorf("%w: copy %s is the primary now", shardapi.ErrStaleRouting, m.Alloc)
+		return 0, fmt.Errorf("%w: copy %s is the primary now", vocab.ErrStaleRouting, m.Alloc)
 	}
 	sc.term.Store(m.Term)
 	fresh := m.recs
@@ -495,7 +495,7 @@ func (s *Store) awaitTerm(ctx context.Context, sc *shardCopy, term uint64) error
 		return ok && sc.meta.Shard < len(ix.Shards) && ix.Shards[sc.meta.Shard].PrimaryTerm >= term
 	})
 	if err != nil {
-		return fmt.Errorf("%w: primary term %d is not known to this node yet", shardapi.ErrStaleRouting, term)
+		return fmt.Errorf("%w: primary term %d is not known to this node yet", vocab.ErrStaleRouting, term)
 	}
 	return nil
 }
@@ -510,7 +510,7 @@ func (s *Store) awaitMapping(ctx context.Context, nm *nodeMapping, mv uint64) er
 		return ok && ix.MappingVersion >= mv
 	})
 	if err != nil {
-		return fmt.Errorf("%w: mapping version %d of index %s has not reached this node", shardapi.ErrUnavailable, mv, nm.name)
+		return fmt.Errorf("%w: mapping version %d of index %s has not reached this node", vocab.ErrUnavailable, mv, nm.name)
 	}
 	ix, _ := v.IndexByUUID(nm.uuid)
 	return nm.merge(ix)

@@ -24,7 +24,7 @@ import (
 	"github.com/weftsearch/weft/internal/vfs"
 	"github.com/weftsearch/weft/shard"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // withReplicas creates index name with shards primaries placed by the
@@ -87,9 +87,9 @@ func TestReplicasHoldEveryAcknowledgedWrite(t *testing.T) {
 	withReplicas(t, tc, "r", 3, nodes)
 	ids, sources := coordtest.SampleDocs(t)
 	coordtest.BulkIndex(t, tc.Nodes["n2"], "r", ids[:200], sources[:200])
-	res, err := tc.Nodes["n3"].Bulk(context.Background(), []shardapi.Op{
-		{Type: shardapi.OpUpdate, Index: "r", ID: ids[0], Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"label":"changed"}`)}},
-		{Type: shardapi.OpDelete, Index: "r", ID: ids[1]},
+	res, err := tc.Nodes["n3"].Bulk(context.Background(), []vocab.Op{
+		{Type: vocab.OpUpdate, Index: "r", ID: ids[0], Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"label":"changed"}`)}},
+		{Type: vocab.OpDelete, Index: "r", ID: ids[1]},
 	}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
@@ -153,7 +153,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 				id := fmt.Sprintf("w%d-%d", w, k)
 				src := fmt.Sprintf(`{"w":%d,"k":%d}`, w, k)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				res, err := n.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+				res, err := n.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "f", ID: id, Source: json.RawMessage(src)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 				cancel()
 				attempts.Add(1)
 				if err == nil && res[0].Err == nil {
@@ -189,7 +189,7 @@ func TestFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 		require.JSONEq(t, src, string(d.Source))
 	}
 	// Writes keep working on the new primaries.
-	res, err := n.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+	res, err := n.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "f", ID: "after", Source: json.RawMessage(`{}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 }
@@ -216,7 +216,7 @@ func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	tc.Revive(replicaNode)
 	coordtest.AwaitInSync(t, tc, "rec", 2)
 	rec := latestRecovery(t, tc.Nodes[replicaNode])
-	require.Equal(t, shardapi.RecoveryOps, rec.Mode)
+	require.Equal(t, vocab.RecoveryOps, rec.Mode)
 	require.Equal(t, int64(50), rec.OpsDone, "only the missed operations are sent")
 	require.Zero(t, rec.BytesDone)
 	same(t, copyDocs(t, tc, "rec", 0))
@@ -233,7 +233,7 @@ func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	tc.Revive(replicaNode)
 	coordtest.AwaitInSync(t, tc, "rec", 2)
 	rec = latestRecovery(t, tc.Nodes[replicaNode])
-	require.Equal(t, shardapi.RecoveryFiles, rec.Mode)
+	require.Equal(t, vocab.RecoveryFiles, rec.Mode)
 	require.Positive(t, rec.BytesDone)
 	same(t, copyDocs(t, tc, "rec", 0))
 	d, err := tc.Nodes[replicaNode].Get(context.Background(), "rec", ids[155], "")
@@ -241,7 +241,7 @@ func TestRecoveryReusesOrReplacesTheCopy(t *testing.T) {
 	require.JSONEq(t, string(sources[155]), string(d.Source))
 }
 
-func latestRecovery(t *testing.T, n *coordtest.Node) shardapi.RecoveryInfo {
+func latestRecovery(t *testing.T, n *coordtest.Node) vocab.RecoveryInfo {
 	t.Helper()
 	rs := n.Store.Recoveries()
 	require.NotEmpty(t, rs)
@@ -316,10 +316,10 @@ func TestDeposedPrimaryAcknowledgesNothing(t *testing.T) {
 	withReplicas(t, tc, "d", 1, nodes)
 	old, p, _ := deposePrimary(t, tc, "d")
 	sc, _ := old.Store.CopyOf(p.AllocationID)
-	items := []shard.Item{{Op: &shardapi.Op{Type: shardapi.OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, Result: &shardapi.OpResult{}}}
+	items := []shard.Item{{Op: &vocab.Op{Type: vocab.OpIndex, ID: "x", Source: json.RawMessage(`{"a":1}`)}, Result: &vocab.OpResult{}}}
 	require.NoError(t, sc.Write(items))
 	require.Error(t, items[0].Result.Err, "a deposed primary acknowledged a write")
-	require.ErrorIs(t, items[0].Result.Err, shardapi.ErrUnavailable)
+	require.ErrorIs(t, items[0].Result.Err, vocab.ErrUnavailable)
 }
 
 // TestDeposedPrimaryServesNoStaleRead: a primary that has not heard that
@@ -330,7 +330,7 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	tc := coordtest.NewCluster(t, nodes...)
 	withReplicas(t, tc, "s", 1, nodes)
 	write := func(n *coordtest.Node, val int) {
-		res, err := n.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, coord.WriteOptions{})
+		res, err := n.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "s", ID: "x", Source: json.RawMessage(fmt.Sprintf(`{"v":%d}`, val))}}, coord.WriteOptions{})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 	}
@@ -345,7 +345,7 @@ func TestDeposedPrimaryServesNoStaleRead(t *testing.T) {
 	require.JSONEq(t, `{"v":2}`, string(d.Source))
 
 	docs, found, err := old.Store.Get(context.Background(), shard.Header{Alloc: p.AllocationID}, []string{"x"})
-	require.ErrorIs(t, err, shardapi.ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %v", found, docs)
+	require.ErrorIs(t, err, vocab.ErrStaleRouting, "the deposed primary answered a realtime get: found %v, %v", found, docs)
 }
 
 // TestDeposedPrimaryReportsNoStaleConflict: a conditional write sent to a
@@ -362,24 +362,24 @@ func TestDeposedPrimaryReportsNoStaleConflict(t *testing.T) {
 		first = n
 		break
 	}
-	res, err := first.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":1}`)}}, coord.WriteOptions{})
+	res, err := first.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":1}`)}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	old, p, other := deposePrimary(t, tc, "c")
-	res, err = other.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":2}`)}}, coord.WriteOptions{})
+	res, err = other.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "c", ID: "x", Source: json.RawMessage(`{"v":2}`)}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	seq, term := res[0].SeqNo, res[0].PrimaryTerm
 
 	sc, ok := old.Store.CopyOf(p.AllocationID)
 	require.True(t, ok)
-	for _, op := range []*shardapi.Op{
-		{Type: shardapi.OpIndex, ID: "x", Source: json.RawMessage(`{"v":3}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
-		{Type: shardapi.OpUpdate, ID: "x", Update: &shardapi.UpdateSpec{Doc: json.RawMessage(`{"v":1}`)}},
+	for _, op := range []*vocab.Op{
+		{Type: vocab.OpIndex, ID: "x", Source: json.RawMessage(`{"v":3}`), IfSeqNo: &seq, IfPrimaryTerm: &term},
+		{Type: vocab.OpUpdate, ID: "x", Update: &vocab.UpdateSpec{Doc: json.RawMessage(`{"v":1}`)}},
 	} {
-		items := []shard.Item{{Op: op, Result: &shardapi.OpResult{}}}
+		items := []shard.Item{{Op: op, Result: &vocab.OpResult{}}}
 		require.NoError(t, sc.Write(items))
-		require.ErrorIs(t, items[0].Result.Err, shardapi.ErrUnavailable, "the deposed primary answered %v from its stale copy: %v %s", op.Type, items[0].Result.Err, items[0].Result.Result)
+		require.ErrorIs(t, items[0].Result.Err, vocab.ErrUnavailable, "the deposed primary answered %v from its stale copy: %v %s", op.Type, items[0].Result.Err, items[0].Result.Result)
 	}
 }
 
@@ -446,7 +446,7 @@ func TestReplicaRefusesWhatWouldDiverge(t *testing.T) {
 		return err
 	}
 
-	require.ErrorIs(t, shard.FromRemote(send(msg(0, next))), shardapi.ErrStaleRouting, "an operation of an older primary term")
+	require.ErrorIs(t, shard.FromRemote(send(msg(0, next))), vocab.ErrStaleRouting, "an operation of an older primary term")
 	require.ErrorIs(t, shard.FromRemote(send(msg(1, next+3))), shard.ErrSeqGap, "an operation past a gap")
 	corrupt := msg(1, next)
 	corrupt[len(corrupt)-5] ^= 0x40 // inside the record's bytes: its checksum no longer matches
@@ -480,7 +480,7 @@ func TestCorruptedReplicationIsRecovered(t *testing.T) {
 	require.NotContains(t, tc.MC.Node("x").State().Indices["cor"].Shards[0].InSync, r.AllocationID,
 		"the write was acknowledged while the replica that missed it stayed in sync")
 	coordtest.AwaitInSync(t, tc, "cor", 2)
-	require.Equal(t, shardapi.RecoveryOps, latestRecovery(t, tc.Nodes[r.NodeID]).Mode)
+	require.Equal(t, vocab.RecoveryOps, latestRecovery(t, tc.Nodes[r.NodeID]).Mode)
 	docs := copyDocs(t, tc, "cor", 0)
 	same(t, docs)
 	for _, d := range docs {
@@ -565,12 +565,12 @@ func TestOnlyCopyOutOfDiskComesBack(t *testing.T) {
 	coordtest.BulkIndex(t, n, "solo", ids[:10], sources[:10])
 
 	full.Store(true)
-	res, err := n.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, coord.WriteOptions{})
+	res, err := n.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "solo", ID: ids[10], Source: sources[10]}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.Error(t, res[0].Err, "a write was acknowledged on a full disk")
 	full.Store(false)
 	require.Eventually(t, func() bool {
-		res, err := n.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, coord.WriteOptions{})
+		res, err := n.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "solo", ID: ids[11], Source: sources[11]}}, coord.WriteOptions{})
 		return err == nil && res[0].Err == nil
 	}, 30*time.Second, 100*time.Millisecond, "the shard never took writes again")
 	for _, id := range append(ids[:10:10], ids[11]) {
@@ -589,8 +589,8 @@ func TestWaitForActiveShards(t *testing.T) {
 	ix, _ := tc.MC.Node("x").State().Index("a")
 	p, _ := ix.Shards[0].Primary()
 	n := tc.Nodes[p.NodeID]
-	write := func(ctx context.Context, id string, active int) shardapi.OpResult {
-		res, err := n.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "a", ID: id, Source: json.RawMessage(`{}`)}}, coord.WriteOptions{WaitForActiveShards: active})
+	write := func(ctx context.Context, id string, active int) vocab.OpResult {
+		res, err := n.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "a", ID: id, Source: json.RawMessage(`{}`)}}, coord.WriteOptions{WaitForActiveShards: active})
 		require.NoError(t, err)
 		return res[0]
 	}
@@ -603,7 +603,7 @@ func TestWaitForActiveShards(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	r := write(ctx, "2", coord.AllShards)
-	require.ErrorIs(t, r.Err, shardapi.ErrUnavailable)
+	require.ErrorIs(t, r.Err, vocab.ErrUnavailable)
 	require.ErrorContains(t, r.Err, "have 1, needed 2")
 	require.NoError(t, write(context.Background(), "3", 0).Err)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // The search phases of this node's copies, data node side: each handler
@@ -44,7 +44,7 @@ func (s *Store) openPhase(ctx context.Context, h *SearchHeader, refs []ShardRef,
 		}
 		sc, ok := s.copy(ref.Alloc)
 		if !ok {
-			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", shardapi.ErrUnavailable, ref.Alloc)
+			p.errs[k] = fmt.Errorf("%w: copy %s is not open on this node", vocab.ErrUnavailable, ref.Alloc)
 			continue
 		}
 		p.idxs[k], p.errs[k] = sc.readable()
@@ -65,7 +65,7 @@ func (s *Store) openPhase(ctx context.Context, h *SearchHeader, refs []ShardRef,
 	}
 	srch, err := esdsl.FromWire(h.Wire, s.Fields(h.Indices))
 	if err != nil {
-		p.fail(fmt.Errorf("%w: %v", shardapi.ErrInvalidRequest, err))
+		p.fail(fmt.Errorf("%w: %v", vocab.ErrInvalidRequest, err))
 		return p
 	}
 	p.srch = srch
@@ -116,12 +116,12 @@ func (s *Store) awaitIndexMapping(ctx context.Context, uuid string, mv uint64) e
 		return ok && ix.MappingVersion >= mv
 	})
 	if err != nil {
-		return fmt.Errorf("%w: mapping version %d of index %s has not reached this node", shardapi.ErrUnavailable, mv, uuid)
+		return fmt.Errorf("%w: mapping version %d of index %s has not reached this node", vocab.ErrUnavailable, mv, uuid)
 	}
 	ix, _ := v.IndexByUUID(uuid)
 	nm, ok := s.mapping(uuid)
 	if !ok {
-		return fmt.Errorf("%w: index %s has no mapping on this node yet", shardapi.ErrUnavailable, uuid)
+		return fmt.Errorf("%w: index %s has no mapping on this node yet", vocab.ErrUnavailable, uuid)
 	}
 	return nm.merge(ix)
 }

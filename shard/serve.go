@@ -8,7 +8,7 @@ import (
 
 	"github.com/weftsearch/weft/fabric"
 	"github.com/weftsearch/weft/internal/membudget"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // The data node's side of the shard layer: the Store serves the requests
@@ -67,9 +67,9 @@ func (s *Store) Register(mux *fabric.Mux, streams *fabric.StreamReceiver) {
 		return append([]byte{wireVersion}, raw...), err
 	}))
 	mux.HandleFunc(MethodScrollCommit, serveCopy(s, anyCopy, decodeContextArg, func(ctx context.Context, h Header, a contextArg) ([]byte, error) {
-		var cur shardapi.ScrollCursor
+		var cur vocab.ScrollCursor
 		if err := json.Unmarshal(a.arg, &cur); err != nil {
-			return nil, fmt.Errorf("%w: scroll cursor: %v", shardapi.ErrInvalidRequest, err)
+			return nil, fmt.Errorf("%w: scroll cursor: %v", vocab.ErrInvalidRequest, err)
 		}
 		return []byte{wireVersion}, s.CommitScroll(ctx, h, a.id, cur)
 	}))
@@ -90,12 +90,12 @@ func (s *Store) CloseContext(_ context.Context, _ Header, id string) (bool, erro
 }
 
 // ClaimScroll implements Copies.
-func (s *Store) ClaimScroll(_ context.Context, _ Header, id string) (shardapi.ScrollCursor, error) {
+func (s *Store) ClaimScroll(_ context.Context, _ Header, id string) (vocab.ScrollCursor, error) {
 	return s.pits.claim(id)
 }
 
 // CommitScroll implements Copies.
-func (s *Store) CommitScroll(_ context.Context, _ Header, id string, cur shardapi.ScrollCursor) error {
+func (s *Store) CommitScroll(_ context.Context, _ Header, id string, cur vocab.ScrollCursor) error {
 	return s.pits.commit(id, cur)
 }
 
@@ -132,7 +132,7 @@ func decodeIDs(d *dec) []string {
 // (since wire version 6) the context's kind.
 type openContextArg struct {
 	keep time.Duration
-	kind shardapi.ContextKind
+	kind vocab.ContextKind
 }
 
 func encodeOpenContext(e *enc, a openContextArg) {
@@ -141,9 +141,9 @@ func encodeOpenContext(e *enc, a openContextArg) {
 }
 
 func decodeOpenContext(d *dec) openContextArg {
-	a := openContextArg{keep: time.Duration(d.varint()), kind: shardapi.ContextKind(d.u8())}
-	if d.err == nil && (a.keep <= 0 || a.keep > shardapi.MaxKeepAlive) {
-		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", a.keep, shardapi.MaxKeepAlive))
+	a := openContextArg{keep: time.Duration(d.varint()), kind: vocab.ContextKind(d.u8())}
+	if d.err == nil && (a.keep <= 0 || a.keep > vocab.MaxKeepAlive) {
+		d.fail(fmt.Sprintf("context keep-alive %v must be positive and at most %v", a.keep, vocab.MaxKeepAlive))
 	}
 	if d.err == nil && !a.kind.Valid() {
 		d.fail(fmt.Sprintf("unknown reader context kind %d", a.kind))

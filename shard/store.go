@@ -19,7 +19,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/internal/vfs"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Store holds this node's shard copies — each in its own directory named
@@ -48,7 +48,7 @@ type Store struct {
 	pits       *readerContexts   // this node's pinned views (points in time, scrolls)
 	// requestCounters reports the counters of the requests this node
 	// coordinated, with its copies' statistics (SetRequestCounters).
-	requestCounters func() map[string]shardapi.IndexNodeStats
+	requestCounters func() map[string]vocab.IndexNodeStats
 	closed          bool
 	closing         bool           // Close was called
 	running         bool           // the reconcile loop was started
@@ -161,9 +161,9 @@ func (s *Store) reconcileLoop() {
 
 // Fields are the field types of the named indices as this node's mappings
 // know them (an index without a local mapping adds none).
-func (s *Store) Fields(names []string) shardapi.FieldTypes {
+func (s *Store) Fields(names []string) vocab.FieldTypes {
 	v := s.meta.State()
-	var out shardapi.FieldTypes
+	var out vocab.FieldTypes
 	for _, n := range names {
 		ix, ok := v.Indices[n]
 		if !ok {
@@ -179,7 +179,7 @@ func (s *Store) Fields(names []string) shardapi.FieldTypes {
 // SetRequestCounters sets what the copy statistics this node reports to
 // others carry as its request counters (the counters of the requests it
 // coordinated). Call it before the fabric listens.
-func (s *Store) SetRequestCounters(fn func() map[string]shardapi.IndexNodeStats) {
+func (s *Store) SetRequestCounters(fn func() map[string]vocab.IndexNodeStats) {
 	s.requestCounters = fn
 }
 
@@ -543,7 +543,7 @@ func (s *Store) openLocal(dir string, meta copyMeta, nm *nodeMapping, create boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.Join(shardapi.ErrClosed, sc.close())
+		return nil, errors.Join(vocab.ErrClosed, sc.close())
 	}
 	if old := s.copies[meta.AllocationID]; old != nil {
 		_ = old.close()

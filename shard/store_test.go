@@ -17,7 +17,7 @@ import (
 	"github.com/weftsearch/weft/coord/coordtest"
 	"github.com/weftsearch/weft/shard"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // TestShardLogTrimmedOncePersisted: log segments wholly below the seq that
@@ -125,7 +125,7 @@ func TestConcurrentBulksShareFsyncs(t *testing.T) {
 	sh.Log().SetBeforeSync(func() { once.Do(func() { <-release }) })
 	before := sh.Log().Fsyncs()
 	bulk := func(id string) error {
-		res, err := m.Bulk(ctx, []shardapi.Op{{Type: shardapi.OpIndex, Index: "g", ID: id, Source: json.RawMessage(`{"a":1}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
+		res, err := m.Bulk(ctx, []vocab.Op{{Type: vocab.OpIndex, Index: "g", ID: id, Source: json.RawMessage(`{"a":1}`)}}, coord.WriteOptions{Refresh: coord.RefreshFalse})
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func TestOlderViewDeletesNoCopy(t *testing.T) {
 	tc := coordtest.NewCluster(t, "n1")
 	n := tc.Nodes["n1"]
 	require.NoError(t, n.CreateIndex(context.Background(), "keep", coord.IndexSettings{NumberOfShards: 1}, coordtest.SampleMapping(t)))
-	res, err := n.Bulk(context.Background(), []shardapi.Op{{Type: shardapi.OpIndex, Index: "keep", ID: "1", Source: json.RawMessage(`{"a":1}`)}}, coord.WriteOptions{})
+	res, err := n.Bulk(context.Background(), []vocab.Op{{Type: vocab.OpIndex, Index: "keep", ID: "1", Source: json.RawMessage(`{"a":1}`)}}, coord.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	now := n.Meta.State()

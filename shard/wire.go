@@ -13,7 +13,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/membudget"
 	"github.com/weftsearch/weft/shard/shardlog"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // The shard layer's messages between nodes. Each method's request and
@@ -60,30 +60,30 @@ const wireVersion = 7
 // format: never renumber.
 var wireErrors = []error{
 	1:  state.ErrIndexNotFound,
-	2:  shardapi.ErrDocumentNotFound,
-	3:  shardapi.ErrVersionConflict,
-	4:  shardapi.ErrInvalidRequest,
-	5:  shardapi.ErrClosed,
-	6:  shardapi.ErrUnavailable,
-	7:  shardapi.ErrStaleRouting,
-	8:  shardapi.ErrClusterBlocked,
+	2:  vocab.ErrDocumentNotFound,
+	3:  vocab.ErrVersionConflict,
+	4:  vocab.ErrInvalidRequest,
+	5:  vocab.ErrClosed,
+	6:  vocab.ErrUnavailable,
+	7:  vocab.ErrStaleRouting,
+	8:  vocab.ErrClusterBlocked,
 	9:  state.ErrMappingVersion,
 	10: index.ErrDocParse,
 	11: index.ErrStrictDynamic,
 	12: index.ErrMappingConflict,
 	13: index.ErrInvalidMapping,
 	14: index.ErrClosed,
-	15: shardapi.ErrInvalidIndexName,
+	15: vocab.ErrInvalidIndexName,
 	16: state.ErrIndexExists,
 	17: ErrSeqGap,
 	18: ErrDiverged,
 	19: errCorruptRecord,
 	20: shardlog.ErrFailed,
 	21: shardlog.ErrCorrupt,
-	22: shardapi.ErrContextMissing,
+	22: vocab.ErrContextMissing,
 	23: index.ErrIllegalArgument,
-	24: shardapi.ErrTooManyScrollContexts,
-	25: shardapi.ErrTooManyPITContexts,
+	24: vocab.ErrTooManyScrollContexts,
+	25: vocab.ErrTooManyPITContexts,
 	26: membudget.ErrRejected,
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // MemCluster is the shard layer's own test double of the cluster's
@@ -239,7 +239,7 @@ func (m *MemMeta) UpdateReplicas(_ context.Context, name, id string, replicas in
 func (m *MemMeta) copyOp(id string, num int, alloc string, fn func(sh *state.Shard, k int) error) error {
 	return m.mc.Update(func(v *state.State) error {
 		if n, ok := v.Nodes[m.id]; ok && !n.Live {
-			return fmt.Errorf("%w: node %s is cut off from the cluster", shardapi.ErrClusterBlocked, m.id)
+			return fmt.Errorf("%w: node %s is cut off from the cluster", vocab.ErrClusterBlocked, m.id)
 		}
 		ix, ok := v.IndexByUUID(id)
 		if !ok {
@@ -252,7 +252,7 @@ func (m *MemMeta) copyOp(id string, num int, alloc string, fn func(sh *state.Sha
 				return fn(sh, k)
 			}
 		}
-		return fmt.Errorf("%w: no copy %s", shardapi.ErrStaleRouting, alloc)
+		return fmt.Errorf("%w: no copy %s", vocab.ErrStaleRouting, alloc)
 	})
 }
 
@@ -278,7 +278,7 @@ func (m *MemMeta) CopyFailed(_ context.Context, id string, num int, alloc string
 	m.mc.mu.Unlock()
 	return m.copyOp(id, num, alloc, func(sh *state.Shard, k int) error {
 		if byTerm != 0 && byTerm < sh.PrimaryTerm {
-			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", shardapi.ErrStaleRouting, byTerm, sh.PrimaryTerm)
+			return fmt.Errorf("%w: a primary of term %d cannot fail copies of term %d", vocab.ErrStaleRouting, byTerm, sh.PrimaryTerm)
 		}
 		wasPrimary := sh.Copies[k].Primary
 		promotable := slices.ContainsFunc(sh.Copies, func(c state.Copy) bool {

@@ -17,7 +17,7 @@ import (
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/internal/testlog"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // NodeConfig is a node's configuration for tests: the defaults with small
@@ -162,9 +162,9 @@ func SampleMapping(t testing.TB) *index.Mapping {
 
 func BulkIndex(t *testing.T, m *Node, name string, ids []string, sources []json.RawMessage) {
 	t.Helper()
-	ops := make([]shardapi.Op, len(ids))
+	ops := make([]vocab.Op, len(ids))
 	for k := range ids {
-		ops[k] = shardapi.Op{Type: shardapi.OpIndex, Index: name, ID: ids[k], Source: sources[k]}
+		ops[k] = vocab.Op{Type: vocab.OpIndex, Index: name, ID: ids[k], Source: sources[k]}
 	}
 	res, err := m.Bulk(context.Background(), ops, coord.WriteOptions{Refresh: coord.RefreshFalse})
 	require.NoError(t, err)

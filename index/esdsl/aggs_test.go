@@ -10,7 +10,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Aggregations are computed per shard from doc values (index.SearchCollect),
@@ -55,7 +55,7 @@ func aggShardsOf(t testing.TB, n int, mapping string, docs []string) ([]*index.I
 	for k := range shards {
 		require.NoError(t, shards[k].Apply(context.Background(), ops[k]))
 	}
-	return shards, shardapi.FieldTypes{m}
+	return shards, vocab.FieldTypes{m}
 }
 
 // aggSearch runs body on every shard and returns the rendered

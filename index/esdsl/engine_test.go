@@ -11,7 +11,7 @@ import (
 
 	"github.com/weftsearch/weft/index"
 	"github.com/weftsearch/weft/index/esdsl"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // These tests run translated requests against the index package's own
@@ -40,11 +40,11 @@ var engineDocs = map[string]string{
 // The shard layer's merged mapping view is what the HTTP layer passes as
 // Fields; it has every optional ability.
 var (
-	_ esdsl.Fields           = shardapi.FieldTypes(nil)
-	_ esdsl.Analyzer         = shardapi.FieldTypes(nil)
-	_ esdsl.AnalyzerResolver = shardapi.FieldTypes(nil)
-	_ esdsl.FieldLister      = shardapi.FieldTypes(nil)
-	_ esdsl.DateFormatter    = shardapi.FieldTypes(nil)
+	_ esdsl.Fields           = vocab.FieldTypes(nil)
+	_ esdsl.Analyzer         = vocab.FieldTypes(nil)
+	_ esdsl.AnalyzerResolver = vocab.FieldTypes(nil)
+	_ esdsl.FieldLister      = vocab.FieldTypes(nil)
+	_ esdsl.DateFormatter    = vocab.FieldTypes(nil)
 )
 
 func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
@@ -59,7 +59,7 @@ func newEngineIndex(t *testing.T) (*index.Index, esdsl.Fields) {
 		ops = append(ops, index.Op{ID: id, Source: []byte(engineDocs[id]), SeqNo: uint64(len(ops) + 1), Version: 1, PrimaryTerm: 1})
 	}
 	require.NoError(t, idx.Apply(context.Background(), ops))
-	return idx, shardapi.FieldTypes{m}
+	return idx, vocab.FieldTypes{m}
 }
 
 func engineSearch(t *testing.T, idx *index.Index, fields esdsl.Fields, body string, params url.Values) map[string]any {

@@ -19,7 +19,7 @@ import (
 	"github.com/weftsearch/weft/cluster"
 	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/shard"
-	"github.com/weftsearch/weft/shardapi"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // Adapter implements shard.Metadata over a *cluster.Cluster. Safe for
@@ -148,16 +148,16 @@ func (a *Adapter) Watch() (<-chan struct{}, func()) { return a.c.Watch() }
 func (a *Adapter) Ready() error {
 	if !a.c.Ready() {
 		if a.caughtUp.Load() {
-			return fmt.Errorf("%w: this node knows no cluster leader at the moment (it is cut off from most of the voters, or an election is under way); writes and metadata changes wait for one", shardapi.ErrClusterBlocked)
+			return fmt.Errorf("%w: this node knows no cluster leader at the moment (it is cut off from most of the voters, or an election is under way); writes and metadata changes wait for one", vocab.ErrClusterBlocked)
 		}
-		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", shardapi.ErrClusterBlocked)
+		return fmt.Errorf("%w: this node has not joined a cluster with a leader yet (see --seeds and --initial-nodes)", vocab.ErrClusterBlocked)
 	}
 	if a.caughtUp.Load() {
 		return nil
 	}
 	if !a.c.CaughtUp() {
 		r := a.c.Raft()
-		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (at version %d, %d committed)", shardapi.ErrClusterBlocked, a.c.State().Version, r.CommitIndex)
+		return fmt.Errorf("%w: this node is catching up with the cluster's metadata (at version %d, %d committed)", vocab.ErrClusterBlocked, a.c.State().Version, r.CommitIndex)
 	}
 	a.caughtUp.Store(true)
 	return nil
@@ -190,11 +190,11 @@ func shardErr(err error) error {
 		return nil
 	}
 	for _, m := range []struct{ from, to error }{
-		{cluster.ErrStale, shardapi.ErrStaleRouting},
-		{cluster.ErrInvalidCommand, shardapi.ErrInvalidRequest},
-		{cluster.ErrNoLeader, shardapi.ErrClusterBlocked},
-		{cluster.ErrNotReady, shardapi.ErrClusterBlocked},
-		{cluster.ErrClosed, shardapi.ErrClosed},
+		{cluster.ErrStale, vocab.ErrStaleRouting},
+		{cluster.ErrInvalidCommand, vocab.ErrInvalidRequest},
+		{cluster.ErrNoLeader, vocab.ErrClusterBlocked},
+		{cluster.ErrNotReady, vocab.ErrClusterBlocked},
+		{cluster.ErrClosed, vocab.ErrClosed},
 	} {
 		if errors.Is(err, m.from) {
 			return fmt.Errorf("%w: %v", m.to, err)

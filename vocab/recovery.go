@@ -1,4 +1,4 @@
-package shardapi
+package vocab
 
 import "time"
 

@@ -1,4 +1,4 @@
-package shardapi
+package vocab
 
 // CopyStats are one copy's counts.
 type CopyStats struct {
