@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -48,6 +49,14 @@ type Config struct {
 	// Timing is DefaultTiming() in production, LocalTiming() in tests; the
 	// zero value means DefaultTiming().
 	Timing Timing
+	// Admit, when set, is asked by the leader before a gossip member that
+	// is not in the Raft configuration, or not recorded live, is added to
+	// either: it must prove the member is the node it claims to be (with
+	// security on, node calls it over the fabric's mutual TLS, which the
+	// member passes only with a certificate of the cluster's CA naming
+	// it). An error keeps the member out. Nil admits every member of this
+	// cluster's gossip.
+	Admit func(ctx context.Context, m Member) error
 	// Peers reaches other nodes' fabric, for proposals forwarded to the
 	// leader; nil only when GossipAddr is "".
 	Peers fabric.Caller

@@ -64,6 +64,47 @@ type leaderLoop struct {
 
 	mu      sync.Mutex
 	refusal string // the last refusal logged, so a stuck one is logged once
+
+	// admitted holds, by node ID, the fabric address a member proved its
+	// identity at (Config.Admit); refusedAt when its last proof failed.
+	// Only the leader loop's goroutine uses them.
+	admitted  map[string]string
+	refusedAt map[string]time.Time
+}
+
+// admitRetry is how long after a failed proof of identity a member is
+// asked again.
+const admitRetry = 5 * time.Second
+
+// admits reports whether member m may join the Raft configuration and the
+// node records: without Config.Admit, always; with it, once m has proved
+// its identity at its current fabric address (a failure is logged, and
+// asked again after admitRetry).
+func (l *leaderLoop) admits(ctx context.Context, m Member) bool {
+	admit := l.c.cfg.Admit
+	if admit == nil || m.ID == l.c.LocalNodeID() {
+		return true
+	}
+	if l.admitted == nil {
+		l.admitted, l.refusedAt = map[string]string{}, map[string]time.Time{}
+	}
+	if addr, ok := l.admitted[m.ID]; ok && addr == m.FabricAddr {
+		return true
+	}
+	if at, ok := l.refusedAt[m.ID]; ok && time.Since(at) < admitRetry {
+		return false
+	}
+	actx, cancel := context.WithTimeout(ctx, l.c.cfg.Timing.ProposeTimeout)
+	defer cancel()
+	if err := admit(actx, m); err != nil {
+		l.refusedAt[m.ID] = time.Now()
+		l.refuse("cluster: a gossip member that did not prove its identity over the fabric is not admitted (it needs a certificate of this cluster's CA naming it)",
+			"name", m.Name, "member", m.ID, "fabric_addr", m.FabricAddr, "err", err)
+		return false
+	}
+	delete(l.refusedAt, m.ID)
+	l.admitted[m.ID] = m.FabricAddr
+	return true
 }
 
 func (l *leaderLoop) run(ctx context.Context) {
@@ -209,6 +250,9 @@ func (l *leaderLoop) reconcileMembers(ctx context.Context) {
 			return
 		}
 		srv, in := servers[id]
+		if rec, recorded := st.Nodes[id]; (!in || !recorded || !rec.Live) && !l.admits(ctx, m) {
+			continue
+		}
 		switch {
 		case !in && voters < c.cfg.maxVoters():
 			if l.configure(ctx, c.rn.r.AddVoter(raft.ServerID(id), raft.ServerAddress(m.RaftAddr), 0, c.cfg.Timing.ProposeTimeout), "add voter", m) == nil {

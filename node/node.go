@@ -335,6 +335,15 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 			return "", false
 		})
 		ccfg.Peers = n.peers
+		if n.sec != nil {
+			// A member with the gossip key but without a certificate of
+			// this cluster naming it fails the fabric's mutual TLS here,
+			// and is kept out of Raft and of shard allocation.
+			ccfg.Admit = func(ctx context.Context, m cluster.Member) error {
+				_, err := n.peers.Call(ctx, m.ID, fabric.MethodPing, nil)
+				return err
+			}
+		}
 	}
 	c, err := cluster.New(ccfg)
 	if err != nil {

@@ -352,6 +352,43 @@ func TestSecureClusterRefusesStrangers(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 
+	// A stranger with this cluster's gossip key but a certificate of
+	// another CA gets into gossip, and no further: the leader admits a
+	// member to Raft and to the node records (so to shard allocation) only
+	// once it has passed the fabric's mutual TLS.
+	t.Run("a gossip key without a certificate", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "keyholder")
+		_, err := certs.CreateCluster(dir, []string{"keyholder"}, nil, nil)
+		require.NoError(t, err)
+		key, err := os.ReadFile(filepath.Join(sc.certs, certs.GossipKeyFile))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, certs.GossipKeyFile), key, 0o600))
+		cfg := secureConfig(t.TempDir())
+		cfg.NodeName, cfg.Security.CertsDir = "keyholder", dir
+		cfg.GossipAddr, cfg.RaftAddr, cfg.FabricAddr, cfg.FabricRDMA = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", node.FabricRDMAOff
+		cfg.Seeds = sc.seeds
+		kh := startNode(t, cfg)
+		require.Eventually(t, func() bool { return len(sc.nodes["n1"].Cluster().Members()) == 4 }, 20*time.Second, 100*time.Millisecond,
+			"the key holder joins gossip (the test would prove nothing if it did not)")
+		watch := time.Now().Add(6 * time.Second)
+		for time.Now().Before(watch) {
+			require.Empty(t, kh.Cluster().State().Indices, "the key holder got metadata")
+			for name, n := range sc.nodes {
+				require.Len(t, n.Cluster().State().Nodes, 3, "%s's node records", name)
+				cfg := n.Cluster().Raft()
+				require.Len(t, append(cfg.Voters, cfg.Nonvoters...), 3, "%s's Raft configuration", name)
+			}
+			var h struct {
+				Status string `json:"status"`
+				Nodes  int    `json:"number_of_nodes"`
+			}
+			require.Equal(t, 200, getStatus(t, sc.client, sc.url("n3")+"/_cluster/health", &h))
+			require.Equal(t, "green", h.Status)
+			require.Equal(t, 3, h.Nodes)
+			time.Sleep(300 * time.Millisecond)
+		}
+	})
+
 	t.Run("dials name the node they expect", func(t *testing.T) {
 		for _, from := range sc.nodes {
 			for name, to := range sc.nodes {
