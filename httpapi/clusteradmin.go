@@ -486,10 +486,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var want []string
-	if sel := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/_nodes"), "/"); sel != "" {
-		want = strings.Split(sel, ",")
-	}
+	want, metrics := nodesInfoSelection(r.PathValue("node_id"), r.PathValue("metric"))
 	selected := func(n *state.Node) bool {
 		if len(want) == 0 {
 			return true
@@ -506,13 +503,16 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 		if !selected(n) {
 			continue
 		}
-		nodes[n.ID] = map[string]any{
+		info := map[string]any{
 			"name": n.Name, "host": hostOf(n.HTTPAddr), "ip": hostOf(n.HTTPAddr), "version": Version,
 			"roles":             []string{"data", "ingest", "master"},
 			"transport_address": n.FabricAddr,
-			"http":              map[string]any{"publish_address": n.HTTPAddr},
 			"attributes":        map[string]any{"weft.fabric": n.FabricAddr},
 		}
+		if metrics["_all"] || metrics["http"] {
+			info["http"] = map[string]any{"publish_address": n.HTTPAddr}
+		}
+		nodes[n.ID] = info
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{
 		"_nodes":       map[string]int{"total": len(nodes), "successful": len(nodes), "failed": 0},
@@ -520,6 +520,41 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 		"nodes":        nodes,
 	})
 	return nil
+}
+
+// nodesInfoMetrics are the metrics of the nodes info API
+// (Elasticsearch's), which tell a path's metrics from node ids.
+var nodesInfoMetrics = map[string]bool{"settings": true, "os": true, "process": true, "jvm": true, "thread_pool": true,
+	"transport": true, "http": true, "remote_cluster_server": true, "plugins": true, "ingest": true, "aggregations": true,
+	"indices": true, "_all": true, "_none": true}
+
+// nodesInfoSelection reads the node ids and metrics of GET
+// /_nodes[/{node_id}[/{metric}]] by Elasticsearch's rule: a lone path
+// part made only of metric names (GET /_nodes/http) is metrics of every
+// node, anything else node ids. No node ids is every node; no metrics is
+// every metric.
+func nodesInfoSelection(ids, metric string) (want []string, metrics map[string]bool) {
+	metrics = map[string]bool{}
+	if ids != "" && metric == "" {
+		parts := strings.Split(ids, ",")
+		onlyMetrics := true
+		for _, p := range parts {
+			onlyMetrics = onlyMetrics && nodesInfoMetrics[p]
+		}
+		if onlyMetrics {
+			ids, metric = "", ids
+		}
+	}
+	if ids != "" {
+		want = strings.Split(ids, ",")
+	}
+	if metric == "" {
+		metric = "_all"
+	}
+	for _, m := range strings.Split(metric, ",") {
+		metrics[m] = true
+	}
+	return want, metrics
 }
 
 // handleClusterState serves GET /_cluster/state: the committed metadata,

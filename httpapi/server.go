@@ -929,10 +929,18 @@ func (s *Server) serveUnrouted(w http.ResponseWriter, r *http.Request, pattern s
 // does) and known paths asked with the wrong method (405 with the methods
 // that would work).
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
-	if id, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && id != "" && !strings.Contains(id, "/") {
-		r.SetPathValue("node_id", id)
-		s.serveUnrouted(w, r, "GET /_nodes/{node_id}", s.handleNodes, "timeout")
-		return
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/_nodes/"); ok && r.Method == http.MethodGet && rest != "" {
+		// GET /_nodes/{node_id or metrics}[/{metrics}] (the mux cannot
+		// route a wildcard beside /_nodes/stats).
+		parts := strings.Split(rest, "/")
+		if len(parts) <= 2 && parts[0] != "" && (len(parts) == 1 || (parts[1] != "" && parts[1] != "stats")) {
+			r.SetPathValue("node_id", parts[0])
+			if len(parts) == 2 {
+				r.SetPathValue("metric", parts[1])
+			}
+			s.serveUnrouted(w, r, "GET /_nodes/{node_id}", s.handleNodes, "timeout")
+			return
+		}
 	}
 	if metric, ok := strings.CutPrefix(r.URL.Path, "/_stats/"); ok && r.Method == http.MethodGet && metric != "" && !strings.Contains(metric, "/") {
 		r.SetPathValue("metric", metric)
