@@ -721,6 +721,11 @@ func (s *Server) indexAdminRoutes() {
 	s.handle("GET /{index}/_mapping", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
 	s.handle("PUT /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
 	s.handle("POST /{index}/_mapping", s.handlePutMapping, "timeout", "master_timeout")
+	// _mappings: the plural Elasticsearch routes too.
+	s.handle("GET /_mappings", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("GET /{index}/_mappings", s.handleGetMapping, "local", "master_timeout", "ignore_unavailable", "allow_no_indices", "expand_wildcards")
+	s.handle("PUT /{index}/_mappings", s.handlePutMapping, "timeout", "master_timeout")
+	s.handle("POST /{index}/_mappings", s.handlePutMapping, "timeout", "master_timeout")
 	getSettingsParams := []string{"local", "master_timeout", "flat_settings", "include_defaults", "ignore_unavailable", "allow_no_indices", "expand_wildcards"}
 	s.handle("GET /_settings", s.handleGetSettings, getSettingsParams...)
 	s.handle("GET /{index}/_settings", s.handleGetSettings, getSettingsParams...)
