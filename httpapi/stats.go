@@ -4,11 +4,14 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/weftsearch/weft/cluster/state"
 	"github.com/weftsearch/weft/coord"
 	"github.com/weftsearch/weft/internal/membudget"
+	"github.com/weftsearch/weft/vocab"
 )
 
 // GET /_stats and /{index}/_stats[/{metric}]: each index's statistics,
@@ -40,10 +43,11 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 			metrics = append(metrics, name)
 		}
 	}
-	switch lvl := r.URL.Query().Get("level"); lvl {
-	case "", "indices", "cluster":
+	level := r.URL.Query().Get("level")
+	switch level {
+	case "", "indices", "cluster", "shards":
 	default:
-		return illegalArgument("level parameter must be one of [cluster] or [indices] but was [%s]; Weft does not report shards", lvl)
+		return illegalArgument("level parameter must be one of [cluster] or [indices] or [shards] but was [%s]", level)
 	}
 	res, err := s.resolveReq(r.Context(), r.PathValue("index"), r.URL.Query(), coord.DefaultResolve)
 	if err != nil {
@@ -55,6 +59,10 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 	v, err := s.eng.ClusterView()
 	if err != nil {
 		return err
+	}
+	var copies map[string]vocab.CopyStats
+	if level == "shards" {
+		copies = s.eng.CopyStats(ctx)
 	}
 	var all coord.IndexStats
 	indices := map[string]any{}
@@ -80,6 +88,9 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 			entry["uuid"] = ix.UUID
 			entry["status"] = "open"
 			entry["health"] = coord.HealthOf(v, []string{name}, "cluster").Status
+			if level == "shards" {
+				entry["shards"] = shardLevelStats(v, ix, copies, metrics)
+			}
 		}
 		indices[name] = entry
 	}
@@ -92,6 +103,32 @@ func (s *Server) handleIndicesStats(w http.ResponseWriter, r *http.Request) erro
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
+}
+
+// shardLevelStats is an index's "shards" object of _stats?level=shards, in
+// Elasticsearch's shape: by shard number, one entry per copy whose node
+// answered, with its routing and its document and store counts (the
+// request counters are the node's per index, so a copy reports none).
+func shardLevelStats(v *state.State, ix *state.Index, copies map[string]vocab.CopyStats, metrics []string) map[string]any {
+	out := map[string]any{}
+	for num, sh := range ix.Shards {
+		list := []any{}
+		for _, cp := range sh.Copies {
+			cs, ok := copies[cp.AllocationID]
+			if !ok {
+				continue
+			}
+			entry := statsSection(coord.IndexStats{Primaries: cs, Total: cs, Copies: 1, Counted: 1, CountedPrimaries: 1}, true, metrics)
+			routing := "INITIALIZING"
+			if v.Active(cp) {
+				routing = "STARTED"
+			}
+			entry["routing"] = map[string]any{"state": routing, "primary": cp.Primary, "node": cp.NodeID, "relocating_node": nil}
+			list = append(list, entry)
+		}
+		out[strconv.Itoa(num)] = list
+	}
+	return out
 }
 
 // statsSection is the "primaries" or "total" object of one index (or of
