@@ -503,8 +503,21 @@ func (s *Server) handleCatHealth(w http.ResponseWriter, r *http.Request) error {
 	return s.writeCat(w, r, t)
 }
 
-// handleNodesStats serves the basics of GET /_nodes/stats: this node's
-// document and store totals and the engine's indexing and search counters.
+// namesThisNode reports whether a node-id selection of the nodes APIs (ids,
+// names, _all, _local, _master) names this node.
+func (s *Server) namesThisNode(ids []string) bool {
+	for _, id := range ids {
+		if id == "_all" || id == "_local" || id == s.cfg.NodeID || id == s.cfg.NodeName || (id == "_master" && s.masterID() == s.cfg.NodeID) {
+			return true
+		}
+	}
+	return false
+}
+
+// handleNodesStats serves the basics of GET /_nodes[/{node_id}]/stats: this
+// node's document and store totals and the engine's indexing and search
+// counters (no node when {node_id} does not name this node: Weft reports
+// each node's statistics through that node).
 func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error {
 	st := s.eng.Stats() // this node's copies only, as Elasticsearch reports a node
 	var docs uint64
@@ -530,10 +543,14 @@ func (s *Server) handleNodesStats(w http.ResponseWriter, r *http.Request) error 
 		"cluster_name":      s.cfg.ClusterName,
 		"transport_address": "",
 	}
+	nodes, total := map[string]any{s.cfg.NodeID: node}, 1
+	if ids := r.PathValue("node_id"); ids != "" && !s.namesThisNode(strings.Split(ids, ",")) {
+		nodes, total = map[string]any{}, 0
+	}
 	s.writeJSON(w, r, http.StatusOK, map[string]any{
-		"_nodes":       map[string]int{"total": 1, "successful": 1, "failed": 0},
+		"_nodes":       map[string]int{"total": total, "successful": total, "failed": 0},
 		"cluster_name": s.cfg.ClusterName,
-		"nodes":        map[string]any{s.cfg.NodeID: node},
+		"nodes":        nodes,
 	})
 	return nil
 }

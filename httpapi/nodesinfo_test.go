@@ -38,3 +38,17 @@ func TestNodesInfoTellsMetricsFromNodeIDs(t *testing.T) {
 
 // path_ is path for a test whose parameter named path shadows it.
 func path_(t *testing.T, v any, keys ...any) any { t.Helper(); return path(t, v, keys...) }
+
+// GET /_nodes/{node_id}/stats[/{metric}] reports this node when the
+// selection names it, and no node when it does not.
+func TestNodesStatsByNodeID(t *testing.T) {
+	a := newTestAPI(t, apiConfig())
+	for _, p := range []string{"/_nodes/_all/stats", "/_nodes/_local/stats", "/_nodes/n1/stats", "/_nodes/node-1/stats/indices", "/_nodes/stats/indices"} {
+		r := a.must(200, "GET", p, "")
+		require.Len(t, path(t, r, "nodes"), 1, p)
+		require.Contains(t, path(t, r, "nodes", "n1"), "indices", p)
+	}
+	r := a.must(200, "GET", "/_nodes/other/stats", "")
+	require.Empty(t, path(t, r, "nodes"))
+	require.EqualValues(t, 0, path(t, r, "_nodes", "total"))
+}

@@ -938,6 +938,15 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 		// GET /_nodes/{node_id or metrics}[/{metrics}] (the mux cannot
 		// route a wildcard beside /_nodes/stats).
 		parts := strings.Split(rest, "/")
+		if parts[0] != "" && len(parts) >= 2 && len(parts) <= 3 && parts[1] == "stats" && (len(parts) == 2 || parts[2] != "") {
+			// GET /_nodes/{node_id}/stats[/{metric}]
+			r.SetPathValue("node_id", parts[0])
+			if len(parts) == 3 {
+				r.SetPathValue("metric", parts[2])
+			}
+			s.serveUnrouted(w, r, "GET /_nodes/stats", s.handleNodesStats, "timeout")
+			return
+		}
 		if len(parts) <= 2 && parts[0] != "" && (len(parts) == 1 || (parts[1] != "" && parts[1] != "stats")) {
 			r.SetPathValue("node_id", parts[0])
 			if len(parts) == 2 {
