@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,6 +80,27 @@ type bulkMeta struct {
 	DynamicTmpl     json.RawMessage `json:"dynamic_templates"`
 }
 
+// bulkMetaKeys are the keys of an action line bulkMeta reads.
+var bulkMetaKeys = func() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeFor[bulkMeta]()
+	for i := range t.NumField() {
+		out[strings.Split(t.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	return out
+}()
+
+// nullIsAbsent treats an option given as JSON null as not given, as
+// Elasticsearch does ("pipeline": null is no pipeline).
+func (m *bulkMeta) nullIsAbsent() {
+	for _, raw := range []*json.RawMessage{&m.ID, &m.IfSeqNo, &m.IfPrimaryTerm, &m.Version, &m.VersionType, &m.Pipeline,
+		&m.RetryOnConflict, &m.Source, &m.RequireAlias, &m.DynamicTmpl} {
+		if bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
+			*raw = nil
+		}
+	}
+}
+
 // unsupported names the first option of m that Weft does not implement, or "".
 // retry_on_conflict is accepted and ignored: Weft applies updates of one
 // document in order, so there is no conflict to retry.
@@ -116,7 +140,16 @@ type updateBody struct {
 // Any other error, always an *apiError with a 4xx status, means the whole
 // request is rejected: a line where an action is expected that is not a
 // valid action line, an action without an index, or a missing source line.
-func parseBulk(body []byte, defaultIndex, defaultRouting string, charge func(n int64) error) ([]bulkAction, error) {
+// bulkLeniency is how a bulk body's action lines are read beside what
+// every REST API version checks: with strictKeys (REST API 9) an unknown
+// key of an action line fails the request; without it (8, as Elasticsearch
+// 8 does) it is skipped and named through warn.
+type bulkLeniency struct {
+	strictKeys bool
+	warn       func(msg string)
+}
+
+func parseBulk(body []byte, defaultIndex, defaultRouting string, charge func(n int64) error, leniency bulkLeniency) ([]bulkAction, error) {
 	var actions []bulkAction
 	lineNo := 0
 	rest := body
@@ -149,7 +182,7 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string, charge func(n i
 		if xe := utf8Error(line, lineNo); xe != nil {
 			return nil, xe // an action line that does not parse, as any other
 		}
-		a, needsSource, err := parseActionLine(line, lineNo, defaultIndex, defaultRouting)
+		a, needsSource, err := parseActionLine(line, lineNo, defaultIndex, defaultRouting, leniency)
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +210,7 @@ func parseBulk(body []byte, defaultIndex, defaultRouting string, charge func(n i
 }
 
 // parseActionLine parses one action/metadata line.
-func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting string) (a bulkAction, needsSource bool, err error) {
+func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting string, leniency bulkLeniency) (a bulkAction, needsSource bool, err error) {
 	if line[0] != '{' {
 		return a, false, illegalArgument("malformed action/metadata line [%d], expected START_OBJECT but found something else; each action line is a JSON object like {\"index\":{\"_index\":\"x\"}}", lineNo)
 	}
@@ -203,11 +236,26 @@ func parseActionLine(line []byte, lineNo int, defaultIndex, defaultRouting strin
 		return a, false, illegalArgument("malformed action/metadata line [%d], expected one of [create, delete, index, update] but found [%s]", lineNo, a.Action)
 	}
 	var meta bulkMeta
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&meta); err != nil {
+	if err := json.Unmarshal(raw, &meta); err != nil {
 		return a, false, illegalArgument("action/metadata line [%d] is not valid: %v", lineNo, err)
 	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return a, false, illegalArgument("action/metadata line [%d] is not valid: %v", lineNo, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if bulkMetaKeys[k] {
+			continue
+		}
+		msg := fmt.Sprintf("Action/metadata line [%d] contains an unknown parameter [%s]", lineNo, k)
+		if leniency.strictKeys {
+			return a, false, illegalArgument("%s", msg)
+		}
+		if leniency.warn != nil {
+			leniency.warn(msg)
+		}
+	}
+	meta.nullIsAbsent()
 	if meta.Index != nil {
 		a.Index = *meta.Index
 	} else {

@@ -17,6 +17,7 @@ func TestParseBulk(t *testing.T) {
 		index      string
 		wantErr    string // substring of the whole-request error; "" = none
 		wantStatus int
+		strictKeys bool // REST API 9
 		check      func(t *testing.T, as []bulkAction)
 	}{
 		{
@@ -104,7 +105,8 @@ func TestParseBulk(t *testing.T) {
 		{name: "action line broken JSON rejects the request", body: "{\"index\":\n", wantErr: "line [1]", wantStatus: 400},
 		{name: "unknown action", body: "{\"upsert\":{\"_index\":\"a\"}}\n{}\n", wantErr: "[upsert]", wantStatus: 400},
 		{name: "two actions on one line", body: "{\"index\":{},\"delete\":{}}\n", wantErr: "exactly one action", wantStatus: 400},
-		{name: "unknown metadata field", body: "{\"index\":{\"_index\":\"a\",\"colour\":1}}\n{}\n", wantErr: "colour", wantStatus: 400},
+		{name: "unknown metadata field under REST API 9", body: "{\"index\":{\"_index\":\"a\",\"colour\":1}}\n{}\n", strictKeys: true,
+			wantErr: "Action/metadata line [1] contains an unknown parameter [colour]", wantStatus: 400},
 		{name: "wrong type of _id", body: "{\"index\":{\"_index\":\"a\",\"_id\":{\"a\":1}}}\n{}\n", wantErr: "line [1]", wantStatus: 400},
 		{name: "missing index", body: "{\"index\":{\"_id\":\"1\"}}\n{}\n", wantErr: "index is missing", wantStatus: 400},
 		{name: "a lone action without its source line", body: "{\"index\":{\"_index\":\"a\"}}\n", wantErr: "no requests added", wantStatus: 400},
@@ -119,7 +121,7 @@ func TestParseBulk(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			as, err := parseBulk([]byte(tc.body), tc.index, "", nil)
+			as, err := parseBulk([]byte(tc.body), tc.index, "", nil, bulkLeniency{strictKeys: tc.strictKeys})
 			if tc.wantErr != "" {
 				var ae *apiError
 				require.True(t, errors.As(err, &ae), "error %v is not an *apiError", err)
@@ -153,7 +155,7 @@ func FuzzParseBulk(f *testing.F) {
 		f.Add([]byte(s), "dflt")
 	}
 	f.Fuzz(func(t *testing.T, body []byte, index string) {
-		as, err := parseBulk(body, index, "", nil)
+		as, err := parseBulk(body, index, "", nil, bulkLeniency{})
 		if err != nil {
 			var ae *apiError
 			require.True(t, errors.As(err, &ae), "error %v is not an *apiError", err)
@@ -199,7 +201,7 @@ func BenchmarkParseBulk(b *testing.B) {
 	b.SetBytes(int64(body.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		as, err := parseBulk(body.Bytes(), "", "", nil)
+		as, err := parseBulk(body.Bytes(), "", "", nil, bulkLeniency{})
 		if err != nil || len(as) != n {
 			b.Fatalf("parsed %d of %d: %v", len(as), n, err)
 		}
@@ -210,11 +212,24 @@ func BenchmarkParseBulk(b *testing.B) {
 // TestParseBulkConditions: if_seq_no and if_primary_term reach the action;
 // a value that is not a non-negative number fails only its item.
 func TestParseBulkConditions(t *testing.T) {
-	as, err := parseBulk([]byte("{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3,\"if_primary_term\":2}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\",\"if_seq_no\":-1}}\n"), "", "", nil)
+	as, err := parseBulk([]byte("{\"index\":{\"_index\":\"a\",\"_id\":\"1\",\"if_seq_no\":3,\"if_primary_term\":2}}\n{}\n{\"delete\":{\"_index\":\"a\",\"_id\":\"2\",\"if_seq_no\":-1}}\n"), "", "", nil, bulkLeniency{})
 	require.NoError(t, err)
 	require.Nil(t, as[0].Err)
 	require.Equal(t, uint64(3), *as[0].IfSeqNo)
 	require.Equal(t, uint64(2), *as[0].IfPrimaryTerm)
 	require.NotNil(t, as[1].Err)
 	require.Contains(t, as[1].Err.Reason, "if_seq_no")
+}
+
+// Under REST API 8 an action line's unknown keys are skipped with a
+// warning and a null option is an absent one, as Elasticsearch 8 reads
+// them (winston-elasticsearch sends "attempts":0 and "pipeline":null).
+func TestParseBulkIsLenientUnderRESTAPI8(t *testing.T) {
+	var warnings []string
+	body := "{\"index\":{\"_index\":\"logs\",\"attempts\":0,\"pipeline\":null}}\n{\"message\":\"hi\"}\n"
+	as, err := parseBulk([]byte(body), "", "", nil, bulkLeniency{warn: func(m string) { warnings = append(warnings, m) }})
+	require.NoError(t, err)
+	require.Len(t, as, 1)
+	require.Nil(t, as[0].Err, "the item is written: a null pipeline is no pipeline")
+	require.Equal(t, []string{"Action/metadata line [1] contains an unknown parameter [attempts]"}, warnings)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -18,8 +19,10 @@ const (
 	mediaVendorND   = "application/vnd.elasticsearch+x-ndjson"
 )
 
-// compatVersions are the compatible-with values accepted in vendor types.
-var compatVersions = map[string]bool{"8": true, "9": true}
+// compatVersions are the compatible-with values accepted in vendor types:
+// those Elasticsearch 8.19 accepts (7 and 8, which get the REST API of 8),
+// and 9 (stricter where 9 is: unknown keys of a bulk action line).
+var compatVersions = map[string]bool{"7": true, "8": true, "9": true}
 
 // negotiation is what the request's Content-Type and Accept headers ask for.
 type negotiation struct {
@@ -84,9 +87,20 @@ func parseMedia(v string) (compat string, known bool, err *apiError) {
 		c := params["compatible-with"]
 		if !compatVersions[c] {
 			return "", false, &apiError{Status: http.StatusBadRequest, Type: "media_type_header_exception",
-				Reason: fmt.Sprintf("invalid media-type value [%s]: compatible-with must be 8 or 9", v)}
+				Reason: fmt.Sprintf("invalid media-type value [%s]: compatible-with must be 7, 8 or 9", v)}
 		}
 		return c, true, nil
 	}
 	return "", false, nil
+}
+
+// addWarning adds a Warning header in Elasticsearch's form (code 299, the
+// agent, the quoted text) for something the request did that a later REST
+// API version refuses; the same text is added once.
+func addWarning(w http.ResponseWriter, msg string) {
+	v := fmt.Sprintf("299 Elasticsearch-%s %q", Version, msg)
+	if slices.Contains(w.Header().Values("Warning"), v) {
+		return
+	}
+	w.Header().Add("Warning", v)
 }

@@ -473,7 +473,9 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) error {
 	if err := held.Grow(int64(len(body)) - held.Bytes()); err != nil {
 		return err
 	}
-	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"), held.Grow)
+	neg, _ := negotiate(r) // checked before the handler ran
+	leniency := bulkLeniency{strictKeys: neg.compat == "9", warn: func(msg string) { addWarning(w, msg) }}
+	actions, err := parseBulk(body, r.PathValue("index"), r.URL.Query().Get("routing"), held.Grow, leniency)
 	if err != nil {
 		return err
 	}

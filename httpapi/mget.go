@@ -16,7 +16,9 @@ import (
 // URL's), or bare ids of the URL's index.
 type mgetBody struct {
 	Docs []mgetDoc `json:"docs"`
-	IDs  []string  `json:"ids"`
+	// IDs are strings or numbers (Elasticsearch takes a number as the
+	// id's text), checked as a doc's _id is.
+	IDs []json.RawMessage `json:"ids"`
 }
 
 // mgetDoc is one document of an _mget body.
@@ -76,8 +78,7 @@ func parseMgetBody(body []byte) ([]mgetDoc, error) {
 	}
 	docs := b.Docs
 	for _, id := range b.IDs {
-		raw, _ := json.Marshal(id)
-		docs = append(docs, mgetDoc{ID: raw})
+		docs = append(docs, mgetDoc{ID: id})
 	}
 	if len(docs) == 0 {
 		return nil, validationErr("no documents to get")
