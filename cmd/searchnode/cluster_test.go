@@ -19,14 +19,13 @@ import (
 type nodeProc struct {
 	name, dir                string
 	http, fabric, gossip, rf string
-	bin, seeds, initial      string   // what it runs, and its --seeds and --initial-nodes
-	extra                    []string // more flags
+	bin, seeds, initial      string // what it runs, and its --seeds and --initial-nodes
 	p                        *proc
 }
 
 // processCluster starts n searchnode processes of bin that form one
 // cluster.
-func processCluster(t *testing.T, bin string, n int, extra ...string) []*nodeProc {
+func processCluster(t *testing.T, bin string, n int) []*nodeProc {
 	t.Helper()
 	var nodes []*nodeProc
 	var seeds, names []string
@@ -38,7 +37,7 @@ func processCluster(t *testing.T, bin string, n int, extra ...string) []*nodePro
 		names = append(names, np.name)
 	}
 	for _, np := range nodes {
-		np.seeds, np.initial, np.extra = strings.Join(seeds, ","), strings.Join(names, ","), extra
+		np.seeds, np.initial = strings.Join(seeds, ","), strings.Join(names, ",")
 		np.start(t)
 	}
 	return nodes
@@ -59,10 +58,9 @@ func greenCluster(t *testing.T) []*nodeProc {
 // start starts (or restarts) the node's process on its data directory.
 func (np *nodeProc) start(t *testing.T) {
 	t.Helper()
-	args := append([]string{"--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
+	np.p = startProcArgs(t, np.bin, "--node-name", np.name, "--data-dir", np.dir, "--log-level", "warn",
 		"--http-addr", np.http, "--fabric-addr", np.fabric, "--gossip-addr", np.gossip, "--raft-addr", np.rf,
-		"--seeds", np.seeds, "--initial-nodes", np.initial, "--security=false"}, np.extra...)
-	np.p = startProcArgs(t, np.bin, args...)
+		"--seeds", np.seeds, "--initial-nodes", np.initial, "--security=false")
 }
 
 func (np *nodeProc) kill(t *testing.T) {
