@@ -94,12 +94,18 @@ func parseMedia(v string) (compat string, known bool, err *apiError) {
 	return "", false, nil
 }
 
+// maxWarnings bounds the Warning headers of one reply: a bulk of a million
+// lines, each with an unknown key, names the first few, not every line.
+const maxWarnings = 16
+
 // addWarning adds a Warning header in Elasticsearch's form (code 299, the
 // agent, the quoted text) for something the request did that a later REST
-// API version refuses; the same text is added once.
+// API version refuses; the same text is added once, and no more than
+// maxWarnings in all.
 func addWarning(w http.ResponseWriter, msg string) {
 	v := fmt.Sprintf("299 Elasticsearch-%s %q", Version, msg)
-	if slices.Contains(w.Header().Values("Warning"), v) {
+	have := w.Header().Values("Warning")
+	if len(have) >= maxWarnings || slices.Contains(have, v) {
 		return
 	}
 	w.Header().Add("Warning", v)

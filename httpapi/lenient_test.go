@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -46,4 +47,25 @@ func TestLenientLikeElasticsearch8(t *testing.T) {
 	require.Equal(t, "1", path(t, docs[0], "_id"))
 	require.Equal(t, true, path(t, docs[1], "found"))
 	require.Equal(t, false, path(t, docs[2], "found"))
+}
+
+// The Warning headers of one reply are bounded: a bulk whose every line
+// has an unknown key names a few of them, not every line.
+func TestBulkWarningsAreBounded(t *testing.T) {
+	a := newTestAPI(t, apiConfig())
+	var b strings.Builder
+	for k := range 500 {
+		fmt.Fprintf(&b, "{\"index\":{\"_index\":\"logs\",\"_id\":\"%d\",\"attempts\":0}}\n{\"n\":%d}\n", k, k)
+	}
+	req, err := http.NewRequest("POST", a.srv.URL+"/_bulk", strings.NewReader(b.String()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	warnings := resp.Header.Values("Warning")
+	require.NotEmpty(t, warnings)
+	require.LessOrEqual(t, len(warnings), 16, "at most maxWarnings")
 }
