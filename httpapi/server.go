@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -587,27 +588,46 @@ func (s *Server) inFlight(r *http.Request) (io.ReadCloser, error) {
 		context.AfterFunc(r.Context(), release) // the request's context ends once it has been served
 		return r.Body, nil
 	}
-	return &countedBody{r: r.Body, b: s.cfg.InFlight, ctx: r.Context()}, nil
+	c := &countedBody{r: r.Body, b: s.cfg.InFlight}
+	context.AfterFunc(r.Context(), c.release)
+	return c, nil
 }
 
-// countedBody reserves the bytes of a body of unknown length as they are
-// read, each read's until the request's context ends.
+// countedBody adds the bytes of a body of unknown length to the breaker as
+// they are read, and gives them back together when the request's context
+// ends (also when the client goes while the body is still being read: a
+// read after that holds nothing).
 type countedBody struct {
-	r   io.ReadCloser
-	b   *membudget.Breaker
-	ctx context.Context
+	r    io.ReadCloser
+	b    *membudget.Breaker
+	mu   sync.Mutex
+	held int64
+	done bool
 }
 
 func (c *countedBody) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 {
-		release, berr := c.b.Reserve(int64(n), httpRequestLabel)
-		if berr != nil {
+		if berr := c.b.Add(int64(n), httpRequestLabel); berr != nil {
 			return n, berr
 		}
-		context.AfterFunc(c.ctx, release)
+		c.mu.Lock()
+		if c.done {
+			c.b.Sub(int64(n))
+		} else {
+			c.held += int64(n)
+		}
+		c.mu.Unlock()
 	}
 	return n, err
+}
+
+func (c *countedBody) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	c.b.Sub(c.held)
+	c.held = 0
 }
 
 func (c *countedBody) Close() error { return c.r.Close() }

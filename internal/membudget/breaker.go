@@ -40,23 +40,36 @@ func (e *BreakingError) Error() string {
 // a *BreakingError. The returned release gives the bytes back; it may be
 // called more than once and is nil only with an error.
 func (b *Breaker) Reserve(n int64, label string) (release func(), err error) {
-	for {
-		used := b.used.Load()
-		if used+n > b.limit {
-			b.trips.Add(1)
-			return nil, &BreakingError{Breaker: b.name, Label: label, Wanted: used + n, Limit: b.limit}
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			break
-		}
+	if err := b.Add(n, label); err != nil {
+		return nil, err
 	}
 	var released atomic.Bool
 	return func() {
 		if released.CompareAndSwap(false, true) {
-			b.used.Add(-n)
+			b.Sub(n)
 		}
 	}, nil
 }
+
+// Add adds n bytes (n >= 0) of the work labelled label to the estimate,
+// or, when that would pass the limit, counts a trip and returns a
+// *BreakingError. The caller gives the bytes back with Sub; Reserve is the
+// same with a release that gives them back once.
+func (b *Breaker) Add(n int64, label string) error {
+	for {
+		used := b.used.Load()
+		if used+n > b.limit {
+			b.trips.Add(1)
+			return &BreakingError{Breaker: b.name, Label: label, Wanted: used + n, Limit: b.limit}
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return nil
+		}
+	}
+}
+
+// Sub gives back n bytes that Add took.
+func (b *Breaker) Sub(n int64) { b.used.Add(-n) }
 
 // BreakerStats is a breaker's state, as _nodes/stats reports it.
 type BreakerStats struct {
