@@ -341,6 +341,11 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 			// and is kept out of Raft and of shard allocation.
 			ccfg.Admit = func(ctx context.Context, m cluster.Member) error {
 				_, err := n.peers.Call(ctx, m.ID, fabric.MethodPing, nil)
+				if errors.Is(err, fabric.ErrClosed) && ctx.Err() == nil {
+					// The pool's connection to a restarted node's old
+					// process; the pool dials afresh for this one.
+					_, err = n.peers.Call(ctx, m.ID, fabric.MethodPing, nil)
+				}
 				return err
 			}
 		}
