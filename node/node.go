@@ -310,7 +310,7 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 		ccfg.ElasticPassword = n.cfg.Security.ElasticPassword
 		ccfg.ElasticPasswordGenerated = n.announceElasticPassword
 		ccfg.GossipKey = n.sec.bundle.GossipKey
-		secure, hook := n.sec.raftLayer(n.raftNameOf, n.log.With("component", "raft-tls")), n.cfg.Hooks.RaftLayer
+		secure, hook := n.sec.raftLayer(n.raftNameOf, n.raftSpeaksFor, n.log.With("component", "raft-tls")), n.cfg.Hooks.RaftLayer
 		ccfg.RaftLayer = secure
 		if hook != nil { // a test's partitions wrap the TLS layer
 			ccfg.RaftLayer = func(l raft.StreamLayer) raft.StreamLayer { return hook(secure(l)) }

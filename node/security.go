@@ -280,13 +280,14 @@ func (s *security) secureFabric(tcfg *tcp.Config, nameOf func(addr string) strin
 
 // raftLayer returns the cluster's RaftLayer hook that puts Raft's streams
 // on mutual TLS (security/raftstream): accepted connections must present a
-// certificate of the cluster CA naming a node, and a dial of a known
+// certificate of the cluster CA naming a node, each RPC they carry must
+// speak for that node's server id (speaksFor), and a dial of a known
 // node's Raft address requires that node's certificate (nameOf).
-func (s *security) raftLayer(nameOf func(raft.ServerAddress) string, log *slog.Logger) func(raft.StreamLayer) raft.StreamLayer {
+func (s *security) raftLayer(nameOf func(raft.ServerAddress) string, speaksFor func(string, raft.ServerID) error, log *slog.Logger) func(raft.StreamLayer) raft.StreamLayer {
 	return func(inner raft.StreamLayer) raft.StreamLayer {
 		ln, err := raftstream.New(inner, raftstream.Config{
 			Server: certs.ServerConfig(s.bundle, nil), Client: certs.ClientConfig(s.bundle, ""),
-			ServerName: nameOf, Identify: certs.PeerNode, Logger: log,
+			ServerName: nameOf, Identify: certs.PeerNode, SpeaksFor: speaksFor, Logger: log,
 		})
 		if err != nil {
 			// Both configurations are set, so New does not fail; if it
@@ -399,6 +400,45 @@ func fabricPathIs(recorded, addr string) bool {
 func (n *Node) raftNameOf(addr raft.ServerAddress) string {
 	return nodeNameAt(n.cluRef.Load(), string(addr), func(a, b string) bool { return a == b },
 		func(nd *state.Node) string { return nd.RaftAddr }, func(m cluster.Member) string { return m.RaftAddr })
+}
+
+// raftSpeaksFor is raftLayer's speaksFor: the Raft server id an RPC
+// speaks for must be the id of the node the connection's certificate
+// names (peer). The id's node is read from the node records in the Raft
+// state, else from gossip (a node not yet recorded); an id no node or
+// more than one node claims is refused.
+func (n *Node) raftSpeaksFor(peer string, id raft.ServerID) error {
+	name := nodeNameOfID(n.cluRef.Load(), string(id))
+	switch {
+	case name == "":
+		return fmt.Errorf("node: Raft server id %q is no node this node knows", id)
+	case name != peer:
+		return fmt.Errorf("node: Raft server id %q is node %q, not %q", id, name, peer)
+	}
+	return nil
+}
+
+// nodeNameOfID returns the name of the node whose id is id: its record in
+// the Raft state, else the gossip members claiming it; "" when
+// none, or when members with different names claim it.
+func nodeNameOfID(c *cluster.Cluster, id string) string {
+	if c == nil || id == "" {
+		return ""
+	}
+	if nd, ok := c.State().Nodes[id]; ok {
+		return nd.Name
+	}
+	found := ""
+	for _, m := range c.Members() {
+		if m.ID != id {
+			continue
+		}
+		if found != "" && found != m.Name {
+			return ""
+		}
+		found = m.Name
+	}
+	return found
 }
 
 // announceElasticPassword prints a generated elastic password once, to

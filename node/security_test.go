@@ -25,6 +25,7 @@ import (
 	"github.com/weftsearch/weft/fabric/tcp"
 	"github.com/weftsearch/weft/internal/freeport"
 	"github.com/weftsearch/weft/internal/testlog"
+	"github.com/weftsearch/weft/security/raftstream"
 	"github.com/weftsearch/weft/node"
 	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/certs"
@@ -420,6 +421,47 @@ func TestSecureClusterRefusesStrangers(t *testing.T) {
 			Term:      before.Term + 1000, Leader: []byte(forger.LocalAddr()),
 		}, &out)
 		require.Error(t, err, "a plaintext Raft RPC gets no answer")
+		after := lead.Cluster().Raft()
+		require.Equal(t, "Leader", after.State)
+		require.Equal(t, before.Term, after.Term, "the leader keeps its term")
+	})
+
+	// A node of the cluster, with its own certificate, that sends an RPC
+	// in another node's name (a follower's, with a term far ahead) is
+	// dropped before Raft reads it: the leader keeps leading in its term.
+	t.Run("an RPC in another node's name", func(t *testing.T) {
+		var lead, impersonated *node.Node
+		leadName, otherName := "", ""
+		for name, n := range sc.nodes {
+			switch {
+			case n.Cluster().Raft().State == "Leader":
+				lead, leadName = n, name
+			case otherName == "":
+				otherName = name
+			default:
+				impersonated = n
+			}
+		}
+		require.NotNil(t, lead)
+		require.NotNil(t, impersonated)
+		before := lead.Cluster().Raft()
+		st := lead.Cluster().State().Nodes[lead.ID()]
+		b, err := certs.Load(sc.certs, otherName)
+		require.NoError(t, err)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		layer, err := raftstream.New(ln, raftstream.Config{
+			Server: certs.ServerConfig(b, nil), Client: certs.ClientConfig(b, leadName), Logger: testlog.New(t),
+		})
+		require.NoError(t, err)
+		forger := raft.NewNetworkTransport(layer, 1, 5*time.Second, io.Discard)
+		defer forger.Close()
+		var out raft.AppendEntriesResponse
+		err = forger.AppendEntries(raft.ServerID(lead.ID()), raft.ServerAddress(st.RaftAddr), &raft.AppendEntriesRequest{
+			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(impersonated.ID()), Addr: []byte(st.RaftAddr)},
+			Term:      before.Term + 1000,
+		}, &out)
+		require.Error(t, err, "an RPC in another node's name gets no answer")
 		after := lead.Cluster().Raft()
 		require.Equal(t, "Leader", after.State)
 		require.Equal(t, before.Term, after.Term, "the leader keeps its term")

@@ -5,6 +5,7 @@
 package raftstream
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -35,6 +36,13 @@ type Config struct {
 	// Raft reads from it (certs.PeerNode does). The name is then kept with
 	// the connection (PeerName).
 	Identify func(tls.ConnectionState) (string, error)
+	// SpeaksFor, when set, is asked about every RPC an accepted
+	// connection sends, with the connection's peer name (Identify's) and
+	// the Raft server id the RPC's header speaks for (the leader of an
+	// AppendEntries, the candidate of a vote): an error closes the
+	// connection before Raft reads any byte of that RPC. It requires
+	// Identify.
+	SpeaksFor func(peer string, id raft.ServerID) error
 	// HandshakeTimeout bounds each accepted connection's handshake.
 	// Default 10s.
 	HandshakeTimeout time.Duration
@@ -68,6 +76,16 @@ var _ raft.StreamLayer = (*Layer)(nil)
 type Conn struct {
 	*tls.Conn
 	peer string
+	gate *gate // accepted connections under Config.SpeaksFor
+}
+
+// Read reads the connection; under Config.SpeaksFor, only RPCs whose
+// server id the peer may speak for.
+func (c *Conn) Read(p []byte) (int, error) {
+	if c.gate == nil {
+		return c.Conn.Read(p)
+	}
+	return c.gate.Read(p)
 }
 
 // PeerName is the name Identify gave an accepted connection; for a
@@ -80,6 +98,9 @@ func (c *Conn) PeerName() string { return c.peer }
 func New(ln net.Listener, cfg Config) (*Layer, error) {
 	if cfg.Server == nil || cfg.Client == nil {
 		return nil, errors.New("raftstream: Config.Server and Config.Client are required; build them with security/certs")
+	}
+	if cfg.SpeaksFor != nil && cfg.Identify == nil {
+		return nil, errors.New("raftstream: Config.SpeaksFor needs Config.Identify to name the peer")
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
@@ -148,6 +169,16 @@ func (l *Layer) handshake(nc net.Conn) {
 			return
 		}
 		c.peer = name
+	}
+	if l.cfg.SpeaksFor != nil {
+		remote := nc.RemoteAddr().String()
+		c.gate = newGate(bufio.NewReaderSize(tc, 64<<10), func(id raft.ServerID) error {
+			if err := l.cfg.SpeaksFor(c.peer, id); err != nil {
+				l.log.Warn("raft stream: an RPC for another server dropped with its connection", "remote", remote, "peer", c.peer, "server_id", string(id), "err", err)
+				return err
+			}
+			return nil
+		})
 	}
 	select {
 	case l.out <- c:

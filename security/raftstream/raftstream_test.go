@@ -1,6 +1,7 @@
 package raftstream_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -199,4 +200,85 @@ func TestLayerNamesThePeer(t *testing.T) {
 	defer l3.Close()
 	_, err = l3.Dial(addr1, 5*time.Second)
 	require.Error(t, err, "n1 is not the node n2 expected at this address")
+}
+
+// sameName is a SpeaksFor under which a node's Raft server id is its name.
+func sameName(peer string, id raft.ServerID) error {
+	if string(id) != peer {
+		return errors.New("the certificate names another node")
+	}
+	return nil
+}
+
+// gatedLayer is layer with SpeaksFor set.
+func gatedLayer(t *testing.T, b *certs.Bundle, speaksFor func(string, raft.ServerID) error) *raftstream.Layer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l, err := raftstream.New(ln, raftstream.Config{
+		Server: certs.ServerConfig(b, nil), Client: certs.ClientConfig(b, ""),
+		Identify: certs.PeerNode, SpeaksFor: speaksFor, Logger: testlog.New(t),
+	})
+	require.NoError(t, err)
+	return l
+}
+
+// A node of the cluster that sends an RPC in another node's name — a
+// forged AppendEntries with a high term in the leader's name — is dropped
+// before Raft reads it; RPCs in its own name, one after another on one
+// connection and with a snapshot's data behind them, reach Raft whole.
+func TestRaftDropsRPCsForAnotherServer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	_, err := certs.CreateCluster(dir, []string{"n1", "n2", "n3"}, nil, nil)
+	require.NoError(t, err)
+	load := func(node string) *certs.Bundle {
+		b, err := certs.Load(dir, node)
+		require.NoError(t, err)
+		return b
+	}
+	l1 := gatedLayer(t, load("n1"), sameName)
+	addr1 := raft.ServerAddress(l1.Addr().String())
+	t1 := transport(t, l1)
+	expect := map[raft.ServerAddress]string{addr1: "n1"}
+	leader := transport(t, layer(t, load("n2"), nil, expect))
+	forger := transport(t, layer(t, load("n3"), nil, expect))
+
+	var resp raft.AppendEntriesResponse
+	got := serveOne(t, t1) // a forged RPC that reached Raft would be answered
+	require.Error(t, forger.AppendEntries("n1", addr1, appendEntries("n2", 1000), &resp), "n3 speaking for n2")
+	for term := uint64(5); term < 8; term++ {
+		if term > 5 {
+			got = serveOne(t, t1)
+		}
+		require.NoError(t, leader.AppendEntries("n1", addr1, appendEntries("n2", term), &resp))
+		req, ok := (<-got).(*raft.AppendEntriesRequest)
+		require.True(t, ok)
+		require.Equal(t, term, req.Term, "the forged term-1000 request must never reach Raft")
+	}
+
+	data := []byte("a snapshot's bytes, passed through unchecked after its checked request")
+	snapshot := make(chan []byte, 1)
+	go func() {
+		select {
+		case rpc := <-t1.Consumer():
+			b, _ := io.ReadAll(rpc.Reader)
+			snapshot <- b
+			rpc.Respond(&raft.InstallSnapshotResponse{Term: 9, Success: true}, nil)
+		case <-time.After(10 * time.Second):
+			close(snapshot)
+		}
+	}()
+	var sresp raft.InstallSnapshotResponse
+	require.NoError(t, leader.InstallSnapshot("n1", addr1, &raft.InstallSnapshotRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n2"), Addr: []byte("n2")},
+		Term:      9, Size: int64(len(data)),
+	}, &sresp, bytes.NewReader(data)))
+	require.Equal(t, data, <-snapshot)
+	got = serveOne(t, t1)
+	require.NoError(t, leader.AppendEntries("n1", addr1, appendEntries("n2", 10), &resp))
+	req, ok := (<-got).(*raft.AppendEntriesRequest)
+	require.True(t, ok)
+	require.Equal(t, uint64(10), req.Term, "the RPC after a snapshot is read whole")
+
+	require.Error(t, forger.AppendEntries("n1", addr1, appendEntries("", 1000), &resp), "an RPC naming no server")
 }
