@@ -25,10 +25,10 @@ import (
 	"github.com/weftsearch/weft/fabric/tcp"
 	"github.com/weftsearch/weft/internal/freeport"
 	"github.com/weftsearch/weft/internal/testlog"
-	"github.com/weftsearch/weft/security/raftstream"
 	"github.com/weftsearch/weft/node"
 	"github.com/weftsearch/weft/security/auth"
 	"github.com/weftsearch/weft/security/certs"
+	"github.com/weftsearch/weft/security/raftstream"
 )
 
 // testPassword is the elastic user's password of the secure test nodes.
