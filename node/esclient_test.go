@@ -174,3 +174,61 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestOfficialGoClientOverHTTPS drives a node with security on (its
+// default) through Elastic's Go client as its documentation sets it up:
+// the CA certificate (CACert) or its fingerprint (CertificateFingerprint),
+// the elastic user's password, then an API key the client creates and
+// narrows to reading. Wrong credentials are a 401; the read-only key is
+// refused a write with 403 and may search.
+func TestOfficialGoClientOverHTTPS(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, secureConfig(t.TempDir()))
+	require.True(t, strings.HasPrefix(n.URL(), "https://"), n.URL())
+	ca, err := os.ReadFile(n.Security().CACert)
+	require.NoError(t, err)
+	client := func(t *testing.T, cfg elasticsearch.Config) *elasticsearch.Client {
+		cfg.Addresses = []string{n.URL()}
+		es, err := elasticsearch.NewClient(cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = es.Close(ctx) })
+		return es
+	}
+
+	es := client(t, elasticsearch.Config{CACert: ca, Username: "elastic", Password: testPassword})
+	res, err := es.Info()
+	decode(t, res, err, 200)
+	res, err = es.Indices.Create("mail", es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"number_of_replicas":0}}`)))
+	decode(t, res, err, 200)
+	res, err = es.Bulk(strings.NewReader(`{"index":{"_index":"mail","_id":"1"}}`+"\n"+`{"subject":"over https"}`+"\n"),
+		es.Bulk.WithRefresh("true"))
+	require.False(t, decode(t, res, err, 200)["errors"].(bool))
+
+	t.Run("CA fingerprint", func(t *testing.T) {
+		es := client(t, elasticsearch.Config{CertificateFingerprint: n.Security().CAFingerprint, Username: "elastic", Password: testPassword})
+		res, err := es.Count(es.Count.WithIndex("mail"))
+		require.EqualValues(t, 1, decode(t, res, err, 200)["count"])
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		es := client(t, elasticsearch.Config{CACert: ca, Username: "elastic", Password: "not-" + testPassword})
+		res, err := es.Count(es.Count.WithIndex("mail"))
+		require.Equal(t, "security_exception", decode(t, res, err, 401)["error"].(map[string]any)["type"])
+	})
+	t.Run("without the CA", func(t *testing.T) {
+		es := client(t, elasticsearch.Config{Username: "elastic", Password: testPassword})
+		_, err := es.Info()
+		require.Error(t, err, "the node's certificate is not from a CA the system trusts")
+	})
+	t.Run("API key", func(t *testing.T) {
+		res, err := es.Security.CreateAPIKey(strings.NewReader(`{"name":"reader","role_descriptors":{"r":{"indices":[{"names":["mail"],"privileges":["read"]}]}}}`))
+		key := decode(t, res, err, 200)
+		reader := client(t, elasticsearch.Config{CACert: ca, APIKey: key["encoded"].(string)})
+		res, err = reader.Search(reader.Search.WithIndex("mail"), reader.Search.WithBody(strings.NewReader(`{"query":{"match":{"subject":"https"}}}`)))
+		hits := decode(t, res, err, 200)["hits"].(map[string]any)
+		require.EqualValues(t, 1, hits["total"].(map[string]any)["value"])
+		res, err = reader.Index("mail", strings.NewReader(`{"subject":"refused"}`))
+		require.Equal(t, "security_exception", decode(t, res, err, 403)["error"].(map[string]any)["type"])
+		res, err = reader.Security.Authenticate()
+		require.Equal(t, "elastic", decode(t, res, err, 200)["username"], "a key acts for its owner")
+	})
+}

@@ -1,9 +1,11 @@
 package certs
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"slices"
 )
 
 // The configurations below set MinVersion to TLS 1.3 and leave
@@ -73,11 +75,16 @@ func ClientConfig(b *Bundle, server string) *tls.Config {
 // no client certificate asked (HTTP clients authenticate with passwords or
 // API keys), serving public when not nil (a certificate loaded with
 // LoadKeyPair from --http-cert and --http-key) and b's node certificate
-// otherwise.
+// otherwise. The node certificate is served with the CA's certificate
+// behind it, as Elasticsearch serves its HTTP CA, so that a client
+// pinning the CA's fingerprint (the Go client's CertificateFingerprint,
+// the JS client's caFingerprint) finds it in the chain.
 func HTTPServerConfig(b *Bundle, public *tls.Certificate) *tls.Config {
 	cert := b.Cert
 	if public != nil {
 		cert = *public
+	} else if last := cert.Certificate[len(cert.Certificate)-1]; !bytes.Equal(last, b.CA.Raw) {
+		cert.Certificate = append(slices.Clone(cert.Certificate), b.CA.Raw)
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
 }
